@@ -1,0 +1,72 @@
+"""Adapters: one per implementation under test, found by name, ``module:attr`` or ``.py`` path.
+
+Registered names come from the entry-point group ``posenc.adapters`` (see pyproject.toml);
+a third-party package adds its own adapter by declaring an entry point there -- no change to
+the kit is needed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from posenc.spec.errors import UsageError
+
+from .base import Adapter, RopeOp, Unsupported
+
+ENTRY_POINT_GROUP = "posenc.adapters"
+
+
+def registered() -> dict[str, str]:
+    """``{name: 'module:attr'}`` of the adapters registered by entry point."""
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _instantiate(obj, where: str) -> Adapter:
+    if isinstance(obj, type):
+        obj = obj()
+    elif callable(obj) and not isinstance(obj, Adapter):
+        obj = obj()
+    if not isinstance(obj, Adapter):
+        raise UsageError(f"{where} is not a posenc.adapters.Adapter (got {type(obj).__name__})")
+    return obj
+
+
+def load_adapter(spec: str) -> Adapter:
+    """Load an adapter from a registered name, ``package.module:attr`` or ``path/to/file.py[:attr]``.
+
+    A ``.py`` file without ``:attr`` must define ``ADAPTER`` (an instance, class or factory).
+    Raises :class:`UsageError` naming the available adapters for an unknown name.
+    """
+    regs = registered()
+    if spec in regs:
+        target = regs[spec]
+        mod, _, attr = target.partition(":")
+        return _instantiate(getattr(importlib.import_module(mod), attr), f"adapter {spec!r} ({target})")
+    path_part, _, attr = spec.partition(".py")
+    if spec.endswith(".py") or ".py:" in spec:
+        path = Path(path_part + ".py")
+        attr = attr.lstrip(":") or "ADAPTER"
+        if not path.is_file():
+            raise UsageError(f"--adapter {spec!r}: file {path} does not exist")
+        modspec = importlib.util.spec_from_file_location(f"posenc_user_adapter_{path.stem}", path)
+        module = importlib.util.module_from_spec(modspec)
+        modspec.loader.exec_module(module)
+        if not hasattr(module, attr):
+            raise UsageError(f"--adapter {spec!r}: {path} defines no {attr!r}")
+        return _instantiate(getattr(module, attr), f"{path}:{attr}")
+    if ":" in spec:
+        mod, _, attr = spec.partition(":")
+        module = importlib.import_module(mod)
+        if not hasattr(module, attr):
+            raise UsageError(f"--adapter {spec!r}: module {mod} has no attribute {attr!r}")
+        return _instantiate(getattr(module, attr), spec)
+    raise UsageError(
+        f"unknown adapter {spec!r}; registered adapters: {', '.join(sorted(regs)) or '(none)'}; "
+        "or pass package.module:attr or a path to a .py file"
+    )
+
+
+__all__ = ["Adapter", "RopeOp", "Unsupported", "load_adapter", "registered", "ENTRY_POINT_GROUP"]

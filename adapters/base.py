@@ -1,0 +1,131 @@
+"""The adapter contract: what an implementation under test provides.
+
+An adapter is a small object with ``name``, ``framework``, supported ``devices`` and
+``dtypes``, array conversion, and the *operations*.  Operations take native arrays plus the
+spec's pydantic parameter models (``posenc.spec.models``) and return native arrays in the
+canonical layout.  An operation the implementation cannot express raises
+:class:`Unsupported` with a reason -- the only exception the suite turns into a (reported,
+counted) skip.  Any other exception, an ``ImportError`` of a wrapped library included, is a
+failure.
+
+Canonical layouts: q/k ``[B, H, T, D]`` (q and k head counts may differ); ``position_ids``
+int ``[B, T]``; RoPE cos/sin half width ``[B, T, rotary_dim/2]``; embeddings ``[B, T, E]``.
+Float outputs must have exactly the requested dtype; integer outputs any integer dtype.
+
+Operations (all optional; the default raises :class:`Unsupported`):
+
+=============================================  ===========================================
+``rope(params, dtype=, device=)``              a prepared :class:`RopeOp` (state lives here)
+``rope_apply_with_cos_sin(q, k, cos, sin, p)`` rotate with given cos/sin (ONNX / flash level)
+``sinusoidal(position_ids, params, dtype=, device=)``  ``[B, T, D]`` table rows
+``lookup(table, rows)``                        ``table[rows]``; out-of-range rows must raise
+``gpt2_embeddings(params, weights, ...)``      callable ``(input_ids, position_ids=None, cache_length=0)``
+``bert_embeddings(params, weights, ...)``      callable ``(input_ids, token_type_ids=None, position_ids=None, cache_length=0)``
+``opt_positions(attention_mask, cache_length)``  0-based positions ``[B, T]``
+``opt_rows(positions)``                        table rows (position + 2)
+``opt_embeddings(params, weights, ...)``       callable ``(attention_mask, cache_length=0)``
+``position_ids(rule, device=, **inputs)``      rule: prefill | decode | left_pad | packed
+=============================================  ===========================================
+
+Weights are dicts of native arrays in the requested dtype: GPT-2 ``wte``, ``wpe``; BERT
+``word_embeddings``, ``position_embeddings``, ``token_type_embeddings``,
+``layer_norm_weight``, ``layer_norm_bias``; OPT ``table``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from posenc.spec.models import DTYPES
+
+
+class Unsupported(Exception):
+    """The adapter cannot express this case; ``reason`` says why.  Reported as a skip."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+class RopeOp(Protocol):
+    """A prepared RoPE operation for one parameter set, dtype and device."""
+
+    def inv_freq(self) -> tuple[Any, float]:
+        """``(inv_freq [rotary_dim/2] float32 or float64, attention_factor)``."""
+
+    def cos_sin(self, position_ids) -> tuple[Any, Any]:
+        """``attention_factor * (cos, sin)`` of the angles, each ``[B, T, rotary_dim/2]``."""
+
+    def apply(self, q, k, position_ids) -> tuple[Any, Any]:
+        """End-to-end RoPE on q ``[B, Hq, T, D]`` and k ``[B, Hk, T, D]``."""
+
+
+class Adapter:
+    """Base class; subclasses override what they support.  See the module docstring."""
+
+    name: str = "unnamed"
+    framework: str = "unknown"
+    devices: tuple[str, ...] = ("cpu",)
+    dtypes: tuple[str, ...] = DTYPES
+    #: RoPE dtype policy in words, shown in the report header.
+    notes: str = ""
+
+    # ---- environment -------------------------------------------------------------------
+    def versions(self) -> dict[str, str]:
+        """Library versions that results depend on, e.g. ``{'torch': '2.13.0'}``."""
+        return {}
+
+    def device_available(self, device: str) -> bool:
+        return device == "cpu"
+
+    # ---- arrays ------------------------------------------------------------------------
+    def from_numpy(self, array: np.ndarray, dtype: str, device: str) -> Any:
+        """Native array from NumPy.  ``dtype`` is a float dtype name or 'int64' / 'bool'."""
+        raise NotImplementedError
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """NumPy copy of a native array (bf16 as float32 is fine: values are exact)."""
+        raise NotImplementedError
+
+    def dtype_of(self, x: Any) -> str:
+        """Canonical dtype name of a native array: 'float32', 'bfloat16', 'int64', ..."""
+        raise NotImplementedError
+
+    def device_of(self, x: Any) -> str:
+        return "cpu"
+
+    # ---- operations --------------------------------------------------------------------
+    def _unsupported(self, op: str):
+        raise Unsupported(f"adapter {self.name!r} does not implement {op}")
+
+    def rope(self, params, *, dtype: str, device: str) -> RopeOp:
+        self._unsupported("rope")
+
+    def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
+        self._unsupported("rope_apply_with_cos_sin")
+
+    def sinusoidal(self, position_ids, params, *, dtype: str, device: str):
+        self._unsupported("sinusoidal")
+
+    def lookup(self, table, rows):
+        self._unsupported("lookup")
+
+    def gpt2_embeddings(self, params, weights, *, dtype: str, device: str) -> Callable:
+        self._unsupported("gpt2_embeddings")
+
+    def bert_embeddings(self, params, weights, *, dtype: str, device: str) -> Callable:
+        self._unsupported("bert_embeddings")
+
+    def opt_positions(self, attention_mask, cache_length: int):
+        self._unsupported("opt_positions")
+
+    def opt_rows(self, positions):
+        self._unsupported("opt_rows")
+
+    def opt_embeddings(self, params, weights, *, dtype: str, device: str) -> Callable:
+        self._unsupported("opt_embeddings")
+
+    def position_ids(self, rule: str, *, device: str, **inputs):
+        self._unsupported(f"position_ids({rule})")

@@ -1,0 +1,107 @@
+"""The ``numpy`` adapter: the float64 reference itself, output cast to the requested dtype.
+
+Running the suite on it proves only that goldens and reference agree (freshness); it is not a
+conforming implementation in the conformance matrix.  bfloat16 comes from ``ml_dtypes``.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from posenc.reference import learned, position_ids, rope, sinusoidal
+
+from .base import Adapter
+
+_NP = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
+       "bfloat16": ml_dtypes.bfloat16, "int64": np.int64, "bool": np.bool_}
+
+
+class _Rope:
+    def __init__(self, params, dtype):
+        self.p, self.dt = params, _NP[dtype]
+
+    def inv_freq(self):
+        return rope.inv_freq(self.p)
+
+    def cos_sin(self, position_ids):
+        c, s = rope.cos_sin(position_ids, self.p)
+        return c.astype(self.dt), s.astype(self.dt)
+
+    def apply(self, q, k, position_ids):
+        a, b = rope.apply(q.astype(np.float64), k.astype(np.float64), position_ids, self.p)
+        return a.astype(self.dt), b.astype(self.dt)
+
+
+class NumpyAdapter(Adapter):
+    name = "numpy"
+    framework = "numpy"
+    notes = "float64 reference, rounded once to the requested dtype"
+
+    def versions(self):
+        return {"numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__}
+
+    def from_numpy(self, array, dtype, device):
+        return np.asarray(array).astype(_NP[dtype])
+
+    def to_numpy(self, x):
+        x = np.asarray(x)
+        return x.astype(np.float64) if x.dtype == ml_dtypes.bfloat16 else x
+
+    def dtype_of(self, x):
+        return str(np.asarray(x).dtype)
+
+    def rope(self, params, *, dtype, device):
+        return _Rope(params, dtype)
+
+    def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
+        f = lambda x: rope.apply_with_cos_sin(  # noqa: E731
+            x.astype(np.float64), cos.astype(np.float64), sin.astype(np.float64), params.rdim, params.pairing
+        ).astype(x.dtype)
+        return f(q), f(k)
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        return sinusoidal.table(position_ids, params).astype(_NP[dtype])
+
+    def lookup(self, table, rows):
+        return learned.lookup(table.astype(np.float64), rows).astype(table.dtype)
+
+    def gpt2_embeddings(self, params, weights, *, dtype, device):
+        w = {k: v.astype(np.float64) for k, v in weights.items()}
+        return lambda input_ids, position_ids=None, cache_length=0: learned.gpt2_embeddings(
+            w["wte"], w["wpe"], input_ids, position_ids, cache_length).astype(_NP[dtype])
+
+    def bert_embeddings(self, params, weights, *, dtype, device):
+        w = {k: v.astype(np.float64) for k, v in weights.items()}
+
+        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
+            return learned.bert_embeddings(
+                w["word_embeddings"], w["position_embeddings"], w["token_type_embeddings"],
+                w["layer_norm_weight"], w["layer_norm_bias"], input_ids, token_type_ids,
+                position_ids, cache_length, params.layer_norm_eps).astype(_NP[dtype])
+        return call
+
+    def opt_positions(self, attention_mask, cache_length):
+        return learned.opt_positions(attention_mask, cache_length)
+
+    def opt_rows(self, positions):
+        return learned.opt_rows(positions)
+
+    def opt_embeddings(self, params, weights, *, dtype, device):
+        t = weights["table"].astype(np.float64)
+        return lambda attention_mask, cache_length=0: learned.opt_embeddings(
+            t, attention_mask, cache_length).astype(_NP[dtype])
+
+    def position_ids(self, rule, *, device, **x):
+        if rule == "prefill":
+            return position_ids.prefill(x["batch"], x["seq_len"])
+        if rule == "decode":
+            return position_ids.decode(x["batch"], x["seq_len"], x["cache_length"])
+        if rule == "left_pad":
+            return position_ids.left_pad(x["attention_mask"], x["cache_length"])[0]
+        if rule == "packed":
+            return position_ids.packed(x["cu_seqlens"])
+        raise ValueError(f"unknown position_ids rule {rule!r}")
+
+
+ADAPTER = NumpyAdapter

@@ -1,0 +1,214 @@
+"""The named golden cases.  Each case: ``id``, operation, primary clause IDs, parameters and
+inputs.  Inputs are either literal arrays or *generated* from the manifest seed by the
+stream-stable rule in :mod:`posenc.conformance.golden` (for weight tables and big tensors).
+
+Shapes are real model shapes where the issue names them (GPT-2 small wpe 1024 x 768, BERT-base
+512 x 768 with 2 token types, OPT-125m 2050 x 768, Llama-3-8B heads, GPT-NeoX-20B, GPT-J-6B),
+and B, H, T, D are distinct (q and k head counts differ, as in GQA) so that a transposed
+layout cannot pass.  Vocabulary tables are small: only the position tables are under test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from posenc.reference import rope as _rope_ref
+from posenc.spec.models import (
+    BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, OPTEmbeddingParams, RopeParams,
+    SinusoidalParams,
+)
+
+
+@dataclass(frozen=True)
+class Gen:
+    """A generated input: ``values`` are ``offset + scale * (byte - 128) / 64`` (exact in bf16
+    and f16 for power-of-two ``scale``); ``ids`` are ``z mod high``."""
+
+    shape: tuple[int, ...]
+    kind: str = "values"
+    scale: float = 1.0
+    offset: float = 0.0
+    high: int = 0
+
+    def describe(self) -> dict:
+        d: dict[str, Any] = {"kind": self.kind, "shape": list(self.shape)}
+        if self.kind == "values":
+            d.update(scale=self.scale, offset=self.offset)
+        else:
+            d.update(high=self.high)
+        return d
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    op: str
+    clauses: tuple[str, ...]
+    params: BaseModel
+    inputs: dict[str, Any] = field(default_factory=dict)  # name -> np.ndarray | Gen | int
+    note: str = ""
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.id}@{'+'.join(self.clauses)}"
+
+
+def _pos(*rows) -> np.ndarray:
+    return np.asarray(rows, dtype=np.int64)
+
+
+def _arange_x(shape) -> np.ndarray:
+    return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+
+
+CASES: list[Case] = []
+
+
+def _add(*cases: Case) -> None:
+    CASES.extend(cases)
+
+
+# ---- RoPE ---------------------------------------------------------------------------------
+_TINY = dict(head_dim=8, rope_theta=10000.0)
+for pairing, cl in (("half", "ROPE-PAIR-HALF"), ("interleaved", "ROPE-PAIR-INTERLEAVED")):
+    p = RopeParams(**_TINY, pairing=pairing)
+    pp = RopeParams(**_TINY, pairing=pairing, rotary_dim=4)
+    x = _arange_x((1, 1, 1, 8))
+    _add(
+        Case(f"rope-tiny-{pairing}", "rope.apply", (cl, "ROPE-ANGLE"), p,
+             {"q": x, "k": x[..., ::-1].copy(), "position_ids": _pos([3])},
+             "head_dim 8, theta 1e4, position 3, x = 0..7 (hand-checkable)"),
+        Case(f"rope-tiny-partial-{pairing}", "rope.apply", (cl, "ROPE-PARTIAL"), pp,
+             {"q": x, "k": x, "position_ids": _pos([3])}, "rotary_dim 4 of head_dim 8"),
+    )
+
+_LLAMA3 = RopeParams(head_dim=128, rope_theta=500000.0, pairing="half")
+_LLAMA4 = RopeParams(head_dim=128, rope_theta=500000.0, pairing="interleaved")
+_NEOX = RopeParams(head_dim=96, rotary_dim=24, rope_theta=10000.0, pairing="half")
+_GPTJ = RopeParams(head_dim=256, rotary_dim=64, rope_theta=10000.0, pairing="interleaved")
+_LONG = _pos([0, 1, 2, 3, 4], [131067, 131068, 131069, 131070, 131071])
+_add(
+    Case("rope-llama3-8b", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-ANGLE", "ROPE-PRECISION"), _LLAMA3,
+         {"q": Gen((2, 4, 5, 128)), "k": Gen((2, 2, 5, 128)), "position_ids": _LONG},
+         "Llama-3-8B heads (head_dim 128, theta 500000), GQA 4:2, positions up to 131071"),
+    Case("rope-llama3-8b-scattered", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-ANGLE"), _LLAMA3,
+         {"q": Gen((2, 4, 3, 128)), "k": Gen((2, 2, 3, 128)),
+          "position_ids": _pos([7, 0, 4095], [8191, 65536, 12])},
+         "non-monotonic position_ids (never assume arange)"),
+    Case("rope-llama4-interleaved", "rope.apply", ("ROPE-PAIR-INTERLEAVED", "ROPE-ANGLE", "ROPE-PRECISION"),
+         _LLAMA4, {"q": Gen((2, 4, 5, 128)), "k": Gen((2, 2, 5, 128)), "position_ids": _LONG},
+         "Llama 4 style interleaved pairing at theta 500000"),
+    Case("rope-neox-20b", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-PARTIAL"), _NEOX,
+         {"q": Gen((3, 2, 7, 96)), "k": Gen((3, 2, 7, 96)),
+          "position_ids": _pos(range(7), range(100, 107), range(2041, 2048))},
+         "GPT-NeoX-20B: head 96, rotary_dim 24, half pairing"),
+    Case("rope-gptj-6b", "rope.apply", ("ROPE-PAIR-INTERLEAVED", "ROPE-PARTIAL"), _GPTJ,
+         {"q": Gen((2, 3, 4, 256)), "k": Gen((2, 3, 4, 256)),
+          "position_ids": _pos([0, 1, 2, 3], [2044, 2045, 2046, 2047])},
+         "GPT-J-6B: head 256, rotary_dim 64, interleaved pairing"),
+    Case("rope-attention-factor", "rope.apply", ("ROPE-ATTENTION-FACTOR", "ROPE-PAIR-HALF"),
+         RopeParams(head_dim=64, rope_theta=10000.0, attention_factor=1.25),
+         {"q": Gen((2, 3, 5, 64)), "k": Gen((2, 1, 5, 64)), "position_ids": _pos(range(5), range(60, 65))},
+         "attention_factor 1.25 multiplies cos and sin"),
+    Case("rope-inv-freq-llama3", "rope.inv_freq", ("ROPE-INV-FREQ",), _LLAMA3),
+    Case("rope-inv-freq-neox-20b", "rope.inv_freq", ("ROPE-INV-FREQ", "ROPE-PARTIAL"), _NEOX),
+    Case("rope-inv-freq-gptj-6b", "rope.inv_freq", ("ROPE-INV-FREQ", "ROPE-PARTIAL"), _GPTJ),
+    Case("rope-cos-sin-llama3", "rope.cos_sin", ("ROPE-ANGLE", "ROPE-PRECISION"), _LLAMA3,
+         {"position_ids": _LONG}),
+    Case("rope-cos-sin-factor", "rope.cos_sin", ("ROPE-ANGLE", "ROPE-ATTENTION-FACTOR"),
+         RopeParams(head_dim=64, rope_theta=10000.0, attention_factor=1.25),
+         {"position_ids": _pos(range(6), range(1000, 1006), range(6, 0, -1))}),
+)
+for name, p in (("half", _NEOX), ("interleaved", _GPTJ)):
+    B, T = 2, 3
+    pid = _pos(range(3), range(2045, 2048))
+    c, s = _rope_ref.cos_sin(pid, p)  # given cos/sin inputs, cast to the dtype under test
+    _add(Case(f"rope-apply-cos-sin-{name}", "rope.apply_with_cos_sin",
+              ("ROPE-PAIR-HALF" if name == "half" else "ROPE-PAIR-INTERLEAVED", "ROPE-PARTIAL"), p,
+              {"q": Gen((B, 4, T, p.head_dim)), "k": Gen((B, 1, T, p.head_dim)), "cos": c, "sin": s},
+              "cos/sin given (the ONNX / flash-attn level)"))
+
+# ---- sinusoidal ---------------------------------------------------------------------------
+for layout, cl in (("interleaved", "SIN-VASWANI-INTERLEAVED"), ("concat", "SIN-VASWANI-CONCAT")):
+    for D in (8, 7):
+        _add(Case(f"sin-{layout}-d{D}", "sinusoidal.table", (cl,), SinusoidalParams(dim=D, layout=layout),
+                  {"position_ids": _pos(range(5), range(100, 105))},
+                  "odd D" if D % 2 else "D 8: last frequency 1e-3"))
+    _add(Case(f"sin-{layout}-d512", "sinusoidal.table", (cl, "SIN-PRECISION"),
+              SinusoidalParams(dim=512, layout=layout),
+              {"position_ids": _pos([0, 1, 2, 511], [1000, 2047, 7, 3])}, "Marian-size width 512"))
+
+# ---- learned ------------------------------------------------------------------------------
+_GPT2 = GPT2EmbeddingParams(vocab_size=97, n_positions=1024, n_embd=768)
+_GPT2_W = {"wte": Gen((97, 768)), "wpe": Gen((1024, 768))}
+_BERT = BertEmbeddingParams(vocab_size=89, max_position_embeddings=512, type_vocab_size=2, hidden_size=768)
+_BERT_W = {"word_embeddings": Gen((89, 768)), "position_embeddings": Gen((512, 768)),
+           "token_type_embeddings": Gen((2, 768)), "layer_norm_weight": Gen((768,), scale=0.5, offset=1.0),
+           "layer_norm_bias": Gen((768,), scale=0.25)}
+_OPT = OPTEmbeddingParams(max_position_embeddings=2048, hidden_size=768)
+_OPT_W = {"table": Gen((2050, 768))}
+_add(
+    Case("gpt2-small-prefill", "learned.gpt2", ("LEARNED-GPT2-SUM", "LEARNED-GPT2-POSITIONS"), _GPT2,
+         {**_GPT2_W, "input_ids": Gen((2, 5), "ids", high=97), "cache_length": 0},
+         "default position_ids = arange(T)"),
+    Case("gpt2-small-cache", "learned.gpt2", ("LEARNED-GPT2-POSITIONS",), _GPT2,
+         {**_GPT2_W, "input_ids": Gen((3, 4), "ids", high=97), "cache_length": 1020},
+         "default position_ids after 1020 cached tokens reach the last row 1023"),
+    Case("gpt2-small-explicit", "learned.gpt2", ("LEARNED-GPT2-SUM",), _GPT2,
+         {**_GPT2_W, "input_ids": Gen((2, 3), "ids", high=97),
+          "position_ids": _pos([5, 0, 1023], [1, 2, 3]), "cache_length": 0}),
+    Case("bert-base-token-types", "learned.bert", ("LEARNED-BERT-SUM", "LEARNED-BERT-TOKEN-TYPE"), _BERT,
+         {**_BERT_W, "input_ids": Gen((2, 6), "ids", high=89),
+          "token_type_ids": _pos([0, 0, 0, 1, 1, 1], [0, 1, 0, 1, 1, 0]), "cache_length": 0}),
+    Case("bert-base-default-token-types", "learned.bert", ("LEARNED-BERT-TOKEN-TYPE", "LEARNED-BERT-POSITIONS"),
+         _BERT, {**_BERT_W, "input_ids": Gen((3, 4), "ids", high=89), "cache_length": 0},
+         "token_type_ids omitted: zeros"),
+    Case("bert-base-last-positions", "learned.bert", ("LEARNED-BERT-POSITIONS", "LEARNED-BERT-SUM"), _BERT,
+         {**_BERT_W, "input_ids": Gen((2, 3), "ids", high=89),
+          "token_type_ids": _pos([1, 1, 0], [0, 1, 1]), "position_ids": _pos([509, 510, 511], [0, 255, 3]),
+          "cache_length": 0}),
+    Case("opt-125m-positions", "learned.opt_positions", ("LEARNED-OPT-POSITIONS",), _OPT,
+         {"attention_mask": _pos([0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]), "cache_length": 0},
+         "left-padded, full and right-padded rows"),
+    Case("opt-125m-positions-cache", "learned.opt_positions", ("LEARNED-OPT-POSITIONS",), _OPT,
+         {"attention_mask": _pos([0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]), "cache_length": 5},
+         "only the last column survives the slice"),
+    Case("opt-125m-rows", "learned.opt_rows", ("LEARNED-OPT-OFFSET",), _OPT,
+         {"positions": _pos([-1, -1, 0, 1, 2], [0, 1, 2, 3, 4], [0, 1, 2, -1, -1], [2044, 2045, 2046, 2047, -1])}),
+    Case("opt-125m-embeddings", "learned.opt_embeddings", ("LEARNED-OPT-POSITIONS", "LEARNED-OPT-OFFSET"), _OPT,
+         {**_OPT_W, "attention_mask": _pos([0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]), "cache_length": 0},
+         "rows [[1,1,2,3,4],[2,3,4,5,6],[2,3,4,1,1]]"),
+    Case("opt-125m-embeddings-end", "learned.opt_embeddings", ("LEARNED-OPT-OFFSET", "LEARNED-ROW-RANGE"), _OPT,
+         {**_OPT_W, "attention_mask": np.ones((1, 2048), np.int64), "cache_length": 2044},
+         "2048 real tokens: the last row 2049 is valid"),
+    Case("lookup-gpt2-wpe", "learned.lookup", ("LEARNED-ROW-RANGE",), LookupParams(num_rows=1024, dim=768),
+         {"table": Gen((1024, 768)), "rows": _pos([0, 1023, 5], [1022, 0, 1023])},
+         "first and last valid rows"),
+)
+
+# ---- position ids -------------------------------------------------------------------------
+_NOP = LookupParams(num_rows=1, dim=1)  # position-id rules take no parameters
+_add(
+    Case("pos-prefill", "position_ids.prefill", ("POS-PREFILL",), _NOP, {"batch": 2, "seq_len": 5}),
+    Case("pos-decode", "position_ids.decode", ("POS-DECODE",), _NOP, {"batch": 3, "seq_len": 2, "cache_length": 7}),
+    Case("pos-left-pad", "position_ids.left_pad", ("POS-LEFT-PAD",), _NOP,
+         {"attention_mask": _pos([0, 0, 1, 1, 1], [1, 1, 1, 1, 1]), "cache_length": 0},
+         "padded slots are not compared"),
+    Case("pos-left-pad-cache", "position_ids.left_pad", ("POS-LEFT-PAD", "POS-DECODE"), _NOP,
+         {"attention_mask": _pos([0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]), "cache_length": 4}),
+    Case("pos-packed", "position_ids.packed", ("POS-PACKED",), _NOP, {"cu_seqlens": np.asarray([0, 3, 5, 9], np.int64)},
+         "cu_seqlens [0,3,5,9] -> [0,1,2,0,1,0,1,2,3]"),
+)
+
+
+def by_id() -> dict[str, Case]:
+    out: dict[str, Case] = {}
+    for c in CASES:
+        if c.id in out:
+            raise ValueError(f"duplicate case id {c.id}")
+        out[c.id] = c
+    return out

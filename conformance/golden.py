@@ -1,0 +1,267 @@
+"""Golden vectors: generation, storage, loading and checking.
+
+Layout (package data of ``posenc.conformance``)::
+
+    golden/manifest.json     format, spec_version, seed, generator rule, one entry per case
+    golden/<case-id>.npz     outputs (float64 / int64), error scales, and the small inputs
+
+``.npz`` members are plain ``.npy`` arrays, read with ``allow_pickle=False``.  Inputs marked
+``generated`` in the manifest are not stored: they are regenerated from the manifest seed by
+the stream-stable rule below, and their sha256 is kept in the manifest.
+
+Generation rule ``splitmix64-v1`` (reproducible without Python)::
+
+    key    = FNV-1a 64 of the UTF-8 string "<case-id>/<input-name>"
+    state  = seed XOR key
+    z_k    = splitmix64 output for counter k (k = 0, 1, ... in C order):
+             z = state + (k + 1) * 0x9E3779B97F4A7C15            (mod 2**64)
+             z = (z XOR (z >> 30)) * 0xBF58476D1CE4E5B9           (mod 2**64)
+             z = (z XOR (z >> 27)) * 0x94D049BB133111EB           (mod 2**64)
+             z = z XOR (z >> 31)
+    values: offset + scale * ((z >> 56) - 128) / 64   (multiples of 1/64 in [-2, 2) for scale 1)
+    ids:    z mod high                                (int64)
+
+sha256 of an array is taken over its little-endian C-order bytes (float64 or int64).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from posenc.reference import ops
+from posenc.spec import SPEC_VERSION
+from posenc.spec.errors import GoldenError
+from posenc.spec.models import PARAM_MODELS
+
+from .cases import CASES, Case, Gen
+
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+MANIFEST = "manifest.json"
+FORMAT = 1
+SEED = 20261129
+GENERATOR = "splitmix64-v1"
+STORE_LIMIT = 4096  # inputs with more elements than this are regenerated, not stored
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _fnv1a64(text: str) -> int:
+    h = 0xCBF29CE484222325
+    for b in text.encode("utf-8"):
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def splitmix64(state: int, n: int) -> np.ndarray:
+    """The first ``n`` outputs of splitmix64 from ``state`` (uint64)."""
+    with np.errstate(over="ignore"):
+        k = np.arange(1, n + 1, dtype=np.uint64)
+        z = np.uint64(state) + k * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def generate(case_id: str, name: str, gen: Gen, seed: int = SEED) -> np.ndarray:
+    """Regenerate input ``name`` of ``case_id`` by rule ``splitmix64-v1`` (module docstring)."""
+    n = int(np.prod(gen.shape))
+    z = splitmix64(seed ^ _fnv1a64(f"{case_id}/{name}"), n)
+    if gen.kind == "values":
+        v = gen.offset + gen.scale * ((z >> np.uint64(56)).astype(np.float64) - 128.0) / 64.0
+        return v.reshape(gen.shape)
+    if gen.kind == "ids":
+        return (z % np.uint64(gen.high)).astype(np.int64).reshape(gen.shape)
+    raise ValueError(f"unknown generator kind {gen.kind!r}")
+
+
+def sha256_array(a: np.ndarray) -> str:
+    a = np.asarray(a)
+    canon = a.astype("<f8") if np.issubdtype(a.dtype, np.floating) else a.astype("<i8")
+    return hashlib.sha256(np.ascontiguousarray(canon).tobytes()).hexdigest()
+
+
+def case_inputs(case: Case, seed: int = SEED) -> dict[str, np.ndarray]:
+    """All inputs of a case as NumPy arrays (scalars become 0-d int64 arrays)."""
+    out = {}
+    for name, v in case.inputs.items():
+        if isinstance(v, Gen):
+            out[name] = generate(case.id, name, v, seed)
+        elif isinstance(v, (int, np.integer)):
+            out[name] = np.asarray(v, dtype=np.int64)
+        else:
+            out[name] = np.asarray(v)
+    return out
+
+
+@dataclass
+class Golden:
+    """One loaded golden case: inputs, reference outputs and error scales (all NumPy)."""
+
+    case: Case
+    inputs: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray]
+    dtype_scales: dict[str, np.ndarray]
+    angle_scales: dict[str, np.ndarray]
+    angle_based: bool
+
+
+def _compute(case: Case, inputs) -> tuple[dict, dict]:
+    outs = ops.run(case.op, case.params, inputs)
+    return outs, ops.scales(case.op, case.params, inputs)
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def regenerate(directory: Path = GOLDEN_DIR, seed: int = SEED) -> list[str]:
+    """Recompute every case with the reference and rewrite the npz files and the manifest."""
+    directory.mkdir(parents=True, exist_ok=True)
+    entries, written = [], []
+    for case in CASES:
+        inputs = case_inputs(case, seed)
+        outs, scl = _compute(case, inputs)
+        arrays: dict[str, np.ndarray] = {}
+        in_meta = {}
+        for name, a in inputs.items():
+            gen = case.inputs[name]
+            meta = {"shape": list(a.shape), "dtype": str(a.dtype), "sha256": sha256_array(a)}
+            if isinstance(gen, Gen) and a.size > STORE_LIMIT:
+                meta["generated"] = gen.describe()
+            else:
+                arrays[f"input/{name}"] = a
+                if isinstance(gen, Gen):
+                    meta["generated"] = gen.describe()
+            in_meta[name] = meta
+        out_meta = {}
+        for name, a in outs.items():
+            arrays[f"output/{name}"] = np.asarray(a)
+            out_meta[name] = {"shape": list(np.shape(a)), "dtype": str(np.asarray(a).dtype)}
+        for name, (ds, an) in scl.items():
+            arrays[f"scale/{name}"] = np.broadcast_to(ds, np.shape(outs[name])).astype(np.float64)
+            arrays[f"angle/{name}"] = np.broadcast_to(an, np.shape(outs[name])).astype(np.float64)
+        data = _npz_bytes(arrays)
+        fname = f"{case.id}.npz"
+        (directory / fname).write_bytes(data)
+        written.append(fname)
+        entries.append({
+            "id": case.id, "op": case.op, "clauses": list(case.clauses), "note": case.note,
+            "params": {"model": type(case.params).__name__, "values": case.params.model_dump(mode="json")},
+            "inputs": in_meta, "outputs": out_meta, "file": fname,
+            "sha256": hashlib.sha256(data).hexdigest(),
+        })
+    manifest = {"format": FORMAT, "spec_version": SPEC_VERSION, "seed": seed, "generator": GENERATOR,
+                "store_limit": STORE_LIMIT, "cases": entries}
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
+    for stale in directory.glob("*.npz"):
+        if stale.name not in written:
+            stale.unlink()
+    return written
+
+
+def read_manifest(directory: Path = GOLDEN_DIR) -> dict:
+    path = directory / MANIFEST
+    if not path.is_file():
+        raise GoldenError(f"{path}: golden manifest missing; run `posenc golden regenerate`")
+    try:
+        m = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise GoldenError(f"{path}: not valid JSON: {e}") from None
+    for key in ("format", "spec_version", "seed", "generator", "cases"):
+        if key not in m:
+            raise GoldenError(f"{path}: field {key!r} missing")
+    if m["format"] != FORMAT or m["generator"] != GENERATOR:
+        raise GoldenError(f"{path}: format {m['format']}/{m['generator']} is not {FORMAT}/{GENERATOR}")
+    if m["spec_version"] != SPEC_VERSION:
+        raise GoldenError(f"{path}: spec_version {m['spec_version']} != {SPEC_VERSION}; regenerate the goldens")
+    return m
+
+
+def load(case: Case, directory: Path = GOLDEN_DIR, manifest: Optional[dict] = None) -> Golden:
+    """Load one case, verifying the file's sha256 and every input's sha256.
+
+    Raises :class:`GoldenError` naming the file on a missing entry, tampering or mismatch.
+    """
+    m = manifest if manifest is not None else read_manifest(directory)
+    entry = next((e for e in m["cases"] if e["id"] == case.id), None)
+    if entry is None:
+        raise GoldenError(f"{directory / MANIFEST}: no entry for case {case.id!r}; regenerate the goldens")
+    path = directory / entry["file"]
+    if not path.is_file():
+        raise GoldenError(f"{path}: golden file missing")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise GoldenError(f"{path}: sha256 does not match the manifest (file tampered with or corrupt)")
+    model = PARAM_MODELS[entry["params"]["model"]].model_validate(entry["params"]["values"])
+    if model != case.params or entry["op"] != case.op or tuple(entry["clauses"]) != case.clauses:
+        raise GoldenError(f"{path}: op, clauses or params differ from the case definition; regenerate")
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    inputs = {}
+    for name, meta in entry["inputs"].items():
+        if f"input/{name}" in arrays:
+            a = arrays[f"input/{name}"]
+        elif "generated" in meta:
+            a = generate(case.id, name, case.inputs[name], m["seed"])
+        else:
+            raise GoldenError(f"{path}: input {name!r} neither stored nor generated")
+        if sha256_array(a) != meta["sha256"]:
+            raise GoldenError(f"{path}: input {name!r} sha256 mismatch (generator or file changed)")
+        inputs[name] = a
+    outputs = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("output/")}
+    if set(outputs) != set(entry["outputs"]):
+        raise GoldenError(f"{path}: outputs {sorted(outputs)} != manifest {sorted(entry['outputs'])}")
+    return Golden(
+        case, inputs, outputs,
+        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("scale/")},
+        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("angle/")},
+        ops.OPS[case.op].angle_based,
+    )
+
+
+def check(directory: Path = GOLDEN_DIR) -> list[str]:
+    """Tampering (sha256) and staleness (recompute within a few float64 ulp) for every case.
+
+    Returns a list of problems, empty when all goldens are fresh.
+    """
+    problems: list[str] = []
+    try:
+        m = read_manifest(directory)
+    except GoldenError as e:
+        return [str(e)]
+    ids = {e["id"] for e in m["cases"]}
+    for case in CASES:
+        if case.id not in ids:
+            problems.append(f"case {case.id!r} has no golden; regenerate")
+    for extra in sorted(ids - {c.id for c in CASES}):
+        problems.append(f"manifest lists {extra!r}, which no case defines; regenerate")
+    for case in CASES:
+        if case.id not in ids:
+            continue
+        try:
+            g = load(case, directory, m)
+        except GoldenError as e:
+            problems.append(str(e))
+            continue
+        outs, scl = _compute(case, g.inputs)
+        for name, ref in outs.items():
+            got = g.outputs.get(name)
+            ref = np.asarray(ref)
+            if got is None or got.shape != ref.shape or got.dtype != ref.dtype:
+                problems.append(f"{case.id}: output {name!r} shape/dtype changed; regenerate")
+                continue
+            if np.issubdtype(ref.dtype, np.floating):
+                tol = 4 * np.finfo(np.float64).eps * np.maximum(np.abs(ref), np.broadcast_to(scl[name][0], ref.shape))
+                if not (np.abs(got - ref) <= tol).all():
+                    problems.append(f"{case.id}: output {name!r} is stale (differs by more than a few ulp)")
+            elif not np.array_equal(got, ref):
+                problems.append(f"{case.id}: output {name!r} is stale")
+    return problems

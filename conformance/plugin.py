@@ -1,0 +1,241 @@
+"""The pytest plugin behind ``pytest conformance --adapter NAME`` (entry point ``pytest11``).
+
+Options: ``--adapter`` (registered name, ``module:attr`` or ``path.py``), ``--device`` (cpu;
+an unavailable device is a usage error), ``--dtype`` (float32 default; float64, bfloat16,
+float16, a comma list, or ``all``), ``--expectations`` (an implementer-owned YAML file; by
+default ``adapters/expectations/<adapter>.yaml`` when it exists).
+
+Reporting: the header names adapter, library versions, device, dtypes and spec version; the
+summary counts passed / failed / expected divergences / unsupported per clause.  A run in
+which no conformance check passed fails, and so does an expectation line that is stale.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Optional
+
+import pytest
+import yaml
+
+from posenc.adapters import Adapter, Unsupported, load_adapter, registered
+from posenc.spec import SPEC_VERSION, load_spec
+from posenc.spec.errors import UsageError
+from posenc.spec.models import DTYPES
+
+EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "adapters" / "expectations"
+_KEY = pytest.StashKey["State"]()
+
+
+class State:
+    def __init__(self, adapter: Adapter, device: str, dtypes: list[str], expectations: Optional[Path]):
+        self.adapter, self.device, self.dtypes = adapter, device, dtypes
+        self.spec = load_spec()
+        self.expectations_path = expectations
+        self.expectations = load_expectations(expectations, self.spec, adapter) if expectations else {}
+        self.collected: set[str] = set()
+        self.outcomes: dict[str, Counter] = defaultdict(Counter)
+        self.passed = 0
+        self.stale: list[str] = []
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("posenc", "positional-encoding conformance")
+    g.addoption("--adapter", default=None, help="adapter: registered name, package.module:attr, or path/to/file.py")
+    g.addoption("--device", default="cpu", help="device: cpu (default), cuda, cuda:N")
+    g.addoption("--dtype", default="float32", help="float32 (default), float64, bfloat16, float16, a comma list, or all")
+    g.addoption("--expectations", default=None, help="expectation file (YAML) of known divergences")
+
+
+def _parse_dtypes(text: str) -> list[str]:
+    if text == "all":
+        return list(DTYPES)
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in out if t not in DTYPES]
+    if bad or not out:
+        raise pytest.UsageError(f"--dtype {text!r}: unknown dtype(s) {bad}; choose from {', '.join(DTYPES)} or all")
+    return out
+
+
+def load_expectations(path: Path, spec, adapter: Adapter) -> dict[str, dict]:
+    """Read an expectation file: ``{test_id: entry}``; every field is validated."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise pytest.UsageError(f"expectation file {path}: {e}")
+    entries = raw.get("expected_failures", []) if isinstance(raw, dict) else None
+    if entries is None or not isinstance(entries, list):
+        raise pytest.UsageError(f"{path}: top level must be a mapping with a list 'expected_failures'")
+    out = {}
+    versions = adapter.versions()
+    for i, e in enumerate(entries):
+        where = f"{path}: expected_failures.{i}"
+        if not isinstance(e, dict):
+            raise pytest.UsageError(f"{where}: must be a mapping")
+        for key in ("test_id", "clause", "divergence", "evidence", "library", "library_version"):
+            if not e.get(key):
+                raise pytest.UsageError(f"{where}: field {key!r} missing")
+        if e["clause"] not in spec.clauses:
+            raise pytest.UsageError(f"{where}.clause: unknown clause {e['clause']!r}")
+        if e["divergence"] not in spec.divergences and not str(e["divergence"]).startswith("DIV-UNNAMED"):
+            raise pytest.UsageError(f"{where}.divergence: unknown divergence {e['divergence']!r}")
+        if versions.get(e["library"]) != str(e["library_version"]):
+            raise pytest.UsageError(
+                f"{where}.library_version: recorded for {e['library']} {e['library_version']}, running "
+                f"{versions.get(e['library'])}: re-verify the line and update it")
+        if e["test_id"] in out:
+            raise pytest.UsageError(f"{where}.test_id: {e['test_id']!r} listed twice")
+        out[e["test_id"]] = e
+    return out
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "posenc: a conformance test (parametrized over --dtype)")
+    config.addinivalue_line("markers", "clauses(*ids): the spec clauses a conformance test checks")
+    name = config.getoption("--adapter")
+    if not name:
+        return
+    try:
+        adapter = load_adapter(name)
+    except UsageError as e:
+        raise pytest.UsageError(str(e))
+    device = config.getoption("--device")
+    dev_kind = device.split(":")[0]
+    if dev_kind not in adapter.devices:
+        raise pytest.UsageError(f"--device {device}: adapter {adapter.name!r} supports {', '.join(adapter.devices)}")
+    if not adapter.device_available(device):
+        raise pytest.UsageError(f"--device {device}: not available on this machine (adapter {adapter.name!r}); "
+                                "the kit never falls back to the CPU silently")
+    dtypes = _parse_dtypes(config.getoption("--dtype"))
+    exp = config.getoption("--expectations")
+    if exp is None:
+        default = EXPECTATIONS_DIR / f"{adapter.name}.yaml"
+        exp = default if default.is_file() else None
+    config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None)
+
+
+def state(config) -> State:
+    st = config.stash.get(_KEY, None)
+    if st is None:
+        regs = ", ".join(sorted(registered()))
+        raise pytest.UsageError(f"the conformance suite needs --adapter NAME (registered: {regs})")
+    return st
+
+
+def pytest_report_header(config):
+    st = config.stash.get(_KEY, None)
+    if st is None:
+        return None
+    a = st.adapter
+    vers = ", ".join(f"{k} {v}" for k, v in a.versions().items()) or "n/a"
+    return [
+        f"posenc spec {SPEC_VERSION}: adapter {a.name} ({a.framework}; {vers})",
+        f"posenc device {st.device}, dtypes {', '.join(st.dtypes)}" + (f"; policy: {a.notes}" if a.notes else ""),
+        f"posenc expectations: {st.expectations_path or 'none'}",
+    ]
+
+
+def _clauses_of(item) -> list[str]:
+    m = item.get_closest_marker("clauses")
+    return list(m.args) if m else []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    st = config.stash.get(_KEY, None)
+    if st is None:
+        return
+    for item in items:
+        tid = item.name
+        st.collected.add(tid)
+        e = st.expectations.get(tid)
+        if e:
+            item.add_marker(pytest.mark.xfail(
+                strict=True, reason=f"expected divergence {e['divergence']} of {e['clause']}: {e['evidence']}"))
+    dtype_re = re.compile(r"\[(" + "|".join(DTYPES) + r")-")
+    for tid, e in st.expectations.items():
+        m = dtype_re.search(tid)
+        if tid not in st.collected and (m is None or m.group(1) in st.dtypes):
+            st.stale.append(f"{st.expectations_path}: test_id {tid!r} ({e['divergence']}) matches no test: stale line")
+
+
+def pytest_collection_finish(session):
+    st = session.config.stash.get(_KEY, None)
+    if st and st.stale and not session.config.getoption("keyword") and not session.config.getoption("markexpr"):
+        raise pytest.UsageError("\n".join(st.stale))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """``Unsupported`` (and only it) becomes a reported skip with its reason."""
+    try:
+        return (yield)
+    except Unsupported as e:
+        pytest.skip(f"unsupported: {e.reason}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    rep = yield
+    st = item.config.stash.get(_KEY, None)
+    if st is None or not _clauses_of(item):
+        return rep
+    if rep.when == "call" or (rep.when == "setup" and rep.outcome != "passed"):
+        if hasattr(rep, "wasxfail"):
+            kind = "diverges (expected)" if rep.outcome == "skipped" else "failed"
+        elif rep.outcome == "skipped":
+            kind = "unsupported"
+        else:
+            kind = rep.outcome
+        if kind == "passed":
+            st.passed += 1
+        for c in _clauses_of(item):
+            st.outcomes[c][kind] += 1
+    return rep
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    st = config.stash.get(_KEY, None)
+    if st is None or not st.outcomes:
+        return
+    tr = terminalreporter
+    tr.section(f"posenc conformance: {st.adapter.name} on {st.device} ({', '.join(st.dtypes)})")
+    kinds = ["passed", "failed", "diverges (expected)", "unsupported"]
+    tr.write_line(f"{'clause':28s}" + "".join(f"{k:>22s}" for k in kinds))
+    for c in sorted(st.outcomes):
+        tr.write_line(f"{c:28s}" + "".join(f"{st.outcomes[c][k]:>22d}" for k in kinds))
+    if st.passed == 0:
+        tr.write_line("posenc: no conformance check passed: a run that checks nothing fails", red=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    st = session.config.stash.get(_KEY, None)
+    if st is not None and st.outcomes and st.passed == 0 and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# ---- fixtures and parametrization ------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc):
+    if "dtype" in metafunc.fixturenames and metafunc.definition.get_closest_marker("posenc") is not None:
+        metafunc.parametrize("dtype", state(metafunc.config).dtypes)
+
+
+@pytest.fixture(scope="session")
+def adapter(request) -> Adapter:
+    """The adapter under test (from ``--adapter``)."""
+    return state(request.config).adapter
+
+
+@pytest.fixture(scope="session")
+def device(request) -> str:
+    return state(request.config).device
+
+
+@pytest.fixture(scope="session")
+def spec(request):
+    return state(request.config).spec

@@ -1,0 +1,171 @@
+"""Run one golden case on an adapter, enforcing the adapter contract, and diagnose failures.
+
+``run_case`` converts the case's inputs to native arrays (floats in the requested dtype,
+integers as int64), calls the adapter operation, and checks every output's dtype and
+device before converting back to NumPy.  Contract violations raise ``AdapterError`` with a
+message naming the operation and the output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from posenc.adapters import Adapter
+from posenc.reference import mutants
+from posenc.spec import Spec
+from posenc.spec.errors import AdapterError
+from posenc.spec.tolerance import Comparison, compare
+
+from .golden import Golden
+
+
+
+def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, device: str) -> dict[str, Any]:
+    """Floats become ``dtype`` arrays, integer arrays int64 arrays, 0-d integers Python ints."""
+    out: dict[str, Any] = {}
+    for name, a in inputs.items():
+        a = np.asarray(a)
+        if a.ndim == 0 and np.issubdtype(a.dtype, np.integer):
+            out[name] = int(a)
+        elif np.issubdtype(a.dtype, np.floating):
+            out[name] = adapter.from_numpy(a, dtype, device)
+        else:
+            out[name] = adapter.from_numpy(a.astype(np.int64), "int64", device)
+    return out
+
+
+def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, device: str) -> np.ndarray:
+    try:
+        got = adapter.dtype_of(x)
+    except Exception as e:  # noqa: BLE001 - report what the adapter returned
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is not a native array ({type(x).__name__}): {e}")
+    if kind == "float" and got != dtype:
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, requested {dtype} "
+                           "(the output dtype must equal the requested dtype)")
+    if kind == "float32+" and got not in ("float32", "float64"):
+        raise AdapterError(f"{adapter.name}.{op}: {name!r} has dtype {got}; ROPE-PRECISION requires float32 or float64")
+    if kind == "int" and not (got.startswith("int") or got.startswith("uint")):
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, expected an integer dtype")
+    dev = adapter.device_of(x)
+    if dev != device.split(":")[0]:
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is on {dev}, requested {device}")
+    a = adapter.to_numpy(x)
+    if not isinstance(a, np.ndarray):
+        raise AdapterError(f"{adapter.name}.{op}: to_numpy returned {type(a).__name__}")
+    return a
+
+
+def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, device: str) -> dict[str, tuple[Any, str]]:
+    """Call the adapter operation; returns ``{output: (native, kind)}``."""
+    fam = op.split(".")[0]
+    if fam == "rope" and op != "rope.apply_with_cos_sin":
+        r = adapter.rope(params, dtype=dtype, device=device)
+        if op == "rope.inv_freq":
+            w, a = r.inv_freq()
+            return {"inv_freq": (w, "float32+"), "attention_factor": (a, "scalar")}
+        if op == "rope.cos_sin":
+            c, s = r.cos_sin(x["position_ids"])
+            return {"cos": (c, "float"), "sin": (s, "float")}
+        q, k = r.apply(x["q"], x["k"], x["position_ids"])
+        return {"q": (q, "float"), "k": (k, "float")}
+    if op == "rope.apply_with_cos_sin":
+        q, k = adapter.rope_apply_with_cos_sin(x["q"], x["k"], x["cos"], x["sin"], params)
+        return {"q": (q, "float"), "k": (k, "float")}
+    if op == "sinusoidal.table":
+        return {"pe": (adapter.sinusoidal(x["position_ids"], params, dtype=dtype, device=device), "float")}
+    if op == "learned.lookup":
+        return {"embeddings": (adapter.lookup(x["table"], x["rows"]), "float")}
+    if op == "learned.gpt2":
+        f = adapter.gpt2_embeddings(params, {"wte": x["wte"], "wpe": x["wpe"]}, dtype=dtype, device=device)
+        return {"embeddings": (f(x["input_ids"], position_ids=x.get("position_ids"),
+                                 cache_length=x["cache_length"]), "float")}
+    if op == "learned.bert":
+        names = ("word_embeddings", "position_embeddings", "token_type_embeddings",
+                 "layer_norm_weight", "layer_norm_bias")
+        f = adapter.bert_embeddings(params, {n: x[n] for n in names}, dtype=dtype, device=device)
+        return {"embeddings": (f(x["input_ids"], token_type_ids=x.get("token_type_ids"),
+                                 position_ids=x.get("position_ids"), cache_length=x["cache_length"]), "float")}
+    if op == "learned.opt_positions":
+        return {"positions": (adapter.opt_positions(x["attention_mask"], x["cache_length"]), "int")}
+    if op == "learned.opt_rows":
+        return {"rows": (adapter.opt_rows(x["positions"]), "int")}
+    if op == "learned.opt_embeddings":
+        f = adapter.opt_embeddings(params, {"table": x["table"]}, dtype=dtype, device=device)
+        return {"embeddings": (f(x["attention_mask"], cache_length=x["cache_length"]), "float")}
+    if fam == "position_ids":
+        rule = op.split(".", 1)[1]
+        return {"position_ids": (adapter.position_ids(rule, device=device, **x), "int")}
+    raise KeyError(f"unknown operation {op!r}")
+
+
+def run_case(adapter: Adapter, golden: Golden, dtype: str, device: str,
+             inputs: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
+    """Run a case (optionally with other inputs) and return NumPy outputs, contract-checked."""
+    case = golden.case
+    x = native_inputs(adapter, golden.inputs if inputs is None else inputs, dtype, device)
+    raw = call_op(adapter, case.op, case.params, x, dtype, device)
+    out = {}
+    for name, (val, kind) in raw.items():
+        if kind == "scalar":
+            if not isinstance(val, (int, float, np.floating, np.integer)):
+                raise AdapterError(f"{adapter.name}.{case.op}: {name!r} must be a Python number, got {type(val).__name__}")
+            out[name] = np.float64(val)
+        else:
+            out[name] = _check(adapter, case.op, name, val, kind, dtype, device)
+    return out
+
+
+def compare_outputs(golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[Comparison]:
+    """Compare every golden output (``*.compared`` masks applied) with ``outputs``."""
+    res = []
+    for name, ref in golden.outputs.items():
+        if name.endswith(".compared"):
+            continue
+        if name not in outputs:
+            res.append(Comparison(False, float("inf"), -1, ref.size, None, None, None, f"{name}: missing from the adapter's outputs"))
+            continue
+        dt = "float32" if name == "inv_freq" and dtype != "float64" else dtype
+        res.append(compare(
+            name, outputs[name], ref, dtype=dt, dtype_scale=golden.dtype_scales.get(name),
+            angle_scale=golden.angle_scales.get(name), angle_based=golden.angle_based,
+            compared=golden.outputs.get(f"{name}.compared")))
+    return res
+
+
+@dataclass(frozen=True)
+class Match:
+    divergence: str
+    violates: tuple[str, ...]
+    description: str
+    ratio: float
+
+
+def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[Match]:
+    """Known divergences whose mutant reproduces ``outputs`` within tolerance, best first.
+
+    Considers every divergence that violates one of the case's clauses, or any clause of the
+    same family, and has a mutant form for the case's operation.
+    """
+    fams = {c.split("-")[0] for c in golden.case.clauses}
+    found = []
+    for d in spec.divergences.values():
+        if not (set(d.violates) & set(golden.case.clauses) or {v.split("-")[0] for v in d.violates} & fams):
+            continue
+        try:
+            mut = mutants.run(d.mutant, golden.case.op, golden.case.params, golden.inputs)
+        except Exception:  # noqa: BLE001 - a mutant that cannot run on this case does not match
+            continue
+        if mut is None:
+            continue
+        same = all(np.array_equal(np.asarray(mut[n]), golden.outputs[n]) for n in mut if n in golden.outputs)
+        if same:
+            continue  # indistinguishable from the reference on this case
+        fake = Golden(golden.case, golden.inputs, {n: np.asarray(v) for n, v in mut.items()},
+                      golden.dtype_scales, golden.angle_scales, golden.angle_based)
+        cmp = compare_outputs(fake, outputs, dtype)
+        if all(c.ok for c in cmp):
+            found.append(Match(d.id, tuple(d.violates), d.description, max(c.ratio for c in cmp)))
+    return sorted(found, key=lambda m: m.ratio)

@@ -1,0 +1,170 @@
+"""Reference *mutants*: each known divergence (spec ``divergences[].mutant``) as NumPy code.
+
+``MUTANTS[name][op]`` has the signature of ``posenc.reference.ops.OPS[op].fn``:
+``(params, inputs) -> outputs``.  The suite runs the mutants of the clauses a failing test
+covers and reports which ones reproduce the adapter's output (diagnosis).  The kit's tests
+prove every golden-backed mutant is caught by at least one case.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from . import learned, ops, position_ids, rope, sinusoidal
+
+MUTANTS: dict[str, dict[str, Callable]] = {}
+
+
+def _mutant(name: str, *op_names: str):
+    def deco(fn):
+        for op in op_names:
+            MUTANTS.setdefault(name, {})[op] = (lambda op_: lambda p, x: fn(op_, p, x))(op)
+        return fn
+    return deco
+
+
+def bf16_round(x) -> np.ndarray:
+    """Round float64 values to the nearest bfloat16 (ties to even), returned as float64."""
+    f = np.asarray(x, dtype=np.float32)
+    b = f.view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+    return b.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def _rope_outputs(op, p, x, cos, sin, rotary_dim=None, pairing=None):
+    r = rotary_dim or p.rdim
+    pr = pairing or p.pairing
+    if op == "rope.cos_sin":
+        return {"cos": cos, "sin": sin}
+    return {n: rope.apply_with_cos_sin(x[n], cos, sin, r, pr) for n in ("q", "k")}
+
+
+@_mutant("rope_pairing_swapped", "rope.apply", "rope.apply_with_cos_sin")
+def rope_pairing_swapped(op, p, x):
+    other = "interleaved" if p.pairing == "half" else "half"
+    q = p.model_copy(update={"pairing": other})
+    return ops.run(op, q, x)
+
+
+@_mutant("rope_bf16_angles", "rope.apply", "rope.cos_sin", "rope.inv_freq")
+def rope_bf16_angles(op, p, x):
+    w = bf16_round(rope.inv_freq(p)[0])
+    if op == "rope.inv_freq":
+        return {"inv_freq": w, "attention_factor": np.float64(p.attention_factor)}
+    phi = bf16_round(bf16_round(np.asarray(x["position_ids"], np.float64))[..., None] * w)
+    a = p.attention_factor
+    return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
+
+
+@_mutant("rope_tail_rotated", "rope.apply")
+def rope_tail_rotated(op, p, x):
+    full = p.model_copy(update={"rotary_dim": None})
+    return ops.run(op, full, x)
+
+
+@_mutant("rope_exponent_head_dim", "rope.apply", "rope.inv_freq", "rope.cos_sin")
+def rope_exponent_head_dim(op, p, x):
+    r = p.rdim
+    w = p.rope_theta ** (-np.arange(0, r, 2, dtype=np.float64) / p.head_dim)
+    if op == "rope.inv_freq":
+        return {"inv_freq": w, "attention_factor": np.float64(p.attention_factor)}
+    phi = np.asarray(x["position_ids"], np.float64)[..., None] * w
+    a = p.attention_factor
+    return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
+
+
+@_mutant("rope_arange_positions", "rope.apply", "rope.cos_sin")
+def rope_arange_positions(op, p, x):
+    pid = np.asarray(x["position_ids"])
+    return ops.run(op, p, {**x, "position_ids": position_ids.prefill(*pid.shape)})
+
+
+@_mutant("rope_factor_ignored", "rope.apply", "rope.cos_sin", "rope.inv_freq")
+def rope_factor_ignored(op, p, x):
+    return ops.run(op, p.model_copy(update={"attention_factor": 1.0}), x)
+
+
+@_mutant("sin_layout_swapped", "sinusoidal.table")
+def sin_layout_swapped(op, p, x):
+    other = "concat" if p.layout == "interleaved" else "interleaved"
+    return ops.run(op, p.model_copy(update={"layout": other}), x)
+
+
+@_mutant("sin_divisor_h_minus_1", "sinusoidal.table")
+def sin_divisor_h_minus_1(op, p, x):
+    D, h = p.dim, p.dim // 2
+    w = p.base ** (-np.arange(h, dtype=np.float64) / max(h - 1, 1))
+    phi = np.asarray(x["position_ids"], np.float64)[..., None] * w
+    s, c = np.sin(phi), np.cos(phi)
+    if p.layout == "interleaved":
+        pe = np.stack([s, c], -1).reshape(*phi.shape[:-1], 2 * h)
+    else:
+        pe = np.concatenate([s, c], -1)
+    if D % 2:
+        pe = np.concatenate([pe, np.zeros(pe.shape[:-1] + (1,))], -1)
+    return {"pe": pe}
+
+
+@_mutant("opt_no_offset", "learned.opt_rows", "learned.opt_embeddings")
+def opt_no_offset(op, p, x):
+    if op == "learned.opt_rows":
+        return {"rows": np.asarray(x["positions"], np.int64)}
+    rows = learned.opt_positions(x["attention_mask"], int(x["cache_length"]))
+    t = np.asarray(x["table"], np.float64)
+    return {"embeddings": t[rows]}  # numpy wraps -1 to the last row, as a careless port would
+
+
+@_mutant("opt_arange_positions", "learned.opt_positions", "learned.opt_embeddings")
+def opt_arange_positions(op, p, x):
+    m = np.asarray(x["attention_mask"])
+    cl = int(x["cache_length"])
+    pos = position_ids.prefill(*m.shape)[:, cl:]
+    if op == "learned.opt_positions":
+        return {"positions": pos}
+    return {"embeddings": learned.lookup(x["table"], learned.opt_rows(pos))}
+
+
+@_mutant("lookup_clamped", "learned.lookup", "learned.opt_embeddings", "learned.gpt2")
+def lookup_clamped(op, p, x):
+    # Only observable on out-of-range rows (the row_range check); in range it equals the reference.
+    return ops.run(op, p, x)
+
+
+@_mutant("bert_token_type_ignored", "learned.bert")
+def bert_token_type_ignored(op, p, x):
+    tt = np.zeros_like(np.asarray(x["token_type_embeddings"]))
+    return ops.run(op, p, {**x, "token_type_embeddings": tt})
+
+
+@_mutant("learned_positions_off_by_one", "learned.gpt2", "learned.bert")
+def learned_positions_off_by_one(op, p, x):
+    if x.get("position_ids") is not None:
+        return ops.run(op, p, x)
+    return ops.run(op, p, {**x, "cache_length": np.asarray(int(x["cache_length"]) + 1)})
+
+
+@_mutant("pos_cache_off_by_one", "position_ids.decode", "position_ids.left_pad")
+def pos_cache_off_by_one(op, p, x):
+    out = ops.run(op, p, x)
+    out["position_ids"] = out["position_ids"] + 1
+    return out
+
+
+@_mutant("pos_left_pad_ignored", "position_ids.left_pad")
+def pos_left_pad_ignored(op, p, x):
+    pos, cmp = position_ids.left_pad(np.ones_like(np.asarray(x["attention_mask"])), int(x["cache_length"]))
+    return {"position_ids": pos, "position_ids.compared": position_ids.left_pad(x["attention_mask"], int(x["cache_length"]))[1]}
+
+
+@_mutant("pos_packed_no_restart", "position_ids.packed")
+def pos_packed_no_restart(op, p, x):
+    n = int(np.asarray(x["cu_seqlens"])[-1])
+    return {"position_ids": position_ids.prefill(1, n)}
+
+
+def run(name: str, op: str, params, inputs):
+    """Run mutant ``name`` for ``op``; ``None`` when the mutant has no form for that op."""
+    fn = MUTANTS.get(name, {}).get(op)
+    return None if fn is None else fn(params, inputs)

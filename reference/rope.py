@@ -1,0 +1,117 @@
+"""Rotary position embedding (RoPE), NumPy float64 reference.
+
+Primary sources: Su et al., *RoFormer: Enhanced Transformer with Rotary Position Embedding*
+(arXiv:2104.09864), section 3.4 (interleaved pairs); GPT-NeoX / HF transformers 5.24
+``models/llama/modeling_llama.py::rotate_half`` and ``apply_rotary_pos_emb`` (half pairing).
+
+Layout is canonical ``[B, H, T, D]`` for q and k (q and k may have different head counts, as
+in GQA); ``position_ids`` are integers ``[B, T]``; cos and sin are half width
+``[B, T, rotary_dim/2]`` (the ONNX / flash-attn level).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc.spec.models import RopeParams
+
+
+def _f64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def inv_freq(params: RopeParams) -> tuple[np.ndarray, float]:
+    """Inverse frequencies ``rope_theta ** (-2i / rotary_dim)``, i = 0 .. rotary_dim/2 - 1.
+
+    Clauses: ROPE-INV-FREQ, ROPE-ATTENTION-FACTOR.
+    Returns ``(inv_freq [rotary_dim/2] float64, attention_factor)``.
+    """
+    r = params.rdim
+    i = np.arange(r // 2, dtype=np.float64)
+    return params.rope_theta ** (-2.0 * i / r), float(params.attention_factor)
+
+
+def angles(position_ids, params: RopeParams) -> np.ndarray:
+    """Angles ``phi[b, t, i] = position_ids[b, t] * inv_freq[i]`` in radians, float64.
+
+    Clause ROPE-ANGLE.  ``position_ids``: integer ``[B, T]``, any values (never assumed arange).
+    """
+    pos = np.asarray(position_ids)
+    if not np.issubdtype(pos.dtype, np.integer):
+        raise TypeError(f"ROPE-ANGLE: position_ids must be integers, got {pos.dtype}")
+    w, _ = inv_freq(params)
+    return pos.astype(np.float64)[..., None] * w
+
+
+def cos_sin(position_ids, params: RopeParams) -> tuple[np.ndarray, np.ndarray]:
+    """``attention_factor * cos(phi)`` and ``attention_factor * sin(phi)``, ``[B, T, rotary_dim/2]``.
+
+    Clauses: ROPE-ANGLE, ROPE-ATTENTION-FACTOR.
+    """
+    phi = angles(position_ids, params)
+    a = params.attention_factor
+    return a * np.cos(phi), a * np.sin(phi)
+
+
+def pair_indices(rotary_dim: int, pairing: str) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(first, second)`` of the rotated pairs, one pair per frequency i.
+
+    half: (i, i + rotary_dim/2) (ROPE-PAIR-HALF); interleaved: (2i, 2i + 1) (ROPE-PAIR-INTERLEAVED).
+    """
+    h = rotary_dim // 2
+    i = np.arange(h)
+    if pairing == "half":
+        return i, i + h
+    if pairing == "interleaved":
+        return 2 * i, 2 * i + 1
+    raise ValueError(f"ROPE-PAIR: unknown pairing {pairing!r} (expected 'half' or 'interleaved')")
+
+
+def apply_with_cos_sin(x, cos, sin, rotary_dim: int, pairing: str) -> np.ndarray:
+    """Rotate the first ``rotary_dim`` dims of ``x [B, H, T, D]`` by given cos/sin ``[B, T, r/2]``.
+
+    For each pair (a, b) of frequency i: ``y_a = x_a cos - x_b sin``, ``y_b = x_b cos + x_a sin``.
+    Dims ``>= rotary_dim`` are returned unchanged (ROPE-PARTIAL).
+    Clauses: ROPE-PAIR-HALF, ROPE-PAIR-INTERLEAVED, ROPE-PARTIAL.
+    """
+    x = _f64(x)
+    c = _f64(cos)[:, None]  # [B, 1, T, r/2]
+    s = _f64(sin)[:, None]
+    a, b = pair_indices(rotary_dim, pairing)
+    y = x.copy()
+    xa, xb = x[..., a], x[..., b]
+    y[..., a] = xa * c - xb * s
+    y[..., b] = xb * c + xa * s
+    return y
+
+
+def apply(q, k, position_ids, params: RopeParams) -> tuple[np.ndarray, np.ndarray]:
+    """End-to-end RoPE on ``q [B, Hq, T, D]`` and ``k [B, Hk, T, D]``.
+
+    Clauses: ROPE-INV-FREQ, ROPE-ANGLE, ROPE-PAIR-*, ROPE-PARTIAL, ROPE-ATTENTION-FACTOR.
+    Raises ``ValueError`` when the last dim is not ``head_dim``.
+    """
+    q, k = _f64(q), _f64(k)
+    for name, x in (("q", q), ("k", k)):
+        if x.ndim != 4 or x.shape[-1] != params.head_dim:
+            raise ValueError(f"{name} must be [B, H, T, {params.head_dim}], got {x.shape}")
+    c, s = cos_sin(position_ids, params)
+    r = params.rdim
+    return (apply_with_cos_sin(q, c, s, r, params.pairing), apply_with_cos_sin(k, c, s, r, params.pairing))
+
+
+def apply_complex(x, position_ids, params: RopeParams) -> np.ndarray:
+    """Second, independent formulation: pairs as complex numbers times ``e^{j phi}``.
+
+    Interleaved: ``z_i = x_{2i} + j x_{2i+1}`` (Meta ``llama/model.py::apply_rotary_emb``);
+    half: ``z_i = x_i + j x_{i+r/2}``.  Used only to cross-check :func:`apply` in tests.
+    """
+    x = _f64(x)
+    r = params.rdim
+    a, b = pair_indices(r, params.pairing)
+    w = params.rope_theta ** (-np.arange(0, r, 2, dtype=np.float64) / r)
+    rot = params.attention_factor * np.exp(1j * np.multiply.outer(np.asarray(position_ids, dtype=np.float64), w))
+    z = (x[..., a] + 1j * x[..., b]) * rot[:, None]
+    y = x.copy()
+    y[..., a], y[..., b] = z.real, z.imag
+    return y

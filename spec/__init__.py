@@ -1,0 +1,112 @@
+"""The machine-readable specification: clauses, divergences and parameter models.
+
+``load_spec()`` reads every ``spec/<family>.yaml`` shipped with the package, validates it
+against :mod:`posenc.spec.models` and returns a :class:`Spec`.  A malformed file raises
+:class:`~posenc.spec.errors.SpecError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from .errors import SpecError
+from .models import Clause, Divergence, FamilyFile
+
+SPEC_VERSION = "0.1.0"
+SPEC_DIR = Path(__file__).resolve().parent
+SCHEMA_PATH = SPEC_DIR / "schema.json"
+
+
+def _format_validation(path: Path, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        lines.append(f"{path.name}: {loc}: {e['msg']}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Spec:
+    version: str
+    families: dict[str, FamilyFile]
+
+    @property
+    def clauses(self) -> dict[str, Clause]:
+        return {c.id: c for f in self.families.values() for c in f.clauses}
+
+    @property
+    def divergences(self) -> dict[str, Divergence]:
+        return {d.id: d for f in self.families.values() for d in f.divergences}
+
+    def clause(self, clause_id: str) -> Clause:
+        try:
+            return self.clauses[clause_id]
+        except KeyError:
+            raise SpecError(f"unknown clause ID {clause_id!r}") from None
+
+
+def load_family(path: Path) -> FamilyFile:
+    """Load and validate one YAML file; errors name the file and the field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise SpecError(f"{path.name}: not valid YAML: {e}") from None
+    try:
+        fam = FamilyFile.model_validate(raw)
+    except ValidationError as e:
+        raise SpecError(_format_validation(path, e)) from None
+    if fam.spec_version != SPEC_VERSION:
+        raise SpecError(
+            f"{path.name}: spec_version: {fam.spec_version!r} does not match {SPEC_VERSION!r}"
+        )
+    return fam
+
+
+def load_spec(directory: Optional[Path] = None) -> Spec:
+    """Load every ``*.yaml`` in ``directory`` (default: the packaged spec).
+
+    Checks across files: clause and divergence IDs are unique, every divergence violates
+    clauses that exist, and every clause's ``since`` is not newer than the spec version.
+    """
+    directory = Path(directory) if directory else SPEC_DIR
+    families: dict[str, FamilyFile] = {}
+    seen: dict[str, str] = {}
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise SpecError(f"{directory}: no spec YAML files found")
+    for path in files:
+        fam = load_family(path)
+        if fam.family in families:
+            raise SpecError(f"{path.name}: family: {fam.family!r} is defined twice")
+        for i, item in enumerate([*fam.clauses, *fam.divergences]):
+            if item.id in seen:
+                raise SpecError(f"{path.name}: id {item.id!r} already defined in {seen[item.id]}")
+            seen[item.id] = path.name
+        families[fam.family] = fam
+    spec = Spec(SPEC_VERSION, families)
+    for fam_name, fam in families.items():
+        for j, d in enumerate(fam.divergences):
+            for cid in d.violates:
+                if cid not in spec.clauses:
+                    raise SpecError(
+                        f"{fam_name}.yaml: divergences.{j}.violates: unknown clause {cid!r}"
+                    )
+    return spec
+
+
+def json_schema() -> dict:
+    """The JSON Schema of one spec YAML file, exported from :class:`FamilyFile`."""
+    return TypeAdapter(FamilyFile).json_schema()
+
+
+def json_schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+__all__ = ["SPEC_VERSION", "Spec", "load_spec", "load_family", "json_schema", "SpecError"]

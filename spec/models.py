@@ -1,0 +1,196 @@
+"""Pydantic v2 models of the machine-readable specification.
+
+Two kinds of model live here:
+
+* the *document* models (:class:`Clause`, :class:`Divergence`, :class:`FamilyFile`) that
+  ``spec/*.yaml`` is validated against, and from which ``spec/schema.json`` is exported;
+* the *parameter* models (:class:`RopeParams`, :class:`SinusoidalParams`, ...) that every
+  operation, reference function and adapter receives.  Adapters translate these into their
+  library's own API; they never receive loose dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CLAUSE_ID = r"^(ROPE|SIN|LEARNED|POS|ALIBI|T5|MROPE|NOPE|SCALE)(-[A-Z0-9]+)+$"
+DIVERGENCE_ID = r"^DIV-(ROPE|SIN|LEARNED|POS|ALIBI|T5|MROPE|NOPE|SCALE)(-[A-Z0-9]+)+$"
+
+Family = Literal[
+    "rope", "sinusoidal", "learned", "position_ids", "rope_scaling", "alibi", "t5", "mrope", "nope"
+]
+#: Oracle-free properties a clause may declare (checked by conformance/test_invariants.py).
+Invariant = Literal[
+    "pairing_probe",  # e_0 at position 1 lights index 1 (interleaved) or rotary_dim/2 (half)
+    "passthrough_tail",  # dims >= rotary_dim come back bit-identical
+    "cache_prefill",  # decoding one token at a time with cache_length == one prefill
+    "left_pad",  # a left-padded row equals the unpadded row at its real tokens
+    "relative",  # <R(m)q, R(n)k> depends only on m - n
+    "pair_norm",  # |y_pair| == attention_factor * |x_pair|
+    "permutation",  # rope_half(x[P]) == rope_interleaved(x)[P]
+    "shift",  # a constant shift of all positions changes nothing that is compared
+    "row_range",  # rows >= num_rows or < 0 raise; the last valid row works
+]
+ToleranceClass = Literal["exact", "float"]
+Dtype = Literal["float64", "float32", "bfloat16", "float16"]
+DTYPES: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Strict):
+    """Where a clause's rule comes from."""
+
+    kind: Literal["paper", "upstream", "config", "derivation"]
+    citation: str = Field(description="Paper title or repository, e.g. 'huggingface/transformers'")
+    location: str = Field(description="Section, or file::function")
+    version: Optional[str] = Field(None, description="Library version or paper revision")
+    provenance: Literal["paper", "library-default", "published-config", "derivation"]
+
+
+class ParameterSpec(_Strict):
+    name: str
+    type: str
+    default: Any = None
+    constraints: Optional[str] = None
+
+
+class TensorSpec(_Strict):
+    name: str
+    shape: str = Field(description="Symbolic shape, e.g. '[B, H, T, D]'")
+    dtype: str = Field(description="'activation' (the requested dtype), 'int64', 'float32+', ...")
+
+
+class Clause(_Strict):
+    """One normative rule, cited by its stable ``id`` (e.g. ``ROPE-PAIR-HALF``)."""
+
+    id: str = Field(pattern=CLAUSE_ID)
+    title: str
+    statement: str
+    formula: str
+    parameters: list[ParameterSpec] = []
+    inputs: list[TensorSpec] = []
+    outputs: list[TensorSpec] = []
+    tolerance: ToleranceClass
+    invariants: list[Invariant] = []
+    sources: list[Source] = Field(min_length=1)
+    since: str
+    required: bool = Field(True, description="False for opt-in clauses (e.g. a required pad fill)")
+
+
+class Divergence(_Strict):
+    """A known wrong behaviour, with a reference mutant that reproduces it."""
+
+    id: str = Field(pattern=DIVERGENCE_ID)
+    violates: list[str] = Field(min_length=1)
+    description: str
+    symptom: str
+    evidence: list[str] = Field(min_length=1)
+    mutant: str = Field(description="Name of the function in posenc.reference.mutants")
+    since: str
+
+
+class FamilyFile(_Strict):
+    """The top level of one ``spec/<family>.yaml`` file."""
+
+    family: Family
+    spec_version: str
+    description: str
+    clauses: list[Clause] = Field(min_length=1)
+    divergences: list[Divergence] = []
+
+
+# --------------------------------------------------------------------------------------------
+# Parameter models: what operations receive.
+# --------------------------------------------------------------------------------------------
+
+
+class RopeParams(_Strict):
+    """Rotary position embedding parameters (clauses ROPE-*).
+
+    ``rotary_dim`` defaults to ``head_dim`` (no partial rotary).  ``rope_type`` is ``default``
+    here; the scaling rules (``linear``, ``dynamic``, ``yarn``, ``llama3``, ``longrope``,
+    ``proportional``) extend this model under the SCALE-* clauses.
+    """
+
+    head_dim: int = Field(gt=0)
+    rotary_dim: Optional[int] = Field(None, gt=0)
+    rope_theta: float = Field(10000.0, gt=0)
+    pairing: Literal["half", "interleaved"] = "half"
+    attention_factor: float = Field(1.0, gt=0)
+    rope_type: Literal["default"] = "default"
+
+    @model_validator(mode="after")
+    def _check(self) -> "RopeParams":
+        r = self.rotary_dim if self.rotary_dim is not None else self.head_dim
+        if r % 2:
+            raise ValueError(f"rotary_dim must be even, got {r}")
+        if r > self.head_dim:
+            raise ValueError(f"rotary_dim {r} exceeds head_dim {self.head_dim}")
+        return self
+
+    @property
+    def rdim(self) -> int:
+        """The rotated width: ``rotary_dim`` or, when unset, ``head_dim``."""
+        return self.rotary_dim if self.rotary_dim is not None else self.head_dim
+
+
+class SinusoidalParams(_Strict):
+    """Sinusoidal absolute table (clauses SIN-*)."""
+
+    dim: int = Field(gt=0, description="Model width D")
+    layout: Literal["interleaved", "concat"] = "interleaved"
+    base: float = Field(10000.0, gt=1)
+
+
+class GPT2EmbeddingParams(_Strict):
+    """GPT-2 input embeddings ``wte[input_ids] + wpe[position_ids]`` (LEARNED-GPT2-*)."""
+
+    vocab_size: int = Field(gt=0)
+    n_positions: int = Field(gt=0)
+    n_embd: int = Field(gt=0)
+
+
+class BertEmbeddingParams(_Strict):
+    """BERT input embeddings: word + token_type + position, then LayerNorm (LEARNED-BERT-*)."""
+
+    vocab_size: int = Field(gt=0)
+    max_position_embeddings: int = Field(gt=0)
+    type_vocab_size: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    layer_norm_eps: float = Field(1e-12, gt=0)
+
+
+class OPTEmbeddingParams(_Strict):
+    """OPT learned positions: ``max_position_embeddings + 2`` rows (LEARNED-OPT-*)."""
+
+    max_position_embeddings: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+
+    @property
+    def num_rows(self) -> int:
+        return self.max_position_embeddings + 2
+
+
+class LookupParams(_Strict):
+    """A plain learned table lookup (LEARNED-ROW-RANGE)."""
+
+    num_rows: int = Field(gt=0)
+    dim: int = Field(gt=0)
+
+
+PARAM_MODELS: dict[str, type[BaseModel]] = {
+    m.__name__: m
+    for m in (
+        RopeParams,
+        SinusoidalParams,
+        GPT2EmbeddingParams,
+        BertEmbeddingParams,
+        OPTEmbeddingParams,
+        LookupParams,
+    )
+}

@@ -1,0 +1,104 @@
+"""The tolerance rule (DESIGN.md, "Dtypes, tolerances, errors").
+
+Integers compare exactly.  A float output ``y`` of an implementation at dtype ``dt`` passes
+against the float64 reference ``y_ref`` element-wise when
+
+    |y - y_ref| <= K_DTYPE[dt] * eps_eff * dtype_scale  +  K_ANGLE * eps_float32 * angle_scale
+
+* ``dtype_scale`` is the magnitude the operation may lose to rounding (for a rotation the
+  pair norm ``|x_pair|`` times the attention factor; for a sum the sum of the summands'
+  magnitudes); ``angle_scale`` is ``|phi| * |x_pair|`` for angle-based encodings, else 0.
+  Both are computed by the reference (``posenc.reference.ops``) and stored with the golden.
+* ``eps_eff`` is ``eps(dt)``, but never below ``eps(float32)`` for angle-based operations:
+  the spec allows (and requires at least) float32 angles and cos/sin whatever the dtype.
+* The angle term allows a float32 angle ``p * inv_freq``: ``inv_freq`` in float32 has a
+  relative error of a few eps (its exponent ``2i/d`` is rounded too, amplified by ln theta),
+  and the product is rounded once more.  An angle computed in bfloat16 is wrong by
+  ``eps(bf16) * |phi| = 2**16`` times more and fails.
+
+Calibration (tests/test_tolerance_calibration.py): HF transformers 5.24 (cos/sin cast to the
+activation dtype before the multiply), Meta-style fp32 rotation and torchtune-style fp32 caches
+pass at all four dtypes, including position 131071 at theta 500000; a bf16-angle
+implementation fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+EPS = {
+    "float64": float(np.finfo(np.float64).eps),
+    "float32": float(np.finfo(np.float32).eps),
+    "bfloat16": 2.0**-7,
+    "float16": 2.0**-10,
+}
+K_DTYPE = {"float64": 16.0, "float32": 4.0, "bfloat16": 4.0, "float16": 4.0}
+K_ANGLE = 16.0
+
+
+def bound(dtype: str, dtype_scale, angle_scale, angle_based: bool) -> np.ndarray:
+    """The allowed absolute error per element (see the module docstring)."""
+    eps = EPS[dtype]
+    if angle_based:
+        eps = max(eps, EPS["float32"])
+    return K_DTYPE[dtype] * eps * np.asarray(dtype_scale) + K_ANGLE * EPS["float32"] * np.asarray(angle_scale)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Result of comparing one output; ``ratio`` is max(|err| / bound) (inf where bound = 0)."""
+
+    ok: bool
+    ratio: float
+    n_bad: int
+    n_total: int
+    worst_index: Optional[tuple]
+    worst_actual: Optional[float]
+    worst_expected: Optional[float]
+    message: str
+
+
+def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_scale=None,
+            angle_based: bool = False, compared=None) -> Comparison:
+    """Compare one output array; integers exactly, floats by :func:`bound`.
+
+    ``compared``: optional bool mask of the slots the clause specifies.  Shapes must match
+    exactly (a transposed layout is a failure, not a broadcast).  NaN or inf in ``actual``
+    where the reference is finite is always a failure.
+    """
+    a = np.asarray(actual)
+    e = np.asarray(expected)
+    if a.shape != e.shape:
+        return Comparison(False, float("inf"), -1, e.size, None, None, None,
+                          f"{name}: shape {a.shape} != expected {e.shape}")
+    mask = np.ones(e.shape, bool) if compared is None else np.broadcast_to(np.asarray(compared, bool), e.shape)
+    if np.issubdtype(e.dtype, np.integer) or np.issubdtype(e.dtype, np.bool_):
+        if not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.bool_)):
+            return Comparison(False, float("inf"), -1, e.size, None, None, None,
+                              f"{name}: expected integers, got {a.dtype}")
+        bad = (a.astype(np.int64) != e.astype(np.int64)) & mask
+        err = bad.astype(np.float64)
+        ratio_arr = np.where(bad, np.inf, 0.0)
+    else:
+        a64 = a.astype(np.float64)
+        err = np.abs(a64 - e)
+        b = bound(dtype, 0.0 if dtype_scale is None else dtype_scale,
+                  0.0 if angle_scale is None else angle_scale, angle_based)
+        b = np.broadcast_to(b, e.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio_arr = np.where(err == 0, 0.0, err / b)
+        ratio_arr = np.where(np.isfinite(a64) | ~np.isfinite(e), ratio_arr, np.inf)
+        ratio_arr = np.where(mask, ratio_arr, 0.0)
+        bad = ratio_arr > 1.0
+    n_bad = int(bad.sum())
+    ratio = float(ratio_arr.max()) if ratio_arr.size else 0.0
+    if n_bad == 0:
+        return Comparison(True, ratio, 0, int(mask.sum()), None, None, None, f"{name}: ok")
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio_arr)), e.shape))
+    msg = (f"{name}: {n_bad} of {int(mask.sum())} compared elements out of tolerance "
+           f"({dtype}); worst at {list(idx)}: got {a[idx]!r}, expected {e[idx]!r}, "
+           f"|err|/bound = {ratio:.3g}")
+    return Comparison(False, ratio, n_bad, int(mask.sum()), idx, float(a[idx]), float(e[idx]), msg)
