@@ -163,8 +163,13 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
         same = all(np.array_equal(np.asarray(mut[n]), golden.outputs[n]) for n in mut if n in golden.outputs)
         if same:
             continue  # indistinguishable from the reference on this case
-        fake = Golden(golden.case, golden.inputs, {n: np.asarray(v) for n, v in mut.items()},
-                      golden.dtype_scales, golden.angle_scales, golden.angle_based)
+        mut = {n: np.asarray(v) for n, v in mut.items()}
+        # A mutant may compute where the reference copies (e.g. a rotated tail): widen the
+        # scales to the mutant's own magnitudes and to the row's largest angle term.
+        ds = {n: np.maximum(v, np.abs(mut[n])) for n, v in golden.dtype_scales.items() if n in mut}
+        an = {n: np.maximum(v, v.max(axis=-1, keepdims=True)) if v.ndim else v
+              for n, v in golden.angle_scales.items() if n in mut}
+        fake = Golden(golden.case, golden.inputs, mut, ds, an, golden.angle_based)
         cmp = compare_outputs(fake, outputs, dtype)
         if all(c.ok for c in cmp):
             found.append(Match(d.id, tuple(d.violates), d.description, max(c.ratio for c in cmp)))

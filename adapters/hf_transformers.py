@@ -1,0 +1,530 @@
+"""The ``hf-transformers`` adapter: a thin wrapper around the real HF transformers code.
+
+Every number this adapter returns is computed by transformers (pinned to 5.24.0 by the
+``hf`` extra) on torch.  The wrapper only builds the library's modules from the spec's
+parameter models, copies given weights in, transposes between the canonical ``[B, H, T, D]``
+layout and the layout a library function expects, and converts outputs to the canonical
+form (half-width cos/sin, ``[B, T]`` position ids).  It never imports ``posenc.reference``
+and never re-implements what the library computes; what the library cannot express raises
+:class:`~posenc.adapters.base.Unsupported` with the reason.
+
+Which HF code backs each operation (all paths under ``transformers/models/``):
+
+======================================  =====================================================
+``rope`` half, rotary_dim == head_dim   ``llama/modeling_llama.py``: ``LlamaRotaryEmbedding``
+                                        (from a ``LlamaConfig``) + ``apply_rotary_pos_emb``
+``rope`` half, partial rotary           ``gpt_neox/modeling_gpt_neox.py``:
+                                        ``GPTNeoXRotaryEmbedding`` (``partial_rotary_factor``)
+                                        + ``apply_rotary_pos_emb`` (rotates the first dims)
+``rope`` interleaved, full              ``llama4/modeling_llama4.py``:
+                                        ``Llama4TextRotaryEmbedding`` + ``apply_rotary_emb``
+                                        (complex ``freqs_cis``; layout ``[B, T, H, D]``)
+``rope`` interleaved, partial           ``gptj/modeling_gptj.py``: ``GPTJRotaryEmbedding``
+                                        (``create_sinusoidal_positions``) +
+                                        ``apply_rotary_pos_emb`` / ``rotate_every_two``
+``rope_apply_with_cos_sin``             half: the Llama (full) or GPT-NeoX (partial)
+                                        ``apply_rotary_pos_emb`` with ``cat(c, c)``;
+                                        interleaved: GPT-J ``apply_rotary_pos_emb`` (half-width)
+``sinusoidal`` concat                   ``marian``: ``MarianSinusoidalPositionalEmbedding``
+``sinusoidal`` interleaved              ``distilbert``: ``create_sinusoidal_embeddings``,
+                                        gathered with ``nn.Embedding``
+``lookup``                              ``torch.nn.Embedding`` (as every HF model uses it)
+``gpt2_embeddings``                     ``gpt2``: ``GPT2Model`` forward, ``hidden_states[0]``
+``bert_embeddings``                     ``bert``: ``BertEmbeddings`` forward
+``opt_positions``                       ``opt``: ``OPTDecoder.forward``'s own position ids,
+                                        read where it hands them to ``embed_positions``
+``opt_rows``                            ``opt``: ``OPTLearnedPositionalEmbedding`` (offset 2)
+                                        over a table whose row r holds r
+``opt_embeddings``                      ``opt``: ``OPTLearnedPositionalEmbedding`` forward
+``position_ids`` prefill / decode       ``llama``: ``LlamaModel.forward``'s default
+                                        position ids (arange + ``cache.get_seq_length()``)
+``position_ids`` left_pad               ``generation/utils.py``:
+                                        ``GenerationMixin._prepare_position_ids_for_generation``
+                                        + ``prepare_inputs_for_generation`` (cache slice)
+``position_ids`` packed                 ``data/data_collator.py``: ``DataCollatorWithFlattening``
+======================================  =====================================================
+
+Dtype policy (clauses ROPE-PRECISION, SIN-PRECISION): inputs reach the library in the
+requested dtype -- the wrapper never upcasts before a library call -- so the library's own
+policy is what is measured: HF RoPE computes inverse frequencies and angles in float32
+(also for float64 activations), casts cos/sin to the activation dtype and rotates in it
+(Llama, GPT-NeoX, GPT-J); Llama 4 rotates in float32 complex and casts back.  The sinusoidal
+tables are built by HF in float64 NumPy, stored as float32 and cast to the requested dtype as
+``model.to(dtype)`` would.  Every float output has exactly the requested dtype (the Llama 4
+cos/sin, complex64 in HF, are split into real/imaginary parts and cast).
+
+Learned tables are indexed by ``torch.nn.Embedding`` exactly as HF does, with no range check
+of the wrapper's own: an out-of-range row raises torch's ``IndexError`` on CPU (clause
+LEARNED-ROW-RANGE accepts it); on CUDA torch reports a device-side assertion instead.
+
+Devices: ``cpu``, and ``cuda`` when ``torch.cuda.is_available()``.
+"""
+
+from __future__ import annotations
+
+import torch
+import transformers
+from torch import nn
+from transformers import (
+    BertConfig, DataCollatorWithFlattening, DynamicCache, GPT2Config, GPT2Model, GPTJConfig,
+    GPTNeoXConfig, LlamaConfig, LlamaForCausalLM, OPTConfig,
+)
+from transformers.models.bert.modeling_bert import BertEmbeddings
+from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
+from transformers.models.gpt_neox import modeling_gpt_neox as hf_neox
+from transformers.models.gptj import modeling_gptj as hf_gptj
+from transformers.models.llama import modeling_llama as hf_llama
+from transformers.models.llama4 import modeling_llama4 as hf_llama4
+from transformers.models.llama4.configuration_llama4 import Llama4TextConfig
+from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+from transformers.models.opt.modeling_opt import OPTDecoder, OPTLearnedPositionalEmbedding
+
+from posenc.spec.errors import AdapterError
+
+from .base import Adapter, Unsupported
+from .torch_adapter import DTYPES, TorchAdapter
+
+#: The base every HF sinusoidal table and GPT-J's rotary table hard-code.
+HF_FIXED_BASE = 10000.0
+#: GPT-J's default context (``GPTJConfig.n_positions``); tables grow past it when needed.
+GPTJ_MIN_POSITIONS = 2048
+
+
+def _probe(dtype: torch.dtype, device) -> torch.Tensor:
+    """An empty tensor: HF rotary modules read only ``x.dtype`` and ``x.device`` from it."""
+    return torch.empty(0, dtype=dtype, device=device)
+
+
+def _filled_cache(config, batch: int, cache_length: int, heads: int, head_dim: int,
+                  dtype: torch.dtype, device) -> DynamicCache | None:
+    """A ``DynamicCache`` holding ``cache_length`` dummy (zero) entries for every layer.
+
+    The model then derives its default positions from ``cache.get_seq_length()`` itself.
+    """
+    if cache_length <= 0:
+        return None
+    cache = DynamicCache(config=config)
+    z = torch.zeros(batch, heads, cache_length, head_dim, dtype=dtype, device=device)
+    for layer in range(config.num_hidden_layers):
+        cache.update(z, z, layer)
+    return cache
+
+
+def _dedup_half(full: torch.Tensor, what: str) -> torch.Tensor:
+    """HF's ``[..., r]`` cos/sin is ``cat(c, c)``: return the first half ``c`` ``[..., r/2]``.
+
+    Both halves are checked to be bit-identical, so the de-duplication loses nothing; if a
+    future transformers changes the layout this raises instead of guessing.
+    """
+    h = full.shape[-1] // 2
+    first, second = full[..., :h], full[..., h:]
+    if not torch.equal(first, second):
+        raise AdapterError(f"hf-transformers: HF {what} is not cat(c, c); its halves differ")
+    return first
+
+
+# --------------------------------------------------------------------------------------------
+# RoPE: one prepared object per HF implementation
+# --------------------------------------------------------------------------------------------
+
+
+class _HalfRope:
+    """Half pairing (ROPE-PAIR-HALF) through a HF ``*RotaryEmbedding`` + ``apply_rotary_pos_emb``.
+
+    ``rotary`` is ``LlamaRotaryEmbedding`` (rotary_dim == head_dim) or
+    ``GPTNeoXRotaryEmbedding`` (ROPE-PARTIAL); both return full-width ``cat(c, c)`` cos/sin
+    ``[B, T, r]`` already multiplied by ``rotary.attention_scaling`` and cast to ``x.dtype``.
+    Both ``apply_rotary_pos_emb`` take ``[B, H, T, D]`` (``unsqueeze_dim=1``), the canonical
+    layout, so no transpose is needed.
+    """
+
+    def __init__(self, rotary: nn.Module, apply_fn, dtype: torch.dtype, device):
+        self.rotary, self.apply_fn, self.dtype, self.device = rotary, apply_fn, dtype, device
+
+    def inv_freq(self):
+        """ROPE-INV-FREQ, ROPE-ATTENTION-FACTOR: HF's float32 ``inv_freq`` buffer and scaling."""
+        return self.rotary.inv_freq, float(self.rotary.attention_scaling)
+
+    @torch.no_grad()
+    def cos_sin(self, position_ids):
+        """ROPE-ANGLE, ROPE-ATTENTION-FACTOR: HF's forward, de-duplicated to ``[B, T, r/2]``."""
+        cos, sin = self.rotary(_probe(self.dtype, position_ids.device), position_ids)
+        return _dedup_half(cos, "cos"), _dedup_half(sin, "sin")
+
+    @torch.no_grad()
+    def apply(self, q, k, position_ids):
+        """ROPE-PAIR-HALF, ROPE-PARTIAL: HF cos/sin (cast to q.dtype) and HF's rotation."""
+        cos, sin = self.rotary(q, position_ids)
+        return self.apply_fn(q, k, cos, sin)
+
+
+class _Llama4Rope:
+    """Interleaved pairing, rotary_dim == head_dim (ROPE-PAIR-INTERLEAVED), HF Llama 4.
+
+    ``Llama4TextRotaryEmbedding`` returns complex64 ``freqs_cis = attention_scaling *
+    e^{j phi}`` ``[B, T, D/2]``; ``apply_rotary_emb`` views adjacent pairs as complex numbers
+    (upcasting them to float32 itself), multiplies and casts back with ``type_as``.  It expects
+    ``[B, T, H, D]`` (``freqs_cis[:, :, None, :]``): the wrapper transposes in and out.
+    """
+
+    def __init__(self, rotary: nn.Module, dtype: torch.dtype, device):
+        self.rotary, self.dtype, self.device = rotary, dtype, device
+
+    def inv_freq(self):
+        return self.rotary.inv_freq, float(self.rotary.attention_scaling)
+
+    @torch.no_grad()
+    def cos_sin(self, position_ids):
+        """ROPE-ANGLE: real and imaginary parts of HF's ``freqs_cis``, cast to the dtype."""
+        f = self.rotary(_probe(self.dtype, position_ids.device), position_ids)
+        return f.real.to(self.dtype), f.imag.to(self.dtype)
+
+    @torch.no_grad()
+    def apply(self, q, k, position_ids):
+        """ROPE-PAIR-INTERLEAVED: HF's complex rotation on the ``[B, T, H, D]`` view."""
+        qt, kt = q.transpose(1, 2), k.transpose(1, 2)
+        f = self.rotary(qt, position_ids)
+        qo, ko = hf_llama4.apply_rotary_emb(qt, kt, f)
+        return qo.transpose(1, 2), ko.transpose(1, 2)
+
+
+def _gptj_rotate(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor, rotary_dim: int) -> torch.Tensor:
+    """``x [B, H, T, D]`` through GPT-J's ``apply_rotary_pos_emb`` on the first ``rotary_dim``.
+
+    GPT-J works on ``[B, T, H, D]`` with half-width ``sin``/``cos`` ``[B, T, r/2]`` (it
+    repeat-interleaves them itself).  The slice / concatenation of the pass-through tail is
+    the one ``GPTJAttention.forward`` performs inline (there is no library function for it).
+    """
+    xt = x.transpose(1, 2)
+    rot = hf_gptj.apply_rotary_pos_emb(xt[..., :rotary_dim], sin, cos)
+    if rotary_dim < xt.shape[-1]:
+        rot = torch.cat([rot, xt[..., rotary_dim:]], dim=-1)
+    return rot.transpose(1, 2)
+
+
+class _GptjRope:
+    """Interleaved pairing with partial rotary (ROPE-PAIR-INTERLEAVED, ROPE-PARTIAL), HF GPT-J.
+
+    ``GPTJRotaryEmbedding`` precomputes ``create_sinusoidal_positions(n_positions, rotary_dim)``
+    (float32, theta fixed at 10000) and gathers ``[sin | cos]`` rows cast to ``x.dtype``.  The
+    table is (re)built with at least ``max(position_ids) + 1`` rows.
+    """
+
+    def __init__(self, params, dtype: torch.dtype, device):
+        self.p, self.dtype, self.device = params, dtype, device
+        self._rotary, self._rows = None, 0
+
+    def _module(self, position_ids) -> nn.Module:
+        need = max(GPTJ_MIN_POSITIONS, int(position_ids.max()) + 1 if position_ids.numel() else 1)
+        if self._rotary is None or need > self._rows:
+            cfg = GPTJConfig(n_embd=self.p.head_dim, n_head=1, n_layer=1, vocab_size=1,
+                             rotary_dim=self.p.rdim, n_positions=need, bos_token_id=None, eos_token_id=None)
+            self._rotary = hf_gptj.GPTJRotaryEmbedding(cfg).to(position_ids.device)
+            self._rows = need
+        return self._rotary
+
+    def inv_freq(self):
+        raise Unsupported("HF GPT-J exposes no inverse frequencies: create_sinusoidal_positions keeps "
+                          "inv_freq local and returns only the sin/cos table")
+
+    @torch.no_grad()
+    def cos_sin(self, position_ids):
+        """ROPE-ANGLE: GPT-J's gathered ``sin, cos`` rows are already half width."""
+        sin, cos = self._module(position_ids)(_probe(self.dtype, position_ids.device), position_ids)
+        return cos, sin
+
+    @torch.no_grad()
+    def apply(self, q, k, position_ids):
+        sin, cos = self._module(position_ids)(q, position_ids)
+        r = self.p.rdim
+        return _gptj_rotate(q, sin, cos, r), _gptj_rotate(k, sin, cos, r)
+
+
+def _rope_parameters(params, **extra) -> dict:
+    return {"rope_type": "default", "rope_theta": float(params.rope_theta), **extra}
+
+
+def _set_attention_factor(rotary: nn.Module, params) -> None:
+    """ROPE-ATTENTION-FACTOR through HF's own mechanism: ``rotary.attention_scaling``.
+
+    Every HF rotary module multiplies cos/sin by ``self.attention_scaling``, which its
+    ``rope_init_fn`` sets (1.0 for default RoPE; YaRN / LongRoPE return their factor there).
+    Default RoPE has no config key for it, so the attribute is set after construction.
+    """
+    if params.attention_factor != 1.0:
+        rotary.attention_scaling = float(params.attention_factor)
+
+
+# --------------------------------------------------------------------------------------------
+# The adapter
+# --------------------------------------------------------------------------------------------
+
+
+class HFTransformersAdapter(Adapter):
+    name = "hf-transformers"
+    framework = "torch"
+    devices = ("cpu", "cuda")
+    notes = ("HF transformers 5.24 on torch: float32 inv_freq and angles, cos/sin cast to the "
+             "activation dtype before the rotation (Llama 4: float32 complex rotation)")
+
+    # Array conversion only is borrowed from the torch adapter; no operation is inherited.
+    from_numpy = TorchAdapter.from_numpy
+    to_numpy = TorchAdapter.to_numpy
+    dtype_of = TorchAdapter.dtype_of
+    device_of = TorchAdapter.device_of
+
+    def __init__(self):
+        self._llama_lm = None  # tiny LlamaForCausalLM for the position-id rules
+
+    def versions(self):
+        return {"torch": torch.__version__, "transformers": transformers.__version__}
+
+    def device_available(self, device):
+        return device == "cpu" or (device == "cuda" and torch.cuda.is_available())
+
+    # ---- RoPE ------------------------------------------------------------------------------
+    def rope(self, params, *, dtype, device):
+        """ROPE-*: dispatch to the HF model whose RoPE matches the pairing and rotary_dim."""
+        if params.rope_type != "default":
+            raise Unsupported(f"rope_type {params.rope_type!r} is not wired in this adapter")
+        dt, D, r = DTYPES[dtype], params.head_dim, params.rdim
+        if params.pairing == "half":
+            if r == D:
+                cfg = LlamaConfig(hidden_size=D, head_dim=D, num_attention_heads=1, num_key_value_heads=1,
+                                  num_hidden_layers=1, intermediate_size=1, vocab_size=1,
+                                  bos_token_id=None, eos_token_id=None, pad_token_id=None,
+                                  rope_parameters=_rope_parameters(params))
+                rotary, apply_fn = hf_llama.LlamaRotaryEmbedding(cfg), hf_llama.apply_rotary_pos_emb
+            else:
+                factor = r / D
+                if int(D * factor) != r:
+                    raise Unsupported(f"GPT-NeoX sizes the rotary part as int(head_dim * partial_rotary_factor); "
+                                      f"rotary_dim {r} of head_dim {D} is not expressible")
+                cfg = GPTNeoXConfig(hidden_size=D, num_attention_heads=1, num_hidden_layers=1,
+                                    intermediate_size=1, vocab_size=1, bos_token_id=None, eos_token_id=None,
+                                    rope_parameters=_rope_parameters(params, partial_rotary_factor=factor))
+                rotary, apply_fn = hf_neox.GPTNeoXRotaryEmbedding(cfg), hf_neox.apply_rotary_pos_emb
+            if rotary.inv_freq.shape[-1] * 2 != r:
+                raise AdapterError(f"hf-transformers: HF built {rotary.inv_freq.shape[-1]} frequencies, "
+                                   f"expected rotary_dim/2 = {r // 2}")
+            _set_attention_factor(rotary, params)
+            return _HalfRope(rotary.to(device), apply_fn, dt, device)
+        # interleaved
+        if r == D:
+            cfg = Llama4TextConfig(hidden_size=D, head_dim=D, num_attention_heads=1, num_key_value_heads=1,
+                                   num_hidden_layers=1, intermediate_size=1, intermediate_size_mlp=1,
+                                   vocab_size=1, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+                                   rope_parameters=_rope_parameters(params))
+            rotary = hf_llama4.Llama4TextRotaryEmbedding(cfg)
+            _set_attention_factor(rotary, params)
+            return _Llama4Rope(rotary.to(device), dt, device)
+        if params.rope_theta != HF_FIXED_BASE:
+            raise Unsupported(f"interleaved partial RoPE is GPT-J's, whose create_sinusoidal_positions "
+                              f"hard-codes theta 10000 (got {params.rope_theta:g})")
+        if params.attention_factor != 1.0:
+            raise Unsupported("GPT-J's rotary table has no attention factor (no attention_scaling)")
+        return _GptjRope(params, dt, device)
+
+    @torch.no_grad()
+    def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
+        """ROPE-PAIR-HALF / ROPE-PAIR-INTERLEAVED / ROPE-PARTIAL with given half-width cos/sin.
+
+        half: HF's ``apply_rotary_pos_emb`` (Llama for rotary_dim == head_dim, GPT-NeoX for
+        partial) with the duplicated layout ``cat(c, c)`` it expects; interleaved: GPT-J's
+        ``apply_rotary_pos_emb``, which takes half-width ``sin``/``cos`` itself.
+        """
+        r = params.rdim
+        if cos.shape[-1] * 2 != r:
+            raise ValueError(f"cos has width {cos.shape[-1]}, expected rotary_dim/2 = {r // 2}")
+        if params.pairing == "half":
+            c2, s2 = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+            fn = hf_llama.apply_rotary_pos_emb if r == params.head_dim else hf_neox.apply_rotary_pos_emb
+            return fn(q, k, c2, s2)
+        return _gptj_rotate(q, sin, cos, r), _gptj_rotate(k, sin, cos, r)
+
+    # ---- sinusoidal --------------------------------------------------------------------
+    @torch.no_grad()
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        """SIN-VASWANI-CONCAT (Marian) / SIN-VASWANI-INTERLEAVED (DistilBERT), ``[B, T, D]``.
+
+        The table has ``max(position_ids) + 1`` rows and is gathered with ``nn.Embedding``.
+        """
+        if params.base != HF_FIXED_BASE:
+            raise Unsupported(f"HF's sinusoidal tables (Marian, DistilBERT, XLM) hard-code base 10000 "
+                              f"(got {params.base:g})")
+        dt = DTYPES[dtype]
+        n_pos = int(position_ids.max()) + 1 if position_ids.numel() else 1
+        if params.layout == "concat":
+            emb = MarianSinusoidalPositionalEmbedding(n_pos, params.dim).to(dtype=dt)
+            emb.weight.copy_(emb.create_weight())  # what MarianPreTrainedModel._init_weights does
+            emb = emb.to(position_ids.device)
+            return emb(position_ids.shape, position_ids=position_ids)
+        table = create_sinusoidal_embeddings(n_pos, params.dim, torch.empty(n_pos, params.dim, dtype=dt))
+        emb = nn.Embedding.from_pretrained(table.to(position_ids.device), freeze=True)
+        return emb(position_ids)
+
+    # ---- learned -------------------------------------------------------------------------
+    @torch.no_grad()
+    def lookup(self, table, rows):
+        """LEARNED-ROW-RANGE: ``nn.Embedding``; out-of-range rows raise torch's IndexError."""
+        return nn.Embedding.from_pretrained(table, freeze=True)(rows)
+
+    def gpt2_embeddings(self, params, weights, *, dtype, device):
+        """LEARNED-GPT2-SUM, LEARNED-GPT2-POSITIONS through a one-layer ``GPT2Model``.
+
+        The result is ``hidden_states[0]``, the input of the first block: ``wte[ids] +
+        wpe[position_ids]`` after ``drop`` (p = 0, eval mode), no LayerNorm.  Default positions
+        are the model's own; ``cache_length > 0`` passes a ``DynamicCache`` pre-filled with
+        that many dummy entries so the model offsets them by ``cache.get_seq_length()``.
+        """
+        cfg = GPT2Config(vocab_size=params.vocab_size, n_positions=params.n_positions, n_embd=params.n_embd,
+                         n_layer=1, n_head=1, embd_pdrop=0.0, resid_pdrop=0.0, attn_pdrop=0.0,
+                         bos_token_id=None, eos_token_id=None)
+        model = GPT2Model(cfg).to(device=device, dtype=DTYPES[dtype]).eval()
+        with torch.no_grad():
+            model.wte.weight.copy_(weights["wte"])
+            model.wpe.weight.copy_(weights["wpe"])
+
+        @torch.no_grad()
+        def call(input_ids, position_ids=None, cache_length=0):
+            cache = _filled_cache(cfg, input_ids.shape[0], cache_length, cfg.n_head,
+                                  cfg.n_embd // cfg.n_head, model.dtype, input_ids.device)
+            out = model(input_ids=input_ids, position_ids=position_ids, cache=cache,
+                        use_cache=cache is not None, output_hidden_states=True)
+            return out.hidden_states[0]
+        return call
+
+    def bert_embeddings(self, params, weights, *, dtype, device):
+        """LEARNED-BERT-SUM, -TOKEN-TYPE, -POSITIONS: ``BertEmbeddings`` (eval, dropout 0).
+
+        ``token_type_ids`` / ``position_ids`` left ``None`` exercise BERT's own buffers;
+        ``cache_length`` is BertEmbeddings.forward's own argument.
+        """
+        cfg = BertConfig(vocab_size=params.vocab_size, hidden_size=params.hidden_size,
+                         max_position_embeddings=params.max_position_embeddings,
+                         type_vocab_size=params.type_vocab_size, layer_norm_eps=params.layer_norm_eps,
+                         hidden_dropout_prob=0.0, num_hidden_layers=1, num_attention_heads=1)
+        emb = BertEmbeddings(cfg).to(device=device, dtype=DTYPES[dtype]).eval()
+        with torch.no_grad():
+            emb.word_embeddings.weight.copy_(weights["word_embeddings"])
+            emb.position_embeddings.weight.copy_(weights["position_embeddings"])
+            emb.token_type_embeddings.weight.copy_(weights["token_type_embeddings"])
+            emb.LayerNorm.weight.copy_(weights["layer_norm_weight"])
+            emb.LayerNorm.bias.copy_(weights["layer_norm_bias"])
+
+        @torch.no_grad()
+        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
+            return emb(input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids,
+                       cache_length=cache_length)
+        return call
+
+    @torch.no_grad()
+    def opt_positions(self, attention_mask, cache_length):
+        """LEARNED-OPT-POSITIONS: the position ids ``OPTDecoder.forward`` computes itself.
+
+        In 5.24 the decoder derives ``cumsum(mask) * mask - 1`` sliced after the cache length
+        and hands them to ``embed_positions(..., position_ids=...)``; a forward pre-hook reads
+        them there.  A one-layer decoder runs on dummy tokens with a ``DynamicCache``
+        pre-filled with ``cache_length`` entries.
+        """
+        B, L = attention_mask.shape
+        T = L - cache_length
+        cfg = OPTConfig(vocab_size=2, hidden_size=4, ffn_dim=4, num_hidden_layers=1, num_attention_heads=1,
+                        max_position_embeddings=max(L, 1), word_embed_proj_dim=4, dropout=0.0,
+                        pad_token_id=None, bos_token_id=None, eos_token_id=None)
+        dec = OPTDecoder(cfg).to(attention_mask.device).eval()
+        seen = []
+        hook = dec.embed_positions.register_forward_pre_hook(
+            lambda mod, args, kwargs: seen.append(kwargs.get("position_ids")), with_kwargs=True)
+        try:
+            heads = cfg.num_attention_heads
+            cache = _filled_cache(cfg, B, cache_length, heads, cfg.hidden_size // heads, dec.dtype,
+                                  attention_mask.device)
+            ids = torch.zeros(B, T, dtype=torch.long, device=attention_mask.device)
+            dec(input_ids=ids, attention_mask=attention_mask, cache=cache, use_cache=cache is not None)
+        finally:
+            hook.remove()
+        if len(seen) != 1 or seen[0] is None:
+            raise AdapterError("hf-transformers: OPTDecoder did not pass position_ids to embed_positions")
+        return seen[0]
+
+    @torch.no_grad()
+    def opt_rows(self, positions):
+        """LEARNED-OPT-OFFSET: ``OPTLearnedPositionalEmbedding`` adds its own ``offset`` (2).
+
+        The module is given a one-column float64 table whose row r holds r (exact), so its
+        output *is* the row index HF looks up.  Rows below 0 raise torch's IndexError.
+        """
+        n = int(positions.max()) + 1 if positions.numel() else 1
+        emb = OPTLearnedPositionalEmbedding(max(n, 1), 1).to(device=positions.device, dtype=torch.float64)
+        emb.weight.copy_(torch.arange(emb.num_embeddings, dtype=torch.float64, device=positions.device)[:, None])
+        return emb(None, position_ids=positions)[..., 0].to(torch.int64)
+
+    def opt_embeddings(self, params, weights, *, dtype, device):
+        """LEARNED-OPT-POSITIONS + LEARNED-OPT-OFFSET: ``OPTLearnedPositionalEmbedding`` forward
+        with its own default positions (``cumsum`` of the full mask, sliced after the cache)."""
+        emb = OPTLearnedPositionalEmbedding(params.max_position_embeddings, params.hidden_size)
+        emb = emb.to(device=device, dtype=DTYPES[dtype])
+        with torch.no_grad():
+            emb.weight.copy_(weights["table"])
+
+        @torch.no_grad()
+        def call(attention_mask, cache_length=0):
+            return emb(attention_mask, cache_length)
+        return call
+
+    # ---- position ids --------------------------------------------------------------------
+    def _lm(self, device) -> LlamaForCausalLM:
+        if self._llama_lm is None:
+            cfg = LlamaConfig(vocab_size=2, hidden_size=8, head_dim=8, intermediate_size=8, num_hidden_layers=1,
+                              num_attention_heads=1, num_key_value_heads=1, max_position_embeddings=1 << 20,
+                              bos_token_id=None, eos_token_id=None, pad_token_id=None)
+            self._llama_lm = LlamaForCausalLM(cfg).eval()
+        return self._llama_lm.to(device)
+
+    @torch.no_grad()
+    def position_ids(self, rule, *, device, **x):
+        """POS-PREFILL, POS-DECODE, POS-LEFT-PAD, POS-PACKED from HF code (see module docstring)."""
+        if rule in ("prefill", "decode"):
+            B, T = x["batch"], x["seq_len"]
+            C = x.get("cache_length", 0) if rule == "decode" else 0
+            lm = self._lm(device)
+            seen = []
+            hook = lm.model.rotary_emb.register_forward_pre_hook(
+                lambda mod, args, kwargs: seen.append(kwargs.get("position_ids", args[1] if len(args) > 1 else None)),
+                with_kwargs=True)
+            try:
+                cfg = lm.config
+                cache = _filled_cache(cfg, B, C, cfg.num_key_value_heads, cfg.head_dim, lm.dtype, device)
+                lm.model(input_ids=torch.zeros(B, T, dtype=torch.long, device=device), cache=cache,
+                         use_cache=cache is not None)
+            finally:
+                hook.remove()
+            if len(seen) != 1 or seen[0] is None:
+                raise AdapterError("hf-transformers: LlamaModel did not pass position_ids to rotary_emb")
+            return seen[0].expand(B, T)  # HF broadcasts one row [1, T] over the batch
+        if rule == "left_pad":
+            mask, C = x["attention_mask"], x.get("cache_length", 0)
+            B, L = mask.shape
+            lm = self._lm(device)
+            ids = torch.zeros(B, L, dtype=torch.long, device=device)
+            full = lm._prepare_position_ids_for_generation(ids, {"attention_mask": mask})
+            if C == 0:
+                return full
+            cfg = lm.config
+            cache = _filled_cache(cfg, B, C, cfg.num_key_value_heads, cfg.head_dim, lm.dtype, device)
+            # What GenerationMixin._prefill does when restarting from a cache with the full inputs.
+            inputs = lm.prepare_inputs_for_generation(
+                ids, next_sequence_length=L - cache.get_seq_length(), cache=cache, attention_mask=mask,
+                position_ids=full)
+            return inputs["position_ids"]
+        if rule == "packed":
+            cu = [int(v) for v in x["cu_seqlens"].tolist()]
+            lengths = [b - a for a, b in zip(cu[:-1], cu[1:])]
+            features = [{"input_ids": [0] * n} for n in lengths]
+            batch = DataCollatorWithFlattening(return_tensors="pt")(features)
+            return batch["position_ids"].to(device)
+        raise Unsupported(f"position_ids rule {rule!r} is not wired in this adapter")
+
+
+ADAPTER = HFTransformersAdapter

@@ -1,0 +1,151 @@
+"""Deliberately broken adapters: each is the kit's torch port with one known bug.
+
+The suite must fail on every one of them, and its diagnosis should name the divergence.
+They are loaded by path (``--adapter tests/broken_adapters.py:NAME``), like a user adapter.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from posenc.adapters.base import Adapter
+from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope, rotate
+
+
+class _SwappedRope(TorchRope):
+    def apply(self, q, k, position_ids):
+        c, s = self._cos_sin(position_ids)
+        other = "interleaved" if self.p.pairing == "half" else "half"
+        return rotate(q, c, s, self.p.rdim, other), rotate(k, c, s, self.p.rdim, other)
+
+
+class PairingSwapped(TorchAdapter):
+    name = "broken-pairing-swapped"
+
+    def rope(self, params, *, dtype, device):
+        return _SwappedRope(params, DTYPES[dtype], device)
+
+    def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
+        other = params.model_copy(update={"pairing": "interleaved" if params.pairing == "half" else "half"})
+        return super().rope_apply_with_cos_sin(q, k, cos, sin, other)
+
+
+class _Bf16Rope(TorchRope):
+    def __init__(self, params, dtype, device):
+        super().__init__(params, dtype, device)
+        self._inv_freq = self._inv_freq.to(torch.bfloat16)  # the classic `.to(torch.bfloat16)` on the module
+
+    def _cos_sin(self, position_ids):
+        phi = position_ids.to(torch.bfloat16)[..., None] * self._inv_freq
+        a = self.p.attention_factor
+        return (a * torch.cos(phi)).to(self.compute), (a * torch.sin(phi)).to(self.compute)
+
+    def inv_freq(self):
+        return self._inv_freq.to(self.compute), float(self.p.attention_factor)
+
+
+class Bf16Angles(TorchAdapter):
+    name = "broken-bf16-angles"
+
+    def rope(self, params, *, dtype, device):
+        return _Bf16Rope(params, DTYPES[dtype], device)
+
+
+class _TailRope(TorchRope):
+    def __init__(self, params, dtype, device):
+        super().__init__(params.model_copy(update={"rotary_dim": None}), dtype, device)
+
+
+class TailRotated(TorchAdapter):
+    name = "broken-tail-rotated"
+
+    def rope(self, params, *, dtype, device):
+        return _TailRope(params, DTYPES[dtype], device)
+
+
+class OptOffsetZero(TorchAdapter):
+    name = "broken-opt-offset-0"
+
+    def opt_rows(self, positions):
+        return positions
+
+    def opt_embeddings(self, params, weights, *, dtype, device):
+        table = weights["table"]
+        return lambda attention_mask, cache_length=0: table[self.opt_positions(attention_mask, cache_length)]
+
+
+class CacheOffByOne(TorchAdapter):
+    name = "broken-cache-off-by-one"
+
+    def position_ids(self, rule, *, device, **x):
+        if rule == "decode":
+            x = {**x, "cache_length": x["cache_length"] + 1}
+        return super().position_ids(rule, device=device, **x)
+
+    def gpt2_embeddings(self, params, weights, *, dtype, device):
+        f = super().gpt2_embeddings(params, weights, dtype=dtype, device=device)
+        return lambda input_ids, position_ids=None, cache_length=0: f(
+            input_ids, position_ids, cache_length + 1 if cache_length else 0)
+
+    def opt_positions(self, attention_mask, cache_length):
+        return super().opt_positions(attention_mask, cache_length) + (1 if cache_length else 0)
+
+
+class ClampedLookup(TorchAdapter):
+    name = "broken-clamped-lookup"
+
+    def lookup(self, table, rows):
+        return torch.nn.functional.embedding(rows.clamp(0, table.shape[0] - 1), table)
+
+
+class TokenTypeIgnored(TorchAdapter):
+    name = "broken-token-type-ignored"
+
+    def bert_embeddings(self, params, weights, *, dtype, device):
+        w = dict(weights)
+        w["token_type_embeddings"] = torch.zeros_like(w["token_type_embeddings"])
+        return super().bert_embeddings(params, w, dtype=dtype, device=device)
+
+
+class NothingSupported(Adapter):
+    """Array conversions only, every operation unsupported: a run that checks nothing must fail."""
+
+    name = "nothing-supported"
+    framework = "torch"
+    from_numpy, to_numpy = TorchAdapter.from_numpy, TorchAdapter.to_numpy
+    dtype_of, device_of = TorchAdapter.dtype_of, TorchAdapter.device_of
+
+
+class WrongDtype(TorchAdapter):
+    """Upcasts: returns float32 whatever the requested dtype."""
+
+    name = "broken-wrong-dtype"
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        return super().sinusoidal(position_ids, params, dtype="float32", device=device)
+
+
+class Transposed(TorchAdapter):
+    """Returns q/k as [B, T, H, D]."""
+
+    name = "broken-transposed"
+
+    def rope(self, params, *, dtype, device):
+        inner = super().rope(params, dtype=dtype, device=device)
+
+        class R:
+            inv_freq, cos_sin = inner.inv_freq, inner.cos_sin
+
+            def apply(self, q, k, pid):
+                a, b = inner.apply(q, k, pid)
+                return a.transpose(1, 2).contiguous(), b.transpose(1, 2).contiguous()
+        return R()
+
+
+class NaNOutput(TorchAdapter):
+    name = "broken-nan"
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        out = super().sinusoidal(position_ids, params, dtype=dtype, device=device).clone()
+        out[..., -1] = float("nan")
+        return out

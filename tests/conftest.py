@@ -1,0 +1,28 @@
+"""Shared helpers for the kit's own tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch  # noqa: F401 - imported before pytester's in-process runs snapshot sys.modules
+
+import posenc.adapters.torch_adapter  # noqa: F401
+import posenc.conformance
+import posenc.conformance.runner  # noqa: F401
+
+CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def run_suite(pytester):
+    """Run the conformance suite in-process; returns pytester's RunResult."""
+
+    def run(adapter: str, *args: str):
+        return pytester.runpytest_inprocess(
+            str(CONFORMANCE_DIR), "--adapter", adapter, "-p", "no:cacheprovider",
+            "--import-mode=importlib", "-q", "-rfEsxX", *args)
+
+    return run

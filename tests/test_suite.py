@@ -1,0 +1,210 @@
+"""The conformance suite itself: it passes on conforming adapters and catches broken ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import posenc.conformance
+from posenc.adapters import load_adapter
+from posenc.spec.errors import UsageError
+
+BROKEN = Path(__file__).resolve().parent / "broken_adapters.py"
+CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
+
+
+@pytest.mark.parametrize("adapter", ["numpy", "torch", "hf-transformers"])
+def test_suite_passes_on_conforming_adapters(run_suite, adapter):
+    r = run_suite(adapter, "--dtype", "all")
+    o = r.parseoutcomes()
+    assert r.ret == 0, r.stdout.str()[-4000:]
+    assert o.get("passed", 0) > 100 and not o.get("failed")
+
+
+# (adapter class, dtype, divergence the diagnosis must name, or None where the failure is structural)
+BROKEN_CASES = [
+    ("PairingSwapped", "float32", "DIV-ROPE-PAIRING-SWAPPED"),
+    ("Bf16Angles", "float32", "DIV-ROPE-BF16-ANGLES"),
+    ("Bf16Angles", "bfloat16", "DIV-ROPE-BF16-ANGLES"),
+    ("Bf16Angles", "float64", "DIV-ROPE-BF16-ANGLES"),
+    ("TailRotated", "float32", "DIV-ROPE-TAIL-ROTATED"),
+    ("OptOffsetZero", "float32", "DIV-LEARNED-OPT-NO-OFFSET"),
+    ("CacheOffByOne", "float32", "DIV-POS-CACHE-OFF-BY-ONE"),
+    ("ClampedLookup", "float32", None),
+    ("TokenTypeIgnored", "bfloat16", "DIV-LEARNED-TOKEN-TYPE-IGNORED"),
+    ("WrongDtype", "bfloat16", None),
+    ("Transposed", "float32", None),
+    ("NaNOutput", "float32", None),
+]
+
+
+@pytest.mark.parametrize("name,dtype,divergence", BROKEN_CASES, ids=[f"{a}-{d}" for a, d, _ in BROKEN_CASES])
+def test_suite_catches_broken_adapter(run_suite, name, dtype, divergence):
+    r = run_suite(f"{BROKEN}:{name}", "--dtype", dtype)
+    out = r.stdout.str()
+    assert r.ret == 1, out[-3000:]
+    assert r.parseoutcomes().get("failed", 0) >= 1
+    if divergence:
+        assert f"diagnosis: the output matches known divergence(s):\n    {divergence}" in out or \
+            f"    {divergence} (violates" in out, out[-3000:]
+
+
+def test_clamped_lookup_named(run_suite):
+    out = run_suite(f"{BROKEN}:ClampedLookup").stdout.str()
+    assert "LEARNED-ROW-RANGE" in out and "test_row_range" in out
+
+
+def test_wrong_dtype_message(run_suite):
+    out = run_suite(f"{BROKEN}:WrongDtype", "--dtype", "float16").stdout.str()
+    assert "has dtype float32, requested float16" in out
+
+
+def test_run_that_checks_nothing_fails(run_suite):
+    r = run_suite(f"{BROKEN}:NothingSupported")
+    out = r.stdout.str()
+    assert r.ret != 0 and "a run that checks nothing fails" in out
+    assert "unsupported: adapter 'nothing-supported' does not implement rope" in out
+
+
+def test_unsupported_is_reported_with_reason(run_suite):
+    r = run_suite(f"{BROKEN}:NothingSupported", "-k", "sin-")
+    assert "unsupported: adapter 'nothing-supported' does not implement sinusoidal" in r.stdout.str()
+
+
+def test_unknown_adapter_lists_registered():
+    with pytest.raises(UsageError) as e:
+        load_adapter("no-such-adapter")
+    for name in ("numpy", "torch", "hf-transformers"):
+        assert name in str(e.value)
+
+
+def test_unknown_adapter_is_usage_error(run_suite):
+    r = run_suite("no-such-adapter")
+    assert r.ret == 4 and "registered adapters" in r.stderr.str()
+
+
+def test_unavailable_device_is_usage_error(run_suite):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present here")
+    r = run_suite("torch", "--device", "cuda")
+    assert r.ret == 4 and "not available" in r.stderr.str()
+    r = run_suite("numpy", "--device", "cuda")
+    assert r.ret == 4 and "supports cpu" in r.stderr.str()
+
+
+def test_bad_dtype_is_usage_error(run_suite):
+    r = run_suite("numpy", "--dtype", "float8")
+    assert r.ret == 4 and "unknown dtype" in r.stderr.str()
+
+
+def test_missing_adapter_option_is_usage_error(pytester):
+    r = pytester.runpytest_inprocess(str(CONFORMANCE_DIR), "-p", "no:cacheprovider", "--import-mode=importlib")
+    assert r.ret != 0 and "needs --adapter" in (r.stdout.str() + r.stderr.str())
+
+
+def test_adapter_by_module_attr_and_path(run_suite):
+    assert run_suite("posenc.adapters.numpy_adapter:NumpyAdapter", "-k", "tiny").ret == 0
+    assert run_suite(f"{BROKEN}:PairingSwapped", "-k", "sin- and not rope").ret == 0  # only RoPE is broken there
+
+
+def test_report_header_names_everything(run_suite):
+    out = run_suite("torch", "-k", "rope-tiny-half", "-v").stdout.str()
+    assert "posenc spec 0.1.0: adapter torch (torch; torch " in out
+    assert "posenc device cpu, dtypes float32" in out
+
+
+def _write_expectations(tmp_path, lines: str):
+    p = tmp_path / "exp.yaml"
+    p.write_text("expected_failures:\n" + lines)
+    return str(p)
+
+
+def test_expectation_file_turns_known_failure_into_divergence(run_suite, tmp_path):
+    import torch
+    exp = _write_expectations(tmp_path, f"""
+  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+    clause: ROPE-PAIR-HALF
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: deliberately broken adapter
+    library: torch
+    library_version: "{torch.__version__}"
+""")
+    r = run_suite(f"{BROKEN}:PairingSwapped", "-k", "test_golden and rope-tiny-half", "--expectations", exp)
+    assert r.ret == 0 and r.parseoutcomes().get("xfailed") == 1, r.stdout.str()[-2000:]
+
+
+def test_expectation_that_passes_is_an_error(run_suite, tmp_path):
+    import torch
+    exp = _write_expectations(tmp_path, f"""
+  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+    clause: ROPE-PAIR-HALF
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: claims a failure that does not happen
+    library: torch
+    library_version: "{torch.__version__}"
+""")
+    r = run_suite("torch", "-k", "test_golden and rope-tiny-half", "--expectations", exp)
+    assert r.ret == 1 and "XPASS(strict)" in r.stdout.str()
+
+
+def test_stale_expectation_line_fails(run_suite, tmp_path):
+    import torch
+    exp = _write_expectations(tmp_path, f"""
+  - test_id: "test_golden[float32-no-such-case@ROPE-PAIR-HALF]"
+    clause: ROPE-PAIR-HALF
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: stale
+    library: torch
+    library_version: "{torch.__version__}"
+""")
+    r = run_suite("torch", "--expectations", exp)
+    assert r.ret == 4 and "stale line" in r.stderr.str()
+
+
+def test_expectation_for_other_library_version_fails(run_suite, tmp_path):
+    exp = _write_expectations(tmp_path, """
+  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+    clause: ROPE-PAIR-HALF
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: old
+    library: torch
+    library_version: "1.0.0"
+""")
+    r = run_suite("torch", "--expectations", exp)
+    assert r.ret == 4 and "re-verify" in r.stderr.str()
+
+
+def test_expectation_with_unknown_clause_fails(run_suite, tmp_path):
+    exp = _write_expectations(tmp_path, """
+  - test_id: "x"
+    clause: ROPE-NOPE
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: e
+    library: torch
+    library_version: "1"
+""")
+    r = run_suite("torch", "--expectations", exp)
+    assert r.ret == 4 and "expected_failures.0.clause: unknown clause 'ROPE-NOPE'" in r.stderr.str()
+
+
+def test_tampered_golden_is_named(run_suite, monkeypatch, tmp_path):
+    import shutil
+
+    from posenc.conformance import golden, suite
+    d = tmp_path / "golden"
+    shutil.copytree(golden.GOLDEN_DIR, d)
+    f = d / "rope-tiny-half.npz"
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    f.write_bytes(bytes(data))
+    monkeypatch.setattr(golden, "GOLDEN_DIR", d)
+    suite._manifest.cache_clear()
+    suite.load_golden.cache_clear()
+    monkeypatch.setattr(suite, "_manifest", lambda: golden.read_manifest(d))
+    orig = golden.load
+    monkeypatch.setattr(golden, "load", lambda case, directory=d, manifest=None: orig(case, d, manifest))
+    r = run_suite("torch", "-k", "test_golden and rope-tiny-half")
+    suite.load_golden.cache_clear()
+    assert r.ret == 1 and "rope-tiny-half.npz: sha256 does not match the manifest" in r.stdout.str()
