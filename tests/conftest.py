@@ -10,6 +10,7 @@ import torch  # noqa: F401 - imported before pytester's in-process runs snapshot
 import posenc.adapters.torch_adapter  # noqa: F401
 import posenc.conformance
 import posenc.conformance.runner  # noqa: F401
+import transformers  # noqa: F401
 
 CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
 

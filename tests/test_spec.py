@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -84,10 +85,10 @@ def test_every_required_clause_has_a_case():
     used = {cid for c in CASES for cid in c.clauses}
     uncovered_required = sorted(c.id for c in SPEC.clauses.values() if c.required and c.id not in used)
     assert not uncovered_required, f"required clauses with no golden case: {uncovered_required}"
-    # report (not a failure) the optional clauses that no case covers
+    # reported, not a failure: optional (required: false) clauses that no case covers
     optional_uncovered = sorted(c.id for c in SPEC.clauses.values() if not c.required and c.id not in used)
-    assert optional_uncovered == ["POS-LEFT-PAD-FILL"], (
-        f"the list of optional clauses without a case changed: {optional_uncovered}")
+    if optional_uncovered:
+        warnings.warn(f"optional clauses with no golden case: {optional_uncovered}", stacklevel=1)
 
 
 def test_invariants_declared_are_known():
