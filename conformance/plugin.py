@@ -47,6 +47,8 @@ def pytest_addoption(parser):
     g.addoption("--device", default="cpu", help="device: cpu (default), cuda, cuda:N")
     g.addoption("--dtype", default="float32", help="float32 (default), float64, bfloat16, float16, a comma list, or all")
     g.addoption("--expectations", default=None, help="expectation file (YAML) of known divergences")
+    g.addoption("--left-pad-fill", type=int, default=None,
+                help="opt in to clause POS-LEFT-PAD-FILL: the position_ids value promised at padded slots")
 
 
 def _parse_dtypes(text: str) -> list[str]:
@@ -114,6 +116,12 @@ def pytest_configure(config):
         default = EXPECTATIONS_DIR / f"{adapter.name}.yaml"
         exp = default if default.is_file() else None
     config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None)
+
+
+@pytest.fixture(scope="session")
+def left_pad_fill(request):
+    """The opt-in fill value for POS-LEFT-PAD-FILL, or None."""
+    return request.config.getoption("--left-pad-fill")
 
 
 def state(config) -> State:

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from posenc.adapters import Adapter
+from posenc.adapters import Adapter, Unsupported
 from posenc.reference import mutants
 from posenc.spec import Spec
 from posenc.spec.errors import AdapterError
@@ -63,6 +63,9 @@ def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, de
     fam = op.split(".")[0]
     if fam == "rope" and op != "rope.apply_with_cos_sin":
         r = adapter.rope(params, dtype=dtype, device=device)
+        method = op.split(".")[1]
+        if not callable(getattr(r, method, None)):
+            raise Unsupported(f"adapter {adapter.name!r}: the prepared rope operation has no {method}()")
         if op == "rope.inv_freq":
             w, a = r.inv_freq()
             return {"inv_freq": (w, "float32+"), "attention_factor": (a, "scalar")}

@@ -78,6 +78,8 @@ def opt_positions(attention_mask, cache_length: int = 0) -> np.ndarray:
     Returns int64 ``[B, T]``.
     """
     m = np.asarray(attention_mask).astype(np.int64)
+    if not 0 <= cache_length <= m.shape[-1]:
+        raise ValueError(f"LEARNED-OPT-POSITIONS: cache_length must be in [0, {m.shape[-1]}], got {cache_length}")
     return (np.cumsum(m, axis=-1) * m - 1)[:, cache_length:]
 
 

@@ -26,7 +26,7 @@ def _mutant(name: str, *op_names: str):
 
 
 def bf16_round(x) -> np.ndarray:
-    """Round float64 values to the nearest bfloat16 (ties to even), returned as float64."""
+    """Round to bfloat16 as torch does (via float32, then nearest-even), returned as float64."""
     f = np.asarray(x, dtype=np.float32)
     b = f.view(np.uint32).astype(np.uint64)
     b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
@@ -126,10 +126,15 @@ def opt_arange_positions(op, p, x):
     return {"embeddings": learned.lookup(x["table"], learned.opt_rows(pos))}
 
 
-@_mutant("lookup_clamped", "learned.lookup", "learned.opt_embeddings", "learned.gpt2")
+@_mutant("lookup_clamped", "learned.lookup", "learned.opt_embeddings")
 def lookup_clamped(op, p, x):
-    # Only observable on out-of-range rows (the row_range check); in range it equals the reference.
-    return ops.run(op, p, x)
+    """Rows clamped into [0, N-1]: equals the reference in range, reads the end row out of range."""
+    t = np.asarray(x["table"], np.float64)
+    if op == "learned.lookup":
+        rows = np.asarray(x["rows"])
+    else:
+        rows = learned.opt_rows(learned.opt_positions(x["attention_mask"], int(x["cache_length"])))
+    return {"embeddings": t[np.clip(rows, 0, t.shape[0] - 1)]}
 
 
 @_mutant("bert_token_type_ignored", "learned.bert")
@@ -154,8 +159,9 @@ def pos_cache_off_by_one(op, p, x):
 
 @_mutant("pos_left_pad_ignored", "position_ids.left_pad")
 def pos_left_pad_ignored(op, p, x):
-    pos, cmp = position_ids.left_pad(np.ones_like(np.asarray(x["attention_mask"])), int(x["cache_length"]))
-    return {"position_ids": pos, "position_ids.compared": position_ids.left_pad(x["attention_mask"], int(x["cache_length"]))[1]}
+    pos, _ = position_ids.left_pad(np.ones_like(np.asarray(x["attention_mask"])), int(x["cache_length"]))
+    _, compared = position_ids.left_pad(x["attention_mask"], int(x["cache_length"]))
+    return {"position_ids": pos, "position_ids.compared": compared}
 
 
 @_mutant("pos_packed_no_restart", "position_ids.packed")

@@ -35,6 +35,8 @@ def left_pad(attention_mask, cache_length: int = 0) -> tuple[np.ndarray, np.ndar
     m = np.asarray(attention_mask)
     if m.ndim != 2 or not np.isin(m, (0, 1)).all():
         raise ValueError("POS-LEFT-PAD: attention_mask must be a 0/1 matrix [B, L]")
+    if not 0 <= cache_length <= m.shape[1]:
+        raise ValueError(f"POS-LEFT-PAD: cache_length must be in [0, {m.shape[1]}], got {cache_length}")
     m = m.astype(np.int64)
     pos = np.where(m == 1, np.cumsum(m, axis=-1) - 1, 0)
     return pos[:, cache_length:], (m == 1)[:, cache_length:]
@@ -46,7 +48,10 @@ def packed(cu_seqlens) -> np.ndarray:
     ``cu_seqlens``: int ``[N + 1]``, non-decreasing, starting at 0 (flash-attn varlen
     convention).  Returns ``[1, cu_seqlens[-1]]``.
     """
-    cu = np.asarray(cu_seqlens, dtype=np.int64)
+    cu = np.asarray(cu_seqlens)
+    if not np.issubdtype(cu.dtype, np.integer):
+        raise ValueError(f"POS-PACKED: cu_seqlens must be integers, got {cu.dtype}")
+    cu = cu.astype(np.int64)
     if cu.ndim != 1 or cu.size < 2 or cu[0] != 0 or (np.diff(cu) < 0).any():
         raise ValueError(f"POS-PACKED: cu_seqlens must start at 0 and be non-decreasing, got {cu}")
     out = np.concatenate([np.arange(n, dtype=np.int64) for n in np.diff(cu)]) if cu[-1] else np.zeros(0, np.int64)

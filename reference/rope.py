@@ -89,12 +89,16 @@ def apply(q, k, position_ids, params: RopeParams) -> tuple[np.ndarray, np.ndarra
     """End-to-end RoPE on ``q [B, Hq, T, D]`` and ``k [B, Hk, T, D]``.
 
     Clauses: ROPE-INV-FREQ, ROPE-ANGLE, ROPE-PAIR-*, ROPE-PARTIAL, ROPE-ATTENTION-FACTOR.
-    Raises ``ValueError`` when the last dim is not ``head_dim``.
+    Raises ``ValueError`` when q/k are not ``[B, H, T, head_dim]`` or position_ids not ``[B, T]``.
     """
     q, k = _f64(q), _f64(k)
+    pid = np.asarray(position_ids)
     for name, x in (("q", q), ("k", k)):
         if x.ndim != 4 or x.shape[-1] != params.head_dim:
             raise ValueError(f"{name} must be [B, H, T, {params.head_dim}], got {x.shape}")
+        if pid.shape != (x.shape[0], x.shape[2]):
+            raise ValueError(f"ROPE-ANGLE: position_ids must be [B, T] = {[x.shape[0], x.shape[2]]} "
+                             f"for {name} {list(x.shape)}, got {list(pid.shape)}")
     c, s = cos_sin(position_ids, params)
     r = params.rdim
     return (apply_with_cos_sin(q, c, s, r, params.pairing), apply_with_cos_sin(k, c, s, r, params.pairing))

@@ -19,6 +19,11 @@ from .errors import SpecError
 from .models import Clause, Divergence, FamilyFile
 
 SPEC_VERSION = "0.1.0"
+#: Which ID prefixes each family's file may define.
+FAMILY_PREFIXES: dict[str, tuple[str, ...]] = {
+    "rope": ("ROPE",), "sinusoidal": ("SIN",), "learned": ("LEARNED",), "position_ids": ("POS",),
+    "rope_scaling": ("SCALE",), "alibi": ("ALIBI",), "t5": ("T5",), "mrope": ("MROPE",), "nope": ("NOPE",),
+}
 SPEC_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = SPEC_DIR / "schema.json"
 
@@ -76,6 +81,7 @@ def load_spec(directory: Optional[Path] = None) -> Spec:
     """
     directory = Path(directory) if directory else SPEC_DIR
     families: dict[str, FamilyFile] = {}
+    files_of: dict[str, str] = {}
     seen: dict[str, str] = {}
     files = sorted(directory.glob("*.yaml"))
     if not files:
@@ -83,19 +89,26 @@ def load_spec(directory: Optional[Path] = None) -> Spec:
     for path in files:
         fam = load_family(path)
         if fam.family in families:
-            raise SpecError(f"{path.name}: family: {fam.family!r} is defined twice")
-        for i, item in enumerate([*fam.clauses, *fam.divergences]):
-            if item.id in seen:
-                raise SpecError(f"{path.name}: id {item.id!r} already defined in {seen[item.id]}")
-            seen[item.id] = path.name
+            raise SpecError(f"{path.name}: family: {fam.family!r} is already defined in {files_of[fam.family]}")
+        for kind, items in (("clauses", fam.clauses), ("divergences", fam.divergences)):
+            for i, item in enumerate(items):
+                where = f"{path.name}: {kind}.{i}.id"
+                if item.id in seen:
+                    raise SpecError(f"{where}: {item.id!r} is already defined in {seen[item.id]}")
+                prefix = item.id.removeprefix("DIV-").split("-")[0]
+                if prefix not in FAMILY_PREFIXES[fam.family]:
+                    raise SpecError(f"{where}: prefix {prefix!r} does not belong to family {fam.family!r} "
+                                    f"(expected {' or '.join(FAMILY_PREFIXES[fam.family])})")
+                seen[item.id] = path.name
         families[fam.family] = fam
+        files_of[fam.family] = path.name
     spec = Spec(SPEC_VERSION, families)
     for fam_name, fam in families.items():
         for j, d in enumerate(fam.divergences):
             for cid in d.violates:
                 if cid not in spec.clauses:
                     raise SpecError(
-                        f"{fam_name}.yaml: divergences.{j}.violates: unknown clause {cid!r}"
+                        f"{files_of[fam_name]}: divergences.{j}.violates: unknown clause {cid!r}"
                     )
     return spec
 

@@ -128,7 +128,8 @@ class RopeParams(_Strict):
     def _check(self) -> "RopeParams":
         r = self.rotary_dim if self.rotary_dim is not None else self.head_dim
         if r % 2:
-            raise ValueError(f"rotary_dim must be even, got {r}")
+            what = "rotary_dim" if self.rotary_dim is not None else "head_dim (the default rotary_dim)"
+            raise ValueError(f"{what} must be even, got {r}")
         if r > self.head_dim:
             raise ValueError(f"rotary_dim {r} exceeds head_dim {self.head_dim}")
         return self

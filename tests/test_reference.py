@@ -438,6 +438,30 @@ def test_position_ids_packed_invalid(cu):
 
 
 # =============================================================================================
+# Malformed inputs must not give silently wrong results
+# =============================================================================================
+
+
+def test_rope_apply_rejects_position_ids_that_are_not_B_T():
+    """ROPE-ANGLE: position_ids are [B, T]. A 1-D [T] array must be rejected: with H == T it
+    would otherwise broadcast along the head axis and rotate head h by position h."""
+    p = RopeParams(head_dim=8)
+    q = np.random.default_rng(0).standard_normal((1, 3, 3, 8))
+    with pytest.raises(ValueError):
+        rope.apply(q, q, np.array([0, 1, 2]), p)
+
+
+@pytest.mark.parametrize("fn", [lambda m: position_ids.left_pad(m, cache_length=-1),
+                                lambda m: learned.opt_positions(m, cache_length=-1)],
+                         ids=["left_pad", "opt_positions"])
+def test_negative_cache_length_is_rejected(fn):
+    """cache_length >= 0 (POS-DECODE's constraint; ``decode`` enforces it). A negative value
+    must not silently slice from the end of the mask."""
+    with pytest.raises(ValueError):
+        fn(np.array([[0, 1, 1, 1]]))
+
+
+# =============================================================================================
 # Cross-checks against real upstream code (transformers 5.24, torch)
 # =============================================================================================
 
