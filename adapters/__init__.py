@@ -44,7 +44,12 @@ def load_adapter(spec: str) -> Adapter:
     if spec in regs:
         target = regs[spec]
         mod, _, attr = target.partition(":")
-        return _instantiate(getattr(importlib.import_module(mod), attr), f"adapter {spec!r} ({target})")
+        try:
+            module = importlib.import_module(mod)
+        except ImportError as e:
+            raise UsageError(f"adapter {spec!r} ({target}) cannot be imported: {e}; install what it wraps "
+                             "(e.g. pip install -e '.[hf]' for hf-transformers)") from e
+        return _instantiate(getattr(module, attr), f"adapter {spec!r} ({target})")
     path_part, _, attr = spec.partition(".py")
     if spec.endswith(".py") or ".py:" in spec:
         path = Path(path_part + ".py")

@@ -71,6 +71,9 @@ class Adapter:
     dtypes: tuple[str, ...] = DTYPES
     #: RoPE dtype policy in words, shown in the report header.
     notes: str = ""
+    #: Devices on which out-of-range rows may be sent to the adapter (LEARNED-ROW-RANGE probe):
+    #: on CUDA an unchecked gather is a device-side assert that takes the whole process down.
+    range_probe_devices: tuple[str, ...] = ("cpu",)
 
     # ---- environment -------------------------------------------------------------------
     def versions(self) -> dict[str, str]:

@@ -86,6 +86,7 @@ class TorchAdapter(Adapter):
     name = "torch"
     framework = "torch"
     devices = ("cpu", "cuda")
+    range_probe_devices = ("cpu", "cuda")  # rows are checked before indexing
     notes = "kit's own port: fp32 (fp64 for float64) angles and rotation, one rounding to the dtype"
 
     def versions(self):
