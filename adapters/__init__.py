@@ -64,7 +64,10 @@ def load_adapter(spec: str) -> Adapter:
         return _instantiate(getattr(module, attr), f"{path}:{attr}")
     if ":" in spec:
         mod, _, attr = spec.partition(":")
-        module = importlib.import_module(mod)
+        try:
+            module = importlib.import_module(mod)
+        except ImportError as e:
+            raise UsageError(f"--adapter {spec!r}: cannot import {mod!r}: {e} (is it installed or on PYTHONPATH?)") from e
         if not hasattr(module, attr):
             raise UsageError(f"--adapter {spec!r}: module {mod} has no attribute {attr!r}")
         return _instantiate(getattr(module, attr), spec)

@@ -15,21 +15,44 @@ Float outputs must have exactly the requested dtype; integer outputs any integer
 Operations (all optional; the default raises :class:`Unsupported`):
 
 =============================================  ===========================================
-``rope(params, dtype=, device=)``              a prepared :class:`RopeOp` (state lives here)
+``rope(params, dtype=, device=)``              a prepared :class:`RopeOp` (state lives here);
+                                               a missing ``inv_freq``/``cos_sin`` method on it
+                                               is reported as unsupported
 ``rope_apply_with_cos_sin(q, k, cos, sin, p)`` rotate with given cos/sin (ONNX / flash level)
 ``sinusoidal(position_ids, params, dtype=, device=)``  ``[B, T, D]`` table rows
 ``lookup(table, rows)``                        ``table[rows]``; out-of-range rows must raise
 ``gpt2_embeddings(params, weights, ...)``      callable ``(input_ids, position_ids=None, cache_length=0)``
 ``bert_embeddings(params, weights, ...)``      callable ``(input_ids, token_type_ids=None, position_ids=None, cache_length=0)``
-``opt_positions(attention_mask, cache_length)``  0-based positions ``[B, T]``
+``opt_positions(attention_mask, cache_length)``  0-based positions ``[B, T]`` (padding: -1)
 ``opt_rows(positions)``                        table rows (position + 2)
 ``opt_embeddings(params, weights, ...)``       callable ``(attention_mask, cache_length=0)``
-``position_ids(rule, device=, **inputs)``      rule: prefill | decode | left_pad | packed
+``position_ids(rule, device=, **inputs)``      rule and keyword inputs: ``prefill`` (batch, seq_len),
+                                               ``decode`` (batch, seq_len, cache_length), ``left_pad``
+                                               (attention_mask, cache_length), ``packed`` (cu_seqlens)
 =============================================  ===========================================
+
+Inputs: float arrays arrive in the requested dtype via :meth:`Adapter.from_numpy`; integer
+arrays (``position_ids``, ``input_ids``, ``rows``, ``attention_mask``, ``cu_seqlens``) as
+int64; ``batch``, ``seq_len`` and ``cache_length`` as Python ints.  An ``attention_mask`` is
+0/1 ``[B, cache_length + T]``: it covers the cached tokens too, and the operation returns the
+last T columns.
+
+Parameters are the pydantic models of :mod:`posenc.spec.models`: ``RopeParams`` (``head_dim``,
+``rotary_dim`` -- None means head_dim; use the ``rdim`` property --, ``rope_theta``,
+``pairing`` 'half' | 'interleaved', ``attention_factor``, ``rope_type``); ``SinusoidalParams``
+(``dim``, ``layout`` 'interleaved' | 'concat', ``base``); ``GPT2EmbeddingParams`` (``vocab_size``,
+``n_positions``, ``n_embd``); ``BertEmbeddingParams`` (``vocab_size``,
+``max_position_embeddings``, ``type_vocab_size``, ``hidden_size``, ``layer_norm_eps``);
+``OPTEmbeddingParams`` (``max_position_embeddings``, ``hidden_size``; ``num_rows`` =
+``max_position_embeddings + 2``); ``LookupParams`` (``num_rows``, ``dim``).
 
 Weights are dicts of native arrays in the requested dtype: GPT-2 ``wte``, ``wpe``; BERT
 ``word_embeddings``, ``position_embeddings``, ``token_type_embeddings``,
 ``layer_norm_weight``, ``layer_norm_bias``; OPT ``table``.
+
+Besides the operations, override ``versions()`` (the library versions results depend on;
+expectation files are checked against them), ``device_available(device)`` when ``devices``
+lists more than ``cpu``, and set ``notes`` (the dtype policy, shown in the report header).
 """
 
 from __future__ import annotations

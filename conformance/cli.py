@@ -4,16 +4,16 @@
     posenc golden check           tampering (sha256) and staleness (recompute) -> exit 1 on problems
     posenc spec schema [--check]  write (or check) spec/schema.json from the pydantic models
     posenc spec validate [DIR]    load and validate the spec YAML files
-    posenc spec show CLAUSE-ID    print one clause (for citing in a review)
+    posenc spec show ID           print one clause or divergence (for citing in a review)
+    posenc spec list [FAMILY]     list clause and divergence IDs with their titles
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from pathlib import Path
-
-import yaml
 
 from posenc.spec import SCHEMA_PATH, json_schema_text, load_spec
 from posenc.spec.errors import PosencError
@@ -25,16 +25,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="posenc", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="group", required=True)
     g = sub.add_parser("golden", help="golden vectors").add_subparsers(dest="cmd", required=True)
-    for name in ("regenerate", "check"):
-        p = g.add_parser(name)
+    for name, text in (("regenerate", "recompute every golden case with the reference"),
+                       ("check", "detect tampering (sha256) and staleness (recomputation)")):
+        p = g.add_parser(name, help=text)
         p.add_argument("--dir", type=Path, default=golden.GOLDEN_DIR)
     s = sub.add_parser("spec", help="the specification").add_subparsers(dest="cmd", required=True)
-    p = s.add_parser("schema")
+    p = s.add_parser("schema", help="export the JSON Schema of the spec files")
     p.add_argument("--check", action="store_true", help="fail if spec/schema.json is stale")
-    p = s.add_parser("validate")
+    p = s.add_parser("validate", help="load and validate the spec YAML files")
     p.add_argument("dir", nargs="?", type=Path)
-    p = s.add_parser("show")
-    p.add_argument("clause_id")
+    p = s.add_parser("show", help="print one clause or divergence")
+    p.add_argument("id", help="e.g. ROPE-PAIR-HALF or DIV-ROPE-BF16-ANGLES (case-insensitive)")
+    p = s.add_parser("list", help="list clause and divergence IDs")
+    p.add_argument("family", nargs="?", help="only this family (rope, sinusoidal, learned, position_ids)")
     a = ap.parse_args(argv)
     try:
         if a.group == "golden" and a.cmd == "regenerate":
@@ -62,11 +65,43 @@ def main(argv=None) -> int:
         if a.cmd == "validate":
             print(f"spec {spec.version}: {len(spec.clauses)} clauses, {len(spec.divergences)} divergences: ok")
             return 0
-        print(yaml.safe_dump(spec.clause(a.clause_id).model_dump(mode="json"), sort_keys=False, allow_unicode=True))
-        return 0
+        if a.cmd == "list":
+            for fam in spec.families.values():
+                if a.family and fam.family != a.family:
+                    continue
+                print(f"{fam.family}:")
+                for c in fam.clauses:
+                    print(f"  {c.id:28s} {c.title}{'' if c.required else ' (opt-in)'}")
+                for d in fam.divergences:
+                    print(f"  {d.id:28s} {d.description}")
+            return 0
+        return _show(spec, a.id)
     except PosencError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _show(spec, ident: str) -> int:
+    items = {**spec.clauses, **spec.divergences}
+    item = items.get(ident.upper())
+    if item is None:
+        near = difflib.get_close_matches(ident.upper(), items, n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else "; `posenc spec list` shows them all"
+        print(f"error: unknown clause or divergence ID {ident!r}{hint}", file=sys.stderr)
+        return 2
+    data = item.model_dump(mode="json")
+    print(f"{data.pop('id')}  (posenc spec {spec.version})")
+    for key, value in data.items():
+        if value in ([], None, ""):
+            continue
+        if isinstance(value, list):
+            print(f"{key}:")
+            for v in value:
+                print("  - " + (", ".join(f"{k}: {x}" for k, x in v.items() if x is not None)
+                                if isinstance(v, dict) else str(v)))
+        else:
+            print(f"{key}: {str(value).strip()}")
+    return 0
 
 
 if __name__ == "__main__":

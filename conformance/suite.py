@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import traceback
 from typing import Callable, Iterable, Optional
 
 import numpy as np
@@ -55,28 +56,61 @@ def require_dtype(adapter: Adapter, dtype: str) -> None:
         raise Unsupported(f"adapter {adapter.name!r} does not support dtype {dtype}")
 
 
+class ConformanceFailure(pytest.fail.Exception):
+    """A conformance test failed; carries the clauses it violates and the diagnosed divergences.
+
+    ``violated`` is what the summary counts the failure under: the clauses of the matched
+    divergences when the diagnosis found any, else the clauses the test checks.
+    """
+
+    def __init__(self, msg: str, clauses: Iterable[str], matches: tuple = ()):
+        super().__init__(msg, pytrace=False)
+        self.clauses = tuple(clauses)
+        self.matches = tuple(matches)
+        self.divergences = tuple(m.divergence for m in matches)
+        self.violated = tuple(dict.fromkeys(c for m in matches for c in m.violates)) or self.clauses
+
+
+def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detail: str, matches=()) -> None:
+    """Fail a conformance test with a header naming the clauses, adapter, case and dtype."""
+    clauses = tuple(clauses)
+    lines = [f"{', '.join(clauses)}: {adapter.name} fails case {case.id} ({dtype})", f"  {detail}"]
+    if matches:
+        lines.append("  diagnosis: the output matches known divergence(s):")
+        lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description} "
+                  f"[max |err|/bound {m.ratio:.3g}]" for m in matches]
+    raise ConformanceFailure("\n".join(lines), clauses, matches)
+
+
 def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.ndarray], dtype: str,
-                    what: str = "") -> None:
+                    what: str = "", clauses: Optional[Iterable[str]] = None) -> None:
     """Fail with the clause IDs, the worst element and the matching known divergences."""
     cmps = compare_outputs(g, outputs, dtype)
     bad = [c for c in cmps if not c.ok]
     if not bad:
         return
-    lines = [f"{', '.join(g.case.clauses)} violated by {adapter.name} on case {g.case.id} ({dtype}){what}:"]
-    lines += [f"  {c.message}" for c in bad]
     matches = diagnose(_SPEC, g, outputs, dtype)
-    if matches:
-        lines.append("  diagnosis: the output matches known divergence(s):")
-        lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description} "
-                  f"[max |err|/bound {m.ratio:.3g}]" for m in matches]
-    else:
-        lines.append("  diagnosis: no known divergence reproduces this output")
-    pytest.fail("\n".join(lines), pytrace=False)
+    detail = "\n  ".join(c.message for c in bad)
+    if not matches:
+        detail += "\n  diagnosis: no known divergence reproduces this output"
+    fail(clauses or g.case.clauses, adapter, g.case, dtype, f"{what.strip()}\n  {detail}" if what else detail, matches)
+
+
+def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str], fn, /, *args, **kwargs):
+    """Call into the adapter; any exception but ``Unsupported`` fails with the clauses named."""
+    try:
+        return fn(*args, **kwargs)
+    except (Unsupported, pytest.fail.Exception, pytest.skip.Exception):
+        raise
+    except Exception as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb else ""
+        fail(clauses, adapter, case, dtype, f"{type(e).__name__}: {e}{where}")
 
 
 def run_and_check(adapter: Adapter, case: Case, dtype: str, device: str) -> dict[str, np.ndarray]:
     require_dtype(adapter, dtype)
     g = load_golden(case.id)
-    out = run_case(adapter, g, dtype, device)
+    out = call_adapter(adapter, case, dtype, case.clauses, run_case, adapter, g, dtype, device)
     assert_conforms(adapter, g, out, dtype)
     return out

@@ -11,14 +11,14 @@ DT = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bflo
       "float16": torch.float16, "int64": torch.int64}
 
 
-class MyRope:
+class MyRope:  # a prepared operation; it has no inv_freq() / cos_sin(): those are unsupported
     def __init__(self, p, dtype):
-        if p.pairing != "half" or p.rdim != p.head_dim or p.attention_factor != 1:
-            raise Unsupported("my kernel does full-width half pairing only")
-        self.dtype = dtype
+        self.p, self.dtype = p, dtype  # p.rdim is rotary_dim, or head_dim when rotary_dim is None
         self.w = p.rope_theta ** -(torch.arange(0, p.head_dim, 2, dtype=torch.float64) / p.head_dim)
 
     def apply(self, q, k, position_ids):
+        if self.p.pairing != "half" or self.p.rdim != self.p.head_dim or self.p.attention_factor != 1:
+            raise Unsupported("my kernel does full-width half pairing only")
         phi = position_ids[..., None].double() * self.w          # angles in float64
         c, s = torch.cos(phi)[:, None], torch.sin(phi)[:, None]  # [B, 1, T, D/2]
 

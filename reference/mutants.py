@@ -48,14 +48,24 @@ def rope_pairing_swapped(op, p, x):
     return ops.run(op, q, x)
 
 
-@_mutant("rope_bf16_angles", "rope.apply", "rope.cos_sin", "rope.inv_freq")
-def rope_bf16_angles(op, p, x):
+def _bf16_rope(op, p, x, round_angle: bool):
     w = bf16_round(rope.inv_freq(p)[0])
     if op == "rope.inv_freq":
         return {"inv_freq": w, "attention_factor": np.float64(p.attention_factor)}
-    phi = bf16_round(bf16_round(np.asarray(x["position_ids"], np.float64))[..., None] * w)
+    pos = np.asarray(x["position_ids"], np.float64)
+    phi = bf16_round(bf16_round(pos)[..., None] * w) if round_angle else pos[..., None] * w
     a = p.attention_factor
     return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
+
+
+@_mutant("rope_bf16_angles", "rope.apply", "rope.cos_sin", "rope.inv_freq")
+def rope_bf16_angles(op, p, x):
+    return _bf16_rope(op, p, x, round_angle=True)
+
+
+@_mutant("rope_bf16_inv_freq", "rope.apply", "rope.cos_sin", "rope.inv_freq")
+def rope_bf16_inv_freq(op, p, x):
+    return _bf16_rope(op, p, x, round_angle=False)
 
 
 @_mutant("rope_tail_rotated", "rope.apply")

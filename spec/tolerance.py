@@ -80,7 +80,6 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
             return Comparison(False, float("inf"), -1, e.size, None, None, None,
                               f"{name}: expected integers, got {a.dtype}")
         bad = (a.astype(np.int64) != e.astype(np.int64)) & mask
-        err = bad.astype(np.float64)
         ratio_arr = np.where(bad, np.inf, 0.0)
     else:
         a64 = a.astype(np.float64)
@@ -98,7 +97,11 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
     if n_bad == 0:
         return Comparison(True, ratio, 0, int(mask.sum()), None, None, None, f"{name}: ok")
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio_arr)), e.shape))
-    msg = (f"{name}: {n_bad} of {int(mask.sum())} compared elements out of tolerance "
-           f"({dtype}); worst at {list(idx)}: got {a[idx]!r}, expected {e[idx]!r}, "
-           f"|err|/bound = {ratio:.3g}")
+    if np.issubdtype(e.dtype, np.integer) or np.issubdtype(e.dtype, np.bool_):
+        msg = (f"{name}: {n_bad} of {int(mask.sum())} compared integers differ (integers compare exactly); "
+               f"first at {list(idx)}: got {int(a[idx])}, expected {int(e[idx])}")
+    else:
+        msg = (f"{name}: {n_bad} of {int(mask.sum())} compared elements out of tolerance "
+               f"({dtype}); worst at {list(idx)}: got {float(a[idx])!r}, expected {float(e[idx])!r}, "
+               f"|err|/bound = {ratio:.3g}")
     return Comparison(False, ratio, n_bad, int(mask.sum()), idx, float(a[idx]), float(e[idx]), msg)

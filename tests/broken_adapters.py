@@ -36,12 +36,25 @@ class _Bf16Rope(TorchRope):
         self._inv_freq = self._inv_freq.to(torch.bfloat16)  # the classic `.to(torch.bfloat16)` on the module
 
     def _cos_sin(self, position_ids):
-        phi = position_ids.to(torch.bfloat16)[..., None] * self._inv_freq
+        phi = (position_ids.to(torch.bfloat16)[..., None] * self._inv_freq).to(self.compute)  # angle in bf16
         a = self.p.attention_factor
-        return (a * torch.cos(phi)).to(self.compute), (a * torch.sin(phi)).to(self.compute)
+        return a * torch.cos(phi), a * torch.sin(phi)
 
     def inv_freq(self):
         return self._inv_freq.to(self.compute), float(self.p.attention_factor)
+
+
+class _Bf16InvFreqRope(TorchRope):
+    def __init__(self, params, dtype, device):
+        super().__init__(params, dtype, device)
+        self._inv_freq = self._inv_freq.to(torch.bfloat16).to(self.compute)  # buffer cast, product in f32
+
+
+class Bf16InvFreq(TorchAdapter):
+    name = "broken-bf16-inv-freq"
+
+    def rope(self, params, *, dtype, device):
+        return _Bf16InvFreqRope(params, DTYPES[dtype], device)
 
 
 class Bf16Angles(TorchAdapter):
@@ -149,3 +162,24 @@ class NaNOutput(TorchAdapter):
         out = super().sinusoidal(position_ids, params, dtype=dtype, device=device).clone()
         out[..., -1] = float("nan")
         return out
+
+
+class _NoRotationRope(TorchRope):
+    def apply(self, q, k, position_ids):
+        return q, k
+
+
+class NoRotation(TorchAdapter):
+    name = "broken-no-rotation"
+
+    def rope(self, params, *, dtype, device):
+        return _NoRotationRope(params, DTYPES[dtype], device)
+
+
+class OptOffsetZeroChecked(TorchAdapter):
+    """OPT rows without the +2 offset, through the range-checked lookup (padding -> row -1 raises)."""
+
+    name = "broken-opt-offset-0-checked"
+
+    def opt_rows(self, positions):
+        return positions

@@ -28,6 +28,8 @@ BROKEN_CASES = [
     ("Bf16Angles", "float32", "DIV-ROPE-BF16-ANGLES"),
     ("Bf16Angles", "bfloat16", "DIV-ROPE-BF16-ANGLES"),
     ("Bf16Angles", "float64", "DIV-ROPE-BF16-ANGLES"),
+    ("Bf16InvFreq", "float32", "DIV-ROPE-BF16-INV-FREQ"),
+    ("Bf16InvFreq", "bfloat16", "DIV-ROPE-BF16-INV-FREQ"),
     ("TailRotated", "float32", "DIV-ROPE-TAIL-ROTATED"),
     ("OptOffsetZero", "float32", "DIV-LEARNED-OPT-NO-OFFSET"),
     ("CacheOffByOne", "float32", "DIV-POS-CACHE-OFF-BY-ONE"),
@@ -208,3 +210,72 @@ def test_tampered_golden_is_named(run_suite, monkeypatch, tmp_path):
     r = run_suite("torch", "-k", "test_golden and rope-tiny-half")
     suite.load_golden.cache_clear()
     assert r.ret == 1 and "rope-tiny-half.npz: sha256 does not match the manifest" in r.stdout.str()
+
+
+def test_expectation_with_the_wrong_divergence_fails(run_suite, tmp_path):
+    """A listed failure that fails for another reason is not hidden: the divergence is checked."""
+    import torch
+    exp = _write_expectations(tmp_path, f"""
+  - test_id: "test_golden[float32-rope-llama3-8b@ROPE-PAIR-HALF+ROPE-ANGLE+ROPE-PRECISION]"
+    clause: ROPE-PAIR-HALF
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: claims a pairing bug where the angles are in bf16
+    library: torch
+    library_version: "{torch.__version__}"
+""")
+    r = run_suite(f"{BROKEN}:Bf16Angles", "-k", "test_golden and llama3-8b and not scattered", "--expectations", exp)
+    out = r.stdout.str()
+    assert r.ret == 1 and "expected divergence DIV-ROPE-PAIRING-SWAPPED" in out
+    assert "but the output matches DIV-ROPE-BF16-ANGLES" in out
+
+
+def test_expectation_clause_must_belong_to_the_test(run_suite, tmp_path):
+    import torch
+    exp = _write_expectations(tmp_path, f"""
+  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+    clause: LEARNED-OPT-OFFSET
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: wrong clause
+    library: torch
+    library_version: "{torch.__version__}"
+""")
+    r = run_suite("torch", "--expectations", exp)
+    assert r.ret == 4 and "clause LEARNED-OPT-OFFSET is neither checked by the test" in r.stderr.str()
+
+
+def test_failures_are_counted_under_the_diagnosed_clause(run_suite):
+    out = run_suite(f"{BROKEN}:Bf16Angles", "-k", "test_golden").stdout.str()
+    row = next(line for line in out.splitlines() if line.startswith("ROPE-PRECISION "))
+    assert int(row.split()[2]) >= 10  # failed column: every bf16-angle failure is a ROPE-PRECISION one
+    pair_row = next(line for line in out.splitlines() if line.startswith("ROPE-PAIR-HALF "))
+    assert int(pair_row.split()[2]) == 0
+
+
+def test_decode_steps_are_diagnosed(run_suite):
+    out = run_suite(f"{BROKEN}:PairingSwapped", "-k", "test_cache_equals_prefill and llama3-8b and not scattered").stdout.str()
+    assert "decode step 0 of one prepared operation" in out
+    assert "    DIV-ROPE-PAIRING-SWAPPED (violates" in out
+
+
+def test_selecting_only_failures_is_not_called_empty(run_suite):
+    r = run_suite(f"{BROKEN}:PairingSwapped", "-k", "test_golden and rope-tiny-half")
+    assert r.ret == 1 and "checks nothing" not in r.stdout.str()
+
+
+def test_probe_says_when_nothing_rotates(run_suite):
+    out = run_suite(f"{BROKEN}:NoRotation", "-k", "test_pairing_probe and tiny-half").stdout.str()
+    assert "nothing but index 0 is lit: e_0 was not rotated at position 1" in out
+
+
+def test_exception_in_an_operation_names_the_clauses(run_suite):
+    out = run_suite(f"{BROKEN}:OptOffsetZeroChecked", "-k", "test_golden and opt-125m-embeddings and not end").stdout.str()
+    assert "LEARNED-OPT-POSITIONS, LEARNED-OPT-OFFSET: broken-opt-offset-0-checked fails case" in out
+    assert "PositionOutOfRange: LEARNED-ROW-RANGE" in out
+
+
+def test_left_pad_fill_is_opt_in(run_suite):
+    out = run_suite("torch", "-v").stdout.str()
+    assert "opt-in clauses not requested: POS-LEFT-PAD-FILL" in out and "test_left_pad_fill" not in out
+    r = run_suite("hf-transformers", "-k", "left_pad_fill", "--left-pad-fill", "1")
+    assert r.ret == 1 and "padded slots must hold 1" in r.stdout.str()
+    assert run_suite("hf-transformers", "-k", "left_pad_fill", "--left-pad-fill", "0").ret == 0
