@@ -251,7 +251,7 @@ def _set_attention_factor(rotary: nn.Module, params) -> None:
     ``rope_init_fn`` sets (1.0 for default RoPE; YaRN / LongRoPE return their factor there).
     Default RoPE has no config key for it, so the attribute is set after construction.
     """
-    if params.attention_factor != 1.0:
+    if params.attention_factor is not None:
         rotary.attention_scaling = float(params.attention_factor)
 
 
@@ -321,7 +321,7 @@ class HFTransformersAdapter(Adapter):
         if params.rope_theta != HF_FIXED_BASE:
             raise Unsupported(f"interleaved partial RoPE is GPT-J's, whose create_sinusoidal_positions "
                               f"hard-codes theta 10000 (got {params.rope_theta:g})")
-        if params.attention_factor != 1.0:
+        if params.attention_factor not in (None, 1.0):
             raise Unsupported("GPT-J's rotary table has no attention factor (no attention_scaling)")
         return _GptjRope(params, dt, device)
 

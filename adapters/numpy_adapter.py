@@ -9,7 +9,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from posenc.reference import learned, position_ids, rope, sinusoidal
+from posenc.reference import learned, ops, position_ids, rope, sinusoidal
 
 from .base import Adapter
 
@@ -18,19 +18,23 @@ _NP = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
 
 
 class _Rope:
+    """The reference behind a prepared operation (its frequency state spans calls)."""
+
     def __init__(self, params, dtype):
         self.p, self.dt = params, _NP[dtype]
+        self.freq = ops.freq_provider(params)
 
     def inv_freq(self):
         return rope.inv_freq(self.p)
 
     def cos_sin(self, position_ids):
-        c, s = rope.cos_sin(position_ids, self.p)
-        return c.astype(self.dt), s.astype(self.dt)
+        out = ops.rope_outputs("rope.cos_sin", self.p, {"position_ids": position_ids}, self.freq)
+        return out["cos"].astype(self.dt), out["sin"].astype(self.dt)
 
     def apply(self, q, k, position_ids):
-        a, b = rope.apply(q.astype(np.float64), k.astype(np.float64), position_ids, self.p)
-        return a.astype(self.dt), b.astype(self.dt)
+        x = {"q": q.astype(np.float64), "k": k.astype(np.float64), "position_ids": position_ids}
+        out = ops.rope_outputs("rope.apply", self.p, x, self.freq)
+        return out["q"].astype(self.dt), out["k"].astype(self.dt)
 
 
 class NumpyAdapter(Adapter):
@@ -56,7 +60,7 @@ class NumpyAdapter(Adapter):
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         f = lambda x: rope.apply_with_cos_sin(  # noqa: E731
-            x.astype(np.float64), cos.astype(np.float64), sin.astype(np.float64), params.rdim, params.pairing
+            x.astype(np.float64), cos.astype(np.float64), sin.astype(np.float64), params.pair_dim, params.pairing
         ).astype(x.dtype)
         return f(q), f(k)
 

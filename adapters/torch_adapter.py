@@ -10,6 +10,9 @@ kernel (clause LEARNED-ROW-RANGE).
 
 from __future__ import annotations
 
+import math
+from typing import Optional
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -54,23 +57,113 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_dim: in
     return torch.cat((y.to(x.dtype), x[..., rotary_dim:]), dim=-1)
 
 
+def _mscale(scale: float, m: float = 1.0) -> float:
+    return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+
+def scaled_inv_freq(p, seq_len: Optional[int], device, theta: Optional[float] = None):
+    """``(inv_freq float64 [pair_dim/2], attention_factor)`` for ``p.rope_type`` (SCALE-*).
+
+    ``seq_len`` is ``max(position_ids) + 1`` of the call; ``theta`` overrides ``rope_theta``
+    (the dynamic grow policy keeps its own theta').
+    """
+    r, t = p.rdim, p.rope_type
+
+    def base(th, dim, n=None):
+        i = torch.arange(dim // 2 if n is None else n, dtype=torch.float64, device=device)
+        return th ** (-2 * i / dim)
+
+    af = p.attention_factor
+    th = p.rope_theta if theta is None else theta
+    if t == "default":
+        return base(th, r), 1.0 if af is None else af
+    if t == "linear":
+        return base(th, r) / p.factor, 1.0 if af is None else af
+    if t == "dynamic":
+        if theta is None:
+            lmax = p.max_position_embeddings
+            L = lmax if seq_len is None else max(seq_len, lmax)
+            th = th * (p.factor * L / lmax - (p.factor - 1)) ** (r / (r - 2))
+        return base(th, r), 1.0 if af is None else af
+    if t == "yarn":
+        s = p.factor if p.factor is not None else p.max_position_embeddings / p.original_max_position_embeddings
+
+        def corr(beta):
+            return r * math.log(p.original_max_position_embeddings / (beta * 2 * math.pi)) / (2 * math.log(th))
+        low, high = corr(p.beta_fast or 32.0), corr(p.beta_slow or 1.0)
+        if p.truncate is None or p.truncate:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, r - 1)
+        if low == high:
+            high += 0.001
+        ramp = ((torch.arange(r // 2, dtype=torch.float64, device=device) - low) / (high - low)).clamp(0, 1)
+        w = base(th, r)
+        if af is None:
+            af = _mscale(s, p.mscale) / _mscale(s, p.mscale_all_dim) if p.mscale and p.mscale_all_dim else _mscale(s)
+        return w / s * ramp + w * (1 - ramp), af
+    if t == "llama3":
+        w = base(th, r)
+        L, lo, hi = p.original_max_position_embeddings, p.low_freq_factor, p.high_freq_factor
+        wavelen = 2 * math.pi / w
+        smooth = (L / wavelen - lo) / (hi - lo)
+        blended = (1 - smooth) * w / p.factor + smooth * w
+        out = torch.where(wavelen < L / hi, w, torch.where(wavelen > L / lo, w / p.factor, blended))
+        return out, 1.0 if af is None else af
+    if t == "longrope":
+        s = p.factor if p.factor is not None else p.max_position_embeddings / p.original_max_position_embeddings
+        use_long = seq_len is not None and seq_len > p.original_max_position_embeddings
+        ext = torch.tensor(p.long_factor if use_long else p.short_factor, dtype=torch.float64, device=device)
+        if af is None:
+            af = 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(p.original_max_position_embeddings))
+        return base(th, r) / ext, af
+    if t == "proportional":
+        D = p.head_dim
+        w = torch.zeros(D // 2, dtype=torch.float64, device=device)
+        w[: r // 2] = base(th, D, r // 2)
+        return w / (p.factor or 1.0), 1.0 if af is None else af
+    raise ValueError(f"unknown rope_type {t!r}")
+
+
 class TorchRope:
-    """Prepared RoPE for one parameter set, dtype and device (see module docstring)."""
+    """Prepared RoPE for one parameter set, dtype and device (see module docstring).
+
+    ``dynamic`` and ``longrope`` recompute their frequencies from each call's
+    ``max(position_ids) + 1``; ``dynamic_policy='grow_until_reset'`` keeps transformers' state
+    across calls (SCALE-DYNAMIC-GROW).
+    """
 
     def __init__(self, params, dtype: torch.dtype, device: str):
         self.p, self.dtype, self.device = params, dtype, device
         self.compute = compute_dtype(dtype)
-        r = params.rdim
-        expo = torch.arange(0, r, 2, dtype=torch.float64, device=device) / r
-        self._inv_freq = (params.rope_theta ** -expo).to(self.compute)
+        self._grow = params.rope_type == "dynamic" and params.dynamic_policy == "grow_until_reset"
+        self._cached, self._theta = params.max_position_embeddings, None
+        w, self._af = scaled_inv_freq(params, None, device)
+        self._inv_freq = w.to(self.compute)
+
+    def _update(self, position_ids) -> None:
+        p = self.p
+        if p.rope_type not in ("dynamic", "longrope"):
+            return
+        seq_len = int(position_ids.max()) + 1 if position_ids.numel() else 0
+        if self._grow:
+            lmax = p.max_position_embeddings
+            if seq_len > self._cached:
+                self._theta = p.rope_theta * (p.factor * seq_len / lmax - (p.factor - 1)) ** (p.rdim / (p.rdim - 2))
+                self._cached = seq_len
+            if seq_len < lmax and self._cached > lmax:
+                self._theta, self._cached = None, lmax
+            w, self._af = scaled_inv_freq(p, seq_len, self.device, theta=self._theta)
+        else:
+            w, self._af = scaled_inv_freq(p, seq_len, self.device)
+        self._inv_freq = w.to(self.compute)
 
     def inv_freq(self):
-        return self._inv_freq, float(self.p.attention_factor)
+        return self._inv_freq, float(self._af)
 
     def _cos_sin(self, position_ids):
+        self._update(position_ids)
         phi = position_ids.to(self.compute)[..., None] * self._inv_freq
-        a = self.p.attention_factor
-        return a * torch.cos(phi), a * torch.sin(phi)
+        return self._af * torch.cos(phi), self._af * torch.sin(phi)
 
     def cos_sin(self, position_ids):
         c, s = self._cos_sin(position_ids)
@@ -78,7 +171,7 @@ class TorchRope:
 
     def apply(self, q, k, position_ids):
         c, s = self._cos_sin(position_ids)
-        r, pr = self.p.rdim, self.p.pairing
+        r, pr = self.p.pair_dim, self.p.pairing
         return rotate(q, c, s, r, pr), rotate(k, c, s, r, pr)
 
 
@@ -118,7 +211,8 @@ class TorchAdapter(Adapter):
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         cd = compute_dtype(q.dtype)
         c, s = cos.to(cd), sin.to(cd)
-        return rotate(q, c, s, params.rdim, params.pairing), rotate(k, c, s, params.rdim, params.pairing)
+        r = params.pair_dim
+        return rotate(q, c, s, r, params.pairing), rotate(k, c, s, r, params.pairing)
 
     # ---- sinusoidal --------------------------------------------------------------------
     def sinusoidal(self, position_ids, params, *, dtype, device):

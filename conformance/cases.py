@@ -132,6 +132,73 @@ for name, p in (("half", _NEOX), ("interleaved", _GPTJ)):
               {"q": Gen((B, 4, T, p.head_dim)), "k": Gen((B, 1, T, p.head_dim)), "cos": c, "sin": s},
               "cos/sin given (the ONNX / flash-attn level)"))
 
+# ---- RoPE scaling (SCALE-*) ----------------------------------------------------------------
+_ones4 = np.ones((1, 1, 1, 4))
+_Q128 = {"q": Gen((2, 4, 3, 128)), "k": Gen((2, 2, 3, 128))}
+_LLAMA31 = RopeParams(head_dim=128, rope_theta=500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                      high_freq_factor=4.0, original_max_position_embeddings=8192)
+_QWEN25_YARN = RopeParams(head_dim=128, rope_theta=1000000.0, rope_type="yarn", factor=4.0,
+                          original_max_position_embeddings=32768)
+_DSV3_YARN = RopeParams(head_dim=64, rope_theta=10000.0, rope_type="yarn", factor=40.0,
+                        original_max_position_embeddings=4096, mscale=1.0, mscale_all_dim=1.0)
+_GPT_OSS_YARN = RopeParams(head_dim=64, rope_theta=150000.0, rope_type="yarn", factor=32.0,
+                           original_max_position_embeddings=4096, truncate=False)
+# Synthetic LongRoPE factors with Phi-3.5-mini's shape (head 96 -> 48 factors, L_orig 4096, L_max 131072)
+_LONGROPE = RopeParams(head_dim=96, rope_theta=10000.0, rope_type="longrope", max_position_embeddings=131072,
+                       original_max_position_embeddings=4096,
+                       short_factor=tuple(1.0 + i / 32 for i in range(48)),
+                       long_factor=tuple(1.0 + i * 1.25 for i in range(48)))
+_DYN = dict(head_dim=128, rope_theta=10000.0, rope_type="dynamic", factor=2.0, max_position_embeddings=4096)
+_CALLS = {"position_ids.0": _pos([0, 1, 2]), "position_ids.1": _pos([8189, 8190, 8191]),
+          "position_ids.2": _pos([5997, 5998, 5999]), "position_ids.3": _pos([2001, 2002, 2003]),
+          "position_ids.4": _pos([5997, 5998, 5999])}
+_LONG_POS = _pos([0, 1, 4095], [131069, 131070, 131071])
+_add(
+    Case("scale-linear-tiny", "rope.apply", ("SCALE-LINEAR",),
+         RopeParams(head_dim=4, rope_type="linear", factor=2.0), {"q": _ones4, "k": _ones4, "position_ids": _pos([1])},
+         "d 4, theta 1e4, factor 2, x = ones, position 1 -> [0.398157, 0.994988, 1.357008, 1.004987]"),
+    Case("scale-linear-factor-4", "rope.apply", ("SCALE-LINEAR",),
+         RopeParams(head_dim=128, rope_type="linear", factor=4.0),
+         {**_Q128, "position_ids": _pos([0, 7, 16383], [100, 4096, 12000])}, "16k context by linear factor 4"),
+    Case("scale-dynamic-apply", "rope.apply", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-PER-CALL"), RopeParams(**_DYN),
+         {**_Q128, "position_ids": _pos([8189, 8190, 8191], [0, 1, 2])}, "seq_len 8192: theta' 30527.7367488067"),
+    Case("scale-dynamic-per-call", "rope.cos_sin_calls", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-PER-CALL"),
+         RopeParams(**_DYN, dynamic_policy="per_call"), dict(_CALLS),
+         "calls at seq_len 3, 8192, 6000, 2004, 6000 on one object; theta' from each call alone"),
+    Case("scale-dynamic-grow", "rope.cos_sin_calls", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-GROW"),
+         RopeParams(**_DYN, dynamic_policy="grow_until_reset"), dict(_CALLS),
+         "transformers' policy: 6000 after 8192 keeps theta'(8192); 2004 resets; 6000 then grows to theta'(6000)"),
+    Case("scale-yarn-qwen2.5", "rope.apply", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), _QWEN25_YARN,
+         {**_Q128, "position_ids": _LONG_POS}, "Qwen2.5 YaRN: low 23, high 40, attention factor 1.138629436111989"),
+    Case("scale-yarn-qwen2.5-inv-freq", "rope.inv_freq", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), _QWEN25_YARN),
+    Case("scale-yarn-factor-default", "rope.inv_freq", ("SCALE-YARN-FACTOR", "SCALE-YARN-ATTENTION-FACTOR"),
+         RopeParams(head_dim=128, rope_theta=1000000.0, rope_type="yarn", max_position_embeddings=131072,
+                    original_max_position_embeddings=32768), note="no factor: 131072 / 32768 = 4"),
+    Case("scale-yarn-deepseek-v3", "rope.cos_sin", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), _DSV3_YARN,
+         {"position_ids": _pos([0, 1, 163839], [4096, 65536, 2])},
+         "DeepSeek-V3 rope part: low 10, high 23, mscale = mscale_all_dim = 1 -> cos/sin factor 1.0"),
+    Case("scale-yarn-gpt-oss", "rope.apply", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), _GPT_OSS_YARN,
+         {"q": Gen((2, 3, 3, 64)), "k": Gen((2, 1, 3, 64)), "position_ids": _pos([0, 1, 131071], [4095, 4096, 70000])},
+         "gpt-oss: truncate false, low 8.0928, high 17.3980, attention factor 1.3465735902799727"),
+    Case("scale-yarn-explicit-factor", "rope.cos_sin", ("SCALE-YARN-ATTENTION-FACTOR",),
+         _QWEN25_YARN.model_copy(update={"attention_factor": 1.5}), {"position_ids": _pos([0, 1, 100, 40000])},
+         "an explicit attention_factor is used as is"),
+    Case("scale-llama3.1-8b", "rope.apply", ("SCALE-LLAMA3",), _LLAMA31, {**_Q128, "position_ids": _LONG_POS},
+         "Llama 3.1: pairs 0-28 unchanged, 35-63 / 8, 29-34 blended"),
+    Case("scale-llama3.1-8b-inv-freq", "rope.inv_freq", ("SCALE-LLAMA3",), _LLAMA31,
+         note="inv_freq'[40] = 3.4281021959525912e-05"),
+    Case("scale-longrope-switch", "rope.cos_sin_calls", ("SCALE-LONGROPE-FACTORS", "SCALE-LONGROPE-ATTENTION-FACTOR"),
+         _LONGROPE, {"position_ids.0": _pos([0, 1, 4095]), "position_ids.1": _pos([4094, 4095, 4096]),
+                     "position_ids.2": _pos([10, 11, 12])},
+         "short factors up to seq_len 4096, long beyond, short again; attention factor sqrt(1 + ln 32 / ln 4096)"),
+    Case("scale-longrope-apply", "rope.apply", ("SCALE-LONGROPE-FACTORS", "SCALE-LONGROPE-ATTENTION-FACTOR"),
+         _LONGROPE, {"q": Gen((2, 2, 3, 96)), "k": Gen((2, 1, 3, 96)), "position_ids": _LONG_POS}),
+    Case("scale-proportional", "rope.apply", ("SCALE-PROPORTIONAL",),
+         RopeParams(head_dim=128, rotary_dim=32, rope_theta=1000000.0, rope_type="proportional"),
+         {**_Q128, "position_ids": _pos([0, 5, 131071], [4096, 3, 2])},
+         "rotated share 32 of 128 with denominator 128; the other 48 pairs keep frequency 0"),
+)
+
 # ---- sinusoidal ---------------------------------------------------------------------------
 for layout, cl in (("interleaved", "SIN-VASWANI-INTERLEAVED"), ("concat", "SIN-VASWANI-CONCAT")):
     for D in (8, 7):

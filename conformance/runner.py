@@ -15,6 +15,7 @@ import numpy as np
 
 from posenc.adapters import Adapter, Unsupported
 from posenc.reference import mutants
+from posenc.reference.ops import call_keys
 from posenc.spec import Spec
 from posenc.spec.errors import AdapterError
 from posenc.spec.tolerance import Comparison, compare
@@ -63,7 +64,7 @@ def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, de
     fam = op.split(".")[0]
     if fam == "rope" and op != "rope.apply_with_cos_sin":
         r = adapter.rope(params, dtype=dtype, device=device)
-        method = op.split(".")[1]
+        method = "cos_sin" if op == "rope.cos_sin_calls" else op.split(".")[1]
         if not callable(getattr(r, method, None)):
             raise Unsupported(f"adapter {adapter.name!r}: the prepared rope operation has no {method}()")
         if op == "rope.inv_freq":
@@ -72,6 +73,13 @@ def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, de
         if op == "rope.cos_sin":
             c, s = r.cos_sin(x["position_ids"])
             return {"cos": (c, "float"), "sin": (s, "float")}
+        if op == "rope.cos_sin_calls":  # a sequence of calls on one prepared operation
+            out = {}
+            for key in call_keys(x):
+                k = key.rsplit(".", 1)[1]
+                c, s = r.cos_sin(x[key])
+                out[f"cos.{k}"], out[f"sin.{k}"] = (c, "float"), (s, "float")
+            return out
         q, k = r.apply(x["q"], x["k"], x["position_ids"])
         return {"q": (q, "float"), "k": (k, "float")}
     if op == "rope.apply_with_cos_sin":

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from posenc.adapters import Unsupported
-from posenc.reference import ops
+from posenc.reference import ops, rope
 from posenc.spec.tolerance import EPS, bound
 
 from .golden import Golden
@@ -36,7 +36,7 @@ def _rope(adapter, case, dtype, device, q, k, pid, params=None, clauses=()):
 
 
 def _pairs(p):
-    h = p.rdim // 2
+    h = p.pair_dim // 2
     i = np.arange(h)
     return (i, i + h) if p.pairing == "half" else (2 * i, 2 * i + 1)
 
@@ -51,8 +51,10 @@ def test_pairing_probe(request, adapter, device, dtype, case):
     x = np.zeros((1, 1, 1, p.head_dim))
     x[..., 0] = 1.0
     y = _rope(adapter, case, dtype, device, x, x, np.ones((1, 1), np.int64), clauses=cl)[0][0, 0, 0]
-    expect = 1 if p.pairing == "interleaved" else p.rdim // 2
-    a = p.attention_factor
+    expect = 1 if p.pairing == "interleaved" else p.pair_dim // 2
+    w, a = rope.inv_freq(p, 2)
+    if w[0] != 1.0:
+        raise Unsupported(f"the probe needs inv_freq[0] == 1; rope_type {p.rope_type} scales it to {w[0]:.6g}")
     want = a * np.sin(1.0)
     tol = 8 * max(EPS[dtype], EPS["float32"]) * a + 0.01 * a
     lit = [int(i) for i in np.flatnonzero(np.abs(y) > tol) if i != 0]
@@ -60,7 +62,7 @@ def test_pairing_probe(request, adapter, device, dtype, case):
         return
     if not lit:
         verdict = "nothing but index 0 is lit: e_0 was not rotated at position 1"
-    elif lit == [p.rdim // 2]:
+    elif lit == [p.pair_dim // 2]:
         verdict = "index rotary_dim/2 is lit: this is half pairing"
     elif lit == [1]:
         verdict = "index 1 is lit: this is interleaved pairing"
@@ -103,12 +105,13 @@ def test_pair_norm(request, adapter, device, dtype, case):
     yq, _ = _rope(adapter, case, dtype, device, g.inputs["q"], g.inputs["k"], g.inputs["position_ids"], clauses=cl)
     a_idx, b_idx = _pairs(p)
     x = g.inputs["q"]
-    nx = np.hypot(x[..., a_idx], x[..., b_idx]) * p.attention_factor
+    af = rope.inv_freq(p, rope.seq_len_of(g.inputs["position_ids"]))[1]
+    nx = np.hypot(x[..., a_idx], x[..., b_idx]) * af
     ny = np.hypot(yq[..., a_idx], yq[..., b_idx])
     excess = np.abs(ny - nx) - bound(dtype, 2 * nx, 0.0, True)
     if (excess > 0).any():
         i = np.unravel_index(int(np.argmax(excess)), excess.shape)
-        fail(cl, adapter, case, dtype, f"pair norms must equal attention_factor ({p.attention_factor}) x input "
+        fail(cl, adapter, case, dtype, f"pair norms must equal attention_factor ({af:.6g}) x input "
              f"norms; worst pair {list(i)}: |y| = {ny[i]:.6g}, expected {nx[i]:.6g} "
              f"(ratio {ny[i] / nx[i] if nx[i] else float('inf'):.6g})")
 
@@ -144,7 +147,7 @@ def test_permutation(request, adapter, device, dtype, case):
     cl = _clauses(request)
     p = case.params
     g = load_golden(case.id)
-    r = p.rdim
+    r = p.pair_dim
     P = np.concatenate([np.arange(0, r, 2), np.arange(1, r, 2), np.arange(r, p.head_dim)])
     x, pid = g.inputs["q"], g.inputs["position_ids"]
     half = p.model_copy(update={"pairing": "half"})

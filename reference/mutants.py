@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import learned, ops, position_ids, rope, sinusoidal
+from . import learned, ops, position_ids, rope, rope_scaling, sinusoidal
 
 MUTANTS: dict[str, dict[str, Callable]] = {}
 
@@ -34,7 +34,7 @@ def bf16_round(x) -> np.ndarray:
 
 
 def _rope_outputs(op, p, x, cos, sin, rotary_dim=None, pairing=None):
-    r = rotary_dim or p.rdim
+    r = rotary_dim or p.pair_dim
     pr = pairing or p.pairing
     if op == "rope.cos_sin":
         return {"cos": cos, "sin": sin}
@@ -49,12 +49,13 @@ def rope_pairing_swapped(op, p, x):
 
 
 def _bf16_rope(op, p, x, round_angle: bool):
-    w = bf16_round(rope.inv_freq(p)[0])
+    seq_len = rope.seq_len_of(x["position_ids"]) if "position_ids" in x else None
+    w, a = rope.inv_freq(p, seq_len)
+    w = bf16_round(w)
     if op == "rope.inv_freq":
-        return {"inv_freq": w, "attention_factor": np.float64(p.attention_factor)}
+        return {"inv_freq": w, "attention_factor": np.float64(a)}
     pos = np.asarray(x["position_ids"], np.float64)
     phi = bf16_round(bf16_round(pos)[..., None] * w) if round_angle else pos[..., None] * w
-    a = p.attention_factor
     return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
 
 
@@ -76,12 +77,14 @@ def rope_tail_rotated(op, p, x):
 
 @_mutant("rope_exponent_head_dim", "rope.apply", "rope.inv_freq", "rope.cos_sin")
 def rope_exponent_head_dim(op, p, x):
+    if p.rope_type != "default":
+        return None
     r = p.rdim
     w = p.rope_theta ** (-np.arange(0, r, 2, dtype=np.float64) / p.head_dim)
+    a = rope.inv_freq(p)[1]
     if op == "rope.inv_freq":
-        return {"inv_freq": w, "attention_factor": np.float64(p.attention_factor)}
+        return {"inv_freq": w, "attention_factor": np.float64(a)}
     phi = np.asarray(x["position_ids"], np.float64)[..., None] * w
-    a = p.attention_factor
     return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
 
 
@@ -184,3 +187,104 @@ def run(name: str, op: str, params, inputs):
     """Run mutant ``name`` for ``op``; ``None`` when the mutant has no form for that op."""
     fn = MUTANTS.get(name, {}).get(op)
     return None if fn is None else fn(params, inputs)
+
+
+# ---- RoPE scaling (SCALE-*) -----------------------------------------------------------------
+_ROPE_OPS = ("rope.apply", "rope.cos_sin", "rope.inv_freq", "rope.cos_sin_calls")
+
+
+def _with_freq(op, p, x, freq):
+    return ops.rope_outputs(op, p, x, freq)
+
+
+@_mutant("scale_linear_exponent", *_ROPE_OPS)
+def scale_linear_exponent(op, p, x):
+    if p.rope_type != "linear":
+        return None
+    w = p.rope_theta ** (-np.arange(0, p.rdim, 2, dtype=np.float64) / (p.rdim * p.factor))
+    return _with_freq(op, p, x, lambda L: (w, 1.0))
+
+
+@_mutant("scale_dynamic_fixed_length", *_ROPE_OPS)
+def scale_dynamic_fixed_length(op, p, x):
+    if p.rope_type != "dynamic":
+        return None
+    L = int(p.factor * p.max_position_embeddings)
+    return _with_freq(op, p, x, lambda _: (rope_scaling.dynamic(p, L), 1.0))
+
+
+@_mutant("scale_dynamic_factor_ignored", *_ROPE_OPS)
+def scale_dynamic_factor_ignored(op, p, x):
+    if p.rope_type != "dynamic":
+        return None
+    return _with_freq(op, p, x, lambda L: (rope_scaling.base_inv_freq(p.rope_theta, p.rdim), 1.0))
+
+
+@_mutant("scale_dynamic_stale", "rope.cos_sin_calls")
+def scale_dynamic_stale(op, p, x):
+    if p.rope_type != "dynamic" or p.dynamic_policy == "grow_until_reset":
+        return None
+    return ops.run(op, p.model_copy(update={"dynamic_policy": "grow_until_reset"}), x)
+
+
+@_mutant("scale_dynamic_no_reset", "rope.cos_sin_calls")
+def scale_dynamic_no_reset(op, p, x):
+    if p.rope_type != "dynamic" or p.dynamic_policy != "grow_until_reset":
+        return None
+    state = {"cached": p.max_position_embeddings, "theta": p.rope_theta}
+
+    def freq(L):
+        if L is not None and L > state["cached"]:
+            state["theta"], state["cached"] = rope_scaling.dynamic_theta(p, L), L
+        return rope_scaling.base_inv_freq(state["theta"], p.rdim), 1.0
+    return _with_freq(op, p, x, freq)
+
+
+def _yarn_af_mutant(op, p, x, af):
+    w = rope_scaling.yarn(p)
+    return _with_freq(op, p, x, lambda L: (w, af))
+
+
+@_mutant("scale_yarn_mscale_ignored", *_ROPE_OPS)
+def scale_yarn_mscale_ignored(op, p, x):
+    if p.rope_type != "yarn" or not (p.mscale and p.mscale_all_dim) or p.attention_factor is not None:
+        return None
+    return _yarn_af_mutant(op, p, x, rope_scaling.get_mscale(rope_scaling.yarn_factor(p)))
+
+
+@_mutant("scale_yarn_explicit_reapplied", *_ROPE_OPS)
+def scale_yarn_explicit_reapplied(op, p, x):
+    if p.rope_type != "yarn" or p.attention_factor is None:
+        return None
+    return _yarn_af_mutant(op, p, x, p.attention_factor * rope_scaling.get_mscale(rope_scaling.yarn_factor(p)))
+
+
+@_mutant("scale_yarn_truncate_flipped", *_ROPE_OPS)
+def scale_yarn_truncate_flipped(op, p, x):
+    if p.rope_type != "yarn":
+        return None
+    flipped = p.model_copy(update={"truncate": not (p.truncate is None or p.truncate)})
+    return _with_freq(op, p, x, lambda L: rope.inv_freq(flipped, L))
+
+
+@_mutant("scale_llama3_ignored", *_ROPE_OPS)
+def scale_llama3_ignored(op, p, x):
+    if p.rope_type != "llama3":
+        return None
+    return _with_freq(op, p, x, lambda L: (rope_scaling.base_inv_freq(p.rope_theta, p.rdim), 1.0))
+
+
+@_mutant("scale_longrope_always_short", *_ROPE_OPS)
+def scale_longrope_always_short(op, p, x):
+    if p.rope_type != "longrope":
+        return None
+    return _with_freq(op, p, x, lambda L: rope.inv_freq(p, None))
+
+
+@_mutant("scale_proportional_as_partial", *_ROPE_OPS)
+def scale_proportional_as_partial(op, p, x):
+    if p.rope_type != "proportional":
+        return None
+    partial = p.model_copy(update={"rope_type": "default", "factor": None})
+    w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim) / (p.factor or 1.0)
+    return _with_freq(op, partial, x, lambda L: (w, 1.0))

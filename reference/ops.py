@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import learned, position_ids, rope, sinusoidal
+from . import learned, position_ids, rope, rope_scaling, sinusoidal
 
 Outputs = dict[str, np.ndarray]
 
@@ -33,31 +33,68 @@ def _opt(inputs, name):
     return inputs.get(name)
 
 
-# ---- RoPE -----------------------------------------------------------------------------------
+# ---- RoPE ----------------------------------------------------------------------------------
 
 
-def _rope_inv_freq(p, x):
-    w, a = rope.inv_freq(p)
-    return {"inv_freq": w, "attention_factor": np.float64(a)}
+def freq_provider(p) -> Callable:
+    """``seq_len -> (inv_freq, attention_factor)`` for one prepared operation.
+
+    Stateless (per call) except for ``dynamic`` with ``dynamic_policy='grow_until_reset'``,
+    whose provider keeps transformers' state across calls (SCALE-DYNAMIC-GROW).
+    """
+    if p.rope_type == "dynamic" and p.dynamic_policy == "grow_until_reset":
+        state = rope_scaling.DynamicGrowState(p)
+        af = 1.0 if p.attention_factor is None else p.attention_factor
+        return lambda seq_len: (state.inv_freq(seq_len), af)
+    return lambda seq_len: rope.inv_freq(p, seq_len)
 
 
-def _rope_inv_freq_scales(p, x):
-    w, _ = rope.inv_freq(p)
-    # A float32 implementation rounds the exponent 2i/r too; the error is amplified by ln(theta).
-    return {"inv_freq": (np.abs(w) * (1.0 + np.log(p.rope_theta)), 0 * w),
-            "attention_factor": (np.float64(p.attention_factor), np.float64(0))}
+def call_keys(x, prefix: str = "position_ids.") -> list[str]:
+    """Input names of a call sequence, in call order: ``position_ids.0``, ``position_ids.1``, ..."""
+    return sorted((k for k in x if k.startswith(prefix)), key=lambda k: int(k.rsplit(".", 1)[1]))
 
 
-def _rope_cos_sin(p, x):
-    c, s = rope.cos_sin(x["position_ids"], p)
-    return {"cos": c, "sin": s}
+def rope_outputs(op, p, x, freq) -> Outputs:
+    """Outputs of a RoPE operation given a frequency provider (the reference's or a mutant's)."""
+    if op == "rope.inv_freq":
+        w, a = freq(None)
+        return {"inv_freq": w, "attention_factor": np.float64(a)}
+    if op == "rope.cos_sin_calls":
+        out = {}
+        for key in call_keys(x):
+            k = key.rsplit(".", 1)[1]
+            c = rope_outputs("rope.cos_sin", p, {"position_ids": x[key]}, freq)
+            out[f"cos.{k}"], out[f"sin.{k}"] = c["cos"], c["sin"]
+        return out
+    pid = np.asarray(x["position_ids"])
+    w, a = freq(rope.seq_len_of(pid))
+    phi = pid.astype(np.float64)[..., None] * w
+    c, s = a * np.cos(phi), a * np.sin(phi)
+    if op == "rope.cos_sin":
+        return {"cos": c, "sin": s}
+    return {n: rope.apply_with_cos_sin(x[n], c, s, p.pair_dim, p.pairing) for n in ("q", "k")}
 
 
-def _rope_cos_sin_scales(p, x):
-    phi = np.abs(rope.angles(x["position_ids"], p))
-    a = p.attention_factor
-    sc = (np.full_like(phi, a), a * phi)
-    return {"cos": sc, "sin": sc}
+def rope_scales(op, p, x, freq) -> dict:
+    if op == "rope.inv_freq":
+        w, a = freq(None)
+        # A float32 implementation rounds the exponent 2i/r too; the error is amplified by ln(theta).
+        return {"inv_freq": (np.abs(w) * (1.0 + np.log(p.rope_theta)), 0 * w),
+                "attention_factor": (np.float64(a), np.float64(0))}
+    if op == "rope.cos_sin_calls":
+        out = {}
+        for key in call_keys(x):
+            k = key.rsplit(".", 1)[1]
+            sc = rope_scales("rope.cos_sin", p, {"position_ids": x[key]}, freq)
+            out[f"cos.{k}"], out[f"sin.{k}"] = sc["cos"], sc["sin"]
+        return out
+    pid = np.asarray(x["position_ids"])
+    w, a = freq(rope.seq_len_of(pid))
+    phi = np.abs(pid.astype(np.float64)[..., None] * w)
+    if op == "rope.cos_sin":
+        sc = (np.full_like(phi, a), a * phi)
+        return {"cos": sc, "sin": sc}
+    return {n: _pair_scales(x[n], a, phi[:, None], p.pair_dim, p.pairing) for n in ("q", "k")}
 
 
 def _pair_scales(x, cos_mag, phi_abs, rotary_dim, pairing):
@@ -72,24 +109,19 @@ def _pair_scales(x, cos_mag, phi_abs, rotary_dim, pairing):
     return ds, an
 
 
-def _rope_apply(p, x):
-    q, k = rope.apply(x["q"], x["k"], x["position_ids"], p)
-    return {"q": q, "k": k}
-
-
-def _rope_apply_scales(p, x):
-    phi = np.abs(rope.angles(x["position_ids"], p))[:, None]
-    return {n: _pair_scales(x[n], p.attention_factor, phi, p.rdim, p.pairing) for n in ("q", "k")}
+def _rope_op(op):
+    return (lambda p, x: rope_outputs(op, p, x, freq_provider(p)),
+            lambda p, x: rope_scales(op, p, x, freq_provider(p)))
 
 
 def _rope_apply_cs(p, x):
-    r = p.rdim
+    r = p.pair_dim
     return {n: rope.apply_with_cos_sin(x[n], x["cos"], x["sin"], r, p.pairing) for n in ("q", "k")}
 
 
 def _rope_apply_cs_scales(p, x):
     mag = np.sqrt(np.asarray(x["cos"]) ** 2 + np.asarray(x["sin"]) ** 2)[:, None]
-    return {n: _pair_scales(x[n], mag, 0.0, p.rdim, p.pairing) for n in ("q", "k")}
+    return {n: _pair_scales(x[n], mag, 0.0, p.pair_dim, p.pairing) for n in ("q", "k")}
 
 
 # ---- sinusoidal ---------------------------------------------------------------------------
@@ -204,9 +236,10 @@ class Op:
 
 
 OPS: dict[str, Op] = {k: Op(*v) for k, v in {
-    "rope.inv_freq": (_rope_inv_freq, _rope_inv_freq_scales, True),
-    "rope.cos_sin": (_rope_cos_sin, _rope_cos_sin_scales, True),
-    "rope.apply": (_rope_apply, _rope_apply_scales, True),
+    "rope.inv_freq": (*_rope_op("rope.inv_freq"), True),
+    "rope.cos_sin": (*_rope_op("rope.cos_sin"), True),
+    "rope.cos_sin_calls": (*_rope_op("rope.cos_sin_calls"), True),
+    "rope.apply": (*_rope_op("rope.apply"), True),
     "rope.apply_with_cos_sin": (_rope_apply_cs, _rope_apply_cs_scales),
     "sinusoidal.table": (_sin, _sin_scales, True),
     "learned.lookup": (_lookup, _exact_scales(["embeddings"])),

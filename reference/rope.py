@@ -6,29 +6,52 @@ Primary sources: Su et al., *RoFormer: Enhanced Transformer with Rotary Position
 
 Layout is canonical ``[B, H, T, D]`` for q and k (q and k may have different head counts, as
 in GQA); ``position_ids`` are integers ``[B, T]``; cos and sin are half width
-``[B, T, rotary_dim/2]`` (the ONNX / flash-attn level).
+``[B, T, pair_dim/2]`` (the ONNX / flash-attn level; pair_dim is rotary_dim except for the
+``proportional`` rope_type, whose pairs span head_dim).
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from posenc.spec.models import RopeParams
+
+from . import rope_scaling as rs
 
 
 def _f64(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def inv_freq(params: RopeParams) -> tuple[np.ndarray, float]:
-    """Inverse frequencies ``rope_theta ** (-2i / rotary_dim)``, i = 0 .. rotary_dim/2 - 1.
+def inv_freq(params: RopeParams, seq_len: Optional[int] = None) -> tuple[np.ndarray, float]:
+    """Inverse frequencies ``[pair_dim/2]`` and the attention factor, by ``rope_type``.
 
-    Clauses: ROPE-INV-FREQ, ROPE-ATTENTION-FACTOR.
-    Returns ``(inv_freq [rotary_dim/2] float64, attention_factor)``.
+    default: ``rope_theta ** (-2i / rotary_dim)``, i = 0 .. rotary_dim/2 - 1 (ROPE-INV-FREQ);
+    the scaled types follow :mod:`posenc.reference.rope_scaling` (SCALE-*).  ``seq_len`` is
+    ``max(position_ids) + 1`` of the current call (used by ``dynamic`` and ``longrope``; the
+    per-call policy).  The attention factor is ``attention_factor`` when given, else the
+    rope_type's own rule (ROPE-ATTENTION-FACTOR).
+    Returns ``(inv_freq float64, attention_factor)``.
     """
-    r = params.rdim
-    i = np.arange(r // 2, dtype=np.float64)
-    return params.rope_theta ** (-2.0 * i / r), float(params.attention_factor)
+    t = params.rope_type
+    explicit = params.attention_factor
+    if t == "default":
+        return rs.base_inv_freq(params.rope_theta, params.rdim), 1.0 if explicit is None else explicit
+    if t == "yarn":
+        return rs.yarn(params), rs.yarn_attention_factor(params)
+    if t == "longrope":
+        return rs.longrope(params, seq_len), rs.longrope_attention_factor(params)
+    w = {"linear": lambda: rs.linear(params), "dynamic": lambda: rs.dynamic(params, seq_len),
+         "llama3": lambda: rs.llama3(params), "proportional": lambda: rs.proportional(params)}[t]()
+    return w, 1.0 if explicit is None else explicit
+
+
+def seq_len_of(position_ids) -> int:
+    """``max(position_ids) + 1``: the sequence length a call's frequencies may depend on."""
+    pos = np.asarray(position_ids)
+    return int(pos.max()) + 1 if pos.size else 0
 
 
 def angles(position_ids, params: RopeParams) -> np.ndarray:
@@ -39,7 +62,7 @@ def angles(position_ids, params: RopeParams) -> np.ndarray:
     pos = np.asarray(position_ids)
     if not np.issubdtype(pos.dtype, np.integer):
         raise TypeError(f"ROPE-ANGLE: position_ids must be integers, got {pos.dtype}")
-    w, _ = inv_freq(params)
+    w, _ = inv_freq(params, seq_len_of(pos))
     return pos.astype(np.float64)[..., None] * w
 
 
@@ -49,7 +72,7 @@ def cos_sin(position_ids, params: RopeParams) -> tuple[np.ndarray, np.ndarray]:
     Clauses: ROPE-ANGLE, ROPE-ATTENTION-FACTOR.
     """
     phi = angles(position_ids, params)
-    a = params.attention_factor
+    a = inv_freq(params, seq_len_of(position_ids))[1]
     return a * np.cos(phi), a * np.sin(phi)
 
 
@@ -100,7 +123,7 @@ def apply(q, k, position_ids, params: RopeParams) -> tuple[np.ndarray, np.ndarra
             raise ValueError(f"ROPE-ANGLE: position_ids must be [B, T] = {[x.shape[0], x.shape[2]]} "
                              f"for {name} {list(x.shape)}, got {list(pid.shape)}")
     c, s = cos_sin(position_ids, params)
-    r = params.rdim
+    r = params.pair_dim
     return (apply_with_cos_sin(q, c, s, r, params.pairing), apply_with_cos_sin(k, c, s, r, params.pairing))
 
 
@@ -111,10 +134,13 @@ def apply_complex(x, position_ids, params: RopeParams) -> np.ndarray:
     half: ``z_i = x_i + j x_{i+r/2}``.  Used only to cross-check :func:`apply` in tests.
     """
     x = _f64(x)
+    if params.rope_type != "default":
+        raise ValueError("apply_complex cross-checks the default rope_type only")
     r = params.rdim
     a, b = pair_indices(r, params.pairing)
     w = params.rope_theta ** (-np.arange(0, r, 2, dtype=np.float64) / r)
-    rot = params.attention_factor * np.exp(1j * np.multiply.outer(np.asarray(position_ids, dtype=np.float64), w))
+    af = 1.0 if params.attention_factor is None else params.attention_factor
+    rot = af * np.exp(1j * np.multiply.outer(np.asarray(position_ids, dtype=np.float64), w))
     z = (x[..., a] + 1j * x[..., b]) * rot[:, None]
     y = x.copy()
     y[..., a], y[..., b] = z.real, z.imag

@@ -109,20 +109,58 @@ class FamilyFile(_Strict):
 # --------------------------------------------------------------------------------------------
 
 
-class RopeParams(_Strict):
-    """Rotary position embedding parameters (clauses ROPE-*).
+RopeType = Literal["default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional"]
 
-    ``rotary_dim`` defaults to ``head_dim`` (no partial rotary).  ``rope_type`` is ``default``
-    here; the scaling rules (``linear``, ``dynamic``, ``yarn``, ``llama3``, ``longrope``,
-    ``proportional``) extend this model under the SCALE-* clauses.
+#: For each rope_type: the scaling fields it requires, and the ones it accepts (HF 5.24
+#: ``modeling_rope_utils.ROPE_INIT_FUNCTIONS``; ``default`` is each model's own rule).
+ROPE_TYPE_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "default": ((), ()),
+    "linear": (("factor",), ()),
+    "dynamic": (("factor", "max_position_embeddings"), ("dynamic_policy",)),
+    "yarn": (("original_max_position_embeddings",),
+             ("factor", "max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate")),
+    "llama3": (("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"), ()),
+    "longrope": (("short_factor", "long_factor", "original_max_position_embeddings"),
+                 ("factor", "max_position_embeddings")),
+    "proportional": ((), ("factor",)),
+}
+_SCALING_FIELDS = ("factor", "original_max_position_embeddings", "max_position_embeddings", "beta_fast",
+                   "beta_slow", "mscale", "mscale_all_dim", "truncate", "low_freq_factor", "high_freq_factor",
+                   "short_factor", "long_factor", "dynamic_policy")
+
+
+class RopeParams(_Strict):
+    """Rotary position embedding parameters (clauses ROPE-*, and SCALE-* for ``rope_type``).
+
+    ``rotary_dim`` defaults to ``head_dim`` (no partial rotary); for ``proportional`` it is the
+    rotated share of a head whose pairs still span ``head_dim`` (SCALE-PROPORTIONAL).
+    ``attention_factor``: an explicit factor multiplying cos and sin; ``None`` means the
+    rope_type's own rule (1 for default, linear, dynamic, llama3, proportional; SCALE-YARN-
+    ATTENTION-FACTOR; SCALE-LONGROPE-ATTENTION-FACTOR).  The scaling fields follow HF's
+    ``rope_parameters`` names; a field that does not apply to the rope_type is an error.
     """
 
     head_dim: int = Field(gt=0)
     rotary_dim: Optional[int] = Field(None, gt=0)
     rope_theta: float = Field(10000.0, gt=0)
     pairing: Literal["half", "interleaved"] = "half"
-    attention_factor: float = Field(1.0, gt=0)
-    rope_type: Literal["default"] = "default"
+    rope_type: RopeType = "default"
+    attention_factor: Optional[float] = Field(None, gt=0)
+    factor: Optional[float] = Field(None, gt=0)
+    original_max_position_embeddings: Optional[int] = Field(None, gt=0)
+    max_position_embeddings: Optional[int] = Field(None, gt=0)
+    beta_fast: Optional[float] = Field(None, gt=0, description="yarn; default 32; must be > 0")
+    beta_slow: Optional[float] = Field(None, gt=0, description="yarn; default 1; must be > 0")
+    mscale: Optional[float] = Field(None, gt=0)
+    mscale_all_dim: Optional[float] = Field(None, gt=0)
+    truncate: Optional[bool] = Field(None, description="yarn; default true (floor/ceil the correction range)")
+    low_freq_factor: Optional[float] = Field(None, gt=0)
+    high_freq_factor: Optional[float] = Field(None, gt=0)
+    short_factor: Optional[tuple[float, ...]] = None
+    long_factor: Optional[tuple[float, ...]] = None
+    dynamic_policy: Optional[Literal["per_call", "grow_until_reset"]] = Field(
+        None, description="dynamic; per_call (SCALE-DYNAMIC-PER-CALL, default) or transformers' "
+                          "grow_until_reset (SCALE-DYNAMIC-GROW)")
 
     @model_validator(mode="after")
     def _check(self) -> "RopeParams":
@@ -132,12 +170,34 @@ class RopeParams(_Strict):
             raise ValueError(f"{what} must be even, got {r}")
         if r > self.head_dim:
             raise ValueError(f"rotary_dim {r} exceeds head_dim {self.head_dim}")
+        if self.rope_type == "proportional" and self.head_dim % 2:
+            raise ValueError(f"proportional rope pairs over head_dim, which must be even, got {self.head_dim}")
+        required, optional = ROPE_TYPE_FIELDS[self.rope_type]
+        for name in _SCALING_FIELDS:
+            value = getattr(self, name)
+            if name in required and value is None:
+                raise ValueError(f"{name} is required for rope_type {self.rope_type!r}")
+            if value is not None and name not in required and name not in optional:
+                raise ValueError(f"{name} does not apply to rope_type {self.rope_type!r}")
+        for name in ("short_factor", "long_factor"):
+            v = getattr(self, name)
+            if v is not None and len(v) != r // 2:
+                raise ValueError(f"{name} must have rotary_dim/2 = {r // 2} entries, got {len(v)}")
+        if self.rope_type == "yarn" and self.factor is None and self.max_position_embeddings is None:
+            raise ValueError("yarn needs factor, or max_position_embeddings to derive it from")
+        if self.rope_type == "llama3" and self.high_freq_factor <= self.low_freq_factor:
+            raise ValueError("high_freq_factor must exceed low_freq_factor")
         return self
 
     @property
     def rdim(self) -> int:
         """The rotated width: ``rotary_dim`` or, when unset, ``head_dim``."""
         return self.rotary_dim if self.rotary_dim is not None else self.head_dim
+
+    @property
+    def pair_dim(self) -> int:
+        """The width the pairs span: ``head_dim`` for proportional rope, else :attr:`rdim`."""
+        return self.head_dim if self.rope_type == "proportional" else self.rdim
 
 
 class SinusoidalParams(_Strict):

@@ -37,11 +37,10 @@ class _Bf16Rope(TorchRope):
 
     def _cos_sin(self, position_ids):
         phi = (position_ids.to(torch.bfloat16)[..., None] * self._inv_freq).to(self.compute)  # angle in bf16
-        a = self.p.attention_factor
-        return a * torch.cos(phi), a * torch.sin(phi)
+        return self._af * torch.cos(phi), self._af * torch.sin(phi)
 
     def inv_freq(self):
-        return self._inv_freq.to(self.compute), float(self.p.attention_factor)
+        return self._inv_freq.to(self.compute), float(self._af)
 
 
 class _Bf16InvFreqRope(TorchRope):
