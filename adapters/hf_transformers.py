@@ -12,15 +12,15 @@ Which HF code backs each operation (all paths under ``transformers/models/``):
 
 ======================================  =====================================================
 ``rope`` half, rotary_dim == head_dim   ``llama/modeling_llama.py``: ``LlamaRotaryEmbedding``
-                                        (from a ``LlamaConfig``) + ``apply_rotary_pos_emb``
+(and proportional, any rotary_dim)      (from a ``LlamaConfig``) + ``apply_rotary_pos_emb``
 ``rope`` half, partial rotary           ``gpt_neox/modeling_gpt_neox.py``:
                                         ``GPTNeoXRotaryEmbedding`` (``partial_rotary_factor``)
                                         + ``apply_rotary_pos_emb`` (rotates the first dims)
 ``rope`` interleaved, full              ``llama4/modeling_llama4.py``:
-                                        ``Llama4TextRotaryEmbedding`` + ``apply_rotary_emb``
+(and proportional, any rotary_dim)      ``Llama4TextRotaryEmbedding`` + ``apply_rotary_emb``
                                         (complex ``freqs_cis``; layout ``[B, T, H, D]``)
 ``rope`` interleaved, partial           ``gptj/modeling_gptj.py``: ``GPTJRotaryEmbedding``
-                                        (``create_sinusoidal_positions``) +
+(rope_type default only)                (``create_sinusoidal_positions``) +
                                         ``apply_rotary_pos_emb`` / ``rotate_every_two``
 ``rope_apply_with_cos_sin``             half: the Llama (full) or GPT-NeoX (partial)
                                         ``apply_rotary_pos_emb`` with ``cat(c, c)``;
@@ -43,6 +43,46 @@ Which HF code backs each operation (all paths under ``transformers/models/``):
                                         + ``prepare_inputs_for_generation`` (cache slice)
 ``position_ids`` packed                 ``data/data_collator.py``: ``DataCollatorWithFlattening``
 ======================================  =====================================================
+
+RoPE scaling (``RopeParams.rope_type``, clauses SCALE-*): the wrapper writes the rope_type and
+its keys, named as HF names them, into the config's ``rope_parameters`` (``None`` fields left
+out, so HF's defaults apply: beta_fast 32, beta_slow 1, truncate true) and
+``max_position_embeddings`` onto the config; the rotary module above then calls
+``modeling_rope_utils.ROPE_INIT_FUNCTIONS[rope_type]`` for ``inv_freq`` and
+``attention_scaling``, and its forward's ``@dynamic_rope_update`` recomputes them per call.
+One module lives in each prepared object, so state carries over between calls as in a model.
+
+=================  ==============================================================================
+rope_type          HF 5.24 code (``transformers/modeling_rope_utils.py``)
+=================  ==============================================================================
+``default``        the module's own ``compute_default_rope_parameters``; an explicit
+                   ``attention_factor`` is set as ``attention_scaling`` (ROPE-ATTENTION-FACTOR)
+``linear``         ``_compute_linear_scaling_rope_parameters`` (SCALE-LINEAR)
+``dynamic``        ``_compute_dynamic_ntk_parameters`` + ``dynamic_rope_update``'s
+                   ``dynamic_frequency_update`` (SCALE-DYNAMIC-NTK, SCALE-DYNAMIC-GROW); only
+                   ``dynamic_policy='grow_until_reset'``: HF has no per-call policy
+                   (SCALE-DYNAMIC-PER-CALL is unsupported)
+``yarn``           ``_compute_yarn_parameters`` (SCALE-YARN-RAMP, SCALE-YARN-FACTOR,
+                   SCALE-YARN-ATTENTION-FACTOR); a missing ``factor`` is passed as ``None``, the
+                   key HF requires and derives from ``max_position_embeddings`` itself
+``llama3``         ``_compute_llama3_parameters`` (SCALE-LLAMA3)
+``longrope``       ``_compute_longrope_parameters`` + ``dynamic_rope_update``'s
+                   ``longrope_frequency_update`` (SCALE-LONGROPE-FACTORS,
+                   SCALE-LONGROPE-ATTENTION-FACTOR)
+``proportional``   ``_compute_proportional_rope_parameters`` (SCALE-PROPORTIONAL, as Gemma 4's
+                   full-attention layers use it) with ``partial_rotary_factor = rotary_dim /
+                   head_dim``: always the full-width module (``LlamaRotaryEmbedding`` + Llama's
+                   ``apply_rotary_pos_emb`` for half pairing, ``Llama4TextRotaryEmbedding`` for
+                   interleaved), since its head_dim/2 frequencies end in zeros and the whole head
+                   is rotated; cos/sin come back ``[B, T, head_dim/2]`` (``pair_dim/2``)
+=================  ==============================================================================
+
+Scaled cases HF cannot express raise :class:`Unsupported`: ``dynamic`` with
+``dynamic_policy`` per_call / None (transformers implements grow-until-reset only); an explicit
+``attention_factor`` with linear, dynamic, llama3 or proportional (their init functions return
+1.0, read no such key, and a dynamic update would reset ``attention_scaling`` from it); any
+scaling with interleaved partial RoPE (GPT-J's table has none); longrope with neither
+``factor`` nor ``max_position_embeddings`` (HF would take the model class's default length).
 
 Dtype policy (clauses ROPE-PRECISION, SIN-PRECISION): inputs reach the library in the
 requested dtype -- the wrapper never upcasts before a library call -- so the library's own
@@ -240,8 +280,86 @@ class _GptjRope:
         return _gptj_rotate(q, sin, cos, r), _gptj_rotate(k, sin, cos, r)
 
 
+#: The ``rope_parameters`` keys HF 5.24 reads for each scaled rope_type (the spec's
+#: ``RopeParams`` fields carry the same names).  ``partial_rotary_factor`` is added by the
+#: dispatch where a module needs it; ``max_position_embeddings`` is a config attribute.
+_HF_SCALING_KEYS = {
+    "default": (),
+    "linear": ("factor",),
+    "dynamic": ("factor",),
+    "yarn": ("factor", "original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
+             "mscale", "mscale_all_dim", "truncate"),
+    "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
+    "longrope": ("factor", "original_max_position_embeddings", "attention_factor", "short_factor", "long_factor"),
+    "proportional": ("factor",),
+}
+#: rope_types whose HF init function returns its own attention factor (read from rope_parameters).
+_HF_OWN_ATTENTION_FACTOR = ("yarn", "longrope")
+
+
 def _rope_parameters(params, **extra) -> dict:
-    return {"rope_type": "default", "rope_theta": float(params.rope_theta), **extra}
+    """HF 5.24 ``rope_parameters`` for ``params``: rope_type, rope_theta and the type's keys.
+
+    Fields that are ``None`` are left out, so HF applies its own defaults (beta_fast 32,
+    beta_slow 1, truncate true; longrope's factor from ``max_position_embeddings``) -- with one
+    exception: YaRN's validation *requires* the ``factor`` key, and ``_compute_yarn_parameters``
+    derives the factor from ``max_position_embeddings / original_max_position_embeddings`` only
+    when that key holds ``None`` (SCALE-YARN-FACTOR), so a missing yarn factor is passed as
+    ``None``.  Lists (short/long factors) go in as Python lists of floats, as in a config.json.
+    """
+    rp: dict = {"rope_type": params.rope_type, "rope_theta": float(params.rope_theta)}
+    for key in _HF_SCALING_KEYS[params.rope_type]:
+        value = getattr(params, key)
+        if value is None:
+            if params.rope_type == "yarn" and key == "factor":
+                rp["factor"] = None
+            continue
+        if key in ("short_factor", "long_factor"):
+            value = [float(v) for v in value]
+        elif key == "truncate":
+            value = bool(value)
+        elif key == "original_max_position_embeddings":
+            value = int(value)
+        else:
+            value = float(value)
+        rp[key] = value
+    rp.update(extra)
+    return rp
+
+
+def _config_extra(params) -> dict:
+    """Config attributes besides ``rope_parameters``: ``max_position_embeddings`` when given.
+
+    HF reads it as the dynamic-NTK ``L_max`` (``_compute_dynamic_ntk_parameters`` and the
+    rotary module's ``max_seq_len_cached`` / ``original_max_seq_len``) and as the numerator of
+    the derived YaRN / LongRoPE factor; when the spec leaves it unset the model class's own
+    default stays, which no numbers of the other rope_types depend on.
+    """
+    if params.max_position_embeddings is None:
+        return {}
+    return {"max_position_embeddings": int(params.max_position_embeddings)}
+
+
+def _check_scaling_expressible(params) -> None:
+    """Raise :class:`Unsupported` for the scaled cases HF 5.24 has no code for (see the module docstring)."""
+    t = params.rope_type
+    if t == "default":
+        return
+    if params.attention_factor is not None and t not in _HF_OWN_ATTENTION_FACTOR:
+        raise Unsupported(f"HF's rope init function for rope_type {t!r} ignores an attention_factor (it returns "
+                          f"1.0 and rope_parameters has no key for it; only yarn and longrope read one), and "
+                          f"the rotary module resets attention_scaling from it"
+                          + (" on every dynamic update" if t == "dynamic" else ""))
+    if t == "dynamic" and params.dynamic_policy != "grow_until_reset":
+        raise Unsupported("dynamic_policy per_call (SCALE-DYNAMIC-PER-CALL): transformers' dynamic_rope_update "
+                          "implements only grow-until-reset (SCALE-DYNAMIC-GROW): a grown theta' stays until a "
+                          "call shorter than max_position_embeddings")
+    if t == "longrope" and params.factor is None and params.max_position_embeddings is None:
+        raise Unsupported("longrope without factor and max_position_embeddings: HF would derive the factor from "
+                          "the model class's default max_position_embeddings, which the spec does not define")
+    if params.pairing == "interleaved" and params.rdim != params.head_dim and t != "proportional":
+        raise Unsupported(f"interleaved partial RoPE is GPT-J's, whose rotary table "
+                          f"(create_sinusoidal_positions) has no rope scaling (rope_type {t!r})")
 
 
 def _set_attention_factor(rotary: nn.Module, params) -> None:
@@ -249,9 +367,11 @@ def _set_attention_factor(rotary: nn.Module, params) -> None:
 
     Every HF rotary module multiplies cos/sin by ``self.attention_scaling``, which its
     ``rope_init_fn`` sets (1.0 for default RoPE; YaRN / LongRoPE return their factor there).
-    Default RoPE has no config key for it, so the attribute is set after construction.
+    Default RoPE has no config key for it, so the attribute is set after construction; the
+    scaled types either take it from ``rope_parameters`` (yarn, longrope) or are unsupported
+    with an explicit factor (:func:`_check_scaling_expressible`).
     """
-    if params.attention_factor is not None:
+    if params.rope_type == "default" and params.attention_factor is not None:
         rotary.attention_scaling = float(params.attention_factor)
 
 
@@ -284,46 +404,69 @@ class HFTransformersAdapter(Adapter):
 
     # ---- RoPE ------------------------------------------------------------------------------
     def rope(self, params, *, dtype, device):
-        """ROPE-*: dispatch to the HF model whose RoPE matches the pairing and rotary_dim."""
-        if params.rope_type != "default":
-            raise Unsupported(f"rope_type {params.rope_type!r} is not wired in this adapter")
+        """ROPE-*, SCALE-*: dispatch to the HF model whose RoPE matches the pairing and rotary_dim.
+
+        The rope_type and its keys go into the config's ``rope_parameters`` so that the
+        module's own ``ROPE_INIT_FUNCTIONS[rope_type]`` computes ``inv_freq`` and
+        ``attention_scaling`` (SCALE-LINEAR, SCALE-YARN-*, SCALE-LLAMA3,
+        SCALE-LONGROPE-ATTENTION-FACTOR, SCALE-PROPORTIONAL) and its forward's
+        ``dynamic_rope_update`` does the per-call updates (SCALE-DYNAMIC-NTK with
+        SCALE-DYNAMIC-GROW; SCALE-LONGROPE-FACTORS).  The prepared object keeps the one module,
+        so that state carries over between calls as in a HF model.  proportional
+        (SCALE-PROPORTIONAL) pairs over the whole head: it always uses the full-width module
+        (Llama for half pairing, Llama 4 for interleaved) with ``partial_rotary_factor =
+        rotary_dim / head_dim`` inside ``rope_parameters``, as Gemma 4 configures it.
+        """
+        _check_scaling_expressible(params)
         dt, D, r = DTYPES[dtype], params.head_dim, params.rdim
+        full = r == D or params.rope_type == "proportional"
+        if params.pairing == "interleaved" and not full:
+            if params.rope_theta != HF_FIXED_BASE:
+                raise Unsupported(f"interleaved partial RoPE is GPT-J's, whose create_sinusoidal_positions "
+                                  f"hard-codes theta 10000 (got {params.rope_theta:g})")
+            if params.attention_factor not in (None, 1.0):
+                raise Unsupported("GPT-J's rotary table has no attention factor (no attention_scaling)")
+            return _GptjRope(params, dt, device)
+        extra = {}
+        if r != D or params.rope_type == "proportional":
+            factor = r / D
+            sized = int(D * factor) if params.rope_type != "proportional" else 2 * int(factor * D // 2)
+            if sized != r:
+                who = ("GPT-NeoX sizes the rotary part as int(head_dim * partial_rotary_factor)"
+                       if params.rope_type != "proportional" else
+                       "proportional RoPE sizes the rotated share as int(partial_rotary_factor * head_dim // 2)")
+                raise Unsupported(f"{who}; rotary_dim {r} of head_dim {D} is not expressible")
+            extra["partial_rotary_factor"] = factor
+        rope_parameters = _rope_parameters(params, **extra)
+        common = dict(num_attention_heads=1, num_hidden_layers=1, intermediate_size=1, vocab_size=1,
+                      bos_token_id=None, eos_token_id=None, rope_parameters=rope_parameters, **_config_extra(params))
         if params.pairing == "half":
-            if r == D:
-                cfg = LlamaConfig(hidden_size=D, head_dim=D, num_attention_heads=1, num_key_value_heads=1,
-                                  num_hidden_layers=1, intermediate_size=1, vocab_size=1,
-                                  bos_token_id=None, eos_token_id=None, pad_token_id=None,
-                                  rope_parameters=_rope_parameters(params))
+            if full:
+                cfg = LlamaConfig(hidden_size=D, head_dim=D, num_key_value_heads=1, pad_token_id=None, **common)
                 rotary, apply_fn = hf_llama.LlamaRotaryEmbedding(cfg), hf_llama.apply_rotary_pos_emb
             else:
-                factor = r / D
-                if int(D * factor) != r:
-                    raise Unsupported(f"GPT-NeoX sizes the rotary part as int(head_dim * partial_rotary_factor); "
-                                      f"rotary_dim {r} of head_dim {D} is not expressible")
-                cfg = GPTNeoXConfig(hidden_size=D, num_attention_heads=1, num_hidden_layers=1,
-                                    intermediate_size=1, vocab_size=1, bos_token_id=None, eos_token_id=None,
-                                    rope_parameters=_rope_parameters(params, partial_rotary_factor=factor))
+                cfg = GPTNeoXConfig(hidden_size=D, **common)
                 rotary, apply_fn = hf_neox.GPTNeoXRotaryEmbedding(cfg), hf_neox.apply_rotary_pos_emb
-            if rotary.inv_freq.shape[-1] * 2 != r:
-                raise AdapterError(f"hf-transformers: HF built {rotary.inv_freq.shape[-1]} frequencies, "
-                                   f"expected rotary_dim/2 = {r // 2}")
+            self._check_built(rotary, params)
             _set_attention_factor(rotary, params)
             return _HalfRope(rotary.to(device), apply_fn, dt, device)
-        # interleaved
-        if r == D:
-            cfg = Llama4TextConfig(hidden_size=D, head_dim=D, num_attention_heads=1, num_key_value_heads=1,
-                                   num_hidden_layers=1, intermediate_size=1, intermediate_size_mlp=1,
-                                   vocab_size=1, bos_token_id=None, eos_token_id=None, pad_token_id=None,
-                                   rope_parameters=_rope_parameters(params))
-            rotary = hf_llama4.Llama4TextRotaryEmbedding(cfg)
-            _set_attention_factor(rotary, params)
-            return _Llama4Rope(rotary.to(device), dt, device)
-        if params.rope_theta != HF_FIXED_BASE:
-            raise Unsupported(f"interleaved partial RoPE is GPT-J's, whose create_sinusoidal_positions "
-                              f"hard-codes theta 10000 (got {params.rope_theta:g})")
-        if params.attention_factor not in (None, 1.0):
-            raise Unsupported("GPT-J's rotary table has no attention factor (no attention_scaling)")
-        return _GptjRope(params, dt, device)
+        # interleaved, full width (partial went to GPT-J above)
+        cfg = Llama4TextConfig(hidden_size=D, head_dim=D, num_key_value_heads=1, intermediate_size_mlp=1,
+                               pad_token_id=None, **common)
+        rotary = hf_llama4.Llama4TextRotaryEmbedding(cfg)
+        self._check_built(rotary, params)
+        _set_attention_factor(rotary, params)
+        return _Llama4Rope(rotary.to(device), dt, device)
+
+    @staticmethod
+    def _check_built(rotary: nn.Module, params) -> None:
+        """HF must have built what the parameters ask for: pair_dim/2 frequencies of the rope_type."""
+        if rotary.rope_type != params.rope_type:
+            raise AdapterError(f"hf-transformers: HF built rope_type {rotary.rope_type!r}, "
+                               f"expected {params.rope_type!r}")
+        if rotary.inv_freq.shape[-1] * 2 != params.pair_dim:
+            raise AdapterError(f"hf-transformers: HF built {rotary.inv_freq.shape[-1]} frequencies, "
+                               f"expected {params.pair_dim // 2} (pair_dim / 2)")
 
     @torch.no_grad()
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):

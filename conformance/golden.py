@@ -185,46 +185,82 @@ def read_manifest(directory: Path = GOLDEN_DIR) -> dict:
     return m
 
 
-def load(case: Case, directory: Path = GOLDEN_DIR, manifest: Optional[dict] = None) -> Golden:
-    """Load one case, verifying the file's sha256 and every input's sha256.
+def _entry_field(entry: dict, key: str, where: Path):
+    try:
+        return entry[key]
+    except (KeyError, TypeError):
+        raise GoldenError(f"{where}: manifest entry {entry.get('id', '?') if isinstance(entry, dict) else entry!r} "
+                          f"has no field {key!r}") from None
 
-    Raises :class:`GoldenError` naming the file on a missing entry, tampering or mismatch.
+
+def load(case: Case, directory: Path = GOLDEN_DIR, manifest: Optional[dict] = None) -> Golden:
+    """Load one case, verifying it against the manifest *and* the case definition.
+
+    Checks: the file's sha256; op, clauses and parameters equal the case's; every input
+    equals the case definition's (stored or regenerated; sha256 in the manifest); outputs match
+    the manifest's shapes and dtypes; the stored error scales equal the reference's
+    recomputation.  Raises :class:`GoldenError` naming the file and what differs.
     """
     m = manifest if manifest is not None else read_manifest(directory)
-    entry = next((e for e in m["cases"] if e["id"] == case.id), None)
+    entry = next((e for e in m["cases"] if isinstance(e, dict) and e.get("id") == case.id), None)
     if entry is None:
         raise GoldenError(f"{directory / MANIFEST}: no entry for case {case.id!r}; regenerate the goldens")
-    path = directory / entry["file"]
+    path = directory / _entry_field(entry, "file", directory / MANIFEST)
     if not path.is_file():
         raise GoldenError(f"{path}: golden file missing")
     data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+    if hashlib.sha256(data).hexdigest() != _entry_field(entry, "sha256", path):
         raise GoldenError(f"{path}: sha256 does not match the manifest (file tampered with or corrupt)")
-    model = PARAM_MODELS[entry["params"]["model"]].model_validate(entry["params"]["values"])
-    if model != case.params or entry["op"] != case.op or tuple(entry["clauses"]) != case.clauses:
+    params = _entry_field(entry, "params", path)
+    model = PARAM_MODELS.get(params.get("model") if isinstance(params, dict) else None)
+    if model is None:
+        raise GoldenError(f"{path}: params.model {params!r} is not a parameter model of the spec")
+    try:
+        same = model.model_validate(params.get("values")) == case.params
+    except ValueError as e:
+        raise GoldenError(f"{path}: params do not validate: {e}") from None
+    if not same or entry.get("op") != case.op or tuple(entry.get("clauses", ())) != case.clauses:
         raise GoldenError(f"{path}: op, clauses or params differ from the case definition; regenerate")
-    with np.load(io.BytesIO(data), allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:  # noqa: BLE001 - any unreadable npz is reported with its file
+        raise GoldenError(f"{path}: not a readable npz of plain arrays: {e}") from None
+    expected_inputs = case_inputs(case, m["seed"])
+    meta_inputs = _entry_field(entry, "inputs", path)
+    if set(meta_inputs) != set(expected_inputs):
+        raise GoldenError(f"{path}: inputs {sorted(meta_inputs)} != the case's {sorted(expected_inputs)}")
     inputs = {}
-    for name, meta in entry["inputs"].items():
-        if f"input/{name}" in arrays:
-            a = arrays[f"input/{name}"]
-        elif "generated" in meta:
-            a = generate(case.id, name, case.inputs[name], m["seed"])
-        else:
+    for name, meta in meta_inputs.items():
+        want = expected_inputs[name]
+        a = arrays.get(f"input/{name}", want if "generated" in meta else None)
+        if a is None:
             raise GoldenError(f"{path}: input {name!r} neither stored nor generated")
-        if sha256_array(a) != meta["sha256"]:
-            raise GoldenError(f"{path}: input {name!r} sha256 mismatch (generator or file changed)")
+        if not (sha256_array(a) == meta.get("sha256") == sha256_array(want)):
+            raise GoldenError(f"{path}: input {name!r} differs from the case definition or its manifest sha256")
         inputs[name] = a
     outputs = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("output/")}
-    if set(outputs) != set(entry["outputs"]):
-        raise GoldenError(f"{path}: outputs {sorted(outputs)} != manifest {sorted(entry['outputs'])}")
-    return Golden(
+    meta_out = _entry_field(entry, "outputs", path)
+    if set(outputs) != set(meta_out):
+        raise GoldenError(f"{path}: outputs {sorted(outputs)} != manifest {sorted(meta_out)}")
+    for name, a in outputs.items():
+        if list(a.shape) != meta_out[name].get("shape") or str(a.dtype) != meta_out[name].get("dtype"):
+            raise GoldenError(f"{path}: output {name!r} is {a.dtype}{list(a.shape)}, the manifest says "
+                              f"{meta_out[name].get('dtype')}{meta_out[name].get('shape')}")
+    g = Golden(
         case, inputs, outputs,
         {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("scale/")},
         {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("angle/")},
         ops.OPS[case.op].angle_based,
     )
+    for name, (ds, an) in ops.scales(case.op, case.params, inputs).items():
+        for kind, stored, ref in (("scale", g.dtype_scales, ds), ("angle", g.angle_scales, an)):
+            got = stored.get(name)
+            ref = np.broadcast_to(ref, outputs[name].shape)
+            if got is None or got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-12, atol=0):
+                raise GoldenError(f"{path}: stored {kind} of output {name!r} differs from the reference's "
+                                  "error scales (tampered, or stale: regenerate)")
+    return g
 
 
 def check(directory: Path = GOLDEN_DIR) -> list[str]:

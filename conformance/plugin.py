@@ -12,7 +12,6 @@ which no check passed or diverged as expected fails, and so does an expectation 
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Optional
@@ -25,6 +24,8 @@ from posenc.spec import SPEC_VERSION, load_spec
 from posenc.spec.errors import UsageError
 from posenc.spec.models import DTYPES
 
+from . import expectations as expectations_mod
+
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "adapters" / "expectations"
 _KEY = pytest.StashKey["State"]()
 
@@ -34,7 +35,10 @@ class State:
         self.adapter, self.device, self.dtypes = adapter, device, dtypes
         self.spec = load_spec()
         self.expectations_path = expectations
-        self.expectations = load_expectations(expectations, self.spec, adapter) if expectations else {}
+        try:
+            self.expectations = expectations_mod.load(expectations, self.spec, adapter.versions()) if expectations else {}
+        except expectations_mod.ExpectationError as e:
+            raise pytest.UsageError(str(e))
         self.collected: set[str] = set()
         self.outcomes: dict[str, Counter] = defaultdict(Counter)
         self.checked = 0  # passed, or failed exactly as an expectation file says
@@ -60,38 +64,6 @@ def _parse_dtypes(text: str) -> list[str]:
     if bad or not out:
         what = f"unknown dtype(s) {', '.join(bad)}" if bad else "no dtype given"
         raise pytest.UsageError(f"--dtype {text!r}: {what}; choose from {', '.join(DTYPES)}, a comma list, or all")
-    return out
-
-
-def load_expectations(path: Path, spec, adapter: Adapter) -> dict[str, dict]:
-    """Read an expectation file: ``{test_id: entry}``; every field is validated."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise pytest.UsageError(f"expectation file {path}: {e}")
-    entries = raw.get("expected_failures", []) if isinstance(raw, dict) else None
-    if entries is None or not isinstance(entries, list):
-        raise pytest.UsageError(f"{path}: top level must be a mapping with a list 'expected_failures'")
-    out = {}
-    versions = adapter.versions()
-    for i, e in enumerate(entries):
-        where = f"{path}: expected_failures.{i}"
-        if not isinstance(e, dict):
-            raise pytest.UsageError(f"{where}: must be a mapping")
-        for key in ("test_id", "clause", "divergence", "evidence", "library", "library_version"):
-            if not e.get(key):
-                raise pytest.UsageError(f"{where}: field {key!r} missing")
-        if e["clause"] not in spec.clauses:
-            raise pytest.UsageError(f"{where}.clause: unknown clause {e['clause']!r}")
-        if e["divergence"] not in spec.divergences and not str(e["divergence"]).startswith("DIV-UNNAMED"):
-            raise pytest.UsageError(f"{where}.divergence: unknown divergence {e['divergence']!r}")
-        if versions.get(e["library"]) != str(e["library_version"]):
-            raise pytest.UsageError(
-                f"{where}.library_version: recorded for {e['library']} {e['library_version']}, running "
-                f"{versions.get(e['library'])}: re-verify the line and update it")
-        if e["test_id"] in out:
-            raise pytest.UsageError(f"{where}.test_id: {e['test_id']!r} listed twice")
-        out[e["test_id"]] = e
     return out
 
 
@@ -171,20 +143,19 @@ def pytest_collection_modifyitems(session, config, items):
         e = st.expectations.get(tid)
         if e:
             allowed = set(_clauses_of(item))
-            div = st.spec.divergences.get(e["divergence"])
+            div = st.spec.divergences.get(e.divergence)
             if div:
                 allowed |= set(div.violates)
-            if e["clause"] not in allowed:
+            if e.clause not in allowed:
                 raise pytest.UsageError(
-                    f"{st.expectations_path}: {tid}: clause {e['clause']} is neither checked by the test "
-                    f"({', '.join(_clauses_of(item))}) nor violated by {e['divergence']}")
+                    f"{st.expectations_path}: {tid}: clause {e.clause} is neither checked by the test "
+                    f"({', '.join(_clauses_of(item))}) nor violated by {e.divergence}")
             item.add_marker(pytest.mark.xfail(
-                strict=True, reason=f"expected divergence {e['divergence']} of {e['clause']}: {e['evidence']}"))
-    dtype_re = re.compile(r"\[(" + "|".join(DTYPES) + r")-")
+                strict=True, reason=f"expected divergence {e.divergence} of {e.clause}: {e.evidence}"))
+    known = {expectations_mod.without_dtype(t) for t in st.collected}
     for tid, e in st.expectations.items():
-        m = dtype_re.search(tid)
-        if tid not in st.collected and (m is None or m.group(1) in st.dtypes):
-            st.stale.append(f"{st.expectations_path}: test_id {tid!r} ({e['divergence']}) matches no test: stale line")
+        if tid not in st.collected and expectations_mod.without_dtype(tid) not in known:
+            st.stale.append(f"{st.expectations_path}: test_id {tid!r} ({e.divergence}) matches no test: stale line")
 
 
 def pytest_collection_finish(session):
@@ -195,11 +166,20 @@ def pytest_collection_finish(session):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_pyfunc_call(pyfuncitem):
-    """``Unsupported`` (and only it) becomes a reported skip with its reason."""
+    """``Unsupported`` (and only it) becomes a reported skip with its reason.
+
+    The suite itself never calls ``pytest.skip``: a skip raised inside a conformance test came
+    from the adapter (e.g. ``pytest.importorskip`` of the wrapped library) and is a failure.
+    """
+    if pyfuncitem.get_closest_marker("clauses") is None:
+        return (yield)
     try:
         return (yield)
     except Unsupported as e:
         pytest.skip(f"unsupported: {e.reason}")
+    except pytest.skip.Exception as e:
+        pytest.fail(f"the adapter raised a pytest skip ({e.msg}); only posenc.adapters.Unsupported "
+                    "reports an unsupported case, and a missing library is a failure", pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -212,12 +192,17 @@ def pytest_runtest_makereport(item, call):
     entry = st.expectations.get(item.name)
     if entry and rep.when == "call" and hasattr(rep, "wasxfail"):
         found = getattr(exc, "divergences", None)
-        if found is not None and entry["divergence"] not in found and not entry["divergence"].startswith("DIV-UNNAMED"):
+        if (found is not None and entry.divergence not in found
+                and not entry.divergence.startswith(expectations_mod.UNNAMED)):
             # failed, but not the way the expectation file says: a different bug hides behind it
             rep.outcome = "failed"
             del rep.wasxfail
-            rep.longrepr = (f"{item.nodeid}: expected divergence {entry['divergence']} ({st.expectations_path}), "
+            rep.longrepr = (f"{item.nodeid}: expected divergence {entry.divergence} ({st.expectations_path}), "
                             f"but the output matches {', '.join(found) or 'no known divergence'}:\n{exc.msg}")
+    elif entry and rep.when == "call" and rep.outcome == "skipped":
+        rep.outcome = "failed"
+        rep.longrepr = (f"{item.nodeid}: listed as expected divergence {entry.divergence} "
+                        f"({st.expectations_path}) but reported {rep.longrepr[2] if isinstance(rep.longrepr, tuple) else 'skipped'}")
     if rep.when == "call" and rep.outcome == "skipped" and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
         rep.longrepr = (str(item.path), (item.location[1] or 0) + 1, rep.longrepr[2])  # point at the test
     if rep.when == "call" or (rep.when == "setup" and rep.outcome != "passed"):

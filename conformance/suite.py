@@ -100,8 +100,11 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
     """Call into the adapter; any exception but ``Unsupported`` fails with the clauses named."""
     try:
         return fn(*args, **kwargs)
-    except (Unsupported, pytest.fail.Exception, pytest.skip.Exception):
+    except (Unsupported, pytest.fail.Exception):
         raise
+    except pytest.skip.Exception as e:
+        fail(clauses, adapter, case, dtype, f"the adapter raised a pytest skip ({e.msg}); only "
+             "posenc.adapters.Unsupported reports an unsupported case, and a missing library is a failure")
     except Exception as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
         tb = traceback.extract_tb(e.__traceback__)
         where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb else ""

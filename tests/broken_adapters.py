@@ -126,6 +126,7 @@ class NothingSupported(Adapter):
     framework = "torch"
     from_numpy, to_numpy = TorchAdapter.from_numpy, TorchAdapter.to_numpy
     dtype_of, device_of = TorchAdapter.dtype_of, TorchAdapter.device_of
+    versions = TorchAdapter.versions
 
 
 class WrongDtype(TorchAdapter):
@@ -182,3 +183,13 @@ class OptOffsetZeroChecked(TorchAdapter):
 
     def opt_rows(self, positions):
         return positions
+
+
+class ImportOrSkip(TorchAdapter):
+    """Skips when its kernel library is missing: that must fail, not pass."""
+
+    name = "broken-importorskip"
+
+    def rope(self, params, *, dtype, device):
+        import pytest
+        pytest.importorskip("no_such_flash_kernel_library")

@@ -326,3 +326,52 @@ def test_npz_members_need_no_pickle():
                 assert a.dtype.kind in "fiub", (path.name, k, a.dtype)
         with zipfile.ZipFile(path) as zf:
             assert all(n.endswith(".npy") for n in zf.namelist()), path.name
+
+
+def test_tampered_scales_with_matching_sha_are_reported(regenerated):
+    """Widening the stored error scales (and fixing the sha256) must not loosen a run silently."""
+    def widen(arrays):
+        for k in list(arrays):
+            if k.startswith(("scale/", "angle/")):
+                arrays[k] = arrays[k] * 1e6
+    _rewrite_output(regenerated, "rope-llama3-8b-scattered", widen)
+    problems = golden.check(regenerated)
+    assert any("rope-llama3-8b-scattered.npz" in p and "error scales" in p for p in problems), problems
+
+
+def test_stored_inputs_must_equal_the_case_definition(regenerated):
+    """Replacing stored position_ids (outputs recomputed, sha256 fixed) is still reported."""
+    case = by_id()["rope-llama3-8b-scattered"]
+
+    def arange_positions(arrays):
+        arrays["input/position_ids"] = np.broadcast_to(np.arange(3), (2, 3)).copy()
+    _rewrite_output(regenerated, case.id, arange_positions)
+    m = json.loads((regenerated / "manifest.json").read_text())
+    e = next(e for e in m["cases"] if e["id"] == case.id)
+    e["inputs"]["position_ids"]["sha256"] = golden.sha256_array(np.broadcast_to(np.arange(3), (2, 3)))
+    (regenerated / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(GoldenError, match="position_ids.*differs from the case definition"):
+        golden.load(case, regenerated)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda e: e.pop("sha256"), "no field 'sha256'"),
+    (lambda e: e["params"].update(model="Nope"), "is not a parameter model"),
+    (lambda e: e["outputs"]["q"].update(shape=[1]), "the manifest says"),
+])
+def test_malformed_manifest_entries_are_named(regenerated, edit, message):
+    m = json.loads((regenerated / "manifest.json").read_text())
+    edit(next(e for e in m["cases"] if e["id"] == "rope-tiny-half"))
+    (regenerated / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(GoldenError, match=message):
+        golden.load(by_id()["rope-tiny-half"], regenerated)
+
+
+def test_corrupt_npz_is_named(regenerated):
+    path = regenerated / "rope-tiny-half.npz"
+    path.write_bytes(b"not a zip")
+    m = json.loads((regenerated / "manifest.json").read_text())
+    next(e for e in m["cases"] if e["id"] == "rope-tiny-half")["sha256"] = hashlib.sha256(b"not a zip").hexdigest()
+    (regenerated / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(GoldenError, match="rope-tiny-half.npz: not a readable npz"):
+        golden.load(by_id()["rope-tiny-half"], regenerated)

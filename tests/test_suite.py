@@ -279,3 +279,49 @@ def test_left_pad_fill_is_opt_in(run_suite):
     r = run_suite("hf-transformers", "-k", "left_pad_fill", "--left-pad-fill", "1")
     assert r.ret == 1 and "padded slots must hold 1" in r.stdout.str()
     assert run_suite("hf-transformers", "-k", "left_pad_fill", "--left-pad-fill", "0").ret == 0
+
+
+def test_a_skip_inside_the_adapter_is_a_failure(run_suite):
+    r = run_suite(f"{BROKEN}:ImportOrSkip", "-k", "rope-tiny-half")
+    out = r.stdout.str()
+    assert r.ret == 1 and "only posenc.adapters.Unsupported reports an unsupported case" in out
+
+
+@pytest.mark.parametrize("body,message", [
+    ("expected_failure: []\n", "expected_failure: Extra inputs are not permitted"),
+    ("expected_failures:\n  - {test_id: 12, clause: ROPE-PAIR-HALF, divergence: DIV-ROPE-PAIRING-SWAPPED, "
+     "evidence: e, library: torch, library_version: '1'}\n", "expected_failures.0.test_id: Input should be a valid string"),
+    ("expected_failures:\n  - {test_id: x, clause: ROPE-PAIR-HALF, divergence: DIV-ROPE-PAIRING-SWAPPED, "
+     "evidence: e, library: flash_attn, library_version: '1'}\n", "reports no version for 'flash_attn'"),
+])
+def test_malformed_expectation_files_are_named(run_suite, tmp_path, body, message):
+    p = tmp_path / "exp.yaml"
+    p.write_text(body)
+    r = run_suite("torch", "--expectations", str(p))
+    assert r.ret == 4 and message in r.stderr.str(), r.stderr.str()
+
+
+def test_expectation_for_an_unsupported_test_fails(run_suite, tmp_path):
+    exp = _write_expectations(tmp_path, f"""
+  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+    clause: ROPE-PAIR-HALF
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: the adapter cannot even run it
+    library: torch
+    library_version: "{__import__('torch').__version__}"
+""")
+    r = run_suite(f"{BROKEN}:NothingSupported", "-k", "test_golden and rope-tiny-half", "--expectations", exp)
+    assert r.ret == 1 and "but reported unsupported" in r.stdout.str()
+
+
+def test_stale_line_for_a_dtype_not_run_is_still_stale(run_suite, tmp_path):
+    exp = _write_expectations(tmp_path, f"""
+  - test_id: "test_golden[bfloat16-no-such-case@ROPE-PAIR-HALF]"
+    clause: ROPE-PAIR-HALF
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: stale
+    library: torch
+    library_version: "{__import__('torch').__version__}"
+""")
+    r = run_suite("torch", "--expectations", exp)
+    assert r.ret == 4 and "stale line" in r.stderr.str()
