@@ -120,6 +120,7 @@ class Adapter:
         raise NotImplementedError
 
     def device_of(self, x: Any) -> str:
+        """Where a native array lives: 'cpu', 'cuda:0', ... (compared with ``--device``)."""
         return "cpu"
 
     # ---- operations --------------------------------------------------------------------

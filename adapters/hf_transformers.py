@@ -122,7 +122,7 @@ from transformers.models.opt.modeling_opt import OPTDecoder, OPTLearnedPositiona
 from posenc.spec.errors import AdapterError
 
 from .base import Adapter, Unsupported
-from .torch_adapter import DTYPES, TorchAdapter
+from .torch_adapter import DTYPES, TorchAdapter, torch_device_available
 
 #: The base every HF sinusoidal table and GPT-J's rotary table hard-code.
 HF_FIXED_BASE = 10000.0
@@ -400,7 +400,7 @@ class HFTransformersAdapter(Adapter):
         return {"torch": torch.__version__, "transformers": transformers.__version__}
 
     def device_available(self, device):
-        return device == "cpu" or (device == "cuda" and torch.cuda.is_available())
+        return torch_device_available(device)
 
     # ---- RoPE ------------------------------------------------------------------------------
     def rope(self, params, *, dtype, device):

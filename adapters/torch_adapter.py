@@ -30,6 +30,16 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
+def torch_device_available(device: str) -> bool:
+    """``cpu``, ``cuda`` or ``cuda:N`` present on this machine (N < torch.cuda.device_count())."""
+    kind, _, index = device.partition(":")
+    if kind == "cpu":
+        return not index
+    if kind != "cuda" or not torch.cuda.is_available():
+        return False
+    return not index or (index.isdigit() and int(index) < torch.cuda.device_count())
+
+
 def check_rows(rows: torch.Tensor, num_rows: int) -> None:
     """Raise :class:`PositionOutOfRange` unless ``0 <= rows < num_rows`` (before indexing)."""
     if rows.numel():
@@ -186,7 +196,7 @@ class TorchAdapter(Adapter):
         return {"torch": torch.__version__}
 
     def device_available(self, device):
-        return device == "cpu" or (device == "cuda" and torch.cuda.is_available())
+        return torch_device_available(device)
 
     def from_numpy(self, array, dtype, device):
         t = torch.from_numpy(np.ascontiguousarray(array))
@@ -202,7 +212,7 @@ class TorchAdapter(Adapter):
         return str(x.dtype).removeprefix("torch.")
 
     def device_of(self, x):
-        return x.device.type
+        return str(x.device)
 
     # ---- RoPE ----------------------------------------------------------------------------
     def rope(self, params, *, dtype, device):

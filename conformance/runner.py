@@ -50,8 +50,12 @@ def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, devic
         raise AdapterError(f"{adapter.name}.{op}: {name!r} has dtype {got}; ROPE-PRECISION requires float32 or float64")
     if kind == "int" and not (got.startswith("int") or got.startswith("uint")):
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, expected an integer dtype")
-    dev = adapter.device_of(x)
-    if dev != device.split(":")[0]:
+    try:
+        dev = str(adapter.device_of(x))
+    except Exception as e:  # noqa: BLE001
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} ({type(x).__name__}) has no device: {e}")
+    same = dev == device if ":" in device else dev.split(":")[0] == device
+    if not same:
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} is on {dev}, requested {device}")
     a = adapter.to_numpy(x)
     if not isinstance(a, np.ndarray):

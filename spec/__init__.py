@@ -60,6 +60,8 @@ def load_family(path: Path) -> FamilyFile:
     """Load and validate one YAML file; errors name the file and the field."""
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path.name}: not UTF-8 text: {e}") from None
     except yaml.YAMLError as e:
         raise SpecError(f"{path.name}: not valid YAML: {e}") from None
     try:
@@ -70,7 +72,15 @@ def load_family(path: Path) -> FamilyFile:
         raise SpecError(
             f"{path.name}: spec_version: {fam.spec_version!r} does not match {SPEC_VERSION!r}"
         )
+    for kind, items in (("clauses", fam.clauses), ("divergences", fam.divergences)):
+        for i, item in enumerate(items):
+            if _version(item.since) > _version(SPEC_VERSION):
+                raise SpecError(f"{path.name}: {kind}.{i}.since: {item.since!r} is newer than spec {SPEC_VERSION}")
     return fam
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
 
 
 def load_spec(directory: Optional[Path] = None) -> Spec:

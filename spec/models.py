@@ -78,7 +78,7 @@ class Clause(_Strict):
     tolerance: ToleranceClass
     invariants: list[Invariant] = []
     sources: list[Source] = Field(min_length=1)
-    since: str
+    since: str = Field(pattern=r"^\d+\.\d+\.\d+$")
     required: bool = Field(True, description="False for opt-in clauses (e.g. a required pad fill)")
 
 
@@ -91,7 +91,7 @@ class Divergence(_Strict):
     symptom: str
     evidence: list[str] = Field(min_length=1)
     mutant: str = Field(description="Name of the function in posenc.reference.mutants")
-    since: str
+    since: str = Field(pattern=r"^\d+\.\d+\.\d+$")
 
 
 class FamilyFile(_Strict):

@@ -16,7 +16,7 @@ against the float64 reference ``y_ref`` element-wise when
   and the product is rounded once more.  An angle computed in bfloat16 is wrong by
   ``eps(bf16) * |phi| = 2**16`` times more and fails.
 
-Calibration (tests/test_tolerance_calibration.py): HF transformers 5.24 (cos/sin cast to the
+Calibration (tests/test_tolerance.py): HF transformers 5.24 (cos/sin cast to the
 activation dtype before the multiply), Meta-style fp32 rotation and torchtune-style fp32 caches
 pass at all four dtypes, including position 131071 at theta 500000; a bf16-angle
 implementation fails.

@@ -113,7 +113,8 @@ def test_adapter_by_module_attr_and_path(run_suite):
 
 def test_report_header_names_everything(run_suite):
     out = run_suite("torch", "-k", "rope-tiny-half", "-v").stdout.str()
-    assert "posenc spec 0.1.0: adapter torch (torch; torch " in out
+    from posenc.spec import SPEC_VERSION
+    assert f"posenc spec {SPEC_VERSION}: adapter torch (torch; torch " in out
     assert "posenc device cpu, dtypes float32" in out
 
 
