@@ -114,7 +114,19 @@ _add(
          RopeParams(head_dim=64, rope_theta=10000.0, attention_factor=1.25),
          {"q": Gen((2, 3, 5, 64)), "k": Gen((2, 1, 5, 64)), "position_ids": _pos(range(5), range(60, 65))},
          "attention_factor 1.25 multiplies cos and sin"),
+    Case("rope-partial-factor", "rope.apply", ("ROPE-ATTENTION-FACTOR", "ROPE-PARTIAL"),
+         RopeParams(head_dim=64, rotary_dim=32, rope_theta=10000.0, attention_factor=1.25),
+         {"q": Gen((2, 3, 4, 64)), "k": Gen((2, 1, 4, 64)), "position_ids": _pos([9, 0, 3, 2047], [1, 1, 500, 2])},
+         "attention_factor scales the rotated pairs only, never the pass-through tail"),
+    Case("rope-interleaved-factor", "rope.apply", ("ROPE-PAIR-INTERLEAVED", "ROPE-ATTENTION-FACTOR", "ROPE-ANGLE"),
+         RopeParams(head_dim=64, rope_theta=500000.0, pairing="interleaved", attention_factor=0.75),
+         {"q": Gen((3, 2, 3, 64)), "k": Gen((3, 1, 3, 64)), "position_ids": _pos([5, 2, 9], [70000, 0, 1], [3, 3, 3])},
+         "interleaved pairs with non-monotonic positions and an attention factor"),
     Case("rope-inv-freq-llama3", "rope.inv_freq", ("ROPE-INV-FREQ",), _LLAMA3),
+    Case("rope-inv-freq-factor", "rope.inv_freq", ("ROPE-INV-FREQ", "ROPE-ATTENTION-FACTOR"),
+         RopeParams(head_dim=64, rope_theta=10000.0, attention_factor=1.25)),
+    Case("rope-cos-sin-neox-20b", "rope.cos_sin", ("ROPE-ANGLE", "ROPE-PARTIAL"), _NEOX,
+         {"position_ids": _pos([0, 1, 2047], [7, 300, 5])}, "rotary_dim/2 = 12 frequencies with denominator 24"),
     Case("rope-inv-freq-neox-20b", "rope.inv_freq", ("ROPE-INV-FREQ", "ROPE-PARTIAL"), _NEOX),
     Case("rope-inv-freq-gptj-6b", "rope.inv_freq", ("ROPE-INV-FREQ", "ROPE-PARTIAL"), _GPTJ),
     Case("rope-cos-sin-llama3", "rope.cos_sin", ("ROPE-ANGLE", "ROPE-PRECISION"), _LLAMA3,
@@ -126,7 +138,8 @@ _add(
 for name, p in (("half", _NEOX), ("interleaved", _GPTJ)):
     B, T = 2, 3
     pid = _pos(range(3), range(2045, 2048))
-    c, s = _rope_ref.cos_sin(pid, p)  # given cos/sin inputs, cast to the dtype under test
+    # given cos/sin inputs (magnitude 1.25, so an implementation may not renormalise them)
+    c, s = _rope_ref.cos_sin(pid, p.model_copy(update={"attention_factor": 1.25}))
     _add(Case(f"rope-apply-cos-sin-{name}", "rope.apply_with_cos_sin",
               ("ROPE-PAIR-HALF" if name == "half" else "ROPE-PAIR-INTERLEAVED", "ROPE-PARTIAL"), p,
               {"q": Gen((B, 4, T, p.head_dim)), "k": Gen((B, 1, T, p.head_dim)), "cos": c, "sin": s},
@@ -238,6 +251,12 @@ _add(
          {**_BERT_W, "input_ids": Gen((2, 3), "ids", high=89),
           "token_type_ids": _pos([1, 1, 0], [0, 1, 1]), "position_ids": _pos([509, 510, 511], [0, 255, 3]),
           "cache_length": 0}),
+    Case("gpt2-small-last-row", "learned.gpt2", ("LEARNED-GPT2-SUM", "LEARNED-ROW-RANGE"), _GPT2,
+         {**_GPT2_W, "input_ids": Gen((1, 2), "ids", high=97), "position_ids": _pos([1023, 0]), "cache_length": 0},
+         "the last valid row 1023; 1024 must raise"),
+    Case("bert-base-cache", "learned.bert", ("LEARNED-BERT-POSITIONS",), _BERT,
+         {**_BERT_W, "input_ids": Gen((2, 3), "ids", high=89), "cache_length": 509},
+         "default positions after 509 cached tokens: 509, 510, 511"),
     Case("opt-125m-positions", "learned.opt_positions", ("LEARNED-OPT-POSITIONS",), _OPT,
          {"attention_mask": _pos([0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]), "cache_length": 0},
          "left-padded, full and right-padded rows"),
@@ -267,6 +286,11 @@ _add(
          "padded slots are not compared"),
     Case("pos-left-pad-cache", "position_ids.left_pad", ("POS-LEFT-PAD", "POS-DECODE"), _NOP,
          {"attention_mask": _pos([0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]), "cache_length": 4}),
+    Case("pos-decode-long", "position_ids.decode", ("POS-DECODE",), _NOP,
+         {"batch": 2, "seq_len": 2, "cache_length": 131070}),
+    Case("pos-mask-holes", "position_ids.left_pad", ("POS-LEFT-PAD",), _NOP,
+         {"attention_mask": _pos([1, 0, 1, 1, 0, 1], [0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0]), "cache_length": 0},
+         "cumsum(mask) - 1 at real tokens, also across holes and right padding"),
     Case("pos-packed", "position_ids.packed", ("POS-PACKED",), _NOP, {"cu_seqlens": np.asarray([0, 3, 5, 9], np.int64)},
          "cu_seqlens [0,3,5,9] -> [0,1,2,0,1,0,1,2,3]"),
 )

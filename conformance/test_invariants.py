@@ -256,7 +256,7 @@ def test_left_pad_equals_unpadded(request, adapter, device, dtype, case):
 
 
 @pytest.mark.posenc
-@pytest.mark.parametrize("case", with_invariant("row_range", ("learned.lookup", "learned.opt_embeddings")))
+@pytest.mark.parametrize("case", with_invariant("row_range", ("learned.lookup", "learned.opt_embeddings", "learned.gpt2")))
 def test_row_range(request, adapter, device, dtype, case):
     """The last valid row works; one past the end and -1 raise (never clamp, never wrap)."""
     require_dtype(adapter, dtype)
@@ -264,11 +264,6 @@ def test_row_range(request, adapter, device, dtype, case):
     if device.split(":")[0] not in adapter.range_probe_devices:
         raise Unsupported(f"out-of-range rows are not sent to {adapter.name!r} on {device} (an unchecked "
                           "gather there is a device-side assert); this clause is checked on cpu")
-    g = load_golden(case.id)
-    x = native_inputs(adapter, g.inputs, dtype, device)
-    table = g.inputs["table"]
-    n = table.shape[0]
-
     def must_raise(what, fn, *args, **kwargs):
         try:
             out = fn(*args, **kwargs)
@@ -279,6 +274,20 @@ def test_row_range(request, adapter, device, dtype, case):
                  f"{type(e).__name__}: {e}")
         fail(cl, adapter, case, dtype, f"{what} returned a value instead of raising (clamped or wrapped: "
              f"shape {tuple(adapter.to_numpy(out).shape)})")
+
+    g = load_golden(case.id)
+    x = native_inputs(adapter, g.inputs, dtype, device)
+    if case.op == "learned.gpt2":
+        n = g.inputs["wpe"].shape[0]
+        f = call_adapter(adapter, case, dtype, cl, adapter.gpt2_embeddings, case.params,
+                         {"wte": x["wte"], "wpe": x["wpe"]}, dtype=dtype, device=device)
+        ids = adapter.from_numpy(np.zeros((1, 2), np.int64), "int64", device)
+        for bad in (n, -1):
+            must_raise(f"position {bad} of a {n}-row wpe", f, ids,
+                       position_ids=adapter.from_numpy(np.array([[0, bad]]), "int64", device))
+        return
+    table = g.inputs["table"]
+    n = table.shape[0]
 
     if case.op == "learned.lookup":
         rows = adapter.from_numpy(np.array([[n - 1]]), "int64", device)
