@@ -90,11 +90,21 @@ def rope_scales(op, p, x, freq) -> dict:
         return out
     pid = np.asarray(x["position_ids"])
     w, a = freq(rope.seq_len_of(pid))
-    phi = np.abs(pid.astype(np.float64)[..., None] * w)
+    phi = np.abs(pid.astype(np.float64)[..., None] * w) * exponent_amplification(w, p.rope_theta, p.pair_dim)
     if op == "rope.cos_sin":
         sc = (np.full_like(phi, a), a * phi)
         return {"cos": sc, "sin": sc}
     return {n: _pair_scales(x[n], a, phi[:, None], p.pair_dim, p.pairing) for n in ("q", "k")}
+
+
+def exponent_amplification(w, theta: float, dim: int) -> np.ndarray:
+    """``1 + e_i ln(theta)`` with ``e_i = 2i/dim``: a float32 ``theta ** -e_i`` also rounds its
+    exponent, a relative error that ln(theta) amplifies (largest for the lowest frequencies).
+    For scaled rules, theta is the base whose power gives ``w`` (dynamic: theta')."""
+    n = np.shape(w)[-1]
+    if n > 1 and w[1] > 0:
+        theta = max(theta, float(w[1]) ** (-dim / 2))  # theta' of dynamic NTK
+    return 1.0 + (2.0 * np.arange(n) / dim) * np.log(max(theta, np.e))
 
 
 def _pair_scales(x, cos_mag, phi_abs, rotary_dim, pairing):
@@ -133,7 +143,13 @@ def _sin(p, x):
 
 def _sin_scales(p, x):
     phi = np.abs(sinusoidal.column_angles(x["position_ids"], p))
-    return {"pe": (np.ones_like(phi), phi)}
+    if p.layout == "concat":
+        ns = (p.dim + 1) // 2
+        expo = 2.0 * np.concatenate([np.arange(ns), np.arange(p.dim - ns)])
+    else:
+        expo = 2.0 * (np.arange(p.dim) // 2)
+    amp = 1.0 + expo / p.dim * np.log(p.base)
+    return {"pe": (np.ones_like(phi), phi * amp)}
 
 
 # ---- learned ------------------------------------------------------------------------------

@@ -183,8 +183,8 @@ class RopeParams(_Strict):
             v = getattr(self, name)
             if v is not None and len(v) != r // 2:
                 raise ValueError(f"{name} must have rotary_dim/2 = {r // 2} entries, got {len(v)}")
-        if self.rope_type == "yarn" and self.factor is None and self.max_position_embeddings is None:
-            raise ValueError("yarn needs factor, or max_position_embeddings to derive it from")
+        if self.rope_type in ("yarn", "longrope") and self.factor is None and self.max_position_embeddings is None:
+            raise ValueError(f"{self.rope_type} needs factor, or max_position_embeddings to derive it from")
         if self.rope_type == "llama3" and self.high_freq_factor <= self.low_freq_factor:
             raise ValueError("high_freq_factor must exceed low_freq_factor")
         return self

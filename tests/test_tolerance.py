@@ -106,10 +106,10 @@ def test_bf16_angles_fail_at_small_positions_too():
 
 
 def test_bound_formula_by_hand():
-    # float32, rotation of a pair of norm 2 at angle 1000 rad: 4 * eps32 * 2 + 16 * eps32 * 1000 * 2
+    # float32, rotation of a pair of norm 2 at angle 1000 rad: 4 * eps32 * 2 + 4 * eps32 * 1000 * 2
     e = EPS["float32"]
-    assert K_DTYPE["float32"] == 4 and K_ANGLE == 16
-    assert bound("float32", 2.0, 2000.0, True) == pytest.approx(4 * e * 2 + 16 * e * 2000)
+    assert K_DTYPE["float32"] == 4 and K_ANGLE == 4
+    assert bound("float32", 2.0, 2000.0, True) == pytest.approx(4 * e * 2 + 4 * e * 2000)
     # float64 activations of an angle-based op still allow float32 cos/sin (eps never below f32)
     assert bound("float64", 1.0, 0.0, True) == pytest.approx(16 * e)
     assert bound("float64", 1.0, 0.0, False) == pytest.approx(16 * EPS["float64"])
@@ -129,3 +129,30 @@ def test_compare_reports_worst_element_and_exact_ints():
     assert not compare("t", ref.T.copy()[None], ref, dtype="float32").ok  # shapes must match
     assert not compare("n", np.array([np.nan]), np.array([1.0]), dtype="float32", dtype_scale=1.0).ok
     assert compare("m", np.array([9, 2]), np.array([0, 2]), dtype="float32", compared=np.array([False, True])).ok
+
+
+def test_uniform_relative_angle_error_fails():
+    """A float32 implementation whose angles are all off by 1.5e-6 relative (12 eps) is caught."""
+    g = load(by_id()["rope-llama3-8b"])
+    p = g.case.params
+    pid = torch.from_numpy(g.inputs["position_ids"])
+
+    def off(q):
+        d = q.shape[-1]
+        inv = (1.0 / (p.rope_theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))) * (1 + 1.5e-6)
+        phi = pid[..., None].double() * inv
+        return _rotate_half(q, torch.cos(phi)[:, None], torch.sin(phi)[:, None]).float()
+    out = {n: off(torch.from_numpy(g.inputs[n])).double().numpy() for n in ("q", "k")}
+    assert not all(c.ok for c in compare_outputs(g, out, "float32"))
+
+
+def test_angle_scale_amplification_by_hand():
+    from posenc.reference import ops
+    from posenc.spec.models import RopeParams
+    p = RopeParams(head_dim=8, rope_theta=10000.0)
+    x = np.zeros((1, 1, 1, 8))
+    x[..., 1] = 1.0  # pair (1, 5) at frequency i = 1, exponent 2/8
+    _, an = ops.scales("rope.apply", p, {"q": x, "k": x, "position_ids": np.array([[3]])})["q"]
+    phi = 3 * 10000 ** (-2 / 8)
+    assert an[0, 0, 0, 1] == pytest.approx(phi * (1 + 0.25 * np.log(10000)), rel=1e-14)
+    assert an[0, 0, 0, 0] == 0 and an[0, 0, 0, 2] == 0
