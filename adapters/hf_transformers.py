@@ -328,16 +328,20 @@ def _rope_parameters(params, **extra) -> dict:
 
 
 def _config_extra(params) -> dict:
-    """Config attributes besides ``rope_parameters``: ``max_position_embeddings`` when given.
+    """Config attributes besides ``rope_parameters``: ``max_position_embeddings``.
 
     HF reads it as the dynamic-NTK ``L_max`` (``_compute_dynamic_ntk_parameters`` and the
     rotary module's ``max_seq_len_cached`` / ``original_max_seq_len``) and as the numerator of
     the derived YaRN / LongRoPE factor; when the spec leaves it unset the model class's own
     default stays, which no numbers of the other rope_types depend on.
     """
-    if params.max_position_embeddings is None:
-        return {}
-    return {"max_position_embeddings": int(params.max_position_embeddings)}
+    if params.max_position_embeddings is not None:
+        return {"max_position_embeddings": int(params.max_position_embeddings)}
+    if params.rope_type in ("yarn", "llama3", "longrope") and params.factor and params.original_max_position_embeddings:
+        # What a published config carries (Qwen2.5: 32768 x 4); only HF's consistency warnings
+        # read it, since an explicit factor wins in every one of these init functions.
+        return {"max_position_embeddings": int(params.original_max_position_embeddings * params.factor)}
+    return {}
 
 
 def _check_scaling_expressible(params) -> None:
