@@ -29,6 +29,18 @@ Operations (all optional; the default raises :class:`Unsupported`):
 ``position_ids(rule, device=, **inputs)``      rule and keyword inputs: ``prefill`` (batch, seq_len),
                                                ``decode`` (batch, seq_len, cache_length), ``left_pad``
                                                (attention_mask, cache_length), ``packed`` (cu_seqlens)
+``alibi_slopes(params, dtype=, device=)``      ALiBi slopes ``[H]``, float32 or float64 (``float32+``)
+``alibi_bias(params, dtype=, device=, **inputs)``  bias of ``params.form``: ``causal``, ``symmetric``,
+                                               ``mpt`` take ``query_length``, ``key_length`` and
+                                               return ``[H, Tq, Tk]``; ``bloom`` takes
+                                               ``attention_mask [B, Tk]``, ``query_length`` and
+                                               returns ``[B, H, Tq, Tk]``.  Queries are the last Tq
+                                               of the Tk keys (bottom-right aligned); every query
+                                               row is filled, also where a form is row-constant
+``t5_buckets(relative_position, params)``      int buckets, same shape as ``relative_position``
+                                               (key position minus query position)
+``t5_bias(params, weights, dtype=, device=)``  callable ``(query_length, key_length, cache_length=0)``
+                                               -> ``[H, Tq, Tk]``; weights ``table`` ``[num_buckets, H]``
 =============================================  ===========================================
 
 Inputs: float arrays arrive in the requested dtype via :meth:`Adapter.from_numpy`; integer
@@ -44,11 +56,15 @@ Parameters are the pydantic models of :mod:`posenc.spec.models`: ``RopeParams`` 
 ``n_positions``, ``n_embd``); ``BertEmbeddingParams`` (``vocab_size``,
 ``max_position_embeddings``, ``type_vocab_size``, ``hidden_size``, ``layer_norm_eps``);
 ``OPTEmbeddingParams`` (``max_position_embeddings``, ``hidden_size``; ``num_rows`` =
-``max_position_embeddings + 2``); ``LookupParams`` (``num_rows``, ``dim``).
+``max_position_embeddings + 2``); ``LookupParams`` (``num_rows``, ``dim``); ``AlibiParams``
+(``num_heads``, ``alibi_bias_max`` default 8, ``form`` 'causal' | 'symmetric' | 'bloom' |
+'mpt'); ``T5Params`` (``num_buckets`` 32, ``max_distance`` 128, ``bidirectional``).
 
 Weights are dicts of native arrays in the requested dtype: GPT-2 ``wte``, ``wpe``; BERT
 ``word_embeddings``, ``position_embeddings``, ``token_type_embeddings``,
-``layer_norm_weight``, ``layer_norm_bias``; OPT ``table``.
+``layer_norm_weight``, ``layer_norm_bias``; OPT ``table``; T5 ``table`` ``[num_buckets, H]``.
+ALiBi and T5 lengths (``query_length``, ``key_length``, ``cache_length``) arrive as Python
+ints, ``relative_position`` and the ALiBi ``attention_mask`` as int64 arrays.
 
 Besides the operations, override ``versions()`` (the library versions results depend on;
 expectation files are checked against them), ``device_available(device)`` when ``devices``
@@ -156,3 +172,15 @@ class Adapter:
 
     def position_ids(self, rule: str, *, device: str, **inputs):
         self._unsupported(f"position_ids({rule})")
+
+    def alibi_slopes(self, params, *, dtype: str, device: str):
+        self._unsupported("alibi_slopes")
+
+    def alibi_bias(self, params, *, dtype: str, device: str, **inputs):
+        self._unsupported(f"alibi_bias({params.form})")
+
+    def t5_buckets(self, relative_position, params):
+        self._unsupported("t5_buckets")
+
+    def t5_bias(self, params, weights, *, dtype: str, device: str) -> Callable:
+        self._unsupported("t5_bias")

@@ -97,6 +97,28 @@ Learned tables are indexed by ``torch.nn.Embedding`` exactly as HF does, with no
 of the wrapper's own: an out-of-range row raises torch's ``IndexError`` on CPU (clause
 LEARNED-ROW-RANGE accepts it); on CUDA torch reports a device-side assertion instead.
 
+ALiBi and T5 (clauses ALIBI-*, T5-*):
+
+======================================  =====================================================
+``alibi_slopes`` (form bloom)           ``bloom``: ``build_alibi_tensor`` on a 2-token mask;
+                                        the slopes are its values at position 1 (float32)
+``alibi_slopes`` (other forms)          ``mpt``: ``build_mpt_alibi_tensor`` (``alibi_bias_max``)
+                                        of length 2, negated at key 0 (float32)
+``alibi_bias`` bloom                    ``bloom``: ``build_alibi_tensor(mask, H, dtype)``
+                                        ``[B*H, 1, Tk]``, viewed ``[B, H, 1, Tk]``, broadcast
+                                        over the Tq query rows
+``alibi_bias`` mpt                      ``mpt``: ``build_mpt_alibi_tensor`` over
+                                        ``max(MptConfig.max_seq_len, Tk)`` keys, sliced to the
+                                        last Tk as ``MptAttention.forward`` does, broadcast over
+                                        the query rows and cast to the dtype (HF returns float32)
+``alibi_bias`` causal, symmetric        unsupported: transformers builds only BLOOM's and MPT's
+                                        row-constant tables
+``t5_buckets``                          ``t5``: ``T5Attention._relative_position_bucket``
+``t5_bias``                             ``t5``: ``T5Attention.compute_bias`` (``past_seen_tokens``)
+                                        with the given table in ``relative_attention_bias``;
+                                        ``is_decoder = not bidirectional``
+======================================  =====================================================
+
 Devices: ``cpu``, and ``cuda`` when ``torch.cuda.is_available()``.
 """
 
@@ -110,6 +132,10 @@ from transformers import (
     GPTNeoXConfig, LlamaConfig, LlamaForCausalLM, OPTConfig,
 )
 from transformers.models.bert.modeling_bert import BertEmbeddings
+from transformers.models.bloom import modeling_bloom as hf_bloom
+from transformers.models.mpt import modeling_mpt as hf_mpt
+from transformers.models.t5 import modeling_t5 as hf_t5
+from transformers.models.t5.configuration_t5 import T5Config
 from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
 from transformers.models.gpt_neox import modeling_gpt_neox as hf_neox
 from transformers.models.gptj import modeling_gptj as hf_gptj
@@ -377,6 +403,16 @@ def _set_attention_factor(rotary: nn.Module, params) -> None:
     """
     if params.rope_type == "default" and params.attention_factor is not None:
         rotary.attention_scaling = float(params.attention_factor)
+
+
+#: ``MptConfig().max_seq_len``: the length MptModel builds its ALiBi table for.
+MPT_DEFAULT_MAX_SEQ_LEN = 2048
+
+
+def _bloom_bias_max(params) -> None:
+    if params.alibi_bias_max != 8:
+        raise Unsupported(f"BLOOM's _get_alibi_slopes hard-codes the 8 of 2^(-8k/n) "
+                          f"(alibi_bias_max {params.alibi_bias_max:g} is MPT's parameter)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -672,6 +708,71 @@ class HFTransformersAdapter(Adapter):
             batch = DataCollatorWithFlattening(return_tensors="pt")(features)
             return batch["position_ids"].to(device)
         raise Unsupported(f"position_ids rule {rule!r} is not wired in this adapter")
+
+    # ---- ALiBi -----------------------------------------------------------------------------
+    @torch.no_grad()
+    def alibi_slopes(self, params, *, dtype, device):
+        """ALIBI-SLOPES from HF's own tables (float32, whatever the activations).
+
+        form bloom: ``build_alibi_tensor`` on the mask ``[[1, 1]]`` gives ``m * pos`` with pos
+        ``[0, 1]``: its column 1 is the slopes (``_get_alibi_slopes``, exactly).  Other forms:
+        ``build_mpt_alibi_tensor(H, 2, alibi_bias_max)`` gives ``m * (j - 1)``: its column 0
+        negated is the slopes.
+        """
+        H = params.num_heads
+        if params.form == "bloom":
+            _bloom_bias_max(params)
+            mask = torch.ones(1, 2, dtype=torch.int64, device=device)
+            return hf_bloom.build_alibi_tensor(mask, H, torch.float32)[:, 0, 1]
+        return -hf_mpt.build_mpt_alibi_tensor(H, 2, params.alibi_bias_max, device=device)[:, 0, 0]
+
+    @torch.no_grad()
+    def alibi_bias(self, params, *, dtype, device, query_length, key_length=None, attention_mask=None):
+        """ALIBI-BLOOM, ALIBI-MPT through HF's builders; canonical ``[B, H, Tq, Tk]`` / ``[H, Tq, Tk]``."""
+        dt, H = DTYPES[dtype], params.num_heads
+        if params.form == "bloom":
+            _bloom_bias_max(params)
+            B, tk = attention_mask.shape
+            alibi = hf_bloom.build_alibi_tensor(attention_mask, H, dt)  # [B*H, 1, Tk] in dt
+            return alibi.view(B, H, 1, tk).expand(B, H, query_length, tk).contiguous()
+        if params.form == "mpt":
+            n = max(MPT_DEFAULT_MAX_SEQ_LEN, key_length)  # MptModel builds the table over config.max_seq_len
+            table = hf_mpt.build_mpt_alibi_tensor(H, n, params.alibi_bias_max, device=device)  # [H, 1, n]
+            # MptAttention.forward: position_bias[:, max(0, size(1) - q_len):, max(0, size(2) - k_len):]
+            bias = table[:, max(0, table.size(1) - query_length):, max(0, table.size(2) - key_length):]
+            return bias.expand(H, query_length, key_length).to(dt).contiguous()
+        raise Unsupported(f"ALiBi form {params.form!r}: transformers builds only BLOOM's (+m pos_j, "
+                          "build_alibi_tensor) and MPT's (m (j - (L - 1)), build_mpt_alibi_tensor) row-constant "
+                          "tables; no model there has the "
+                          + ("relative causal -m (i - j) table" if params.form == "causal" else
+                             "symmetric (encoder) -m |i - j| bias"))
+
+    # ---- T5 --------------------------------------------------------------------------------
+    @torch.no_grad()
+    def t5_buckets(self, relative_position, params):
+        """T5-BUCKET-BIDIRECTIONAL / T5-BUCKET-CAUSAL: ``T5Attention._relative_position_bucket``."""
+        return hf_t5.T5Attention._relative_position_bucket(
+            relative_position, bidirectional=params.bidirectional, num_buckets=params.num_buckets,
+            max_distance=params.max_distance)
+
+    def t5_bias(self, params, weights, *, dtype, device):
+        """T5-BIAS: ``T5Attention.compute_bias`` of a layer-0 attention (``has_relative_attention_bias``)
+        whose ``relative_attention_bias`` (``nn.Embedding(num_buckets, H)``) holds the table."""
+        table = weights["table"]
+        H = table.shape[1]
+        cfg = T5Config(vocab_size=2, d_model=H, d_kv=1, d_ff=1, num_layers=1, num_heads=H,
+                       relative_attention_num_buckets=params.num_buckets,
+                       relative_attention_max_distance=params.max_distance, dropout_rate=0.0,
+                       is_decoder=not params.bidirectional)
+        attn = hf_t5.T5Attention(cfg, has_relative_attention_bias=True, layer_idx=0)
+        attn = attn.to(device=device, dtype=DTYPES[dtype]).eval()
+        with torch.no_grad():
+            attn.relative_attention_bias.weight.copy_(table)
+
+        @torch.no_grad()
+        def call(query_length, key_length, cache_length=0):
+            return attn.compute_bias(query_length, key_length, device=table.device, past_seen_tokens=cache_length)[0]
+        return call
 
 
 ADAPTER = HFTransformersAdapter

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from posenc.reference import learned, ops, position_ids, rope, sinusoidal
+from posenc.reference import alibi, learned, ops, position_ids, rope, sinusoidal, t5
 
 from .base import Adapter
 
@@ -106,6 +106,20 @@ class NumpyAdapter(Adapter):
         if rule == "packed":
             return position_ids.packed(x["cu_seqlens"])
         raise ValueError(f"unknown position_ids rule {rule!r}")
+
+    def alibi_slopes(self, params, *, dtype, device):
+        return alibi.slopes(params)
+
+    def alibi_bias(self, params, *, dtype, device, **x):
+        return alibi.bias(params, **x)[0].astype(_NP[dtype])
+
+    def t5_buckets(self, relative_position, params):
+        return t5.buckets(relative_position, params)
+
+    def t5_bias(self, params, weights, *, dtype, device):
+        table = weights["table"].astype(np.float64)
+        return lambda query_length, key_length, cache_length=0: t5.bias(
+            table, params, query_length, key_length, cache_length).astype(_NP[dtype])
 
 
 ADAPTER = NumpyAdapter

@@ -298,5 +298,96 @@ class TorchAdapter(Adapter):
             return (torch.arange(int(cu[-1]), device=cu.device) - starts)[None]
         raise ValueError(f"unknown position_ids rule {rule!r}")
 
+    # ---- ALiBi ---------------------------------------------------------------------------
+    def alibi_slopes(self, params, *, dtype, device):
+        """ALIBI-SLOPES: exact ``2^(-e)`` from float64 exponents, held in float32 (float64 for
+        float64 activations)."""
+        return self._slopes(params, compute_dtype(DTYPES[dtype]), device)
+
+    def _slopes(self, params, dtype: torch.dtype, device) -> torch.Tensor:
+        return alibi_slopes(params, dtype, device)
+
+    def alibi_bias(self, params, *, dtype, device, query_length, key_length=None, attention_mask=None):
+        """ALIBI-CAUSAL / -SYMMETRIC / -BLOOM / -MPT: computed in the compute dtype from integer
+        distances, rounded once to ``dtype``; ``[H, Tq, Tk]`` (bloom ``[B, H, Tq, Tk]``)."""
+        dt = DTYPES[dtype]
+        cd = compute_dtype(dt)
+        m = self._slopes(params, cd, device)
+        if params.form == "bloom":
+            if attention_mask is None:
+                raise ValueError("ALIBI-BLOOM: the bloom form needs an attention_mask [B, Tk]")
+            mask = attention_mask.to(torch.int64)
+            B, tk = mask.shape
+            _check_lengths(query_length, tk)
+            pos = (torch.cumsum(mask, dim=-1) - 1) * mask
+            out = m[None, :, None, None] * pos[:, None, None, :].to(cd)
+            return out.expand(B, params.num_heads, query_length, tk).to(dt).contiguous()
+        _check_lengths(query_length, key_length)
+        i = torch.arange(query_length, device=device) + (key_length - query_length)
+        j = torch.arange(key_length, device=device)
+        d = (i[:, None] - j[None, :]).to(cd)
+        if params.form == "causal":
+            out = -m[:, None, None] * d
+        elif params.form == "symmetric":
+            out = -m[:, None, None] * d.abs()
+        elif params.form == "mpt":
+            row = (j - (key_length - 1)).to(cd)
+            out = (m[:, None, None] * row[None, None, :]).expand(params.num_heads, query_length, key_length)
+        else:
+            raise ValueError(f"unknown ALiBi form {params.form!r}")
+        return out.to(dt).contiguous()
+
+    # ---- T5 ------------------------------------------------------------------------------
+    def t5_buckets(self, relative_position, params):
+        """T5-BUCKET-BIDIRECTIONAL / T5-BUCKET-CAUSAL: float64 log, never of 0, truncated."""
+        return self._buckets(relative_position, params)
+
+    def _buckets(self, relative_position, params) -> torch.Tensor:
+        return t5_buckets(relative_position, params)
+
+    def t5_bias(self, params, weights, *, dtype, device):
+        """T5-BIAS: ``table[bucket(j - i - cache_length)]`` ``[H, Tq, Tk]``; buckets range-checked."""
+        table = weights["table"]
+        if table.ndim != 2 or table.shape[0] != params.num_buckets:
+            raise ValueError(f"T5-BIAS: table must be [num_buckets={params.num_buckets}, H], got {list(table.shape)}")
+
+        def call(query_length, key_length, cache_length=0):
+            ctx = torch.arange(query_length, device=table.device)[:, None] + cache_length
+            mem = torch.arange(key_length, device=table.device)[None, :]
+            b = self._buckets(mem - ctx, params)
+            check_rows(b, table.shape[0])
+            return table[b].permute(2, 0, 1).contiguous()
+        return call
+
+
+def _check_lengths(query_length: int, key_length: int) -> None:
+    if not 0 <= query_length <= key_length:
+        raise ValueError(f"ALiBi: need 0 <= query_length <= key_length, got {query_length} and {key_length}")
+
+
+def alibi_slopes(params, dtype: torch.dtype, device) -> torch.Tensor:
+    """``[H]`` slopes ``2^(-e)``: c = 2^floor(log2 n) slopes, then every other slope of 2c."""
+    n, B = params.num_heads, params.alibi_bias_max
+    c = 1 << (n.bit_length() - 1)
+    e = [B * k / c for k in range(1, c + 1)] + [B * (2 * j + 1) / (2 * c) for j in range(n - c)]
+    return torch.exp2(-torch.tensor(e, dtype=torch.float64, device=device)).to(dtype)
+
+
+def t5_buckets(relative_position: torch.Tensor, params) -> torch.Tensor:
+    rel = relative_position.to(torch.int64)
+    nb = params.num_buckets
+    out = torch.zeros_like(rel)
+    if params.bidirectional:
+        nb //= 2
+        out = out + (rel > 0).to(torch.int64) * nb
+        n = rel.abs()
+    else:
+        n = (-rel).clamp(min=0)
+    e = nb // 2
+    safe = n.clamp(min=e).to(torch.float64)
+    large = e + torch.trunc(torch.log(safe / e) / math.log(params.max_distance / e) * (nb - e)).to(torch.int64)
+    large = large.clamp(max=nb - 1)
+    return out + torch.where(n < e, n, large)
+
 
 ADAPTER = TorchAdapter

@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from posenc.reference import rope as _rope_ref
 from posenc.spec.models import (
-    BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, OPTEmbeddingParams, RopeParams,
-    SinusoidalParams,
+    AlibiParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, OPTEmbeddingParams, RopeParams,
+    SinusoidalParams, T5Params,
 )
 
 
@@ -293,6 +293,76 @@ _add(
          "cumsum(mask) - 1 at real tokens, also across holes and right padding"),
     Case("pos-packed", "position_ids.packed", ("POS-PACKED",), _NOP, {"cu_seqlens": np.asarray([0, 3, 5, 9], np.int64)},
          "cu_seqlens [0,3,5,9] -> [0,1,2,0,1,0,1,2,3]"),
+)
+
+# ---- ALiBi (ALIBI-*) --------------------------------------------------------------------------
+# Head counts: BLOOM-176B n_head 112 (published config.json; encodings-facts marks it [2ND]),
+# BloomConfig default n_head 8, MPT-7B n_heads 32 with alibi_bias_max 8 (mosaicml/mpt-7b
+# config.json; MptConfig defaults are 16 heads, alibi_bias_max 8, max_seq_len 2048), and the
+# 6- and 12-head figures of encodings-facts "Golden 2".
+_A = AlibiParams
+_ROW = "ALIBI-ROW-CONSTANT"
+_add(
+    Case("alibi-slopes-8", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=8), note="2^-1 .. 2^-8"),
+    Case("alibi-slopes-6", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=6),
+         note="[0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125]: not monotone"),
+    Case("alibi-slopes-12", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=12),
+         note="2^-1 .. 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5"),
+    Case("alibi-slopes-bloom-176b", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=112, form="bloom"),
+         note="BLOOM-176B: 112 heads = 64 + every other slope of 128"),
+    Case("alibi-slopes-mpt-7b", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=32, form="mpt"),
+         note="MPT-7B: 32 heads, alibi_bias_max 8"),
+    Case("alibi-slopes-bias-max-16", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=24, alibi_bias_max=16.0, form="mpt"),
+         note="alibi_bias_max 16 replaces the 8; 24 heads = 16 + 8"),
+    Case("alibi-causal-12", "alibi.bias", ("ALIBI-CAUSAL", _ROW), _A(num_heads=12),
+         {"query_length": 7, "key_length": 7}, "prefill; future keys not compared"),
+    Case("alibi-causal-cache", "alibi.bias", ("ALIBI-CAUSAL",), _A(num_heads=6),
+         {"query_length": 3, "key_length": 11}, "3 queries after 8 cached tokens (bottom-right aligned)"),
+    Case("alibi-symmetric-12", "alibi.bias", ("ALIBI-SYMMETRIC",), _A(num_heads=12, form="symmetric"),
+         {"query_length": 6, "key_length": 6}, "encoder: -m|i - j|, every slot compared"),
+    Case("alibi-symmetric-rect", "alibi.bias", ("ALIBI-SYMMETRIC",), _A(num_heads=8, form="symmetric"),
+         {"query_length": 3, "key_length": 9}, "q_len != k_len: i offset by k_len - q_len (flash-attn)"),
+    Case("alibi-bloom-mask", "alibi.bias", ("ALIBI-BLOOM", _ROW), _A(num_heads=8, form="bloom"),
+         {"attention_mask": _pos([0, 0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 0, 0]),
+          "query_length": 7},
+         "BloomConfig default 8 heads; left padding, full row, a hole and right padding"),
+    Case("alibi-bloom-176b-cache", "alibi.bias", ("ALIBI-BLOOM", _ROW), _A(num_heads=112, form="bloom"),
+         {"attention_mask": _pos([0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]), "query_length": 2},
+         "BLOOM-176B 112 heads; 2 new tokens after 4 cached, one row left-padded"),
+    Case("alibi-mpt-7b", "alibi.bias", ("ALIBI-MPT", _ROW), _A(num_heads=32, form="mpt"),
+         {"query_length": 8, "key_length": 8}, "MPT-7B: 32 heads, alibi_bias_max 8"),
+    Case("alibi-mpt-7b-cache", "alibi.bias", ("ALIBI-MPT", _ROW), _A(num_heads=32, form="mpt"),
+         {"query_length": 2, "key_length": 130}, "2 new tokens after 128 cached: m (j - 129)"),
+    Case("alibi-mpt-bias-max", "alibi.bias", ("ALIBI-MPT", "ALIBI-SLOPES"), _A(num_heads=12, alibi_bias_max=16.0, form="mpt"),
+         {"query_length": 5, "key_length": 5}, "alibi_bias_max 16 with 12 heads"),
+)
+
+# ---- T5 (T5-*) --------------------------------------------------------------------------------
+_T5_FIG = _pos([-200, -10, -1, 0, 1, 10, 200])
+_T5_ENC = T5Params(num_buckets=32, max_distance=128, bidirectional=True)  # t5-base: T5Config defaults, 12 heads
+_T5_DEC = T5Params(num_buckets=32, max_distance=128, bidirectional=False)
+_T5_RANGE = np.arange(-200, 201, dtype=np.int64).reshape(1, 401)
+_add(
+    Case("t5-buckets-figures-bidirectional", "t5.buckets", ("T5-BUCKET-BIDIRECTIONAL",), _T5_ENC,
+         {"relative_position": _T5_FIG}, "rel -200, -10, -1, 0, 1, 10, 200 -> 15, 8, 1, 0, 17, 24, 31"),
+    Case("t5-buckets-figures-causal", "t5.buckets", ("T5-BUCKET-CAUSAL",), _T5_DEC,
+         {"relative_position": _T5_FIG}, "rel -200, -10, -1, 0, 1, 10, 200 -> 31, 10, 1, 0, 0, 0, 0"),
+    Case("t5-base-buckets-bidirectional", "t5.buckets", ("T5-BUCKET-BIDIRECTIONAL",), _T5_ENC,
+         {"relative_position": _T5_RANGE}, "every rel in [-200, 200]"),
+    Case("t5-base-buckets-causal", "t5.buckets", ("T5-BUCKET-CAUSAL",), _T5_DEC,
+         {"relative_position": _T5_RANGE}, "every rel in [-200, 200]"),
+    Case("t5-base-bias-encoder", "t5.bias", ("T5-BIAS", "T5-BUCKET-BIDIRECTIONAL"), _T5_ENC,
+         {"table": Gen((32, 12)), "query_length": 6, "key_length": 6, "cache_length": 0},
+         "t5-base encoder: table [32 buckets, 12 heads]"),
+    Case("t5-base-bias-encoder-long", "t5.bias", ("T5-BIAS", "T5-BUCKET-BIDIRECTIONAL"), _T5_ENC,
+         {"table": Gen((32, 12)), "query_length": 3, "key_length": 150, "cache_length": 70},
+         "rel -72 .. 79 (queries offset by cache_length 70)"),
+    Case("t5-base-bias-decoder", "t5.bias", ("T5-BIAS", "T5-BUCKET-CAUSAL"), _T5_DEC,
+         {"table": Gen((32, 12)), "query_length": 5, "key_length": 140, "cache_length": 135},
+         "t5-base decoder: 5 queries after 135 cached tokens; rel -139 .. 4"),
+    Case("t5-base-bias-decoder-prefill", "t5.bias", ("T5-BIAS", "T5-BUCKET-CAUSAL"), _T5_DEC,
+         {"table": Gen((32, 12)), "query_length": 7, "key_length": 7, "cache_length": 0},
+         "decoder prefill: future keys read bucket 0"),
 )
 
 

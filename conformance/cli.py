@@ -37,7 +37,8 @@ def main(argv=None) -> int:
     p = s.add_parser("show", help="print one clause or divergence")
     p.add_argument("id", help="e.g. ROPE-PAIR-HALF or DIV-ROPE-BF16-ANGLES (case-insensitive)")
     p = s.add_parser("list", help="list clause and divergence IDs")
-    p.add_argument("family", nargs="?", help="only this family (rope, sinusoidal, learned, position_ids)")
+    p.add_argument("family", nargs="?", help="only this family (rope, rope_scaling, sinusoidal, learned, "
+                   "position_ids, alibi, t5)")
     a = ap.parse_args(argv)
     try:
         if a.group == "golden" and a.cmd == "regenerate":

@@ -108,7 +108,7 @@ class Golden:
     outputs: dict[str, np.ndarray]
     dtype_scales: dict[str, np.ndarray]
     angle_scales: dict[str, np.ndarray]
-    angle_based: bool
+    angle_based: bool  # the tolerance's float32 eps floor (angle-based or float32_floor ops)
 
 
 def _compute(case: Case, inputs) -> tuple[dict, dict]:
@@ -251,7 +251,7 @@ def load(case: Case, directory: Path = GOLDEN_DIR, manifest: Optional[dict] = No
         case, inputs, outputs,
         {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("scale/")},
         {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("angle/")},
-        ops.OPS[case.op].angle_based,
+        ops.OPS[case.op].eps_floor_float32,
     )
     for name, (ds, an) in ops.scales(case.op, case.params, inputs).items():
         for kind, stored, ref in (("scale", g.dtype_scales, ds), ("angle", g.angle_scales, an)):

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-import yaml
 
 from posenc.adapters import Adapter, Unsupported, load_adapter, registered
 from posenc.spec import SPEC_VERSION, load_spec
@@ -229,9 +228,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr = terminalreporter
     tr.section(f"posenc conformance: {st.adapter.name} on {st.device} ({', '.join(st.dtypes)})")
     kinds = ["passed", "failed", "diverges (expected)", "unsupported"]
-    tr.write_line(f"{'clause':28s}" + "".join(f"{k:>22s}" for k in kinds))
+    w = max(len(c) for c in st.outcomes) + 2
+    tr.write_line(f"{'clause':{w}s}" + "".join(f"{k:>{len(k) + 2}s}" for k in kinds))
     for c in sorted(st.outcomes):
-        tr.write_line(f"{c:28s}" + "".join(f"{st.outcomes[c][k]:>22d}" for k in kinds))
+        tr.write_line(f"{c:{w}s}" + "".join(f"{st.outcomes[c][k]:>{len(k) + 2}d}" for k in kinds))
     if st.checked == 0 and st.failed == 0:
         tr.write_line("posenc: no conformance check ran to a verdict: a run that checks nothing fails", red=True)
 

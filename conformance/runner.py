@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from posenc.adapters import Adapter, Unsupported
-from posenc.reference import mutants
+from posenc.reference import mutants, ops
 from posenc.reference.ops import call_keys
 from posenc.spec import Spec
 from posenc.spec.errors import AdapterError
@@ -47,7 +47,8 @@ def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, devic
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, requested {dtype} "
                            "(the output dtype must equal the requested dtype)")
     if kind == "float32+" and got not in ("float32", "float64"):
-        raise AdapterError(f"{adapter.name}.{op}: {name!r} has dtype {got}; ROPE-PRECISION requires float32 or float64")
+        raise AdapterError(f"{adapter.name}.{op}: {name!r} has dtype {got}; it must be float32 or float64 "
+                           "(ROPE-PRECISION for inv_freq, ALIBI-SLOPES for slopes)")
     if kind == "int" and not (got.startswith("int") or got.startswith("uint")):
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, expected an integer dtype")
     try:
@@ -113,6 +114,15 @@ def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, de
     if fam == "position_ids":
         rule = op.split(".", 1)[1]
         return {"position_ids": (adapter.position_ids(rule, device=device, **x), "int")}
+    if op == "alibi.slopes":
+        return {"slopes": (adapter.alibi_slopes(params, dtype=dtype, device=device), "float32+")}
+    if op == "alibi.bias":
+        return {"bias": (adapter.alibi_bias(params, dtype=dtype, device=device, **x), "float")}
+    if op == "t5.buckets":
+        return {"buckets": (adapter.t5_buckets(x["relative_position"], params), "int")}
+    if op == "t5.bias":
+        f = adapter.t5_bias(params, {"table": x["table"]}, dtype=dtype, device=device)
+        return {"bias": (f(x["query_length"], x["key_length"], cache_length=x["cache_length"]), "float")}
     raise KeyError(f"unknown operation {op!r}")
 
 
@@ -142,7 +152,8 @@ def compare_outputs(golden: Golden, outputs: dict[str, np.ndarray], dtype: str) 
         if name not in outputs:
             res.append(Comparison(False, float("inf"), -1, ref.size, None, None, None, f"{name}: missing from the adapter's outputs"))
             continue
-        dt = "float32" if name == "inv_freq" and dtype != "float64" else dtype
+        # inv_freq and ALiBi slopes are float32+ whatever the activations
+        dt = "float32" if name in ops.OPS[golden.case.op].float32_outputs else dtype
         res.append(compare(
             name, outputs[name], ref, dtype=dt, dtype_scale=golden.dtype_scales.get(name),
             angle_scale=golden.angle_scales.get(name), angle_based=golden.angle_based,

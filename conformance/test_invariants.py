@@ -10,12 +10,15 @@ import numpy as np
 import pytest
 
 from posenc.adapters import Unsupported
-from posenc.reference import ops, rope
+from posenc.reference import alibi, ops, rope
 from posenc.spec.tolerance import EPS, bound
 
-from .golden import Golden
+from .cases import Gen
+from .golden import Golden, generate
 from .runner import native_inputs
-from .suite import assert_conforms, call_adapter, fail, load_golden, require_dtype, with_invariant
+from .suite import (
+    assert_conforms, call_adapter, fail, invariant_clauses, load_golden, params, require_dtype, with_invariant,
+)
 
 ROPE = ("rope.apply",)
 
@@ -88,7 +91,7 @@ def test_passthrough_tail(request, adapter, device, dtype, case):
         x = adapter.to_numpy(adapter.from_numpy(g.inputs[name], dtype, device)).astype(np.float64)
         bad = np.argwhere(y[..., p.rdim:] != x[..., p.rdim:])
         if bad.size:
-            i = tuple(bad[0])
+            i = tuple(int(v) for v in bad[0])
             fail(cl, adapter, case, dtype, f"{name}[..., {p.rdim}:] must pass through bit-identical; {len(bad)} "
                  f"elements differ, first at {list(i[:-1]) + [i[-1] + p.rdim]}: {float(y[..., p.rdim:][i])} != "
                  f"{float(x[..., p.rdim:][i])}")
@@ -110,7 +113,7 @@ def test_pair_norm(request, adapter, device, dtype, case):
     ny = np.hypot(yq[..., a_idx], yq[..., b_idx])
     excess = np.abs(ny - nx) - bound(dtype, 2 * nx, 0.0, True)
     if (excess > 0).any():
-        i = np.unravel_index(int(np.argmax(excess)), excess.shape)
+        i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))
         fail(cl, adapter, case, dtype, f"pair norms must equal attention_factor ({af:.6g}) x input "
              f"norms; worst pair {list(i)}: |y| = {ny[i]:.6g}, expected {nx[i]:.6g} "
              f"(ratio {ny[i] / nx[i] if nx[i] else float('inf'):.6g})")
@@ -157,7 +160,7 @@ def test_permutation(request, adapter, device, dtype, case):
     sc, an = ops.scales("rope.apply", inter, {"q": x, "k": x, "position_ids": pid})["q"]
     excess = np.abs(yh - yi[..., P]) - 2 * bound(dtype, sc, an, True)[..., P]
     if (excess > 0).any():
-        i = np.unravel_index(int(np.argmax(excess)), excess.shape)
+        i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))
         fail(cl, adapter, case, dtype, f"half(x[P]) must equal interleaved(x)[P]; worst at {list(i)}: "
              f"{yh[i]:.6g} != {yi[..., P][i]:.6g}")
 
@@ -303,3 +306,111 @@ def test_row_range(request, adapter, device, dtype, case):
                      dtype=dtype, device=device)
     mask = adapter.from_numpy(np.ones((1, n - 1), np.int64), "int64", device)  # rows 2 .. n: one past the end
     must_raise(f"{n - 1} real tokens (row {n} of a {n}-row OPT table)", f, mask, cache_length=n - 2)
+
+
+# ---- ALiBi and T5 ------------------------------------------------------------------------------
+
+
+def _alibi_bias(adapter, case, dtype, device, cl, inputs) -> np.ndarray:
+    """The adapter's ALiBi bias for NumPy ``inputs``, as float64 NumPy."""
+    def go():
+        x = native_inputs(adapter, inputs, dtype, device)
+        return adapter.to_numpy(adapter.alibi_bias(case.params, dtype=dtype, device=device, **x)).astype(np.float64)
+    return call_adapter(adapter, case, dtype, cl, go)
+
+
+@pytest.mark.posenc
+@pytest.mark.parametrize("case", with_invariant("row_constant", ("alibi.bias",)))
+def test_alibi_row_constant(request, adapter, device, dtype, case):
+    """softmax over the valid keys of (given scores + the adapter's bias) equals the one with the
+    causal form -m (pos_i - pos_j): every causal form differs from it by a row constant."""
+    require_dtype(adapter, dtype)
+    cl = _clauses(request)
+    g = load_golden(case.id)
+    b = _alibi_bias(adapter, case, dtype, device, cl, g.inputs)
+    x = {k: (int(v) if np.ndim(v) == 0 else v) for k, v in g.inputs.items()}
+    ref, valid = alibi.causal_equivalent(case.params, **x)
+    if b.shape != ref.shape:
+        fail(cl, adapter, case, dtype, f"bias has shape {list(b.shape)}, expected {list(ref.shape)}")
+    rows = valid.sum(-1) >= 2
+    if not rows.any():
+        raise Unsupported("case has no query row with two valid keys")
+    scores = generate(case.id, "scores", Gen(b.shape))  # multiples of 1/64 in [-2, 2), exact in every dtype
+    p_got = alibi.masked_softmax(scores + b, valid)
+    p_ref = alibi.masked_softmax(scores + ref, valid)
+    delta = np.where(valid, bound(dtype, g.dtype_scales["bias"], 0.0, True), 0.0).max(-1, keepdims=True)
+    tol = p_ref * np.expm1(2 * delta) + 4 * EPS["float64"]
+    excess = np.where(rows[..., None], np.abs(p_got - p_ref) - tol, 0.0)
+    if (excess > 0).any():
+        i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))
+        diff = np.where(valid, b - ref, np.nan)[i[:-1]]
+        spread = float(np.nanmax(diff) - np.nanmin(diff))
+        fail(cl, adapter, case, dtype,
+             f"softmax over the valid keys must equal the causal form's: worst at {list(i)}: probability "
+             f"{p_got[i]:.6g}, expected {p_ref[i]:.6g}; bias minus -m (pos_i - pos_j) on that row spans "
+             f"{spread:.6g} (a row-constant form spans ~0; a flipped sign spans 2 m (Tk - 1))")
+
+
+@pytest.mark.posenc
+@pytest.mark.parametrize("case", params(
+    lambda c: c.op == "alibi.slopes" and bool(invariant_clauses("geometric") & set(c.clauses))
+    and alibi.is_power_of_two(c.params.num_heads), lambda c: sorted(invariant_clauses("geometric") & set(c.clauses))))
+def test_alibi_slopes_geometric(request, adapter, device, dtype, case):
+    """Power-of-two head counts: m_{k+1} = m_k * m_1 and m_1 = 2^(-alibi_bias_max / n)."""
+    require_dtype(adapter, dtype)
+    cl = _clauses(request)
+    p = case.params
+    m = call_adapter(adapter, case, dtype, cl, lambda: adapter.to_numpy(
+        adapter.alibi_slopes(p, dtype=dtype, device=device)).astype(np.float64))
+    n = p.num_heads
+    if m.shape != (n,):
+        fail(cl, adapter, case, dtype, f"slopes have shape {list(m.shape)}, expected [{n}]")
+    amp = ops.slope_amplification(p)
+    first = 2.0 ** (-p.alibi_bias_max / n)
+    tol0 = bound("float32", first * amp[0], 0.0, True)
+    if abs(m[0] - first) > tol0:
+        fail(cl, adapter, case, dtype, f"the first slope must be 2^(-{p.alibi_bias_max:g}/{n}) = {first!r}, got {m[0]!r}")
+    got, want = m[1:], m[:-1] * m[0]
+    tol = bound("float32", want * (amp[1:] + amp[:-1] + amp[0]), 0.0, True)
+    bad = np.flatnonzero(np.abs(got - want) > tol)
+    if bad.size:
+        k = int(bad[0])
+        fail(cl, adapter, case, dtype, f"slopes of a power-of-two head count must be geometric with ratio m_1 = "
+             f"{m[0]!r}: m_{k + 2} = {got[k]!r}, m_{k + 1} * m_1 = {want[k]!r} ({bad.size} of {n - 1} ratios off)")
+
+
+@pytest.mark.posenc
+@pytest.mark.parametrize("case", with_invariant("cache_prefill", ("alibi.bias", "t5.bias")))
+def test_bias_cache_equals_prefill(request, adapter, device, dtype, case):
+    """Decoding one query at a time (ALiBi: the key length grows; T5: cache_length grows, one
+    prepared callable) gives the prefill's rows."""
+    require_dtype(adapter, dtype)
+    cl = _clauses(request)
+    g = load_golden(case.id)
+    x = g.inputs
+    tq = int(x["query_length"])
+    if case.op == "t5.bias":
+        tab = native_inputs(adapter, {"table": x["table"]}, dtype, device)["table"]
+        f = call_adapter(adapter, case, dtype, cl, adapter.t5_bias, case.params, {"table": tab},
+                         dtype=dtype, device=device)
+        tk, c0 = int(x["key_length"]), int(x["cache_length"])
+        for t in range(tq):
+            xt = {**x, "query_length": np.asarray(1), "cache_length": np.asarray(c0 + t)}
+            out = {"bias": adapter.to_numpy(call_adapter(adapter, case, dtype, cl, f, 1, tk, cache_length=c0 + t))}
+            assert_conforms(adapter, _rows(g, t, tk, xt), out, dtype,
+                            f"decode step {t} with cache_length {c0 + t} on one prepared callable", cl)
+        return
+    off = int(x["key_length"]) - tq
+    for t in range(tq):
+        kl = off + t + 1
+        xt = {"query_length": np.asarray(1), "key_length": np.asarray(kl)}
+        out = {"bias": _alibi_bias(adapter, case, dtype, device, cl, xt)}
+        assert_conforms(adapter, _rows(g, t, kl, xt), out, dtype,
+                        f"decode step {t}: one query over key_length {kl}", cl)
+
+
+def _rows(g: Golden, t: int, tk: int, inputs: dict) -> Golden:
+    """Golden of query row ``t`` over the first ``tk`` keys (outputs, masks and scales)."""
+    def cut(d):
+        return {n: np.asarray(v)[..., t:t + 1, :tk] for n, v in d.items()}
+    return Golden(g.case, inputs, cut(g.outputs), cut(g.dtype_scales), cut(g.angle_scales), g.angle_based)

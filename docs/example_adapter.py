@@ -17,8 +17,9 @@ class MyRope:  # a prepared operation; it has no inv_freq() / cos_sin(): those a
         self.w = p.rope_theta ** -(torch.arange(0, p.head_dim, 2, dtype=torch.float64) / p.head_dim)
 
     def apply(self, q, k, position_ids):
-        if self.p.pairing != "half" or self.p.rdim != self.p.head_dim or self.p.attention_factor != 1:
-            raise Unsupported("my kernel does full-width half pairing only")
+        p = self.p
+        if p.pairing != "half" or p.rdim != p.head_dim or p.rope_type != "default" or p.attention_factor:
+            raise Unsupported("my kernel does plain full-width half pairing only")
         phi = position_ids[..., None].double() * self.w          # angles in float64
         c, s = torch.cos(phi)[:, None], torch.sin(phi)[:, None]  # [B, 1, T, D/2]
 

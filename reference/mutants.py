@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import learned, ops, position_ids, rope, rope_scaling, sinusoidal
+from . import alibi, learned, ops, position_ids, rope, rope_scaling, sinusoidal, t5
 
 MUTANTS: dict[str, dict[str, Callable]] = {}
 
@@ -288,3 +288,99 @@ def scale_proportional_as_partial(op, p, x):
     partial = p.model_copy(update={"rope_type": "default", "factor": None})
     w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim) / (p.factor or 1.0)
     return _with_freq(op, partial, x, lambda L: (w, 1.0))
+
+
+# ---- ALiBi (ALIBI-*) --------------------------------------------------------------------------
+_ALIBI_OPS = ("alibi.slopes", "alibi.bias")
+
+
+def _alibi_with_slopes(op, p, x, m):
+    """The reference's outputs of ``op`` with slopes ``m`` in place of the spec's."""
+    if op == "alibi.slopes":
+        return {"slopes": np.asarray(m, np.float64)}
+    out = ops.run(op, p, x)
+    ref = alibi.slopes(p)
+    shape = [1] * out["bias"].ndim
+    shape[-3] = p.num_heads
+    out["bias"] = out["bias"] / ref.reshape(shape) * np.asarray(m).reshape(shape)  # slopes are powers of 2^x
+    return out
+
+
+@_mutant("alibi_slopes_naive", *_ALIBI_OPS)
+def alibi_slopes_naive(op, p, x):
+    """2^(-B k / n) for every n, also where n is not a power of two."""
+    n = p.num_heads
+    if alibi.is_power_of_two(n):
+        return None
+    m = np.exp2(-p.alibi_bias_max * np.arange(1, n + 1, dtype=np.float64) / n)
+    return _alibi_with_slopes(op, p, x, m)
+
+
+@_mutant("alibi_sign_flipped", "alibi.bias")
+def alibi_sign_flipped(op, p, x):
+    out = ops.run(op, p, x)
+    out["bias"] = -out["bias"]
+    return out
+
+
+@_mutant("alibi_causal_in_encoder", "alibi.bias")
+def alibi_causal_in_encoder(op, p, x):
+    """-m (i' - j) everywhere (no absolute value) where the symmetric form is specified."""
+    if p.form != "symmetric":
+        return None
+    out = ops.run(op, p.model_copy(update={"form": "causal"}), x)
+    _, compared = alibi.bias(p, int(x["query_length"]), int(x["key_length"]))
+    return {"bias": out["bias"], "bias.compared": compared}
+
+
+@_mutant("alibi_bloom_arange", "alibi.bias")
+def alibi_bloom_arange(op, p, x):
+    """BLOOM's bias with positions arange(Tk) instead of (cumsum(mask) - 1) * mask."""
+    if p.form != "bloom":
+        return None
+    mask = np.asarray(x["attention_mask"])
+    out = ops.run(op, p, {**x, "attention_mask": np.ones_like(mask)})
+    out["bias.compared"] = ops.run(op, p, x)["bias.compared"]
+    return out
+
+
+# ---- T5 (T5-*) --------------------------------------------------------------------------------
+
+
+def _t5_with_buckets(op, p, x, bucket_fn):
+    if op == "t5.buckets":
+        return {"buckets": bucket_fn(np.asarray(x["relative_position"]))}
+    rel = t5.relative_positions(int(x["query_length"]), int(x["key_length"]), int(x["cache_length"]))
+    b = bucket_fn(rel)
+    table = np.asarray(x["table"], np.float64)
+    if b.min() < 0 or b.max() >= table.shape[0]:
+        return None  # the wrong buckets index past the table: an implementation raises there
+    return {"bias": np.transpose(table[b], (2, 0, 1))}
+
+
+@_mutant("t5_rel_sign_flipped", "t5.buckets", "t5.bias")
+def t5_rel_sign_flipped(op, p, x):
+    return _t5_with_buckets(op, p, x, lambda rel: t5.buckets(-rel, p))
+
+
+@_mutant("t5_no_halving", "t5.buckets", "t5.bias")
+def t5_no_halving(op, p, x):
+    """Bidirectional buckets with the full num_buckets: sign offset num_buckets, ranges unhalved."""
+    if not p.bidirectional:
+        return None
+
+    def buckets(rel):
+        rel = rel.astype(np.int64)
+        nb = p.num_buckets
+        n = np.abs(rel)
+        e = nb // 2
+        safe = np.maximum(n, e).astype(np.float64)
+        large = np.minimum(e + np.trunc(np.log(safe / e) / np.log(p.max_distance / e) * (nb - e)).astype(np.int64),
+                           nb - 1)
+        return (rel > 0).astype(np.int64) * nb + np.where(n < e, n, large)
+    return _t5_with_buckets(op, p, x, buckets)
+
+
+@_mutant("t5_cache_ignored", "t5.bias")
+def t5_cache_ignored(op, p, x):
+    return ops.run(op, p, {**x, "cache_length": np.asarray(0)})

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import learned, position_ids, rope, rope_scaling, sinusoidal
+from . import alibi, learned, position_ids, rope, rope_scaling, sinusoidal, t5
 
 Outputs = dict[str, np.ndarray]
 
@@ -238,37 +238,107 @@ def _pos_packed(p, x):
     return {"position_ids": position_ids.packed(x["cu_seqlens"])}
 
 
+# ---- ALiBi ----------------------------------------------------------------------------------
+
+
+def slope_amplification(p) -> np.ndarray:
+    """``1 + k/8`` per head: a float32 ``base ** k`` (BLOOM's ``torch.pow``) amplifies the
+    rounding of its base ``k`` times; the float64 reference's exact ``2^e`` has no such error."""
+    return 1.0 + alibi.slope_powers(p) / 8.0
+
+
+def _alibi_slopes(p, x):
+    return {"slopes": alibi.slopes(p)}
+
+
+def _alibi_slopes_scales(p, x):
+    m = alibi.slopes(p)
+    return {"slopes": (m * slope_amplification(p), 0 * m)}
+
+
+def _alibi_inputs(x) -> dict:
+    out = {"query_length": _i(x, "query_length")}
+    if "attention_mask" in x:
+        out["attention_mask"] = x["attention_mask"]
+    else:
+        out["key_length"] = _i(x, "key_length")
+    return out
+
+
+def _alibi_bias(p, x):
+    b, cmp = alibi.bias(p, **_alibi_inputs(x))
+    return {"bias": b, "bias.compared": cmp}
+
+
+def _alibi_bias_scales(p, x):
+    b, _ = alibi.bias(p, **_alibi_inputs(x))
+    amp = slope_amplification(p)[:, None, None]  # heads axis is -3 in every form
+    ds = np.abs(b) * amp
+    return {"bias": (ds, 0 * ds)}
+
+
+# ---- T5 -------------------------------------------------------------------------------------
+
+
+def _t5_buckets(p, x):
+    return {"buckets": t5.buckets(x["relative_position"], p)}
+
+
+def _t5_bias(p, x):
+    return {"bias": t5.bias(x["table"], p, _i(x, "query_length"), _i(x, "key_length"), _i(x, "cache_length"))}
+
+
+def _t5_bias_scales(p, x):
+    b = np.abs(_t5_bias(p, x)["bias"])  # a gather: only the table's rounding to the dtype
+    return {"bias": (b, 0 * b)}
+
+
 @dataclass(frozen=True)
 class Op:
     """One operation: reference function, error scales, and whether it computes angles.
 
     ``angle_based`` ops may compute cos/sin in float32 whatever the activation dtype (clause
     ROPE-PRECISION / SIN-PRECISION), so their dtype term never drops below float32's eps.
+    ``float32_floor`` ops are not angle-based but the spec equally allows float32 arithmetic
+    at every activation dtype (ALiBi slopes and biases: BLOOM, MPT and flash-attn hold the
+    slopes in float32), so their dtype term never drops below float32's eps either.
     """
 
     fn: Callable
     scales: Callable
     angle_based: bool = False
+    float32_floor: bool = False
+    #: outputs held in float32 or float64 whatever the activation dtype, compared at float32
+    float32_outputs: tuple[str, ...] = ()
+
+    @property
+    def eps_floor_float32(self) -> bool:
+        """Whether the tolerance's dtype term uses at least float32's eps (``bound(angle_based=)``)."""
+        return self.angle_based or self.float32_floor
 
 
-OPS: dict[str, Op] = {k: Op(*v) for k, v in {
-    "rope.inv_freq": (*_rope_op("rope.inv_freq"), True),
-    "rope.cos_sin": (*_rope_op("rope.cos_sin"), True),
-    "rope.cos_sin_calls": (*_rope_op("rope.cos_sin_calls"), True),
-    "rope.apply": (*_rope_op("rope.apply"), True),
-    "rope.apply_with_cos_sin": (_rope_apply_cs, _rope_apply_cs_scales),
-    "sinusoidal.table": (_sin, _sin_scales, True),
-    "learned.lookup": (_lookup, _exact_scales(["embeddings"])),
-    "learned.gpt2": (_gpt2, _gpt2_scales),
-    "learned.bert": (_bert, _bert_scales),
-    "learned.opt_positions": (_opt_positions, _exact_scales([])),
-    "learned.opt_rows": (_opt_rows, _exact_scales([])),
-    "learned.opt_embeddings": (_opt_embed, _exact_scales(["embeddings"])),
-    "position_ids.prefill": (_pos_prefill, _exact_scales([])),
-    "position_ids.decode": (_pos_decode, _exact_scales([])),
-    "position_ids.left_pad": (_pos_left_pad, _exact_scales([])),
-    "position_ids.packed": (_pos_packed, _exact_scales([])),
-}.items()}
+OPS: dict[str, Op] = {
+    "rope.inv_freq": Op(*_rope_op("rope.inv_freq"), angle_based=True, float32_outputs=("inv_freq",)),
+    "rope.cos_sin": Op(*_rope_op("rope.cos_sin"), angle_based=True),
+    "rope.cos_sin_calls": Op(*_rope_op("rope.cos_sin_calls"), angle_based=True),
+    "rope.apply": Op(*_rope_op("rope.apply"), angle_based=True),
+    "rope.apply_with_cos_sin": Op(_rope_apply_cs, _rope_apply_cs_scales),
+    "sinusoidal.table": Op(_sin, _sin_scales, angle_based=True),
+    "learned.lookup": Op(_lookup, _exact_scales(["embeddings"])),
+    "learned.gpt2": Op(_gpt2, _gpt2_scales),
+    "learned.bert": Op(_bert, _bert_scales),
+    "learned.opt_positions": Op(_opt_positions, _exact_scales([])),
+    "learned.opt_rows": Op(_opt_rows, _exact_scales([])),
+    "learned.opt_embeddings": Op(_opt_embed, _exact_scales(["embeddings"])),
+    "position_ids.prefill": Op(_pos_prefill, _exact_scales([])),
+    "position_ids.decode": Op(_pos_decode, _exact_scales([])),
+    "position_ids.left_pad": Op(_pos_left_pad, _exact_scales([])),
+    "position_ids.packed": Op(_pos_packed, _exact_scales([])),
+    "alibi.slopes": Op(_alibi_slopes, _alibi_slopes_scales, float32_floor=True, float32_outputs=("slopes",)),
+    "alibi.bias": Op(_alibi_bias, _alibi_bias_scales, float32_floor=True),
+    "t5.buckets": Op(_t5_buckets, _exact_scales([])),
+    "t5.bias": Op(_t5_bias, _t5_bias_scales),
+}
 
 
 def run(op: str, params, inputs: dict) -> Outputs:

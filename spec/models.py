@@ -32,6 +32,8 @@ Invariant = Literal[
     "permutation",  # rope_half(x[P]) == rope_interleaved(x)[P]
     "shift",  # a constant shift of all positions changes nothing that is compared
     "row_range",  # rows >= num_rows or < 0 raise; the last valid row works
+    "row_constant",  # softmax over valid keys equals the causal form's (ALiBi forms differ by a row constant)
+    "geometric",  # power-of-two head counts: the slopes form a geometric sequence with ratio = first slope
 ]
 ToleranceClass = Literal["exact", "float"]
 Dtype = Literal["float64", "float32", "bfloat16", "float16"]
@@ -244,6 +246,51 @@ class LookupParams(_Strict):
     dim: int = Field(gt=0)
 
 
+AlibiForm = Literal["causal", "symmetric", "bloom", "mpt"]
+
+
+class AlibiParams(_Strict):
+    """ALiBi slopes and bias (clauses ALIBI-*).
+
+    ``num_heads`` any positive count (non-powers of two interleave the slopes of the next power
+    of two, ALIBI-SLOPES); ``alibi_bias_max`` the 8 of ``2^(-8k/n)`` (MPT's name, MptConfig
+    default 8); ``form`` which bias to build: ``causal`` (-m(i-j), ALIBI-CAUSAL), ``symmetric``
+    (-m|i-j|, ALIBI-SYMMETRIC), ``bloom`` (m pos_j from cumsum(mask), ALIBI-BLOOM), ``mpt``
+    (m(j-(L-1)), ALIBI-MPT).  The slopes do not depend on the form.
+    """
+
+    num_heads: int = Field(gt=0)
+    alibi_bias_max: float = Field(8.0, gt=0)
+    form: AlibiForm = "causal"
+
+
+class T5Params(_Strict):
+    """T5 relative position buckets and bias (clauses T5-*); T5Config defaults 32 / 128.
+
+    ``bidirectional`` True for the encoder (and encoder-style self-attention), False for the
+    decoder's causal self-attention (``is_decoder``).  ``num_buckets`` must be even when
+    bidirectional (it is halved), and the exact range (half the, possibly halved, buckets) must
+    be below ``max_distance``.
+    """
+
+    num_buckets: int = Field(32, ge=2)
+    max_distance: int = Field(128, gt=0)
+    bidirectional: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> "T5Params":
+        n = self.num_buckets
+        if self.bidirectional:
+            if n % 2:
+                raise ValueError(f"bidirectional buckets halve num_buckets, which must be even, got {n}")
+            n //= 2
+        if n // 2 < 1:
+            raise ValueError(f"num_buckets {self.num_buckets} leaves no exact bucket")
+        if self.max_distance <= n // 2:
+            raise ValueError(f"max_distance {self.max_distance} must exceed the exact range {n // 2}")
+        return self
+
+
 PARAM_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (
@@ -253,5 +300,7 @@ PARAM_MODELS: dict[str, type[BaseModel]] = {
         BertEmbeddingParams,
         OPTEmbeddingParams,
         LookupParams,
+        AlibiParams,
+        T5Params,
     )
 }

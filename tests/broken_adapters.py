@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from posenc.adapters.base import Adapter
-from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope, rotate
+from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope, rotate, t5_buckets
 
 
 class _SwappedRope(TorchRope):
@@ -193,3 +193,42 @@ class ImportOrSkip(TorchAdapter):
     def rope(self, params, *, dtype, device):
         import pytest
         pytest.importorskip("no_such_flash_kernel_library")
+
+
+class AlibiNaiveSlopes(TorchAdapter):
+    """ALiBi slopes 2^(-8k/n) for every head count, also where n is not a power of two."""
+
+    name = "broken-alibi-naive-slopes"
+
+    def _slopes(self, params, dtype, device):
+        n = params.num_heads
+        k = torch.arange(1, n + 1, dtype=torch.float64, device=device)
+        return torch.exp2(-params.alibi_bias_max * k / n).to(dtype)
+
+
+class AlibiSignFlipped(TorchAdapter):
+    """ALiBi bias with a positive slope on the distance."""
+
+    name = "broken-alibi-sign-flipped"
+
+    def alibi_bias(self, params, *, dtype, device, **inputs):
+        return -super().alibi_bias(params, dtype=dtype, device=device, **inputs)
+
+
+class T5RelSignFlipped(TorchAdapter):
+    """T5 buckets of query - key instead of key - query (mesh-tf's n = -rel taken as rel)."""
+
+    name = "broken-t5-rel-sign"
+
+    def _buckets(self, relative_position, params):
+        return t5_buckets(-relative_position, params)
+
+
+class T5CacheIgnored(TorchAdapter):
+    """T5 bias whose query positions ignore cache_length."""
+
+    name = "broken-t5-cache-ignored"
+
+    def t5_bias(self, params, weights, *, dtype, device):
+        f = super().t5_bias(params, weights, dtype=dtype, device=device)
+        return lambda query_length, key_length, cache_length=0: f(query_length, key_length, 0)

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
@@ -194,4 +193,26 @@ def test_cos_sin_calls_grow_matches_reference_state():
     out = rope_outputs("rope.cos_sin_calls", p, x, freq_provider(p))
     w32 = rs.base_inv_freq(rs.dynamic_theta(p, 32), 8)
     np.testing.assert_allclose(out["cos.1"], np.cos(np.array([[20.0, 21.0]])[..., None] * w32), rtol=1e-15)
-    torch.manual_seed(0)  # (no randomness; keeps torch imported for the HF cross-checks above)
+
+
+# ---- the suite catches scaling bugs and names them ----------------------------------------------
+from pathlib import Path  # noqa: E402
+
+BROKEN_SCALING = Path(__file__).resolve().parent / "broken_scaling_adapters.py"
+SCALING_BUGS = [
+    ("LinearExponent", "DIV-SCALE-LINEAR-EXPONENT"),
+    ("YarnMscaleIgnored", "DIV-SCALE-YARN-MSCALE-IGNORED"),
+    ("YarnTruncateFlipped", "DIV-SCALE-YARN-TRUNCATE-FLIPPED"),
+    ("DynamicStale", "DIV-SCALE-DYNAMIC-STALE"),
+    ("Llama3Ignored", "DIV-SCALE-LLAMA3-IGNORED"),
+    ("LongropeAlwaysShort", "DIV-SCALE-LONGROPE-ALWAYS-SHORT"),
+    ("ProportionalAsPartial", "DIV-SCALE-PROPORTIONAL-AS-PARTIAL"),
+]
+
+
+@pytest.mark.parametrize("name,divergence", SCALING_BUGS, ids=[n for n, _ in SCALING_BUGS])
+def test_suite_catches_and_names_scaling_bug(run_suite, name, divergence):
+    r = run_suite(f"{BROKEN_SCALING}:{name}", "-k", "scale-")
+    out = r.stdout.str()
+    assert r.ret == 1 and r.parseoutcomes().get("failed", 0) >= 1, out[-2000:]
+    assert f"    {divergence} (violates" in out, out[-3000:]

@@ -36,7 +36,10 @@ def hf_policy(q, pid, theta, dt):
 
 
 def meta_policy(q, pid, theta, dt):
-    """Meta llama: float32 freqs, complex64 rotation of q.float(), cast back once (type_as)."""
+    """Meta llama: float32 freqs, rotation of q.float() in float32, cast back once (type_as).
+
+    Meta pairs interleaved; the emulation rotates half pairs, which rounds identically.
+    """
     d = q.shape[-1]
     inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32)[: d // 2] / d))
     phi = pid[..., None].float() * inv

@@ -1,0 +1,180 @@
+"""T5 relative position buckets and bias (T5-*) against published figures, a T5X-style oracle and
+the real transformers code (``T5Attention._relative_position_bucket``, ``compute_bias``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import transformers.models.t5.modeling_t5 as hf_t5
+from transformers import T5Config
+
+import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
+from posenc.conformance import golden
+from posenc.conformance.cases import CASES
+from posenc.conformance.runner import compare_outputs
+from posenc.reference import mutants, t5
+from posenc.spec import load_spec
+from posenc.spec.models import T5Params
+
+ENC, DEC = T5Params(), T5Params(bidirectional=False)
+FIG_REL = np.array([-200, -10, -1, 0, 1, 10, 200])
+SPEC = load_spec()
+
+
+# ---- published figures (encodings-facts "Golden 3", F.5) --------------------------------------------
+
+
+def test_bucket_figures():
+    assert t5.buckets(FIG_REL, ENC).tolist() == [15, 8, 1, 0, 17, 24, 31]
+    assert t5.buckets(FIG_REL, DEC).tolist() == [31, 10, 1, 0, 0, 0, 0]
+
+
+def test_bucket_figures_by_hand():
+    # bidirectional -200: 8 + floor(ln(200/8) / ln(128/8) * 8) = 8 + floor(9.29) = 17 -> clamped to 15
+    assert 8 + int(math.log(25) / math.log(16) * 8) == 17
+    # causal -10: n = 10 < 16 -> exact bucket 10; bidirectional +10: 16 + 8 + int(ln(10/8)/ln(16) * 8) = 24
+    assert 16 + 8 + int(math.log(10 / 8) / math.log(16) * 8) == 24
+
+
+def test_bidirectional_boundaries():
+    n = np.arange(0, 300)
+    got = t5.buckets(-n, ENC)  # the past side
+    edges = {0: 0, 7: 7, 8: 8, 11: 8, 12: 9, 15: 9, 16: 10, 22: 10, 23: 11, 31: 11, 32: 12, 45: 12,
+             46: 13, 63: 13, 64: 14, 90: 14, 91: 15, 299: 15}
+    assert {k: int(got[k]) for k in edges} == edges
+    np.testing.assert_array_equal(t5.buckets(n[1:], ENC), got[1:] + 16)  # the future side: +16
+
+
+def test_causal_boundaries():
+    n = np.arange(0, 300)
+    got = t5.buckets(-n, DEC)
+    np.testing.assert_array_equal(got[:16], np.arange(16))
+    assert (got[113:] == 31).all() and got[112] == 30
+    assert (np.diff(got) >= 0).all()
+    np.testing.assert_array_equal(t5.buckets(n, DEC), 0)  # future keys: bucket 0
+
+
+def test_never_evaluates_log_of_zero():
+    with np.errstate(all="raise"):
+        t5.buckets(np.arange(-5, 6), ENC)
+        t5.buckets(np.arange(-5, 6), DEC)
+
+
+def _t5x_buckets(rel, bidirectional, num_buckets=32, max_distance=128):
+    """T5X style (t5x/examples/t5/layers.py): float32 NumPy with + eps inside the log, n = -rel."""
+    ret = 0
+    n = -np.asarray(rel)
+    if bidirectional:
+        num_buckets //= 2
+        ret += (n < 0).astype(np.int32) * num_buckets
+        n = np.abs(n)
+    else:
+        n = np.maximum(n, 0)
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    val = max_exact + (np.log(n.astype(np.float32) / max_exact + np.finfo(np.float32).eps)
+                       / np.log(max_distance / max_exact) * (num_buckets - max_exact)).astype(np.int32)
+    val = np.minimum(val, num_buckets - 1)
+    return ret + np.where(is_small, n, val)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_matches_a_t5x_style_oracle(bidirectional):
+    rel = np.arange(-300, 301)
+    with np.errstate(divide="ignore"):
+        want = _t5x_buckets(rel, bidirectional)
+    np.testing.assert_array_equal(t5.buckets(rel, T5Params(bidirectional=bidirectional)), want)
+
+
+# ---- the real transformers code ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_buckets,max_distance", [(32, 128), (64, 256), (16, 64), (8, 20), (128, 1024)])
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_matches_transformers_relative_position_bucket(bidirectional, num_buckets, max_distance):
+    rel = torch.arange(-300, 301)
+    hf = hf_t5.T5Attention._relative_position_bucket(rel, bidirectional, num_buckets, max_distance).numpy()
+    p = T5Params(num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional)
+    np.testing.assert_array_equal(t5.buckets(rel.numpy(), p), hf)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize("tq,tk,cache", [(6, 6, 0), (1, 150, 149), (3, 140, 70), (4, 200, 0)])
+def test_bias_matches_transformers_compute_bias(bidirectional, tq, tk, cache):
+    H = 12
+    table = np.random.default_rng(1).normal(size=(32, H))
+    cfg = T5Config(d_model=H, d_kv=1, num_heads=H, is_decoder=not bidirectional)
+    attn = hf_t5.T5Attention(cfg, has_relative_attention_bias=True, layer_idx=0).double()
+    with torch.no_grad():
+        attn.relative_attention_bias.weight.copy_(torch.from_numpy(table))
+        hf = attn.compute_bias(tq, tk, past_seen_tokens=cache)[0].numpy()
+    np.testing.assert_array_equal(t5.bias(table, T5Params(bidirectional=bidirectional), tq, tk, cache), hf)
+
+
+def test_bias_layout_by_hand():
+    table = np.arange(32 * 2, dtype=np.float64).reshape(32, 2)  # table[b, h] = 2 b + h
+    b = t5.bias(table, ENC, 2, 3, cache_length=1)  # queries at 1, 2; rel = j - i
+    rel = np.array([[-1, 0, 1], [-2, -1, 0]])
+    np.testing.assert_array_equal(b[1], 2 * t5.buckets(rel, ENC) + 1)
+    with pytest.raises(ValueError, match="num_buckets=32"):
+        t5.bias(table.T, ENC, 2, 3)
+
+
+def test_params_validation():
+    with pytest.raises(ValueError, match="must be even"):
+        T5Params(num_buckets=31)
+    with pytest.raises(ValueError, match="must exceed the exact range"):
+        T5Params(num_buckets=32, max_distance=8)
+    T5Params(num_buckets=31, bidirectional=False)
+
+
+# ---- mutants ------------------------------------------------------------------------------------
+
+
+def test_mutants_are_the_wrong_behaviour():
+    x = {"relative_position": FIG_REL}
+    assert mutants.run("t5_rel_sign_flipped", "t5.buckets", ENC, x)["buckets"].tolist() == [31, 24, 17, 0, 1, 8, 15]
+    assert mutants.run("t5_rel_sign_flipped", "t5.buckets", DEC, x)["buckets"].tolist() == [0, 0, 0, 0, 1, 10, 31]
+    nh = mutants.run("t5_no_halving", "t5.buckets", ENC, x)["buckets"]
+    assert nh.max() >= 32 and nh[1] == 10  # positive offsets leave the 32-row table
+    assert mutants.run("t5_no_halving", "t5.buckets", DEC, x) is None
+
+
+@pytest.mark.parametrize("div_id", sorted(d for d in SPEC.divergences if d.startswith("DIV-T5-")))
+def test_every_t5_mutant_is_caught_by_a_case(div_id):
+    d = SPEC.divergences[div_id]
+    m = golden.read_manifest()
+    caught = set()
+    for c in CASES:
+        if c.op not in mutants.MUTANTS[d.mutant]:
+            continue
+        g = golden.load(c, manifest=m)
+        out = mutants.run(d.mutant, c.op, c.params, g.inputs)
+        if out is not None and not all(r.ok for r in compare_outputs(g, out, "bfloat16")):
+            caught |= set(c.clauses) & set(d.violates)
+    assert caught == set(d.violates), f"{div_id}: clauses {set(d.violates) - caught} never catch {d.mutant}"
+
+
+# ---- the HF wrapper really runs transformers ------------------------------------------------------
+
+
+def test_patched_relative_position_bucket_fails_the_suite(run_suite, monkeypatch):
+    assert run_suite("hf-transformers", "-k", "t5-").ret == 0
+    orig = hf_t5.T5Attention._relative_position_bucket
+    monkeypatch.setattr(hf_t5.T5Attention, "_relative_position_bucket",
+                        staticmethod(lambda rel, *a, **kw: orig(-rel, *a, **kw)))
+    r = run_suite("hf-transformers", "-k", "t5-")
+    out = r.stdout.str()
+    assert r.ret == 1 and "    DIV-T5-REL-SIGN (violates" in out, out[-2000:]
+
+
+def test_patched_compute_bias_cache_fails_the_suite(run_suite, monkeypatch):
+    orig = hf_t5.T5Attention.compute_bias
+    monkeypatch.setattr(hf_t5.T5Attention, "compute_bias",
+                        lambda self, q, k, device=None, past_seen_tokens=0: orig(self, q, k, device))
+    r = run_suite("hf-transformers", "-k", "t5-base-bias-decoder")
+    out = r.stdout.str()
+    assert r.ret == 1 and "DIV-T5-CACHE-IGNORED" in out, out[-2000:]
