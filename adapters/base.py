@@ -20,9 +20,18 @@ Operations (all optional; the default raises :class:`Unsupported`):
                                                is reported as unsupported
 ``rope_apply_with_cos_sin(q, k, cos, sin, p)`` rotate with given cos/sin (ONNX / flash level)
 ``sinusoidal(position_ids, params, dtype=, device=)``  ``[B, T, D]`` table rows
+``fairseq_positions(input_ids, params, cache_length)``  fairseq / M2M100 rows ``[B, T]``:
+                                               ``(cumsum(mask) + cache_length) * mask + padding_idx``
+``fairseq_sinusoidal(params, dtype=, device=)``  callable ``(input_ids, cache_length=0)`` -> ``[B, T, D]``
+                                               (params.variant 'fairseq'; row padding_idx is zero)
 ``lookup(table, rows)``                        ``table[rows]``; out-of-range rows must raise
 ``gpt2_embeddings(params, weights, ...)``      callable ``(input_ids, position_ids=None, cache_length=0)``
 ``bert_embeddings(params, weights, ...)``      callable ``(input_ids, token_type_ids=None, position_ids=None, cache_length=0)``
+``roberta_positions(input_ids, params, cache_length)``  RoBERTa table rows ``[B, T]`` (from padding_idx + 1;
+                                               pads: padding_idx)
+``roberta_embeddings(params, weights, ...)``   callable ``(input_ids, token_type_ids=None, position_ids=None, cache_length=0)``
+``bart_embeddings(params, weights, ...)``      callable ``(input_ids, attention_mask=None, cache_length=0)``;
+                                               rows ``cache_length + arange(T) + 2``, the mask ignored
 ``opt_positions(attention_mask, cache_length)``  0-based positions ``[B, T]`` (padding: -1)
 ``opt_rows(positions)``                        table rows (position + 2)
 ``opt_embeddings(params, weights, ...)``       callable ``(attention_mask, cache_length=0)``
@@ -52,7 +61,12 @@ last T columns.
 Parameters are the pydantic models of :mod:`posenc.spec.models`: ``RopeParams`` (``head_dim``,
 ``rotary_dim`` -- None means head_dim; use the ``rdim`` property --, ``rope_theta``,
 ``pairing`` 'half' | 'interleaved', ``attention_factor``, ``rope_type``); ``SinusoidalParams``
-(``dim``, ``layout`` 'interleaved' | 'concat', ``base``); ``GPT2EmbeddingParams`` (``vocab_size``,
+(``dim``, ``layout`` 'interleaved' | 'concat', ``base``, ``variant`` 'vaswani' | 't2t' | 'fairseq' |
+'whisper' -- the h-1 divisor variants are [sin | cos] --, ``padding_idx`` for fairseq; widths a
+variant cannot build raise ``posenc.spec.errors.DegenerateWidth``); ``RobertaEmbeddingParams``
+(``vocab_size``, ``max_position_embeddings`` 514, ``type_vocab_size`` 1, ``hidden_size``,
+``layer_norm_eps`` 1e-5, ``padding_idx`` 1); ``BartEmbeddingParams`` (``max_position_embeddings``,
+``hidden_size``; ``num_rows`` = ``max_position_embeddings + 2``); ``GPT2EmbeddingParams`` (``vocab_size``,
 ``n_positions``, ``n_embd``); ``BertEmbeddingParams`` (``vocab_size``,
 ``max_position_embeddings``, ``type_vocab_size``, ``hidden_size``, ``layer_norm_eps``);
 ``OPTEmbeddingParams`` (``max_position_embeddings``, ``hidden_size``; ``num_rows`` =
@@ -62,7 +76,8 @@ Parameters are the pydantic models of :mod:`posenc.spec.models`: ``RopeParams`` 
 
 Weights are dicts of native arrays in the requested dtype: GPT-2 ``wte``, ``wpe``; BERT
 ``word_embeddings``, ``position_embeddings``, ``token_type_embeddings``,
-``layer_norm_weight``, ``layer_norm_bias``; OPT ``table``; T5 ``table`` ``[num_buckets, H]``.
+``layer_norm_weight``, ``layer_norm_bias`` (RoBERTa: the same names); OPT and BART ``table``;
+T5 ``table`` ``[num_buckets, H]``.
 ALiBi and T5 lengths (``query_length``, ``key_length``, ``cache_length``) arrive as Python
 ints, ``relative_position`` and the ALiBi ``attention_mask`` as int64 arrays.
 
@@ -152,6 +167,12 @@ class Adapter:
     def sinusoidal(self, position_ids, params, *, dtype: str, device: str):
         self._unsupported("sinusoidal")
 
+    def fairseq_positions(self, input_ids, params, cache_length: int):
+        self._unsupported("fairseq_positions")
+
+    def fairseq_sinusoidal(self, params, *, dtype: str, device: str) -> Callable:
+        self._unsupported("fairseq_sinusoidal")
+
     def lookup(self, table, rows):
         self._unsupported("lookup")
 
@@ -160,6 +181,15 @@ class Adapter:
 
     def bert_embeddings(self, params, weights, *, dtype: str, device: str) -> Callable:
         self._unsupported("bert_embeddings")
+
+    def roberta_positions(self, input_ids, params, cache_length: int):
+        self._unsupported("roberta_positions")
+
+    def roberta_embeddings(self, params, weights, *, dtype: str, device: str) -> Callable:
+        self._unsupported("roberta_embeddings")
+
+    def bart_embeddings(self, params, weights, *, dtype: str, device: str) -> Callable:
+        self._unsupported("bart_embeddings")
 
     def opt_positions(self, attention_mask, cache_length: int):
         self._unsupported("opt_positions")

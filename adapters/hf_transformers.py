@@ -28,9 +28,27 @@ Which HF code backs each operation (all paths under ``transformers/models/``):
 ``sinusoidal`` concat                   ``marian``: ``MarianSinusoidalPositionalEmbedding``
 ``sinusoidal`` interleaved              ``distilbert``: ``create_sinusoidal_embeddings``,
                                         gathered with ``nn.Embedding``
+``sinusoidal`` variant t2t              ``m2m_100``: ``M2M100SinusoidalPositionalEmbedding.
+                                        get_embedding(n, D, padding_idx=None)`` (its docstring:
+                                        "matches the implementation in tensor2tensor"), gathered
+                                        with ``nn.Embedding``; no HF code has t2t's clamp at
+                                        D // 2 == 1 (unsupported there)
+``sinusoidal`` variant fairseq          ``m2m_100``: ``M2M100SinusoidalPositionalEmbedding``'s
+                                        ``weights`` (pad row zeroed), ``index_select`` as its
+                                        forward does
+``sinusoidal`` variant whisper          ``whisper``: ``sinusoids(n, D)`` in an ``nn.Embedding``
+                                        (what ``WhisperEncoder.embed_positions`` is initialised to)
+``fairseq_positions``                   ``m2m_100``: ``M2M100SinusoidalPositionalEmbedding.
+                                        create_position_ids_from_input_ids``
+``fairseq_sinusoidal``                  ``m2m_100``: ``M2M100SinusoidalPositionalEmbedding`` forward
+                                        (``input_ids``, ``cache_length``; the table grows itself)
 ``lookup``                              ``torch.nn.Embedding`` (as every HF model uses it)
 ``gpt2_embeddings``                     ``gpt2``: ``GPT2Model`` forward, ``hidden_states[0]``
 ``bert_embeddings``                     ``bert``: ``BertEmbeddings`` forward
+``roberta_positions``                   ``roberta``: ``RobertaEmbeddings.create_position_ids_from_input_ids``
+``roberta_embeddings``                  ``roberta``: ``RobertaEmbeddings`` forward (its own default rows)
+``bart_embeddings``                     ``bart``: ``BartLearnedPositionalEmbedding`` forward
+                                        (``input_ids``, ``cache_length``; it reads no mask)
 ``opt_positions``                       ``opt``: ``OPTDecoder.forward``'s own position ids,
                                         read where it hands them to ``embed_positions``
 ``opt_rows``                            ``opt``: ``OPTLearnedPositionalEmbedding`` (offset 2)
@@ -142,7 +160,12 @@ from transformers.models.gptj import modeling_gptj as hf_gptj
 from transformers.models.llama import modeling_llama as hf_llama
 from transformers.models.llama4 import modeling_llama4 as hf_llama4
 from transformers.models.llama4.configuration_llama4 import Llama4TextConfig
+from transformers.models.bart import modeling_bart as hf_bart
+from transformers.models.m2m_100 import modeling_m2m_100 as hf_m2m
 from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+from transformers.models.roberta import modeling_roberta as hf_roberta
+from transformers.models.roberta.configuration_roberta import RobertaConfig
+from transformers.models.whisper import modeling_whisper as hf_whisper
 from transformers.models.opt.modeling_opt import OPTDecoder, OPTLearnedPositionalEmbedding
 
 from posenc.spec.errors import AdapterError
@@ -537,6 +560,8 @@ class HFTransformersAdapter(Adapter):
                               f"(got {params.base:g})")
         dt = DTYPES[dtype]
         n_pos = int(position_ids.max()) + 1 if position_ids.numel() else 1
+        if params.variant != "vaswani":
+            return self._h_minus_1(position_ids, params, dt, n_pos)
         if params.layout == "concat":
             emb = MarianSinusoidalPositionalEmbedding(n_pos, params.dim).to(dtype=dt)
             emb.weight.copy_(emb.create_weight())  # what MarianPreTrainedModel._init_weights does
@@ -546,7 +571,87 @@ class HFTransformersAdapter(Adapter):
         emb = nn.Embedding.from_pretrained(table.to(position_ids.device), freeze=True)
         return emb(position_ids)
 
+    def _h_minus_1(self, position_ids, params, dt, n_pos):
+        """SIN-T2T (M2M100 ``get_embedding`` without a pad row), SIN-FAIRSEQ-POSITIONS (the
+        ``M2M100SinusoidalPositionalEmbedding`` table), SIN-WHISPER (``sinusoids``).  The HF
+        tables are float32 (the default dtype), cast to the requested dtype as ``model.to``
+        would; rows are gathered as the HF modules gather them."""
+        D, dev = params.dim, position_ids.device
+        if params.variant == "t2t":
+            if D // 2 == 1:
+                raise Unsupported("SIN-T2T at D // 2 == 1: tensor2tensor clamps the divisor h - 1 to 1, and no "
+                                  "transformers code does (M2M100/fairseq get_embedding divides by zero, Whisper's "
+                                  "sinusoids too); transformers has no tensor2tensor port")
+            table = hf_m2m.M2M100SinusoidalPositionalEmbedding.get_embedding(n_pos, D, None)
+        elif params.variant == "fairseq":
+            emb = hf_m2m.M2M100SinusoidalPositionalEmbedding(n_pos, D, params.padding_idx).to(device=dev, dtype=dt)
+            return emb.weights.index_select(0, position_ids.reshape(-1)).view(*position_ids.shape, -1)
+        else:
+            table = hf_whisper.sinusoids(n_pos, D)
+        emb = nn.Embedding.from_pretrained(table.to(device=dev, dtype=dt), freeze=True)
+        return emb(position_ids)
+
+    @torch.no_grad()
+    def fairseq_positions(self, input_ids, params, cache_length):
+        """SIN-FAIRSEQ-POSITIONS: ``M2M100SinusoidalPositionalEmbedding.create_position_ids_from_input_ids``."""
+        return hf_m2m.M2M100SinusoidalPositionalEmbedding.create_position_ids_from_input_ids(
+            input_ids, params.padding_idx, cache_length)
+
+    def fairseq_sinusoidal(self, params, *, dtype, device):
+        """SIN-FAIRSEQ-POSITIONS end to end: ``M2M100SinusoidalPositionalEmbedding`` forward on
+        ``input_ids`` (its own positions; its table regrows past ``num_positions``)."""
+        if params.base != HF_FIXED_BASE:
+            raise Unsupported(f"M2M100's sinusoids hard-code base 10000 (got {params.base:g})")
+        emb = hf_m2m.M2M100SinusoidalPositionalEmbedding(16, params.dim, params.padding_idx)
+        emb = emb.to(device=device, dtype=DTYPES[dtype])
+
+        @torch.no_grad()
+        def call(input_ids, cache_length=0):
+            return emb(input_ids, cache_length=cache_length)
+        return call
+
     # ---- learned -------------------------------------------------------------------------
+    @torch.no_grad()
+    def roberta_positions(self, input_ids, params, cache_length):
+        """LEARNED-ROBERTA-POSITIONS: ``RobertaEmbeddings.create_position_ids_from_input_ids``."""
+        return hf_roberta.RobertaEmbeddings.create_position_ids_from_input_ids(
+            input_ids, params.padding_idx, cache_length)
+
+    def roberta_embeddings(self, params, weights, *, dtype, device):
+        """LEARNED-ROBERTA-POSITIONS (+ BERT's sum): ``RobertaEmbeddings`` (eval, dropout 0) with
+        ``pad_token_id = padding_idx``; its forward derives the rows itself."""
+        cfg = RobertaConfig(vocab_size=params.vocab_size, hidden_size=params.hidden_size,
+                            max_position_embeddings=params.max_position_embeddings,
+                            type_vocab_size=params.type_vocab_size, layer_norm_eps=params.layer_norm_eps,
+                            pad_token_id=params.padding_idx, hidden_dropout_prob=0.0, num_hidden_layers=1,
+                            num_attention_heads=1, bos_token_id=None, eos_token_id=None)
+        emb = hf_roberta.RobertaEmbeddings(cfg).to(device=device, dtype=DTYPES[dtype]).eval()
+        with torch.no_grad():
+            emb.word_embeddings.weight.copy_(weights["word_embeddings"])
+            emb.position_embeddings.weight.copy_(weights["position_embeddings"])
+            emb.token_type_embeddings.weight.copy_(weights["token_type_embeddings"])
+            emb.LayerNorm.weight.copy_(weights["layer_norm_weight"])
+            emb.LayerNorm.bias.copy_(weights["layer_norm_bias"])
+
+        @torch.no_grad()
+        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
+            return emb(input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids,
+                       cache_length=cache_length)
+        return call
+
+    def bart_embeddings(self, params, weights, *, dtype, device):
+        """LEARNED-BART-POSITIONS: ``BartLearnedPositionalEmbedding`` forward (offset 2); BART
+        passes it no mask, so the attention_mask is not handed on."""
+        emb = hf_bart.BartLearnedPositionalEmbedding(params.max_position_embeddings, params.hidden_size)
+        emb = emb.to(device=device, dtype=DTYPES[dtype])
+        with torch.no_grad():
+            emb.weight.copy_(weights["table"])
+
+        @torch.no_grad()
+        def call(input_ids, attention_mask=None, cache_length=0):
+            return emb(input_ids, cache_length=cache_length)
+        return call
+
     @torch.no_grad()
     def lookup(self, table, rows):
         """LEARNED-ROW-RANGE: ``nn.Embedding``; out-of-range rows raise torch's IndexError."""

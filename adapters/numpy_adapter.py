@@ -67,6 +67,13 @@ class NumpyAdapter(Adapter):
     def sinusoidal(self, position_ids, params, *, dtype, device):
         return sinusoidal.table(position_ids, params).astype(_NP[dtype])
 
+    def fairseq_positions(self, input_ids, params, cache_length):
+        return sinusoidal.fairseq_positions(input_ids, params.padding_idx, cache_length)
+
+    def fairseq_sinusoidal(self, params, *, dtype, device):
+        return lambda input_ids, cache_length=0: sinusoidal.fairseq_embeddings(
+            input_ids, params, cache_length).astype(_NP[dtype])
+
     def lookup(self, table, rows):
         return learned.lookup(table.astype(np.float64), rows).astype(table.dtype)
 
@@ -84,6 +91,24 @@ class NumpyAdapter(Adapter):
                 w["layer_norm_weight"], w["layer_norm_bias"], input_ids, token_type_ids,
                 position_ids, cache_length, params.layer_norm_eps).astype(_NP[dtype])
         return call
+
+    def roberta_positions(self, input_ids, params, cache_length):
+        return learned.roberta_positions(input_ids, params.padding_idx, cache_length)
+
+    def roberta_embeddings(self, params, weights, *, dtype, device):
+        w = {k: v.astype(np.float64) for k, v in weights.items()}
+
+        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
+            return learned.roberta_embeddings(
+                w["word_embeddings"], w["position_embeddings"], w["token_type_embeddings"],
+                w["layer_norm_weight"], w["layer_norm_bias"], input_ids, token_type_ids,
+                position_ids, cache_length, params.padding_idx, params.layer_norm_eps).astype(_NP[dtype])
+        return call
+
+    def bart_embeddings(self, params, weights, *, dtype, device):
+        t = weights["table"].astype(np.float64)
+        return lambda input_ids, attention_mask=None, cache_length=0: learned.bart_embeddings(
+            t, input_ids, cache_length).astype(_NP[dtype])
 
     def opt_positions(self, attention_mask, cache_length):
         return learned.opt_positions(attention_mask, cache_length)

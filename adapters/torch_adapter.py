@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from posenc.spec.errors import PositionOutOfRange
+from posenc.spec.errors import DegenerateWidth, PositionOutOfRange
 
 from .base import Adapter
 
@@ -229,6 +229,8 @@ class TorchAdapter(Adapter):
         dt = DTYPES[dtype]
         cd = compute_dtype(dt)
         D = params.dim
+        if params.variant != "vaswani":
+            return self._h_minus_1(position_ids, params, dt, device)
         j = torch.arange(D, dtype=torch.float64, device=device)
         if params.layout == "interleaved":
             expo = 2 * torch.div(j, 2, rounding_mode="floor") / D
@@ -241,7 +243,60 @@ class TorchAdapter(Adapter):
         phi = position_ids.to(cd)[..., None] * w
         return torch.where(is_sin, torch.sin(phi), torch.cos(phi)).to(dt)
 
+    def _h_minus_1(self, position_ids, params, dt, device):
+        """SIN-T2T / SIN-FAIRSEQ-POSITIONS / SIN-WHISPER: ``[sin | cos]`` of ``base^(-i/max(h-1, 1))``,
+        a zero column for odd D, fairseq's pad rows zeroed; degenerate widths raise DegenerateWidth."""
+        cd = compute_dtype(dt)
+        D, v = params.dim, params.variant
+        h = D // 2
+        if v == "whisper" and D % 2:
+            raise DegenerateWidth("SIN-WHISPER", D, "Whisper's sinusoids need an even number of channels")
+        if v in ("fairseq", "whisper") and h == 1:
+            raise DegenerateWidth("SIN-WHISPER" if v == "whisper" else "SIN-FAIRSEQ-POSITIONS", D,
+                                  f"h = D // 2 = 1 makes the {v} divisor h - 1 zero")
+        i = torch.arange(h, dtype=torch.float64, device=device)
+        w = (params.base ** (-i / max(h - 1, 1))).to(cd)
+        phi = position_ids.to(cd)[..., None] * w
+        parts = [torch.sin(phi), torch.cos(phi)]
+        if D % 2:
+            parts.append(torch.zeros(phi.shape[:-1] + (1,), dtype=cd, device=phi.device))
+        pe = torch.cat(parts, dim=-1)
+        if v == "fairseq":
+            pe = pe.masked_fill((position_ids == params.padding_idx)[..., None], 0.0)
+        return pe.to(dt)
+
+    def fairseq_positions(self, input_ids, params, cache_length):
+        """SIN-FAIRSEQ-POSITIONS: ``(cumsum(mask) + cache_length) * mask + padding_idx``."""
+        return padding_aware_positions(input_ids, params.padding_idx, cache_length)
+
+    def fairseq_sinusoidal(self, params, *, dtype, device):
+        return lambda input_ids, cache_length=0: self.sinusoidal(
+            self.fairseq_positions(input_ids, params, cache_length), params, dtype=dtype, device=device)
+
     # ---- learned -------------------------------------------------------------------------
+    def roberta_positions(self, input_ids, params, cache_length):
+        """LEARNED-ROBERTA-POSITIONS: rows from padding_idx + 1; pads read padding_idx."""
+        return padding_aware_positions(input_ids, params.padding_idx, cache_length)
+
+    def roberta_embeddings(self, params, weights, *, dtype, device):
+        bert = self.bert_embeddings(params, weights, dtype=dtype, device=device)
+
+        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
+            if position_ids is None:
+                position_ids = self.roberta_positions(input_ids, params, cache_length)
+            return bert(input_ids, token_type_ids=token_type_ids, position_ids=position_ids)
+        return call
+
+    def bart_embeddings(self, params, weights, *, dtype, device):
+        """LEARNED-BART-POSITIONS: rows ``cache_length + arange(T) + 2``; the mask is not read."""
+        table = weights["table"]
+
+        def call(input_ids, attention_mask=None, cache_length=0):
+            B, T = input_ids.shape
+            rows = (cache_length + torch.arange(T, device=input_ids.device)).expand(B, T) + 2
+            return self.lookup(table, rows)
+        return call
+
     def lookup(self, table, rows):
         check_rows(rows, table.shape[0])
         return F.embedding(rows, table)
@@ -358,6 +413,12 @@ class TorchAdapter(Adapter):
             check_rows(b, table.shape[0])
             return table[b].permute(2, 0, 1).contiguous()
         return call
+
+
+def padding_aware_positions(input_ids: torch.Tensor, padding_idx: int, cache_length: int) -> torch.Tensor:
+    """fairseq ``make_positions`` with HF's cache offset: ``(cumsum(mask) + C) * mask + padding_idx``."""
+    m = (input_ids != padding_idx).to(torch.int64)
+    return (torch.cumsum(m, dim=-1) + cache_length) * m + padding_idx
 
 
 def _check_lengths(query_length: int, key_length: int) -> None:

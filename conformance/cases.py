@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from posenc.reference import rope as _rope_ref
 from posenc.spec.models import (
-    AlibiParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, OPTEmbeddingParams, RopeParams,
-    SinusoidalParams, T5Params,
+    AlibiParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, OPTEmbeddingParams,
+    RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params,
 )
 
 
@@ -222,6 +222,43 @@ for layout, cl in (("interleaved", "SIN-VASWANI-INTERLEAVED"), ("concat", "SIN-V
               SinusoidalParams(dim=512, layout=layout),
               {"position_ids": _pos([0, 1, 2, 511], [1000, 2047, 7, 3])}, "Marian-size width 512"))
 
+# ---- sinusoid variants: the h-1 divisor (SIN-T2T, SIN-FAIRSEQ-POSITIONS, SIN-WHISPER) ---------
+# M2M100-418M: d_model 1024, pad_token_id 1 (facebook/m2m100_418M config.json); Whisper-tiny:
+# d_model 384 over the encoder's 1500 frames (openai/whisper-tiny config.json).
+_S = SinusoidalParams
+_T2T = dict(layout="concat", variant="t2t")
+_FS = dict(layout="concat", variant="fairseq", padding_idx=1)
+_WH = dict(layout="concat", variant="whisper")
+_RB_IDS = _pos([1, 1, 0, 9, 2], [0, 9, 9, 9, 2])  # encodings-facts B.3: pad 1 -> [[1,1,2,3,4],[2,3,4,5,6]]
+for D, note in ((8, "D 8: lowest frequency 1e-4 (Vaswani 1e-3)"), (7, "odd D: zero column appended"),
+                (2, "h = 1: tensor2tensor clamps the divisor to 1, w = [1]")):
+    _add(Case(f"sin-t2t-d{D}", "sinusoidal.table", ("SIN-T2T",), _S(dim=D, **_T2T),
+              {"position_ids": _pos(range(5), range(100, 105))}, note))
+_add(
+    Case("sin-t2t-d512", "sinusoidal.table", ("SIN-T2T", "SIN-PRECISION"), _S(dim=512, **_T2T),
+         {"position_ids": _pos([0, 1, 2, 511], [1000, 2047, 7, 3])}, "width 512, frequencies 1 .. 1e-4"),
+    Case("sin-fairseq-table-d8", "sinusoidal.table", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=8, **_FS),
+         {"position_ids": _pos([0, 1, 2, 3, 4], [1, 5, 100, 1, 2])}, "row padding_idx 1 is zero"),
+    Case("sin-fairseq-table-d7", "sinusoidal.table", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=7, **_FS),
+         {"position_ids": _pos([1, 2, 3], [40, 1, 41])}, "odd D: zero column; pad row zero"),
+    Case("sin-m2m100-positions", "sinusoidal.fairseq_positions", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=1024, **_FS),
+         {"input_ids": _RB_IDS, "cache_length": 0}, "pad 1: [[1,1,2,3,4],[2,3,4,5,6]]"),
+    Case("sin-m2m100-positions-cache", "sinusoidal.fairseq_positions", ("SIN-FAIRSEQ-POSITIONS",),
+         _S(dim=1024, **_FS), {"input_ids": _pos([1, 7], [5, 1]), "cache_length": 6},
+         "after 6 cached slots: [[1, 8], [8, 1]]"),
+    Case("sin-m2m100-418m", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS", "SIN-T2T"), _S(dim=1024, **_FS),
+         {"input_ids": _pos([1, 1, 0, 9, 2, 5], [0, 9, 9, 9, 2, 1]), "cache_length": 0},
+         "M2M100-418M width 1024: left and right padding read the zero row 1"),
+    Case("sin-m2m100-cache", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=16, **_FS),
+         {"input_ids": _pos([1, 4, 4], [7, 8, 1]), "cache_length": 200}, "rows [[1, 202, 203], [202, 203, 1]]"),
+    Case("sin-fairseq-d7", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=7, **_FS),
+         {"input_ids": _RB_IDS, "cache_length": 0}, "odd D end to end"),
+    Case("sin-whisper-d8", "sinusoidal.table", ("SIN-WHISPER",), _S(dim=8, **_WH),
+         {"position_ids": _pos(range(5), range(100, 105))}),
+    Case("sin-whisper-tiny", "sinusoidal.table", ("SIN-WHISPER", "SIN-PRECISION"), _S(dim=384, **_WH),
+         {"position_ids": _pos([0, 1, 2, 1499], [750, 1498, 3, 10])}, "Whisper-tiny encoder: 1500 x 384"),
+)
+
 # ---- learned ------------------------------------------------------------------------------
 _GPT2 = GPT2EmbeddingParams(vocab_size=97, n_positions=1024, n_embd=768)
 _GPT2_W = {"wte": Gen((97, 768)), "wpe": Gen((1024, 768))}
@@ -274,6 +311,37 @@ _add(
     Case("lookup-gpt2-wpe", "learned.lookup", ("LEARNED-ROW-RANGE",), LookupParams(num_rows=1024, dim=768),
          {"table": Gen((1024, 768)), "rows": _pos([0, 1023, 5], [1022, 0, 1023])},
          "first and last valid rows"),
+)
+
+# ---- RoBERTa and BART (LEARNED-ROBERTA-POSITIONS, LEARNED-BART-POSITIONS) ----------------------
+# roberta-base: 514 x 768 positions, type_vocab_size 1, layer_norm_eps 1e-5, pad 1; bart-base:
+# max_position_embeddings 1024 (+ 2 = 1026 rows) x 768 (published config.json files).
+_RB = RobertaEmbeddingParams(vocab_size=89, max_position_embeddings=514, type_vocab_size=1, hidden_size=768,
+                             layer_norm_eps=1e-5, padding_idx=1)
+_RB_W = {"word_embeddings": Gen((89, 768)), "position_embeddings": Gen((514, 768)),
+         "token_type_embeddings": Gen((1, 768)), "layer_norm_weight": Gen((768,), scale=0.5, offset=1.0),
+         "layer_norm_bias": Gen((768,), scale=0.25)}
+_BART = BartEmbeddingParams(max_position_embeddings=1024, hidden_size=768)
+_BART_W = {"table": Gen((1026, 768))}
+_add(
+    Case("roberta-base-positions", "learned.roberta_positions", ("LEARNED-ROBERTA-POSITIONS",), _RB,
+         {"input_ids": _RB_IDS, "cache_length": 0}, "pad 1: [[1,1,2,3,4],[2,3,4,5,6]]"),
+    Case("roberta-base-positions-cache", "learned.roberta_positions", ("LEARNED-ROBERTA-POSITIONS",), _RB,
+         {"input_ids": _pos([1, 1, 7], [7, 8, 1]), "cache_length": 5}, "[[1, 1, 7], [7, 8, 1]]"),
+    Case("roberta-base-embeddings", "learned.roberta", ("LEARNED-ROBERTA-POSITIONS",), _RB,
+         {**_RB_W, "input_ids": _pos([1, 1, 0, 9, 2, 5], [0, 9, 9, 9, 2, 1]), "cache_length": 0},
+         "rows [[1,1,2,3,4,5],[2,3,4,5,6,1]]"),
+    Case("roberta-base-embeddings-cache", "learned.roberta", ("LEARNED-ROBERTA-POSITIONS", "LEARNED-ROW-RANGE"), _RB,
+         {**_RB_W, "input_ids": _pos([0, 5, 7], [1, 1, 4]), "cache_length": 509},
+         "rows [[511, 512, 513], [1, 1, 511]]: the last row 513 is valid"),
+    Case("bart-base-embeddings", "learned.bart_embeddings", ("LEARNED-BART-POSITIONS",), _BART,
+         {**_BART_W, "input_ids": Gen((2, 5), "ids", high=50),
+          "attention_mask": _pos([0, 0, 1, 1, 1], [1, 1, 1, 1, 1]), "cache_length": 0},
+         "rows [[2..6], [2..6]]: the left padding is ignored"),
+    Case("bart-base-embeddings-cache", "learned.bart_embeddings", ("LEARNED-BART-POSITIONS", "LEARNED-ROW-RANGE"),
+         _BART, {**_BART_W, "input_ids": Gen((2, 4), "ids", high=50),
+                 "attention_mask": np.asarray([[0] * 3 + [1] * 1021, [1] * 1024], np.int64), "cache_length": 1020},
+         "after 1020 cached slots (one row left-padded) rows 1022 .. 1025 reach the last row"),
 )
 
 # ---- position ids -------------------------------------------------------------------------

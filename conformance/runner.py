@@ -92,6 +92,11 @@ def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, de
         return {"q": (q, "float"), "k": (k, "float")}
     if op == "sinusoidal.table":
         return {"pe": (adapter.sinusoidal(x["position_ids"], params, dtype=dtype, device=device), "float")}
+    if op == "sinusoidal.fairseq_positions":
+        return {"positions": (adapter.fairseq_positions(x["input_ids"], params, x["cache_length"]), "int")}
+    if op == "sinusoidal.fairseq":
+        f = adapter.fairseq_sinusoidal(params, dtype=dtype, device=device)
+        return {"pe": (f(x["input_ids"], cache_length=x["cache_length"]), "float")}
     if op == "learned.lookup":
         return {"embeddings": (adapter.lookup(x["table"], x["rows"]), "float")}
     if op == "learned.gpt2":
@@ -104,6 +109,18 @@ def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, de
         f = adapter.bert_embeddings(params, {n: x[n] for n in names}, dtype=dtype, device=device)
         return {"embeddings": (f(x["input_ids"], token_type_ids=x.get("token_type_ids"),
                                  position_ids=x.get("position_ids"), cache_length=x["cache_length"]), "float")}
+    if op == "learned.roberta_positions":
+        return {"positions": (adapter.roberta_positions(x["input_ids"], params, x["cache_length"]), "int")}
+    if op == "learned.roberta":
+        names = ("word_embeddings", "position_embeddings", "token_type_embeddings",
+                 "layer_norm_weight", "layer_norm_bias")
+        f = adapter.roberta_embeddings(params, {n: x[n] for n in names}, dtype=dtype, device=device)
+        return {"embeddings": (f(x["input_ids"], token_type_ids=x.get("token_type_ids"),
+                                 position_ids=x.get("position_ids"), cache_length=x["cache_length"]), "float")}
+    if op == "learned.bart_embeddings":
+        f = adapter.bart_embeddings(params, {"table": x["table"]}, dtype=dtype, device=device)
+        return {"embeddings": (f(x["input_ids"], attention_mask=x.get("attention_mask"),
+                                 cache_length=x["cache_length"]), "float")}
     if op == "learned.opt_positions":
         return {"positions": (adapter.opt_positions(x["attention_mask"], x["cache_length"]), "int")}
     if op == "learned.opt_rows":

@@ -259,7 +259,8 @@ def test_left_pad_equals_unpadded(request, adapter, device, dtype, case):
 
 
 @pytest.mark.posenc
-@pytest.mark.parametrize("case", with_invariant("row_range", ("learned.lookup", "learned.opt_embeddings", "learned.gpt2")))
+@pytest.mark.parametrize("case", with_invariant("row_range", ("learned.lookup", "learned.opt_embeddings", "learned.gpt2",
+                                                               "learned.bart_embeddings")))
 def test_row_range(request, adapter, device, dtype, case):
     """The last valid row works; one past the end and -1 raise (never clamp, never wrap)."""
     require_dtype(adapter, dtype)
@@ -291,6 +292,15 @@ def test_row_range(request, adapter, device, dtype, case):
         return
     table = g.inputs["table"]
     n = table.shape[0]
+    if case.op == "learned.bart_embeddings":
+        f = call_adapter(adapter, case, dtype, cl, adapter.bart_embeddings, case.params, {"table": x["table"]},
+                         dtype=dtype, device=device)
+        ids = adapter.from_numpy(np.zeros((1, 1), np.int64), "int64", device)
+        last = adapter.to_numpy(call_adapter(adapter, case, dtype, cl, f, ids, cache_length=n - 3))
+        if not np.array_equal(last[0, 0], adapter.to_numpy(adapter.from_numpy(table[n - 1], dtype, device))):
+            fail(cl, adapter, case, dtype, f"cache_length {n - 3} must read the last valid row {n - 1} as is")
+        must_raise(f"cache_length {n - 2} (row {n} of a {n}-row BART table)", f, ids, cache_length=n - 2)
+        return
 
     if case.op == "learned.lookup":
         rows = adapter.from_numpy(np.array([[n - 1]]), "int64", device)

@@ -95,3 +95,53 @@ def opt_embeddings(table, attention_mask, cache_length: int = 0) -> np.ndarray:
     LEARNED-OPT-OFFSET, LEARNED-ROW-RANGE.
     """
     return lookup(table, opt_rows(opt_positions(attention_mask, cache_length)))
+
+
+# ---- RoBERTa (LEARNED-ROBERTA-POSITIONS) and BART (LEARNED-BART-POSITIONS) -------------------
+BART_OFFSET = 2
+
+
+def roberta_positions(input_ids, padding_idx: int, cache_length: int = 0) -> np.ndarray:
+    """LEARNED-ROBERTA-POSITIONS: table rows ``(cumsum(mask) + cache_length) * mask + padding_idx``
+    with ``mask = input_ids != padding_idx`` (fairseq ``make_positions``; HF
+    ``models/roberta/modeling_roberta.py::RobertaEmbeddings.create_position_ids_from_input_ids``).
+
+    Real tokens start at ``padding_idx + 1`` from the first non-pad token; pads read row
+    ``padding_idx``.  ids ``[[1,1,0,9,2],[0,9,9,9,2]]`` with pad 1 -> ``[[1,1,2,3,4],[2,3,4,5,6]]``.
+    int64 ``[B, T]``.  The same rule as SIN-FAIRSEQ-POSITIONS.
+    """
+    from . import sinusoidal
+
+    return sinusoidal.fairseq_positions(input_ids, padding_idx, cache_length)
+
+
+def roberta_embeddings(
+    word, position, token_type, gamma, beta, input_ids, token_type_ids=None, position_ids=None,
+    cache_length: int = 0, padding_idx: int = 1, layer_norm_eps: float = 1e-5,
+) -> np.ndarray:
+    """``LayerNorm(word[ids] + token_type[tt] + position[rows])`` -> ``[B, T, hidden]``.
+
+    BERT's sum and LayerNorm (LEARNED-BERT-SUM, LEARNED-BERT-TOKEN-TYPE) with RoBERTa's default
+    rows (LEARNED-ROBERTA-POSITIONS) when ``position_ids`` are not given.
+    """
+    if position_ids is None:
+        position_ids = roberta_positions(input_ids, padding_idx, cache_length)
+    return bert_embeddings(word, position, token_type, gamma, beta, input_ids, token_type_ids,
+                           position_ids, 0, layer_norm_eps)
+
+
+def bart_rows(batch: int, seq_len: int, cache_length: int = 0) -> np.ndarray:
+    """LEARNED-BART-POSITIONS: rows ``arange(cache_length, cache_length + T) + 2`` for every row of
+    the batch; padding is ignored by design (HF ``models/bart/modeling_bart.py::
+    BartLearnedPositionalEmbedding.forward``).  int64 ``[B, T]``."""
+    if cache_length < 0:
+        raise ValueError(f"LEARNED-BART-POSITIONS: cache_length must be >= 0, got {cache_length}")
+    return _pos.decode(batch, seq_len, cache_length) + BART_OFFSET
+
+
+def bart_embeddings(table, input_ids, cache_length: int = 0) -> np.ndarray:
+    """``table[bart_rows(B, T, cache_length)]`` -> ``[B, T, E]`` (only the shape of ``input_ids``
+    is read).  ``table``: ``[max_position_embeddings + 2, E]``.  Clauses LEARNED-BART-POSITIONS,
+    LEARNED-ROW-RANGE."""
+    B, T = np.shape(input_ids)
+    return lookup(table, bart_rows(B, T, cache_length))

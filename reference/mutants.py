@@ -101,12 +101,16 @@ def rope_factor_ignored(op, p, x):
 
 @_mutant("sin_layout_swapped", "sinusoidal.table")
 def sin_layout_swapped(op, p, x):
+    if p.h_minus_1:
+        return None  # a Vaswani divergence (the h-1 variants are [sin | cos] only)
     other = "concat" if p.layout == "interleaved" else "interleaved"
     return ops.run(op, p.model_copy(update={"layout": other}), x)
 
 
 @_mutant("sin_divisor_h_minus_1", "sinusoidal.table")
 def sin_divisor_h_minus_1(op, p, x):
+    if p.h_minus_1:
+        return None  # the reverse is DIV-SIN-T2T-VASWANI-DIVISOR
     D, h = p.dim, p.dim // 2
     w = p.base ** (-np.arange(h, dtype=np.float64) / max(h - 1, 1))
     phi = np.asarray(x["position_ids"], np.float64)[..., None] * w
@@ -118,6 +122,44 @@ def sin_divisor_h_minus_1(op, p, x):
     if D % 2:
         pe = np.concatenate([pe, np.zeros(pe.shape[:-1] + (1,))], -1)
     return {"pe": pe}
+
+
+def _fairseq_rows(p, x):
+    return sinusoidal.fairseq_positions(x["input_ids"], p.padding_idx, int(x["cache_length"]))
+
+
+@_mutant("sin_vaswani_divisor", "sinusoidal.table", "sinusoidal.fairseq")
+def sin_vaswani_divisor(op, p, x):
+    """The h-1 table (zero column, pad row) with Vaswani's frequencies base^(-2i/D)."""
+    if not p.h_minus_1:
+        return None
+    sinusoidal.check_width(p)
+    rows = np.asarray(x["position_ids"] if op == "sinusoidal.table" else _fairseq_rows(p, x))
+    h = p.dim // 2
+    phi = rows.astype(np.float64)[..., None] * p.base ** (-2.0 * np.arange(h) / p.dim)
+    pe = np.concatenate([np.sin(phi), np.cos(phi), np.zeros(phi.shape[:-1] + (p.dim - 2 * h,))], -1)
+    if p.variant == "fairseq":
+        pe = np.where((rows == p.padding_idx)[..., None], 0.0, pe)
+    return {"pe": pe}
+
+
+@_mutant("sin_pad_row_kept", "sinusoidal.table", "sinusoidal.fairseq")
+def sin_pad_row_kept(op, p, x):
+    """fairseq's table without ``emb[padding_idx] = 0``: the pad row is t2t's sinusoid."""
+    if p.variant != "fairseq":
+        return None
+    rows = x["position_ids"] if op == "sinusoidal.table" else _fairseq_rows(p, x)
+    return {"pe": sinusoidal.table(rows, p.model_copy(update={"variant": "t2t", "padding_idx": None}))}
+
+
+@_mutant("sin_fairseq_padding_ignored", "sinusoidal.fairseq_positions", "sinusoidal.fairseq")
+def sin_fairseq_padding_ignored(op, p, x):
+    """Sequential rows padding_idx + 1 + cache_length + t (HF's inputs_embeds path)."""
+    ids = np.asarray(x["input_ids"])
+    rows = position_ids.decode(*ids.shape, int(x["cache_length"])) + p.padding_idx + 1
+    if op == "sinusoidal.fairseq_positions":
+        return {"positions": rows}
+    return {"pe": sinusoidal.table(rows, p)}
 
 
 @_mutant("opt_no_offset", "learned.opt_rows", "learned.opt_embeddings")
@@ -181,6 +223,46 @@ def pos_left_pad_ignored(op, p, x):
 def pos_packed_no_restart(op, p, x):
     n = int(np.asarray(x["cu_seqlens"])[-1])
     return {"position_ids": position_ids.prefill(1, n)}
+
+
+def _roberta_with_rows(op, p, x, rows):
+    if op == "learned.roberta_positions":
+        return {"positions": rows}
+    if x.get("position_ids") is not None:
+        return None  # explicit position_ids: the default rule is not exercised
+    return ops.run(op, p, {**x, "position_ids": rows})
+
+
+@_mutant("roberta_arange_positions", "learned.roberta_positions", "learned.roberta")
+def roberta_arange_positions(op, p, x):
+    ids = np.asarray(x["input_ids"])
+    rows = position_ids.decode(*ids.shape, int(x["cache_length"])) + p.padding_idx + 1
+    return _roberta_with_rows(op, p, x, rows)
+
+
+@_mutant("roberta_as_bert", "learned.roberta_positions", "learned.roberta")
+def roberta_as_bert(op, p, x):
+    ids = np.asarray(x["input_ids"])
+    return _roberta_with_rows(op, p, x, position_ids.decode(*ids.shape, int(x["cache_length"])))
+
+
+def _bart_with_rows(p, x, rows):
+    t = np.asarray(x["table"], np.float64)
+    if rows.min() < 0 or rows.max() >= t.shape[0]:
+        return None  # an implementation raises there
+    return {"embeddings": t[rows]}
+
+
+@_mutant("bart_opt_mask_rule", "learned.bart_embeddings")
+def bart_opt_mask_rule(op, p, x):
+    rows = learned.opt_rows(learned.opt_positions(x["attention_mask"], int(x["cache_length"])))
+    return _bart_with_rows(p, x, rows)
+
+
+@_mutant("bart_no_offset", "learned.bart_embeddings")
+def bart_no_offset(op, p, x):
+    ids = np.asarray(x["input_ids"])
+    return _bart_with_rows(p, x, position_ids.decode(*ids.shape, int(x["cache_length"])))
 
 
 def run(name: str, op: str, params, inputs):

@@ -143,6 +143,9 @@ def _sin(p, x):
 
 def _sin_scales(p, x):
     phi = np.abs(sinusoidal.column_angles(x["position_ids"], p))
+    if p.h_minus_1:  # e_j = i / (h - 1): a float32 base ** -e_j rounds e_j ln(base) too
+        amp = 1.0 + sinusoidal.h_minus_1_exponents(p) * np.log(p.base)
+        return {"pe": (np.ones_like(phi), phi * amp)}
     if p.layout == "concat":
         ns = (p.dim + 1) // 2
         expo = 2.0 * np.concatenate([np.arange(ns), np.arange(p.dim - ns)])
@@ -150,6 +153,19 @@ def _sin_scales(p, x):
         expo = 2.0 * (np.arange(p.dim) // 2)
     amp = 1.0 + expo / p.dim * np.log(p.base)
     return {"pe": (np.ones_like(phi), phi * amp)}
+
+
+def _fairseq_positions(p, x):
+    return {"positions": sinusoidal.fairseq_positions(x["input_ids"], p.padding_idx, _i(x, "cache_length"))}
+
+
+def _fairseq(p, x):
+    return {"pe": sinusoidal.fairseq_embeddings(x["input_ids"], p, _i(x, "cache_length"))}
+
+
+def _fairseq_scales(p, x):
+    rows = sinusoidal.fairseq_positions(x["input_ids"], p.padding_idx, _i(x, "cache_length"))
+    return _sin_scales(p, {"position_ids": rows})
 
 
 # ---- learned ------------------------------------------------------------------------------
@@ -187,12 +203,14 @@ def _bert(p, x):
         p.layer_norm_eps)}
 
 
-def _bert_scales(p, x):
+def _bert_scales(p, x, default_positions=None):
     ids = np.asarray(x["input_ids"])
     tt = x.get("token_type_ids")
     tt = np.zeros_like(ids) if tt is None else np.asarray(tt)
     pos = x.get("position_ids")
-    if pos is None:
+    if pos is None and default_positions is not None:
+        pos = default_positions(p, x)
+    elif pos is None:
         pos = position_ids.decode(ids.shape[0], ids.shape[1], _i(x, "cache_length"))
     parts = [np.asarray(x["word_embeddings"])[ids], np.asarray(x["token_type_embeddings"])[tt],
              np.asarray(x["position_embeddings"])[pos]]
@@ -216,6 +234,30 @@ def _opt_rows(p, x):
 
 def _opt_embed(p, x):
     return {"embeddings": learned.opt_embeddings(x["table"], x["attention_mask"], _i(x, "cache_length"))}
+
+
+def _roberta_rows(p, x):
+    return learned.roberta_positions(x["input_ids"], p.padding_idx, _i(x, "cache_length"))
+
+
+def _roberta_positions(p, x):
+    return {"positions": _roberta_rows(p, x)}
+
+
+def _roberta(p, x):
+    return {"embeddings": learned.roberta_embeddings(
+        x["word_embeddings"], x["position_embeddings"], x["token_type_embeddings"],
+        x["layer_norm_weight"], x["layer_norm_bias"], x["input_ids"],
+        _opt(x, "token_type_ids"), _opt(x, "position_ids"), _i(x, "cache_length"),
+        p.padding_idx, p.layer_norm_eps)}
+
+
+def _roberta_scales(p, x):
+    return _bert_scales(p, x, _roberta_rows)
+
+
+def _bart_embed(p, x):
+    return {"embeddings": learned.bart_embeddings(x["table"], x["input_ids"], _i(x, "cache_length"))}
 
 
 # ---- position ids -------------------------------------------------------------------------
@@ -324,12 +366,17 @@ OPS: dict[str, Op] = {
     "rope.apply": Op(*_rope_op("rope.apply"), angle_based=True),
     "rope.apply_with_cos_sin": Op(_rope_apply_cs, _rope_apply_cs_scales),
     "sinusoidal.table": Op(_sin, _sin_scales, angle_based=True),
+    "sinusoidal.fairseq_positions": Op(_fairseq_positions, _exact_scales([])),
+    "sinusoidal.fairseq": Op(_fairseq, _fairseq_scales, angle_based=True),
     "learned.lookup": Op(_lookup, _exact_scales(["embeddings"])),
     "learned.gpt2": Op(_gpt2, _gpt2_scales),
     "learned.bert": Op(_bert, _bert_scales),
     "learned.opt_positions": Op(_opt_positions, _exact_scales([])),
     "learned.opt_rows": Op(_opt_rows, _exact_scales([])),
     "learned.opt_embeddings": Op(_opt_embed, _exact_scales(["embeddings"])),
+    "learned.roberta_positions": Op(_roberta_positions, _exact_scales([])),
+    "learned.roberta": Op(_roberta, _roberta_scales),
+    "learned.bart_embeddings": Op(_bart_embed, _exact_scales(["embeddings"])),
     "position_ids.prefill": Op(_pos_prefill, _exact_scales([])),
     "position_ids.decode": Op(_pos_decode, _exact_scales([])),
     "position_ids.left_pad": Op(_pos_left_pad, _exact_scales([])),

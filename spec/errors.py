@@ -19,6 +19,20 @@ class SpecError(PosencError, ValueError):
     """
 
 
+class DegenerateWidth(SpecError):
+    """A sinusoid width the clause cannot build (clauses SIN-FAIRSEQ-POSITIONS, SIN-WHISPER).
+
+    fairseq's and Whisper's h - 1 divisor is 0 at D = 2 (h = 1): fairseq / HF raise
+    ZeroDivisionError and OpenAI's Whisper returns NaN; the spec makes it this named error,
+    never NaN.  Whisper also requires an even width (odd D).  tensor2tensor (SIN-T2T) clamps
+    the divisor to 1 instead and is not affected.
+    """
+
+    def __init__(self, clause: str, dim: int, why: str):
+        self.clause, self.dim = clause, int(dim)
+        super().__init__(f"{clause}: width D = {self.dim} is degenerate: {why}")
+
+
 class PositionOutOfRange(PosencError, IndexError):
     """A position or table row lies outside ``[0, num_rows)`` (clause LEARNED-ROW-RANGE).
 

@@ -202,12 +202,44 @@ class RopeParams(_Strict):
         return self.head_dim if self.rope_type == "proportional" else self.rdim
 
 
+SinusoidVariant = Literal["vaswani", "t2t", "fairseq", "whisper"]
+
+
 class SinusoidalParams(_Strict):
-    """Sinusoidal absolute table (clauses SIN-*)."""
+    """Sinusoidal absolute table (clauses SIN-*).
+
+    ``variant``: ``vaswani`` (frequencies ``base^(-2i/D)``, SIN-VASWANI-INTERLEAVED / -CONCAT, in
+    ``layout``); the h - 1 divisor family ``base^(-i/(h-1))``, h = D // 2, all ``[sin | cos]``
+    (``layout`` must be ``concat``): ``t2t`` (tensor2tensor ``get_timing_signal_1d``: odd D
+    appends a zero column, D = 2 clamps the divisor to 1; SIN-T2T), ``fairseq`` (the t2t table
+    with row ``padding_idx`` zeroed, positions ``cumsum(mask) * mask + padding_idx``; D = 2 is
+    :class:`~posenc.spec.errors.DegenerateWidth`; SIN-FAIRSEQ-POSITIONS), ``whisper`` (t2t
+    frequencies; odd D and D = 2 are DegenerateWidth; SIN-WHISPER).  Degenerate widths are
+    valid parameters: the operations raise the named error, so an implementation can be
+    checked for it.  ``padding_idx`` is required by (and only allowed for) ``fairseq``.
+    """
 
     dim: int = Field(gt=0, description="Model width D")
     layout: Literal["interleaved", "concat"] = "interleaved"
     base: float = Field(10000.0, gt=1)
+    variant: SinusoidVariant = Field("vaswani", description="vaswani (2i/D) or the h-1 divisor rules t2t, "
+                                                            "fairseq, whisper")
+    padding_idx: Optional[int] = Field(None, ge=0, description="fairseq: the pad id; its row is zero")
+
+    @model_validator(mode="after")
+    def _check(self) -> "SinusoidalParams":
+        if self.variant != "vaswani" and self.layout != "concat":
+            raise ValueError(f"variant {self.variant!r} lays out [sin | cos]: layout must be 'concat'")
+        if self.variant == "fairseq" and self.padding_idx is None:
+            raise ValueError("variant 'fairseq' needs padding_idx (M2M100 / fairseq: the pad id, 1)")
+        if self.variant != "fairseq" and self.padding_idx is not None:
+            raise ValueError(f"padding_idx does not apply to variant {self.variant!r}")
+        return self
+
+    @property
+    def h_minus_1(self) -> bool:
+        """Whether the frequencies use the h - 1 divisor (t2t, fairseq, whisper)."""
+        return self.variant != "vaswani"
 
 
 class GPT2EmbeddingParams(_Strict):
@@ -233,6 +265,39 @@ class OPTEmbeddingParams(_Strict):
 
     max_position_embeddings: int = Field(gt=0)
     hidden_size: int = Field(gt=0)
+
+    @property
+    def num_rows(self) -> int:
+        return self.max_position_embeddings + 2
+
+
+class RobertaEmbeddingParams(_Strict):
+    """RoBERTa input embeddings: BERT's sum and LayerNorm, padding-aware rows (LEARNED-ROBERTA-*).
+
+    roberta-base: ``max_position_embeddings`` 514 (= 512 + 2), ``type_vocab_size`` 1,
+    ``layer_norm_eps`` 1e-5, ``padding_idx`` (``pad_token_id``) 1.  RobertaConfig's defaults
+    are BERT's (512, 2, 1e-12): do not take real values from them.
+    """
+
+    vocab_size: int = Field(gt=0)
+    max_position_embeddings: int = Field(514, gt=0)
+    type_vocab_size: int = Field(1, gt=0)
+    hidden_size: int = Field(768, gt=0)
+    layer_norm_eps: float = Field(1e-5, gt=0)
+    padding_idx: int = Field(1, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> "RobertaEmbeddingParams":
+        if self.padding_idx >= self.max_position_embeddings:
+            raise ValueError(f"padding_idx {self.padding_idx} is not a row of the {self.max_position_embeddings}-row table")
+        return self
+
+
+class BartEmbeddingParams(_Strict):
+    """BART learned positions: ``max_position_embeddings + 2`` rows, row = position + 2 (LEARNED-BART-*)."""
+
+    max_position_embeddings: int = Field(1024, gt=0)
+    hidden_size: int = Field(768, gt=0)
 
     @property
     def num_rows(self) -> int:
@@ -299,6 +364,8 @@ PARAM_MODELS: dict[str, type[BaseModel]] = {
         GPT2EmbeddingParams,
         BertEmbeddingParams,
         OPTEmbeddingParams,
+        RobertaEmbeddingParams,
+        BartEmbeddingParams,
         LookupParams,
         AlibiParams,
         T5Params,

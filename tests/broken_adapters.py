@@ -232,3 +232,24 @@ class T5CacheIgnored(TorchAdapter):
     def t5_bias(self, params, weights, *, dtype, device):
         f = super().t5_bias(params, weights, dtype=dtype, device=device)
         return lambda query_length, key_length, cache_length=0: f(query_length, key_length, 0)
+
+
+class FairseqPadRowKept(TorchAdapter):
+    """fairseq / M2M100 sinusoids without ``emb[padding_idx] = 0``: the pad row is a sinusoid."""
+
+    name = "broken-fairseq-pad-row-kept"
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        if params.variant == "fairseq":
+            params = params.model_copy(update={"variant": "t2t", "padding_idx": None})
+        return super().sinusoidal(position_ids, params, dtype=dtype, device=device)
+
+
+class RobertaArangePositions(TorchAdapter):
+    """RoBERTa rows padding_idx + 1 + cache_length + arange(T): padding ignored."""
+
+    name = "broken-roberta-arange"
+
+    def roberta_positions(self, input_ids, params, cache_length):
+        B, T = input_ids.shape
+        return (params.padding_idx + 1 + cache_length + torch.arange(T, device=input_ids.device)).expand(B, T)

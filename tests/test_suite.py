@@ -43,6 +43,9 @@ BROKEN_CASES = [
     ("AlibiSignFlipped", "float16", "DIV-ALIBI-SIGN"),
     ("T5RelSignFlipped", "float32", "DIV-T5-REL-SIGN"),
     ("T5CacheIgnored", "bfloat16", "DIV-T5-CACHE-IGNORED"),
+    ("FairseqPadRowKept", "float32", "DIV-SIN-PAD-ROW-NOT-ZEROED"),
+    ("FairseqPadRowKept", "bfloat16", "DIV-SIN-PAD-ROW-NOT-ZEROED"),
+    ("RobertaArangePositions", "float32", "DIV-LEARNED-ROBERTA-ARANGE"),
 ]
 
 
