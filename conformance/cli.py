@@ -6,6 +6,7 @@
     posenc spec validate [DIR]    load and validate the spec YAML files
     posenc spec show ID           print one clause or divergence (for citing in a review)
     posenc spec list [FAMILY]     list clause and divergence IDs with their titles
+    posenc config import FILE     a HF config.json as the spec's RopeParams (JSON)
 """
 
 from __future__ import annotations
@@ -39,8 +40,15 @@ def main(argv=None) -> int:
     p = s.add_parser("list", help="list clause and divergence IDs")
     p.add_argument("family", nargs="?", help="only this family (rope, rope_scaling, sinusoidal, learned, "
                    "position_ids, alibi, t5)")
+    c = sub.add_parser("config", help="model configs").add_subparsers(dest="cmd", required=True)
+    p = c.add_parser("import", help="read a HF config.json (4.x or 5.x) into RopeParams")
+    p.add_argument("file", type=Path)
     a = ap.parse_args(argv)
     try:
+        if a.group == "config":
+            from posenc.spec.hf_config import rope_params_from_hf_config
+            print(rope_params_from_hf_config(a.file).model_dump_json(indent=2, exclude_none=True))
+            return 0
         if a.group == "golden" and a.cmd == "regenerate":
             files = golden.regenerate(a.dir)
             print(f"wrote {len(files)} golden files and {golden.MANIFEST} to {a.dir}")

@@ -1,0 +1,166 @@
+"""Import a Hugging Face ``config.json`` into the spec's :class:`~posenc.spec.models.RopeParams`.
+
+Reads both layouts: transformers 4.x (top-level ``rope_theta`` / ``partial_rotary_factor`` and a
+``rope_scaling`` dict whose type key may be ``type``) and 5.x (``rope_parameters`` holding
+``rope_type``, ``rope_theta`` and the scaling keys).  Each supported ``model_type`` has one
+:class:`ModelRule`: where its theta, head size and rotary share come from, its pairing, its
+aliases and its defaults, each default with its provenance.  Errors are :class:`SpecError`
+naming the field: an unknown ``model_type``, an unknown ``rope_type``, an unknown key inside the
+rope parameters, or a missing theta where the model type defines no default (never a silent
+10000).  Sources: transformers 5.24 ``modeling_rope_utils.py::RotaryEmbeddingConfigMixin``
+(``convert_rope_params_to_dict``, ``standardize_rope_params``) and each model's configuration
+module named in :data:`MODEL_RULES`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from pydantic import ValidationError
+
+from .errors import SpecError
+from .models import ROPE_TYPE_FIELDS, RopeParams
+
+#: Keys that may appear inside rope_scaling / rope_parameters (besides the type key).
+ROPE_KEYS = {"rope_theta", "partial_rotary_factor", "factor", "original_max_position_embeddings",
+             "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate",
+             "low_freq_factor", "high_freq_factor", "short_factor", "long_factor"}
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """How one ``model_type`` spells its RoPE parameters (transformers 5.24)."""
+
+    source: str
+    pairing: str = "half"
+    theta_default: Optional[float] = None
+    theta_provenance: str = ""
+    theta_keys: tuple[str, ...] = ("rope_theta",)
+    fixed_theta: Optional[float] = None  # hard-coded in the model code; no config key
+    partial_keys: tuple[str, ...] = ("partial_rotary_factor",)
+    partial_default: float = 1.0
+    rotary_dim_key: Optional[str] = None  # an absolute rotary width (GPT-J)
+    head_dim_keys: tuple[str, ...] = ("head_dim",)
+    hidden_keys: tuple[str, ...] = ("hidden_size",)
+    heads_keys: tuple[str, ...] = ("num_attention_heads",)
+    type_aliases: dict = field(default_factory=dict)
+    allows_scaling: bool = True
+
+
+_MIXIN = "transformers 5.24 RotaryEmbeddingConfigMixin.default_theta (library default)"
+MODEL_RULES: dict[str, ModelRule] = {
+    "llama": ModelRule("models/llama/configuration_llama.py", theta_default=10000.0, theta_provenance=_MIXIN),
+    "mistral": ModelRule("models/mistral/configuration_mistral.py", theta_default=10000.0, theta_provenance=_MIXIN),
+    "qwen2": ModelRule("models/qwen2/configuration_qwen2.py", theta_default=10000.0, theta_provenance=_MIXIN),
+    "gemma": ModelRule("models/gemma/configuration_gemma.py", theta_default=10000.0, theta_provenance=_MIXIN),
+    "phi3": ModelRule("models/phi3/configuration_phi3.py", theta_default=10000.0,
+                      theta_provenance="Phi3Config.convert_rope_params_to_dict default_theta (library default)",
+                      type_aliases={"su": "longrope", "yarn": "longrope"}),
+    "gpt_oss": ModelRule("models/gpt_oss/configuration_gpt_oss.py", theta_default=150000.0,
+                         theta_provenance="GptOssConfig.default_theta (library default)"),
+    "deepseek_v3": ModelRule("models/deepseek_v3/configuration_deepseek_v3.py", pairing="interleaved",
+                             theta_default=10000.0, theta_provenance=_MIXIN, head_dim_keys=("qk_rope_head_dim",)),
+    "gpt_neox": ModelRule("models/gpt_neox/configuration_gpt_neox.py", theta_default=10000.0,
+                          theta_provenance="GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base default)",
+                          theta_keys=("rope_theta", "rotary_emb_base"),
+                          partial_keys=("partial_rotary_factor", "rotary_pct"), partial_default=0.25),
+    "gptj": ModelRule("models/gptj/modeling_gptj.py::create_sinusoidal_positions", pairing="interleaved",
+                      fixed_theta=10000.0, theta_keys=(), partial_keys=(), rotary_dim_key="rotary_dim",
+                      hidden_keys=("n_embd", "hidden_size"), heads_keys=("n_head", "num_attention_heads"),
+                      allows_scaling=False),
+}
+
+
+def _first(cfg: dict, keys, what: str, model_type: str):
+    for k in keys:
+        if cfg.get(k) is not None:
+            return cfg[k]
+    raise SpecError(f"config.json: {what}: none of {', '.join(keys)} is set (model_type {model_type!r})")
+
+
+def _head_dim(cfg: dict, rule: ModelRule, model_type: str) -> int:
+    for k in rule.head_dim_keys:
+        if cfg.get(k) is not None:
+            return int(cfg[k])
+    hidden = _first(cfg, rule.hidden_keys, "hidden size", model_type)
+    heads = _first(cfg, rule.heads_keys, "number of attention heads", model_type)
+    if hidden % heads:
+        raise SpecError(f"config.json: {rule.hidden_keys[0]} {hidden} is not divisible by {heads} heads")
+    return hidden // heads
+
+
+def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
+    """``RopeParams`` for a model's ``config.json`` (a dict or a path).
+
+    Raises :class:`SpecError` naming the field for an unknown model_type, an unknown rope_type
+    or rope key, a missing theta without a model-type default, or parameters that do not
+    validate (e.g. ``rotary_pct`` giving an odd rotary width).
+    """
+    if not isinstance(config, dict):
+        path = Path(config)
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
+    model_type = config.get("model_type")
+    rule = MODEL_RULES.get(model_type)
+    if rule is None:
+        raise SpecError(f"config.json: model_type: {model_type!r} has no import rule; known: "
+                        f"{', '.join(sorted(MODEL_RULES))}")
+    rope: dict[str, Any] = dict(config.get("rope_parameters") or config.get("rope_scaling") or {})
+    where = "rope_parameters" if config.get("rope_parameters") else "rope_scaling"
+    rope_type = rope.pop("rope_type", None) or rope.pop("type", None) or "default"
+    rope.pop("type", None)
+    rope_type = rule.type_aliases.get(rope_type, rope_type)
+    if rope_type not in ROPE_TYPE_FIELDS:
+        raise SpecError(f"config.json: {where}.rope_type: unknown rope_type {rope_type!r}; known: "
+                        f"{', '.join(ROPE_TYPE_FIELDS)}")
+    unknown = sorted(set(rope) - ROPE_KEYS)
+    if unknown:
+        raise SpecError(f"config.json: {where}: unknown key(s) {', '.join(unknown)} for rope_type {rope_type!r}")
+    if rope_type != "default" and not rule.allows_scaling:
+        raise SpecError(f"config.json: {where}.rope_type: {model_type} has no RoPE scaling ({rule.source})")
+
+    if rule.fixed_theta is not None:
+        theta = rule.fixed_theta
+    else:
+        theta = rope.pop("rope_theta", None)
+        for k in rule.theta_keys:
+            theta = theta if theta is not None else config.get(k)
+        if theta is None:
+            if rule.theta_default is None:
+                raise SpecError(f"config.json: rope_theta: missing, and model_type {model_type!r} defines no default")
+            theta = rule.theta_default
+    head_dim = _head_dim(config, rule, model_type)
+    if rule.rotary_dim_key:
+        rotary_dim = int(config.get(rule.rotary_dim_key) or head_dim)
+    else:
+        factor = rope.pop("partial_rotary_factor", None)
+        for k in rule.partial_keys:
+            factor = factor if factor is not None else config.get(k)
+        factor = rule.partial_default if factor is None else float(factor)
+        rotary_dim = int(head_dim * factor)
+    rope.pop("partial_rotary_factor", None)
+    values: dict[str, Any] = {"head_dim": head_dim, "rotary_dim": None if rotary_dim == head_dim else rotary_dim,
+                              "rope_theta": float(theta), "pairing": rule.pairing, "rope_type": rope_type}
+    required, optional = ROPE_TYPE_FIELDS[rope_type]
+    for k, v in rope.items():
+        if v is not None:
+            values[k] = v
+    if rope_type in ("llama3", "yarn", "longrope"):
+        # transformers 5.24 standardize_rope_params: a top-level original_max_position_embeddings
+        # wins (Phi-3); otherwise the rope dict's, else max_position_embeddings.
+        orig = config.get("original_max_position_embeddings") or values.get("original_max_position_embeddings")
+        values["original_max_position_embeddings"] = orig or config.get("max_position_embeddings")
+    if "max_position_embeddings" in required + optional and config.get("max_position_embeddings"):
+        values["max_position_embeddings"] = config["max_position_embeddings"]
+    if rope_type == "dynamic":
+        values["dynamic_policy"] = "grow_until_reset"  # what the model's transformers code does
+    try:
+        return RopeParams(**values)
+    except ValidationError as e:
+        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'rope'}: {err['msg']}" for err in e.errors())
+        raise SpecError(f"config.json ({model_type}, rope_type {rope_type}): {msgs}") from None

@@ -1,0 +1,119 @@
+"""HF config.json import (posenc.spec.hf_config) against transformers' own config classes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import AutoConfig
+
+from posenc.spec.errors import SpecError
+from posenc.spec.hf_config import MODEL_RULES, rope_params_from_hf_config as imp
+
+# Minimal config.json dicts with the published values of each model (provenance: the models'
+# own config.json as cited in encodings-facts; only the RoPE-relevant keys are kept).
+CONFIGS = {
+    "llama-3.1-8b (4.x rope_scaling)": {
+        "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 500000.0,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
+    "qwen2.5-7b yarn (legacy 'type')": {
+        "model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1000000.0,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}},
+    "gpt-neox-20b (rotary_pct, rotary_emb_base)": {
+        "model_type": "gpt_neox", "hidden_size": 6144, "num_attention_heads": 64, "rotary_pct": 0.25,
+        "rotary_emb_base": 10000, "max_position_embeddings": 2048},
+    "gpt-oss (5.x rope_parameters)": {
+        "model_type": "gpt_oss", "hidden_size": 2880, "head_dim": 64, "num_attention_heads": 64,
+        "max_position_embeddings": 131072,
+        "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
+                            "original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0,
+                            "truncate": False}},
+    "phi-3 'su' with a top-level original_max_position_embeddings": {
+        "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "rope_theta": 10000.0,
+        "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "su", "short_factor": [1.0] * 48, "long_factor": [2.0] * 48}},
+    "mistral default theta": {"model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32,
+                              "max_position_embeddings": 32768},
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_import_matches_transformers_config_classes(name):
+    d = CONFIGS[name]
+    p = imp(d)
+    hf_d = json.loads(json.dumps(d))
+    if hf_d.get("rope_scaling", {}).get("type") == "su":
+        # transformers 5.24 maps 'su' to 'longrope' only after standardize_rope_params, so it
+        # rejects this legacy Phi-3 config (original_max_position_embeddings "missing"); the
+        # importer applies the alias first. Compare with the spelling 5.24 accepts.
+        hf_d["rope_scaling"]["type"] = "longrope"
+    hf = AutoConfig.for_model(**hf_d)
+    rp = hf.rope_parameters
+    assert p.rope_type == rp["rope_type"]
+    assert p.rope_theta == pytest.approx(rp["rope_theta"])
+    assert p.rdim == int(p.head_dim * rp.get("partial_rotary_factor", 1.0))
+    for key in ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings",
+                "beta_fast", "beta_slow", "truncate"):
+        if key in rp and rp[key] is not None and getattr(p, key) is not None:
+            assert getattr(p, key) == rp[key], key
+    if p.short_factor is not None:
+        assert list(p.short_factor) == rp["short_factor"] and list(p.long_factor) == rp["long_factor"]
+
+
+def test_published_values_come_through():
+    p = imp(CONFIGS["gpt-neox-20b (rotary_pct, rotary_emb_base)"])
+    assert (p.head_dim, p.rotary_dim, p.rope_theta, p.pairing) == (96, 24, 10000.0, "half")
+    g = imp({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64})
+    assert (g.head_dim, g.rotary_dim, g.rope_theta, g.pairing) == (256, 64, 10000.0, "interleaved")
+    phi = imp(CONFIGS["phi-3 'su' with a top-level original_max_position_embeddings"])
+    assert phi.rope_type == "longrope" and phi.original_max_position_embeddings == 4096
+    assert imp(CONFIGS["mistral default theta"]).rope_theta == 10000.0
+    assert "library default" in MODEL_RULES["mistral"].theta_provenance
+
+
+@pytest.mark.parametrize("config,message", [
+    ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type: 'bert' has no import rule"),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1, "rope_scaling": {"rope_type": "yarnn"}},
+     "rope_scaling.rope_type: unknown rope_type 'yarnn'"),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1,
+      "rope_scaling": {"rope_type": "linear", "factor": 2.0, "scale": 3}}, "unknown key(s) scale"),
+    ({"model_type": "gptj", "n_embd": 64, "n_head": 1, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+     "gptj has no RoPE scaling"),
+    ({"model_type": "llama", "num_attention_heads": 1}, "hidden size: none of hidden_size is set"),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1,
+      "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "is required for rope_type 'llama3'"),
+])
+def test_bad_configs_name_the_field(config, message):
+    with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        imp(config)
+
+
+def test_missing_theta_without_a_default_is_an_error(monkeypatch):
+    from posenc.spec import hf_config
+    rule = hf_config.MODEL_RULES["llama"]
+    monkeypatch.setitem(hf_config.MODEL_RULES, "llama", type(rule)(rule.source))  # no theta default
+    with pytest.raises(SpecError, match="rope_theta: missing, and model_type 'llama' defines no default"):
+        imp({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1})
+
+
+def test_import_from_a_file(tmp_path):
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(CONFIGS["llama-3.1-8b (4.x rope_scaling)"]))
+    assert imp(f).rope_type == "llama3"
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(SpecError, match="bad.json: cannot read a JSON config"):
+        imp(tmp_path / "bad.json")
+
+
+def test_cli_prints_the_params(tmp_path, capsys):
+    from posenc.conformance import cli
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(CONFIGS["gpt-neox-20b (rotary_pct, rotary_emb_base)"]))
+    assert cli.main(["config", "import", str(f)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"head_dim": 96, "rotary_dim": 24, "rope_theta": 10000.0, "pairing": "half", "rope_type": "default"}
+    (tmp_path / "bert.json").write_text(json.dumps({"model_type": "bert"}))
+    assert cli.main(["config", "import", str(tmp_path / "bert.json")]) == 2
