@@ -50,6 +50,13 @@ Operations (all optional; the default raises :class:`Unsupported`):
                                                (key position minus query position)
 ``t5_bias(params, weights, dtype=, device=)``  callable ``(query_length, key_length, cache_length=0)``
                                                -> ``[H, Tq, Tk]``; weights ``table`` ``[num_buckets, H]``
+``mrope(params, dtype=, device=)``             a prepared :class:`MRopeOp`: ``cos_sin(position_ids)``
+                                               -> half-width ``[B, T, head_dim/2]`` cos, sin;
+                                               ``apply(q, k, position_ids)``; position_ids
+                                               ``[3, B, T]`` (temporal, height, width)
+``nope_apply(q, k, position_ids, layer_idx, params)``  q, k of NoPE layer ``layer_idx`` (bit-identical)
+``nope_layer_flags(params, device=)``          int ``[num_hidden_layers]``: 1 = the layer uses RoPE,
+                                               0 = NoPE (HF ``no_rope_layers`` semantics)
 =============================================  ===========================================
 
 Inputs: float arrays arrive in the requested dtype via :meth:`Adapter.from_numpy`; integer
@@ -72,7 +79,11 @@ variant cannot build raise ``posenc.spec.errors.DegenerateWidth``); ``RobertaEmb
 ``OPTEmbeddingParams`` (``max_position_embeddings``, ``hidden_size``; ``num_rows`` =
 ``max_position_embeddings + 2``); ``LookupParams`` (``num_rows``, ``dim``); ``AlibiParams``
 (``num_heads``, ``alibi_bias_max`` default 8, ``form`` 'causal' | 'symmetric' | 'bloom' |
-'mpt'); ``T5Params`` (``num_buckets`` 32, ``max_distance`` 128, ``bidirectional``).
+'mpt'); ``T5Params`` (``num_buckets`` 32, ``max_distance`` 128, ``bidirectional``);
+``MRopeParams`` (``head_dim``, ``rope_theta``, ``mrope_section`` (3 ints summing to head_dim/2),
+``layout`` 'contiguous' (Qwen2-VL) | 'interleaved' (Qwen3-VL), ``pairing`` 'half'; ``axes`` gives
+each frequency's axis); ``NopeParams`` (``num_hidden_layers``, ``no_rope_layers`` None or 0/1 flags,
+``no_rope_layer_interval`` 4).
 
 Weights are dicts of native arrays in the requested dtype: GPT-2 ``wte``, ``wpe``; BERT
 ``word_embeddings``, ``position_embeddings``, ``token_type_embeddings``,
@@ -114,6 +125,16 @@ class RopeOp(Protocol):
 
     def apply(self, q, k, position_ids) -> tuple[Any, Any]:
         """End-to-end RoPE on q ``[B, Hq, T, D]`` and k ``[B, Hk, T, D]``."""
+
+
+class MRopeOp(Protocol):
+    """A prepared M-RoPE operation (MROPE-*) for one parameter set, dtype and device."""
+
+    def cos_sin(self, position_ids) -> tuple[Any, Any]:
+        """Recomposed half-width ``(cos, sin)`` ``[B, T, head_dim/2]`` from position_ids ``[3, B, T]``."""
+
+    def apply(self, q, k, position_ids) -> tuple[Any, Any]:
+        """M-RoPE on q ``[B, Hq, T, D]`` and k ``[B, Hk, T, D]``; position_ids ``[3, B, T]``."""
 
 
 class Adapter:
@@ -214,3 +235,12 @@ class Adapter:
 
     def t5_bias(self, params, weights, *, dtype: str, device: str) -> Callable:
         self._unsupported("t5_bias")
+
+    def mrope(self, params, *, dtype: str, device: str) -> MRopeOp:
+        self._unsupported("mrope")
+
+    def nope_apply(self, q, k, position_ids, layer_idx: int, params):
+        self._unsupported("nope_apply")
+
+    def nope_layer_flags(self, params, *, device: str):
+        self._unsupported("nope_layer_flags")

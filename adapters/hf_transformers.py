@@ -137,6 +137,29 @@ ALiBi and T5 (clauses ALIBI-*, T5-*):
                                         ``is_decoder = not bidirectional``
 ======================================  =====================================================
 
+M-RoPE and NoPE (clauses MROPE-*, NOPE-*):
+
+======================================  =====================================================
+``mrope`` layout contiguous             ``qwen2_vl``: ``Qwen2VLRotaryEmbedding`` (from a
+                                        ``Qwen2VLTextConfig`` whose ``rope_parameters`` carry
+                                        ``mrope_section``; its ``recomposition_frequencies``)
+                                        + ``apply_rotary_pos_emb``
+``mrope`` layout interleaved            ``qwen3_vl``: ``Qwen3VLTextRotaryEmbedding``
+                                        (``Qwen3VLTextConfig``, interleaved recomposition) +
+                                        ``apply_rotary_pos_emb``
+``nope_layer_flags``                    ``smollm3``: ``SmolLM3Config.no_rope_layers`` as the
+                                        config derives it (``no_rope_layer_interval``) or takes it
+``nope_apply``                          ``smollm3``: ``SmolLM3Attention.forward`` of layer
+                                        ``layer_idx`` (``use_rope`` from the config's flags) with
+                                        0/1 selection projections (``hidden = [q | k]``) and real
+                                        ``SmolLM3RotaryEmbedding`` cos/sin; q and k are read where
+                                        the layer hands them to its attention function
+                                        (``AttentionInterface`` entry ``posenc_capture``)
+======================================  =====================================================
+
+The HF M-RoPE modules compute angles in float32 and cast cos/sin to the activation dtype; their
+cos/sin are ``cat(a, a)`` ``[B, T, head_dim]``, de-duplicated to the canonical half width.
+
 Devices: ``cpu``, and ``cuda`` when ``torch.cuda.is_available()``.
 """
 
@@ -167,6 +190,13 @@ from transformers.models.roberta import modeling_roberta as hf_roberta
 from transformers.models.roberta.configuration_roberta import RobertaConfig
 from transformers.models.whisper import modeling_whisper as hf_whisper
 from transformers.models.opt.modeling_opt import OPTDecoder, OPTLearnedPositionalEmbedding
+from transformers.models.qwen2_vl import modeling_qwen2_vl as hf_qwen2_vl
+from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLTextConfig
+from transformers.models.qwen3_vl import modeling_qwen3_vl as hf_qwen3_vl
+from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig
+from transformers.models.smollm3 import configuration_smollm3 as hf_smollm3_config
+from transformers.models.smollm3 import modeling_smollm3 as hf_smollm3
+from transformers import AttentionInterface
 
 from posenc.spec.errors import AdapterError
 
@@ -426,6 +456,50 @@ def _set_attention_factor(rotary: nn.Module, params) -> None:
     """
     if params.rope_type == "default" and params.attention_factor is not None:
         rotary.attention_scaling = float(params.attention_factor)
+
+
+class _MRope:
+    """M-RoPE (MROPE-SECTIONS / MROPE-INTERLEAVED) through a HF Qwen-VL text rotary module.
+
+    The module's forward takes ``position_ids [3, B, T]`` and returns the recomposed full-width
+    ``cat(a, a)`` cos/sin ``[B, T, head_dim]`` cast to ``x.dtype``; the model's own
+    ``apply_rotary_pos_emb`` (rotate_half, ``[B, H, T, D]``) rotates q and k.
+    """
+
+    def __init__(self, rotary: nn.Module, apply_fn, dtype: torch.dtype):
+        self.rotary, self.apply_fn, self.dtype = rotary, apply_fn, dtype
+
+    @torch.no_grad()
+    def cos_sin(self, position_ids):
+        cos, sin = self.rotary(_probe(self.dtype, position_ids.device), position_ids)
+        return _dedup_half(cos, "M-RoPE cos"), _dedup_half(sin, "M-RoPE sin")
+
+    @torch.no_grad()
+    def apply(self, q, k, position_ids):
+        cos, sin = self.rotary(q, position_ids)
+        return self.apply_fn(q, k, cos, sin)
+
+
+_CAPTURED: dict = {}
+
+
+def _capture_attention(module, query, key, value, attention_mask, **kwargs):
+    """An attention function that records the q and k a layer hands to it (NOPE-IDENTITY)."""
+    _CAPTURED["q"], _CAPTURED["k"] = query, key
+    return torch.zeros_like(query).transpose(1, 2), None
+
+
+AttentionInterface.register("posenc_capture", _capture_attention)
+
+
+def _smollm3_config(params, **extra):
+    """``SmolLM3Config`` with the spec's layer count and NoPE flags (the config derives the defaults)."""
+    kw = dict(num_hidden_layers=params.num_hidden_layers, no_rope_layer_interval=params.no_rope_layer_interval,
+              vocab_size=1, intermediate_size=1, pad_token_id=None, bos_token_id=None, eos_token_id=None)
+    if params.no_rope_layers is not None:
+        kw["no_rope_layers"] = list(params.no_rope_layers)
+    kw.update(extra)
+    return hf_smollm3_config.SmolLM3Config(**kw)
 
 
 #: ``MptConfig().max_seq_len``: the length MptModel builds its ALiBi table for.
@@ -878,6 +952,51 @@ class HFTransformersAdapter(Adapter):
         def call(query_length, key_length, cache_length=0):
             return attn.compute_bias(query_length, key_length, device=table.device, past_seen_tokens=cache_length)[0]
         return call
+
+    # ---- M-RoPE and NoPE -------------------------------------------------------------------
+    def mrope(self, params, *, dtype, device):
+        """MROPE-SECTIONS (Qwen2-VL) / MROPE-INTERLEAVED (Qwen3-VL) from the model's own module."""
+        D = params.head_dim
+        rp = {"rope_type": "default", "rope_theta": float(params.rope_theta),
+              "mrope_section": [int(v) for v in params.mrope_section]}
+        common = dict(hidden_size=D, num_attention_heads=1, num_key_value_heads=1, num_hidden_layers=1,
+                      intermediate_size=1, vocab_size=1, pad_token_id=None, rope_parameters=rp)
+        if params.layout == "contiguous":
+            cfg = Qwen2VLTextConfig(bos_token_id=None, eos_token_id=None, **common)
+            rotary, fn = hf_qwen2_vl.Qwen2VLRotaryEmbedding(cfg), hf_qwen2_vl.apply_rotary_pos_emb
+        else:
+            cfg = Qwen3VLTextConfig(head_dim=D, **{**common, "rope_parameters": {**rp, "mrope_interleaved": True}})
+            rotary, fn = hf_qwen3_vl.Qwen3VLTextRotaryEmbedding(cfg), hf_qwen3_vl.apply_rotary_pos_emb
+        if rotary.inv_freq.shape[-1] * 2 != D or list(rotary.mrope_section) != list(params.mrope_section):
+            raise AdapterError(f"hf-transformers: HF built {rotary.inv_freq.shape[-1]} frequencies with "
+                               f"mrope_section {rotary.mrope_section}, expected {D // 2} and {list(params.mrope_section)}")
+        return _MRope(rotary.to(device), fn, DTYPES[dtype])
+
+    def nope_layer_flags(self, params, *, device):
+        """NOPE-LAYER-FLAGS: ``SmolLM3Config.no_rope_layers`` (1 = the layer uses RoPE)."""
+        cfg = _smollm3_config(params)
+        return torch.tensor(list(cfg.no_rope_layers)[:params.num_hidden_layers], dtype=torch.int64, device=device)
+
+    @torch.no_grad()
+    def nope_apply(self, q, k, position_ids, layer_idx, params):
+        """NOPE-IDENTITY: q and k as ``SmolLM3Attention`` (layer ``layer_idx``) hands them to attention."""
+        B, Hq, T, D = q.shape
+        Hk = k.shape[1]
+        if Hq % Hk:
+            raise Unsupported(f"SmolLM3Attention needs q heads ({Hq}) divisible by kv heads ({Hk})")
+        cfg = _smollm3_config(params, hidden_size=(Hq + Hk) * D, head_dim=D, num_attention_heads=Hq,
+                              num_key_value_heads=Hk)
+        cfg._attn_implementation = "posenc_capture"
+        attn = hf_smollm3.SmolLM3Attention(cfg, layer_idx).to(device=q.device, dtype=q.dtype).eval()
+        eye = torch.eye((Hq + Hk) * D, dtype=q.dtype, device=q.device)
+        attn.q_proj.weight.copy_(eye[:Hq * D])
+        attn.k_proj.weight.copy_(eye[Hq * D:])
+        hidden = torch.cat((q.transpose(1, 2).reshape(B, T, Hq * D), k.transpose(1, 2).reshape(B, T, Hk * D)), -1)
+        rotary = hf_smollm3.SmolLM3RotaryEmbedding(cfg).to(q.device)
+        pe = rotary(hidden, position_ids)
+        _CAPTURED.clear()
+        attn(hidden, pe, None)
+        return _CAPTURED.pop("q"), _CAPTURED.pop("k")
 
 
 ADAPTER = HFTransformersAdapter

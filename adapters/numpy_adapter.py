@@ -9,7 +9,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from posenc.reference import alibi, learned, ops, position_ids, rope, sinusoidal, t5
+from posenc.reference import alibi, learned, nope, ops, position_ids, rope, sinusoidal, t5
 
 from .base import Adapter
 
@@ -34,6 +34,20 @@ class _Rope:
     def apply(self, q, k, position_ids):
         x = {"q": q.astype(np.float64), "k": k.astype(np.float64), "position_ids": position_ids}
         out = ops.rope_outputs("rope.apply", self.p, x, self.freq)
+        return out["q"].astype(self.dt), out["k"].astype(self.dt)
+
+
+class _MRope:
+    def __init__(self, params, dtype):
+        self.p, self.dt = params, _NP[dtype]
+
+    def cos_sin(self, position_ids):
+        out = ops.run("mrope.cos_sin", self.p, {"position_ids": position_ids})
+        return out["cos"].astype(self.dt), out["sin"].astype(self.dt)
+
+    def apply(self, q, k, position_ids):
+        x = {"q": q.astype(np.float64), "k": k.astype(np.float64), "position_ids": position_ids}
+        out = ops.run("mrope.apply", self.p, x)
         return out["q"].astype(self.dt), out["k"].astype(self.dt)
 
 
@@ -145,6 +159,16 @@ class NumpyAdapter(Adapter):
         table = weights["table"].astype(np.float64)
         return lambda query_length, key_length, cache_length=0: t5.bias(
             table, params, query_length, key_length, cache_length).astype(_NP[dtype])
+
+    def mrope(self, params, *, dtype, device):
+        return _MRope(params, dtype)
+
+    def nope_apply(self, q, k, position_ids, layer_idx, params):
+        yq, yk = nope.apply(q, k, layer_idx, params)
+        return yq.astype(q.dtype), yk.astype(k.dtype)
+
+    def nope_layer_flags(self, params, *, device):
+        return nope.layer_flags(params)
 
 
 ADAPTER = NumpyAdapter

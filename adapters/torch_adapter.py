@@ -1,6 +1,6 @@
 """The ``torch`` adapter: the kit's own faithful PyTorch port of every operation.
 
-Dtype policy (clause ROPE-PRECISION / SIN-PRECISION): inverse frequencies are computed in
+Dtype policy (clauses ROPE-PRECISION / SIN-PRECISION, and M-RoPE alike): inverse frequencies are computed in
 float64 and held in float32 (float64 for float64 activations); angles, cos/sin and the
 rotation are computed in that precision and the result is rounded once to the activation
 dtype (the Meta / torchtune policy).  Devices: ``cpu``, and ``cuda`` when present.  Rows and
@@ -183,6 +183,53 @@ class TorchRope:
         c, s = self._cos_sin(position_ids)
         r, pr = self.p.pair_dim, self.p.pairing
         return rotate(q, c, s, r, pr), rotate(k, c, s, r, pr)
+
+
+def mrope_axes(params) -> list[int]:
+    """Axis (0 t, 1 h, 2 w) of each frequency (MROPE-SECTIONS contiguous / MROPE-INTERLEAVED)."""
+    half, sec = params.head_dim // 2, params.mrope_section
+    if params.layout == "contiguous":
+        return [a for a, n in enumerate(sec) for _ in range(n)]
+    return [1 if k % 3 == 1 and k < 3 * sec[1] else 2 if k % 3 == 2 and k < 3 * sec[2] else 0
+            for k in range(half)]
+
+
+class TorchMRope:
+    """Prepared M-RoPE (MROPE-*): float64 inv_freq held in the compute dtype, per-frequency axis
+    positions gathered from ``position_ids [3, B, T]``, half pairing over the whole head."""
+
+    def __init__(self, params, dtype: torch.dtype, device: str):
+        self.p, self.dtype, self.device = params, dtype, device
+        self.compute = compute_dtype(dtype)
+        D = params.head_dim
+        w = params.rope_theta ** -(torch.arange(0, D, 2, dtype=torch.float64, device=device) / D)
+        self._inv_freq = w.to(self.compute)
+        self._axes = torch.tensor(mrope_axes(params), dtype=torch.int64, device=device)
+
+    def _cos_sin(self, position_ids):
+        if position_ids.dim() != 3 or position_ids.shape[0] != 3:
+            raise ValueError(f"position_ids must be [3, B, T], got {list(position_ids.shape)}")
+        pos = position_ids[self._axes].permute(1, 2, 0)  # [B, T, D/2]: position of each frequency's axis
+        phi = pos.to(self.compute) * self._inv_freq
+        return torch.cos(phi), torch.sin(phi)
+
+    def cos_sin(self, position_ids):
+        c, s = self._cos_sin(position_ids)
+        return c.to(self.dtype), s.to(self.dtype)
+
+    def apply(self, q, k, position_ids):
+        c, s = self._cos_sin(position_ids)
+        D = self.p.head_dim
+        return rotate(q, c, s, D, "half"), rotate(k, c, s, D, "half")
+
+
+def nope_layer_flags(params, device) -> torch.Tensor:
+    """NOPE-LAYER-FLAGS: 1 where the layer uses RoPE, 0 where NoPE."""
+    n = params.num_hidden_layers
+    if params.no_rope_layers is not None:
+        return torch.tensor(params.no_rope_layers[:n], dtype=torch.int64, device=device)
+    i = torch.arange(n, dtype=torch.int64, device=device)
+    return ((i + 1) % params.no_rope_layer_interval != 0).to(torch.int64)
 
 
 class TorchAdapter(Adapter):
@@ -413,6 +460,20 @@ class TorchAdapter(Adapter):
             check_rows(b, table.shape[0])
             return table[b].permute(2, 0, 1).contiguous()
         return call
+
+    # ---- M-RoPE and NoPE -----------------------------------------------------------------
+    def mrope(self, params, *, dtype, device):
+        return TorchMRope(params, DTYPES[dtype], device)
+
+    def nope_apply(self, q, k, position_ids, layer_idx, params):
+        """NOPE-IDENTITY: the layer's flag must be 0; q and k are returned untouched."""
+        flags = nope_layer_flags(params, "cpu")
+        if not 0 <= layer_idx < len(flags) or int(flags[layer_idx]) != 0:
+            raise ValueError(f"layer {layer_idx} is not a NoPE layer (flags {flags.tolist()})")
+        return q, k
+
+    def nope_layer_flags(self, params, *, device):
+        return nope_layer_flags(params, device)
 
 
 def padding_aware_positions(input_ids: torch.Tensor, padding_idx: int, cache_length: int) -> torch.Tensor:

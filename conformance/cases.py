@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from posenc.reference import rope as _rope_ref
 from posenc.spec.models import (
-    AlibiParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, OPTEmbeddingParams,
-    RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params,
+    AlibiParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, MRopeParams,
+    NopeParams, OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params,
 )
 
 
@@ -431,6 +431,91 @@ _add(
     Case("t5-base-bias-decoder-prefill", "t5.bias", ("T5-BIAS", "T5-BUCKET-CAUSAL"), _T5_DEC,
          {"table": Gen((32, 12)), "query_length": 7, "key_length": 7, "cache_length": 0},
          "decoder prefill: future keys read bucket 0"),
+)
+
+
+# ---- M-RoPE (MROPE-*) ----------------------------------------------------------------------------
+# Qwen2-VL: head_dim 128 (Qwen2VLTextConfig default hidden 8192 / 64 heads), rope_theta 1e6
+# (Qwen2VLTextConfig.default_theta), mrope_section [16, 24, 24] (Qwen2VLRotaryEmbedding's default
+# when rope_parameters has none): library defaults of transformers 5.24; Qwen2-VL-7B's published
+# config.json carries the same section (encodings-facts G.1 marks that [UNVERIFIED]).  Qwen3-VL:
+# Qwen3VLTextConfig head_dim 128, default_theta 5e5, Qwen3VLTextRotaryEmbedding's default section
+# [24, 20, 20] (library defaults).  Head counts 4 : 1 (GQA) keep B, H, T, D distinct.
+
+
+def _thw(*rows) -> np.ndarray:
+    """position_ids [3, B, T] from per-row lists of (t, h, w) triples."""
+    return np.asarray([[[tok[a] for tok in row] for row in rows] for a in range(3)], dtype=np.int64)
+
+
+def _text(*rows) -> np.ndarray:
+    """Text tokens: t = h = w = p."""
+    return _thw(*[[(p, p, p) for p in row] for row in rows])
+
+
+_QWEN2VL = MRopeParams(head_dim=128, rope_theta=1000000.0, mrope_section=(16, 24, 24), layout="contiguous")
+_QWEN3VL = MRopeParams(head_dim=128, rope_theta=500000.0, mrope_section=(24, 20, 20), layout="interleaved")
+_FIG2 = MRopeParams(head_dim=16, rope_theta=10000.0, mrope_section=(2, 3, 3), layout="contiguous")
+_FIG3 = MRopeParams(head_dim=16, rope_theta=10000.0, mrope_section=(4, 2, 2), layout="interleaved")
+# Row 0 (get_rope_index): text 0, 1, a 1 x 2 x 2 image grid starting at 2, text again at 2 + 2 = 4.
+# Row 1: a video deep in a long context: two frames (temporal interval 50), 1 x 2 grids, then text.
+_VISION = _thw([(0, 0, 0), (1, 1, 1), (2, 2, 2), (2, 2, 3), (2, 3, 2), (2, 3, 3), (4, 4, 4)],
+               [(70000, 70000, 70000), (70001, 70001, 70001), (70002, 70002, 70002), (70002, 70002, 70003),
+                (70052, 70002, 70002), (70052, 70002, 70003), (70054, 70054, 70054)])
+_GRID = _thw([(0, 0, 0), (0, 0, 1), (0, 5, 0), (0, 5, 13), (7, 0, 0), (7, 13, 5)],
+             [(3, 100, 2000), (131071, 0, 5), (9, 9, 9), (4095, 4096, 4097), (1, 2, 3), (0, 131071, 0)])
+_TEXT_POS = _text([0, 1, 2, 3, 4, 5, 6], [131065, 131066, 131067, 131068, 131069, 131070, 131071])
+_FIG_X = _arange_x((1, 1, 1, 16))
+_add(
+    Case("mrope-qwen2-vl-figure-d16", "mrope.cos_sin", ("MROPE-SECTIONS",), _FIG2,
+         {"position_ids": _thw([(4, 1, 2)])},
+         "d 16, section [2, 3, 3], (t, h, w) = (4, 1, 2): position multipliers [4, 4, 1, 1, 1, 2, 2, 2]"),
+    Case("mrope-qwen3-vl-figure-d16", "mrope.cos_sin", ("MROPE-INTERLEAVED",), _FIG3,
+         {"position_ids": _thw([(4, 1, 2)])},
+         "d 16, section [4, 2, 2], (t, h, w) = (4, 1, 2): position multipliers [4, 1, 2, 4, 1, 2, 4, 4]"),
+    Case("mrope-qwen2-vl-figure-apply", "mrope.apply", ("MROPE-SECTIONS",), _FIG2,
+         {"q": _FIG_X, "k": _FIG_X[..., ::-1].copy(), "position_ids": _thw([(4, 1, 2)])},
+         "the figure end to end, x = 0..15"),
+    Case("mrope-qwen3-vl-figure-apply", "mrope.apply", ("MROPE-INTERLEAVED",), _FIG3,
+         {"q": _FIG_X, "k": _FIG_X[..., ::-1].copy(), "position_ids": _thw([(4, 1, 2)])},
+         "the figure end to end, x = 0..15"),
+    Case("mrope-qwen2-vl-vision", "mrope.apply", ("MROPE-SECTIONS",), _QWEN2VL,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "Qwen2-VL: text, a 2 x 2 image grid, text; a two-frame video at position 70000"),
+    Case("mrope-qwen2-vl-grid-cos-sin", "mrope.cos_sin", ("MROPE-SECTIONS",), _QWEN2VL,
+         {"position_ids": _GRID}, "t, h, w all different, up to 131071 on each axis"),
+    Case("mrope-qwen2-vl-text", "mrope.apply", ("MROPE-TEXT-REDUCES", "MROPE-SECTIONS"), _QWEN2VL,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _TEXT_POS},
+         "text tokens t = h = w up to 131071: 1-D RoPE with theta 1e6"),
+    Case("mrope-qwen3-vl-vision", "mrope.apply", ("MROPE-INTERLEAVED",), _QWEN3VL,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "Qwen3-VL interleaved sections [24, 20, 20] on the same grids"),
+    Case("mrope-qwen3-vl-grid-cos-sin", "mrope.cos_sin", ("MROPE-INTERLEAVED",), _QWEN3VL,
+         {"position_ids": _GRID}, "t, h, w all different, up to 131071 on each axis"),
+    Case("mrope-qwen3-vl-text", "mrope.apply", ("MROPE-TEXT-REDUCES", "MROPE-INTERLEAVED"), _QWEN3VL,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _TEXT_POS},
+         "text tokens t = h = w up to 131071: 1-D RoPE with theta 5e5"),
+)
+
+# ---- NoPE (NOPE-*) --------------------------------------------------------------------------------
+# SmolLM3-3B: SmolLM3Config defaults num_hidden_layers 36, no_rope_layer_interval 4 (layers 3, 7,
+# ..., 35 NoPE), 16 heads, 4 KV heads, head_dim 128 (hidden 2048 / 16) -- library defaults.
+_SMOL = NopeParams(num_hidden_layers=36, no_rope_layer_interval=4)
+_EXPLICIT = NopeParams(num_hidden_layers=8, no_rope_layers=(1, 1, 0, 1, 0, 0, 1, 1))
+_add(
+    Case("nope-flags-smollm3", "nope.layer_flags", ("NOPE-LAYER-FLAGS",), _SMOL,
+         note="36 layers, interval 4: layers 3, 7, ..., 35 are NoPE (flag 0)"),
+    Case("nope-flags-interval-3", "nope.layer_flags", ("NOPE-LAYER-FLAGS",),
+         NopeParams(num_hidden_layers=10, no_rope_layer_interval=3), note="layers 2, 5, 8 are NoPE"),
+    Case("nope-flags-explicit", "nope.layer_flags", ("NOPE-LAYER-FLAGS",), _EXPLICIT,
+         note="an explicit no_rope_layers list (1 = uses RoPE) is taken as is"),
+    Case("nope-apply-smollm3", "nope.apply", ("NOPE-IDENTITY", "NOPE-LAYER-FLAGS"), _SMOL,
+         {"q": Gen((2, 16, 5, 128)), "k": Gen((2, 4, 5, 128)),
+          "position_ids": _pos([0, 1, 2, 3, 4], [65532, 65533, 65534, 65535, 65536]), "layer_idx": 3},
+         "SmolLM3-3B layer 3 (NoPE): 16 q heads, 4 kv heads, head_dim 128; q and k bit-identical"),
+    Case("nope-apply-explicit", "nope.apply", ("NOPE-IDENTITY", "NOPE-LAYER-FLAGS"), _EXPLICIT,
+         {"q": Gen((3, 2, 4, 64)), "k": Gen((3, 1, 4, 64)), "position_ids": _pos([5, 6, 7, 8], [0, 1, 2, 3], [9, 9, 9, 9]),
+          "layer_idx": 5}, "layer 5 of an explicit list (flag 0)"),
 )
 
 

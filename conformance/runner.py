@@ -140,6 +140,18 @@ def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, de
     if op == "t5.bias":
         f = adapter.t5_bias(params, {"table": x["table"]}, dtype=dtype, device=device)
         return {"bias": (f(x["query_length"], x["key_length"], cache_length=x["cache_length"]), "float")}
+    if fam == "mrope":
+        r = adapter.mrope(params, dtype=dtype, device=device)
+        if op == "mrope.cos_sin":
+            c, s = r.cos_sin(x["position_ids"])
+            return {"cos": (c, "float"), "sin": (s, "float")}
+        q, k = r.apply(x["q"], x["k"], x["position_ids"])
+        return {"q": (q, "float"), "k": (k, "float")}
+    if op == "nope.apply":
+        q, k = adapter.nope_apply(x["q"], x["k"], x["position_ids"], x["layer_idx"], params)
+        return {"q": (q, "float"), "k": (k, "float")}
+    if op == "nope.layer_flags":
+        return {"use_rope": (adapter.nope_layer_flags(params, device=device), "int")}
     raise KeyError(f"unknown operation {op!r}")
 
 

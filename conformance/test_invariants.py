@@ -11,6 +11,7 @@ import pytest
 
 from posenc.adapters import Unsupported
 from posenc.reference import alibi, ops, rope
+from posenc.spec.models import RopeParams
 from posenc.spec.tolerance import EPS, bound
 
 from .cases import Gen
@@ -424,3 +425,57 @@ def _rows(g: Golden, t: int, tk: int, inputs: dict) -> Golden:
     def cut(d):
         return {n: np.asarray(v)[..., t:t + 1, :tk] for n, v in d.items()}
     return Golden(g.case, inputs, cut(g.outputs), cut(g.dtype_scales), cut(g.angle_scales), g.angle_based)
+
+
+# ---- M-RoPE and NoPE ---------------------------------------------------------------------------
+
+
+@pytest.mark.posenc
+@pytest.mark.parametrize("case", with_invariant("text_reduces", ("mrope.apply",)))
+def test_mrope_text_reduces_to_rope(request, adapter, device, dtype, case):
+    """Text tokens (t = h = w): the adapter's M-RoPE equals the SAME adapter's plain half-pairing
+    RoPE (rotary_dim = head_dim, the same rope_theta) at those positions."""
+    require_dtype(adapter, dtype)
+    cl = _clauses(request)
+    p = case.params
+    g = load_golden(case.id)
+    pid3 = g.inputs["position_ids"]
+    if not (np.array_equal(pid3[0], pid3[1]) and np.array_equal(pid3[0], pid3[2])):
+        raise Unsupported("case has vision tokens (t, h, w differ)")
+    rp = RopeParams(head_dim=p.head_dim, rope_theta=p.rope_theta, pairing="half")
+
+    def go():
+        x = native_inputs(adapter, {"q": g.inputs["q"], "k": g.inputs["k"], "position_ids": pid3}, dtype, device)
+        x1 = native_inputs(adapter, {"position_ids": pid3[0]}, dtype, device)
+        mq, mk = adapter.mrope(p, dtype=dtype, device=device).apply(x["q"], x["k"], x["position_ids"])
+        rq, rk = adapter.rope(rp, dtype=dtype, device=device).apply(x["q"], x["k"], x1["position_ids"])
+        return [adapter.to_numpy(t).astype(np.float64) for t in (mq, mk, rq, rk)]
+    mq, mk, rq, rk = call_adapter(adapter, case, dtype, cl, go)
+    for name, m, r in (("q", mq, rq), ("k", mk, rk)):
+        sc, an = g.dtype_scales[name], g.angle_scales[name]
+        excess = np.abs(m - r) - 2 * bound(dtype, sc, an, True)
+        if (excess > 0).any():
+            i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))
+            fail(cl, adapter, case, dtype, f"text tokens (t = h = w): M-RoPE {name} must equal the adapter's own 1-D "
+                 f"RoPE at those positions; worst at {list(i)}: {m[i]:.6g} != {r[i]:.6g} (position "
+                 f"{int(pid3[0][i[0], i[2]])})")
+
+
+@pytest.mark.posenc
+@pytest.mark.parametrize("case", with_invariant("identity", ("nope.apply",)))
+def test_nope_identity(request, adapter, device, dtype, case):
+    """A NoPE layer returns q and k bit-identical, for the case's positions and shifted ones."""
+    require_dtype(adapter, dtype)
+    cl = _clauses(request)
+    g = load_golden(case.id)
+    for shift in (0, 1000, 131000):
+        def go():
+            x = native_inputs(adapter, {"q": g.inputs["q"], "k": g.inputs["k"],
+                                        "position_ids": g.inputs["position_ids"] + shift}, dtype, device)
+            yq, yk = adapter.nope_apply(x["q"], x["k"], x["position_ids"], int(g.inputs["layer_idx"]), case.params)
+            return [(adapter.to_numpy(a), adapter.to_numpy(b)) for a, b in ((yq, x["q"]), (yk, x["k"]))]
+        for name, (y, x) in zip(("q", "k"), call_adapter(adapter, case, dtype, cl, go)):
+            if y.shape != x.shape or not np.array_equal(y, x):
+                n = int(np.sum(y != x)) if y.shape == x.shape else -1
+                fail(cl, adapter, case, dtype, f"positions shifted by {shift}: NoPE {name} must come back "
+                     f"bit-identical; " + (f"{n} elements differ" if n >= 0 else f"shape {list(y.shape)} != {list(x.shape)}"))

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import alibi, learned, ops, position_ids, rope, rope_scaling, sinusoidal, t5
+from . import alibi, learned, nope, ops, position_ids, rope, rope_scaling, sinusoidal, t5
 
 MUTANTS: dict[str, dict[str, Callable]] = {}
 
@@ -466,3 +466,39 @@ def t5_no_halving(op, p, x):
 @_mutant("t5_cache_ignored", "t5.bias")
 def t5_cache_ignored(op, p, x):
     return ops.run(op, p, {**x, "cache_length": np.asarray(0)})
+
+
+# ---- M-RoPE (MROPE-*) and NoPE (NOPE-*) --------------------------------------------------------
+_MROPE_OPS = ("mrope.cos_sin", "mrope.apply")
+
+
+def _mrope_with_axes(op, p, x, axes):
+    pos = np.asarray(x["position_ids"])
+    ap = np.moveaxis(pos[np.asarray(axes)], 0, -1)
+    return ops.mrope_outputs(op, p, x, ap)
+
+
+@_mutant("mrope_section_order", *_MROPE_OPS)
+def mrope_section_order(op, p, x):
+    """Sections applied to the axes in reverse order (W, H, T): the T section takes the width."""
+    return _mrope_with_axes(op, p, x, [2 - a for a in p.axes])
+
+
+@_mutant("mrope_interleaved_as_contiguous", *_MROPE_OPS)
+def mrope_interleaved_as_contiguous(op, p, x):
+    """Qwen3-VL's sections laid out contiguously (Qwen2-VL's rule) where interleaving is specified."""
+    if p.layout != "interleaved":
+        return None
+    return ops.mrope_outputs(op, p.model_copy(update={"layout": "contiguous"}), x)
+
+
+@_mutant("mrope_temporal_only", *_MROPE_OPS)
+def mrope_temporal_only(op, p, x):
+    """Only the temporal axis used for every frequency (plain 1-D RoPE at the t position)."""
+    return _mrope_with_axes(op, p, x, [0] * (p.head_dim // 2))
+
+
+@_mutant("nope_flags_inverted", "nope.layer_flags")
+def nope_flags_inverted(op, p, x):
+    """HF's no_rope_layers read literally: 1 taken to mean NoPE (every flag inverted)."""
+    return {"use_rope": 1 - nope.layer_flags(p)}

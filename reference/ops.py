@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import alibi, learned, position_ids, rope, rope_scaling, sinusoidal, t5
+from . import alibi, learned, mrope, nope, position_ids, rope, rope_scaling, sinusoidal, t5
 
 Outputs = dict[str, np.ndarray]
 
@@ -335,6 +335,44 @@ def _t5_bias_scales(p, x):
     return {"bias": (b, 0 * b)}
 
 
+# ---- M-RoPE and NoPE ------------------------------------------------------------------------
+
+
+def mrope_outputs(op, p, x, axis_positions=None) -> Outputs:
+    """Outputs of an M-RoPE op; ``axis_positions`` (``[B, T, D/2]``) replaces the recomposed
+    per-frequency positions (mutants)."""
+    ap = mrope.axis_positions(x["position_ids"], p) if axis_positions is None else axis_positions
+    phi = np.asarray(ap, np.float64) * mrope.inv_freq(p)
+    c, s = np.cos(phi), np.sin(phi)
+    if op == "mrope.cos_sin":
+        return {"cos": c, "sin": s}
+    return {n: rope.apply_with_cos_sin(x[n], c, s, p.head_dim, "half") for n in ("q", "k")}
+
+
+def _mrope_scales_for(op):
+    def f(p, x):
+        w = mrope.inv_freq(p)
+        phi = np.abs(mrope.angles(x["position_ids"], p)) * exponent_amplification(w, p.rope_theta, p.head_dim)
+        if op == "mrope.cos_sin":
+            sc = (np.ones_like(phi), phi)
+            return {"cos": sc, "sin": sc}
+        return {n: _pair_scales(x[n], 1.0, phi[:, None], p.head_dim, "half") for n in ("q", "k")}
+    return f
+
+
+def _mrope_op(op):
+    return (lambda p, x: mrope_outputs(op, p, x)), _mrope_scales_for(op)
+
+
+def _nope_apply(p, x):
+    q, k = nope.apply(x["q"], x["k"], _i(x, "layer_idx"), p)
+    return {"q": q, "k": k}
+
+
+def _nope_flags(p, x):
+    return {"use_rope": nope.layer_flags(p)}
+
+
 @dataclass(frozen=True)
 class Op:
     """One operation: reference function, error scales, and whether it computes angles.
@@ -385,6 +423,10 @@ OPS: dict[str, Op] = {
     "alibi.bias": Op(_alibi_bias, _alibi_bias_scales, float32_floor=True),
     "t5.buckets": Op(_t5_buckets, _exact_scales([])),
     "t5.bias": Op(_t5_bias, _t5_bias_scales),
+    "mrope.cos_sin": Op(*_mrope_op("mrope.cos_sin"), angle_based=True),
+    "mrope.apply": Op(*_mrope_op("mrope.apply"), angle_based=True),
+    "nope.apply": Op(_nope_apply, _exact_scales(["q", "k"])),
+    "nope.layer_flags": Op(_nope_flags, _exact_scales([])),
 }
 
 

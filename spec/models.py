@@ -34,6 +34,8 @@ Invariant = Literal[
     "row_range",  # rows >= num_rows or < 0 raise; the last valid row works
     "row_constant",  # softmax over valid keys equals the causal form's (ALiBi forms differ by a row constant)
     "geometric",  # power-of-two head counts: the slopes form a geometric sequence with ratio = first slope
+    "text_reduces",  # M-RoPE with t = h = w equals the same implementation's 1-D RoPE at that position
+    "identity",  # a NoPE layer returns q and k bit-identical
 ]
 ToleranceClass = Literal["exact", "float"]
 Dtype = Literal["float64", "float32", "bfloat16", "float16"]
@@ -356,6 +358,93 @@ class T5Params(_Strict):
         return self
 
 
+MRopeLayout = Literal["contiguous", "interleaved"]
+
+
+def mrope_axes(half: int, mrope_section: tuple[int, ...], layout: str) -> list[int]:
+    """Axis (0 temporal, 1 height, 2 width) of each of the ``half`` frequency indices.
+
+    contiguous (Qwen2-VL, MROPE-SECTIONS): index k belongs to the contiguous section of
+    ``mrope_section`` containing it; interleaved (Qwen3-VL, MROPE-INTERLEAVED): H if
+    ``k % 3 == 1 and k < 3 sec[1]``, W if ``k % 3 == 2 and k < 3 sec[2]``, T otherwise.
+    """
+    if layout == "contiguous":
+        return [a for a, n in enumerate(mrope_section) for _ in range(n)][:half]
+    out = []
+    for k in range(half):
+        if k % 3 == 1 and k < 3 * mrope_section[1]:
+            out.append(1)
+        elif k % 3 == 2 and k < 3 * mrope_section[2]:
+            out.append(2)
+        else:
+            out.append(0)
+    return out
+
+
+class MRopeParams(_Strict):
+    """Multimodal RoPE of Qwen2-VL / Qwen3-VL text attention (clauses MROPE-*).
+
+    ``position_ids`` are ``[3, B, T]`` (temporal, height, width).  ``mrope_section`` splits the
+    ``head_dim/2`` frequencies among the three axes and must sum to ``head_dim/2`` (the whole
+    head rotates: rotary_dim == head_dim); ``layout`` contiguous (Qwen2-VL, Qwen2.5-VL) or
+    interleaved (Qwen3-VL).  Each axis must receive exactly ``mrope_section[a]`` frequencies
+    under the layout (for interleaved: ``3 sec[1] <= head_dim/2 + 1`` and ``3 sec[2] <=
+    head_dim/2``).  Pairing is half (``rotate_half`` over ``cat(a, a)``), the only one HF uses.
+    """
+
+    head_dim: int = Field(gt=0)
+    rope_theta: float = Field(10000.0, gt=0)
+    mrope_section: tuple[int, int, int]
+    layout: MRopeLayout = "contiguous"
+    pairing: Literal["half"] = "half"
+
+    @model_validator(mode="after")
+    def _check(self) -> "MRopeParams":
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim must be even, got {self.head_dim}")
+        if any(s < 0 for s in self.mrope_section):
+            raise ValueError(f"mrope_section entries must be >= 0, got {list(self.mrope_section)}")
+        half = self.head_dim // 2
+        if sum(self.mrope_section) != half:
+            raise ValueError(f"mrope_section {list(self.mrope_section)} must sum to head_dim/2 = {half}")
+        axes = mrope_axes(half, self.mrope_section, self.layout)
+        counts = tuple(axes.count(a) for a in range(3))
+        if counts != tuple(self.mrope_section):
+            raise ValueError(f"layout {self.layout!r} gives the axes {list(counts)} frequencies, not "
+                             f"mrope_section {list(self.mrope_section)}")
+        return self
+
+    @property
+    def axes(self) -> list[int]:
+        """Axis of each frequency index (0 temporal, 1 height, 2 width)."""
+        return mrope_axes(self.head_dim // 2, self.mrope_section, self.layout)
+
+
+class NopeParams(_Strict):
+    """Which layers use no positional encoding (clauses NOPE-*; SmolLM3, Llama 4).
+
+    ``no_rope_layers`` follows HF's (inverted) naming: entry i is 1 when layer i *uses* RoPE and
+    0 when it is a NoPE layer; at least ``num_hidden_layers`` entries (the first
+    ``num_hidden_layers`` count).  When it is None, every ``no_rope_layer_interval``-th layer
+    (indices interval - 1, 2 interval - 1, ...) is NoPE.
+    """
+
+    num_hidden_layers: int = Field(gt=0)
+    no_rope_layers: Optional[tuple[int, ...]] = None
+    no_rope_layer_interval: int = Field(4, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> "NopeParams":
+        f = self.no_rope_layers
+        if f is not None:
+            if len(f) < self.num_hidden_layers:
+                raise ValueError(f"no_rope_layers has {len(f)} entries, fewer than num_hidden_layers "
+                                 f"{self.num_hidden_layers}")
+            if set(f) - {0, 1}:
+                raise ValueError("no_rope_layers entries must be 0 (NoPE) or 1 (uses RoPE)")
+        return self
+
+
 PARAM_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (
@@ -369,5 +458,7 @@ PARAM_MODELS: dict[str, type[BaseModel]] = {
         LookupParams,
         AlibiParams,
         T5Params,
+        MRopeParams,
+        NopeParams,
     )
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from posenc.adapters.base import Adapter
-from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope, rotate, t5_buckets
+from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchMRope, TorchRope, rotate, t5_buckets
 
 
 class _SwappedRope(TorchRope):
@@ -253,3 +253,42 @@ class RobertaArangePositions(TorchAdapter):
     def roberta_positions(self, input_ids, params, cache_length):
         B, T = input_ids.shape
         return (params.padding_idx + 1 + cache_length + torch.arange(T, device=input_ids.device)).expand(B, T)
+
+
+class _TemporalOnlyMRope(TorchMRope):
+    def _cos_sin(self, position_ids):
+        return super()._cos_sin(position_ids[:1].expand(3, -1, -1))  # 1-D RoPE on the t axis
+
+
+class MRopeTemporalOnly(TorchAdapter):
+    """A Qwen2-VL port that reuses a 1-D rotary module: height and width dropped."""
+    name = "broken-mrope-temporal-only"
+
+    def mrope(self, params, *, dtype, device):
+        return _TemporalOnlyMRope(params, DTYPES[dtype], device)
+
+
+class MRopeInterleavedAsContiguous(TorchAdapter):
+    """Qwen3-VL's sections laid out contiguously."""
+    name = "broken-mrope-interleaved-as-contiguous"
+
+    def mrope(self, params, *, dtype, device):
+        return TorchMRope(params.model_copy(update={"layout": "contiguous"}), DTYPES[dtype], device)
+
+
+class NopeFlagsInverted(TorchAdapter):
+    """no_rope_layers read literally (1 = NoPE)."""
+    name = "broken-nope-flags-inverted"
+
+    def nope_layer_flags(self, params, *, device):
+        return 1 - super().nope_layer_flags(params, device=device)
+
+
+class NopeStillRotates(TorchAdapter):
+    """A NoPE layer that still applies RoPE (the per-layer flag is ignored in attention)."""
+    name = "broken-nope-still-rotates"
+
+    def nope_apply(self, q, k, position_ids, layer_idx, params):
+        from posenc.spec.models import RopeParams
+        r = TorchRope(RopeParams(head_dim=q.shape[-1]), q.dtype, str(q.device))
+        return r.apply(q, k, position_ids)

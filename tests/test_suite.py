@@ -46,6 +46,11 @@ BROKEN_CASES = [
     ("FairseqPadRowKept", "float32", "DIV-SIN-PAD-ROW-NOT-ZEROED"),
     ("FairseqPadRowKept", "bfloat16", "DIV-SIN-PAD-ROW-NOT-ZEROED"),
     ("RobertaArangePositions", "float32", "DIV-LEARNED-ROBERTA-ARANGE"),
+    ("MRopeTemporalOnly", "float32", "DIV-MROPE-TEMPORAL-ONLY"),
+    ("MRopeTemporalOnly", "bfloat16", "DIV-MROPE-TEMPORAL-ONLY"),
+    ("MRopeInterleavedAsContiguous", "float32", "DIV-MROPE-INTERLEAVED-AS-CONTIGUOUS"),
+    ("NopeFlagsInverted", "float32", "DIV-NOPE-FLAGS-INVERTED"),
+    ("NopeStillRotates", "bfloat16", None),
 ]
 
 
