@@ -57,6 +57,12 @@ Operations (all optional; the default raises :class:`Unsupported`):
 ``nope_apply(q, k, position_ids, layer_idx, params)``  q, k of NoPE layer ``layer_idx`` (bit-identical)
 ``nope_layer_flags(params, device=)``          int ``[num_hidden_layers]``: 1 = the layer uses RoPE,
                                                0 = NoPE (HF ``no_rope_layers`` semantics)
+``attention_probs(q, k, params)``              ``softmax(q k^T * scale)`` ``[B, Hq, Tq, Tk]`` over all keys
+                                               (no mask) with the YaRN softmax scale of
+                                               ``SoftmaxScaleParams`` (SCALE-YARN-SOFTMAX-SCALE); q
+                                               ``[B, Hq, Tq, qk_head_dim]``, k ``[B, Hk, Tk, qk_head_dim]``
+                                               (already position-encoded; query head h reads k head
+                                               ``h // (Hq / Hk)``); output in q's dtype
 =============================================  ===========================================
 
 Inputs: float arrays arrive in the requested dtype via :meth:`Adapter.from_numpy`; integer
@@ -83,7 +89,8 @@ variant cannot build raise ``posenc.spec.errors.DegenerateWidth``); ``RobertaEmb
 ``MRopeParams`` (``head_dim``, ``rope_theta``, ``mrope_section`` (3 ints summing to head_dim/2),
 ``layout`` 'contiguous' (Qwen2-VL) | 'interleaved' (Qwen3-VL), ``pairing`` 'half'; ``axes`` gives
 each frequency's axis); ``NopeParams`` (``num_hidden_layers``, ``no_rope_layers`` None or 0/1 flags,
-``no_rope_layer_interval`` 4).
+``no_rope_layer_interval`` 4); ``SoftmaxScaleParams`` (``rope``: a yarn ``RopeParams`` whose
+``head_dim`` is the rope part, with ``mscale_all_dim`` set; ``qk_head_dim``: the full q/k width).
 
 Weights are dicts of native arrays in the requested dtype: GPT-2 ``wte``, ``wpe``; BERT
 ``word_embeddings``, ``position_embeddings``, ``token_type_embeddings``,
@@ -244,3 +251,6 @@ class Adapter:
 
     def nope_layer_flags(self, params, *, device: str):
         self._unsupported("nope_layer_flags")
+
+    def attention_probs(self, q, k, params):
+        self._unsupported("attention_probs")

@@ -155,6 +155,12 @@ M-RoPE and NoPE (clauses MROPE-*, NOPE-*):
                                         ``SmolLM3RotaryEmbedding`` cos/sin; q and k are read where
                                         the layer hands them to its attention function
                                         (``AttentionInterface`` entry ``posenc_capture``)
+``attention_probs``                     ``deepseek_v3/modeling_deepseek_v3.py``: a
+                                        ``DeepseekV3Attention`` built from a ``DeepseekV3Config``
+                                        with the case's rope_parameters and qk dims; its own
+                                        ``scaling`` (``yarn_apply_mscale`` in ``__init__``) fed to
+                                        the module's ``eager_attention_forward``, whose
+                                        ``attn_weights`` are returned (v is a dummy)
 ======================================  =====================================================
 
 The HF M-RoPE modules compute angles in float32 and cast cos/sin to the activation dtype; their
@@ -196,6 +202,8 @@ from transformers.models.qwen3_vl import modeling_qwen3_vl as hf_qwen3_vl
 from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig
 from transformers.models.smollm3 import configuration_smollm3 as hf_smollm3_config
 from transformers.models.smollm3 import modeling_smollm3 as hf_smollm3
+from transformers.models.deepseek_v3 import modeling_deepseek_v3 as hf_deepseek_v3
+from transformers.models.deepseek_v3.configuration_deepseek_v3 import DeepseekV3Config
 from transformers import AttentionInterface
 
 from posenc.spec.errors import AdapterError
@@ -997,6 +1005,42 @@ class HFTransformersAdapter(Adapter):
         _CAPTURED.clear()
         attn(hidden, pe, None)
         return _CAPTURED.pop("q"), _CAPTURED.pop("k")
+
+
+    # ---- YaRN softmax scale ----------------------------------------------------------------
+    @torch.no_grad()
+    def attention_probs(self, q, k, params):
+        """SCALE-YARN-SOFTMAX-SCALE: DeepSeek-V3's attention probabilities, all by transformers.
+
+        ``DeepseekV3Attention.__init__`` computes ``scaling`` = ``yarn_apply_mscale(
+        rope_parameters, qk_head_dim ** -0.5)``; the module's ``eager_attention_forward`` forms
+        ``softmax(q k^T * scaling)`` (softmax in float32, cast to q's dtype) and returns it as
+        ``attn_weights``.  k heads are repeated by HF's ``repeat_kv`` (``num_key_value_heads``).
+        """
+        rope = params.rope
+        if rope.factor is None:
+            raise Unsupported("yarn without factor: DeepSeek-V3's yarn_apply_mscale reads rope_parameters['factor'] "
+                              "as is (no max_position_embeddings / original fallback, SCALE-YARN-FACTOR) and fails "
+                              "on None")
+        B, Hq, Tq, D = q.shape
+        Hk = k.shape[1]
+        if Hq % Hk:
+            raise Unsupported(f"DeepseekV3Attention needs q heads ({Hq}) divisible by kv heads ({Hk})")
+        if D != params.qk_head_dim or k.shape[-1] != params.qk_head_dim:
+            raise ValueError(f"q/k width {D}/{k.shape[-1]} != qk_head_dim {params.qk_head_dim}")
+        cfg = DeepseekV3Config(
+            hidden_size=8, num_attention_heads=Hq, num_key_value_heads=Hk, q_lora_rank=None, kv_lora_rank=4,
+            qk_nope_head_dim=params.qk_head_dim - rope.head_dim, qk_rope_head_dim=rope.head_dim, v_head_dim=1,
+            vocab_size=1, intermediate_size=1, moe_intermediate_size=1, num_hidden_layers=1,
+            pad_token_id=None, bos_token_id=None, eos_token_id=None,
+            rope_parameters=_rope_parameters(rope), **_config_extra(rope))
+        attn = hf_deepseek_v3.DeepseekV3Attention(cfg, layer_idx=0).to(device=q.device, dtype=q.dtype).eval()
+        if attn.qk_head_dim != params.qk_head_dim:
+            raise AdapterError(f"hf-transformers: DeepseekV3Attention built qk_head_dim {attn.qk_head_dim}, "
+                               f"expected {params.qk_head_dim}")
+        v = torch.zeros(B, Hk, k.shape[2], 1, dtype=q.dtype, device=q.device)
+        _, weights = hf_deepseek_v3.eager_attention_forward(attn, q, k, v, None, scaling=attn.scaling)
+        return weights
 
 
 ADAPTER = HFTransformersAdapter

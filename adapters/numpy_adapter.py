@@ -9,7 +9,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from posenc.reference import alibi, learned, nope, ops, position_ids, rope, sinusoidal, t5
+from posenc.reference import alibi, attention, learned, nope, ops, position_ids, rope, sinusoidal, t5
 
 from .base import Adapter
 
@@ -169,6 +169,9 @@ class NumpyAdapter(Adapter):
 
     def nope_layer_flags(self, params, *, device):
         return nope.layer_flags(params)
+
+    def attention_probs(self, q, k, params):
+        return attention.probs(q, k, params).astype(q.dtype)
 
 
 ADAPTER = NumpyAdapter

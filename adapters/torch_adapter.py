@@ -475,6 +475,35 @@ class TorchAdapter(Adapter):
     def nope_layer_flags(self, params, *, device):
         return nope_layer_flags(params, device)
 
+    # ---- YaRN softmax scale ----------------------------------------------------------------
+    def attention_probs(self, q, k, params):
+        """SCALE-YARN-SOFTMAX-SCALE: ``softmax(q k^T * scale)`` over all keys, ``[B, Hq, Tq, Tk]``.
+
+        The scale ``qk_head_dim ** -0.5 * get_mscale(s, mscale_all_dim) ** 2`` is a Python float
+        (float64); logits are computed in the compute dtype (float32, float64 for float64
+        activations) and the probabilities rounded once to the activation dtype.
+        """
+        return attention_probs(q, k, softmax_scale(params))
+
+
+def softmax_scale(params) -> float:
+    """``qk_head_dim ** -0.5 * get_mscale(s, mscale_all_dim) ** 2`` (s: factor, or L_max / L_orig)."""
+    p = params.rope
+    s = p.factor if p.factor is not None else p.max_position_embeddings / p.original_max_position_embeddings
+    return params.qk_head_dim ** -0.5 * _mscale(s, p.mscale_all_dim) ** 2
+
+
+def attention_probs(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:
+    """Row softmax of ``q k^T * scale`` with k heads repeated to q's (query head h reads k head
+    ``h // (Hq / Hk)``); computed in the compute dtype, rounded once to ``q.dtype``."""
+    hq, hk = q.shape[1], k.shape[1]
+    if hq % hk:
+        raise ValueError(f"q heads {hq} are not a multiple of k heads {hk}")
+    cd = compute_dtype(q.dtype)
+    kk = k.to(cd).repeat_interleave(hq // hk, dim=1)
+    logits = torch.matmul(q.to(cd), kk.transpose(-1, -2)) * scale
+    return torch.softmax(logits, dim=-1).to(q.dtype)
+
 
 def padding_aware_positions(input_ids: torch.Tensor, padding_idx: int, cache_length: int) -> torch.Tensor:
     """fairseq ``make_positions`` with HF's cache offset: ``(cumsum(mask) + C) * mask + padding_idx``."""

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from posenc.reference import rope as _rope_ref
 from posenc.spec.models import (
     AlibiParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, MRopeParams,
-    NopeParams, OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params,
+    NopeParams, OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, SoftmaxScaleParams, T5Params,
 )
 
 
@@ -210,6 +210,50 @@ _add(
          RopeParams(head_dim=128, rotary_dim=32, rope_theta=1000000.0, rope_type="proportional"),
          {**_Q128, "position_ids": _pos([0, 5, 131071], [4096, 3, 2])},
          "rotated share 32 of 128 with denominator 128; the other 48 pairs keep frequency 0"),
+)
+
+# ---- YaRN softmax scale through attention probabilities (SCALE-YARN-SOFTMAX-SCALE) ---------
+# DeepSeek-V3 MLA: qk_head_dim 192 = 128 nope + 64 rope; rope part theta 1e4, yarn factor 40,
+# original 4096, mscale = mscale_all_dim = 1 (published config): softmax scale 0.13523377886088009.
+
+
+def _aligned_qk(B, Hq, Hk, Tq, Tk, D, key_signs=(1.0, -1.0, 0.5, -0.5, 0.25, -0.25)):
+    """q and k whose per-dim products share one sign per key, so |q . k_j| = sum |q_d k_jd|: the
+    logits are as large as their rounding allows, and a wrong scale shows even in bf16.  Values
+    are multiples of 1/32 in [1/32, 1/2] (exact in bf16 and f16)."""
+    b, h, d = np.meshgrid(np.arange(B), np.arange(Hk), np.arange(D), indexing="ij")
+    sgn = np.where((d * 7 + h * 3 + b * 5) % 5 < 2, -1.0, 1.0)  # [B, Hk, D]
+    g = Hq // Hk
+    q = np.empty((B, Hq, Tq, D))
+    for hh in range(Hq):
+        for t in range(Tq):
+            q[:, hh, t] = sgn[:, hh // g] * (1 + (np.arange(D) + 3 * t + 5 * hh + 7 * np.arange(B)[:, None]) % 4) / 8
+    k = np.empty((B, Hk, Tk, D))
+    for hh in range(Hk):
+        for j in range(Tk):
+            m = key_signs[j % len(key_signs)]
+            k[:, hh, j] = sgn[:, hh] * m * (1 + (2 * np.arange(D) + j + hh + np.arange(B)[:, None]) % 4) / 8
+    return q, k
+
+
+_DSV3_SOFTMAX = SoftmaxScaleParams(rope=_DSV3_YARN, qk_head_dim=192)
+_MSCALE_RATIO = SoftmaxScaleParams(
+    rope=RopeParams(head_dim=64, rope_theta=10000.0, rope_type="yarn", factor=16.0,
+                    original_max_position_embeddings=4096, mscale=0.707, mscale_all_dim=1.0),
+    qk_head_dim=192)
+_q1, _k1 = _aligned_qk(2, 4, 4, 3, 5, 192)
+_q2, _k2 = _aligned_qk(3, 4, 2, 2, 6, 192)
+_add(
+    Case("scale-softmax-deepseek-v3", "attention.probs", ("SCALE-YARN-SOFTMAX-SCALE",), _DSV3_SOFTMAX,
+         {"q": Gen((2, 4, 3, 192), scale=0.5), "k": Gen((2, 4, 5, 192), scale=0.5)},
+         "DeepSeek-V3 MLA shapes: qk_head_dim 192 (128 nope + 64 rope), Tq 3 over Tk 5 keys; "
+         "scale 192^-0.5 * (0.1 ln 40 + 1)^2 = 0.13523377886088009"),
+    Case("scale-softmax-deepseek-v3-aligned", "attention.probs", ("SCALE-YARN-SOFTMAX-SCALE",), _DSV3_SOFTMAX,
+         {"q": _q1, "k": _k1}, "DeepSeek-V3 scale with sign-aligned q and k: logits up to +-2.5"),
+    Case("scale-softmax-mscale-ratio", "attention.probs", ("SCALE-YARN-SOFTMAX-SCALE",), _MSCALE_RATIO,
+         {"q": _q2, "k": _k2},
+         "derivation case (hypothetical config): factor 16, mscale 0.707 != mscale_all_dim 1; the softmax "
+         "scale reads mscale_all_dim only: 192^-0.5 * (0.1 ln 16 + 1)^2; GQA 4 q heads over 2 k heads"),
 )
 
 # ---- sinusoidal ---------------------------------------------------------------------------

@@ -152,6 +152,8 @@ def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, de
         return {"q": (q, "float"), "k": (k, "float")}
     if op == "nope.layer_flags":
         return {"use_rope": (adapter.nope_layer_flags(params, device=device), "int")}
+    if op == "attention.probs":
+        return {"probs": (adapter.attention_probs(x["q"], x["k"], params), "float")}
     raise KeyError(f"unknown operation {op!r}")
 
 

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import alibi, learned, nope, ops, position_ids, rope, rope_scaling, sinusoidal, t5
+from . import alibi, attention, learned, nope, ops, position_ids, rope, rope_scaling, sinusoidal, t5
 
 MUTANTS: dict[str, dict[str, Callable]] = {}
 
@@ -502,3 +502,29 @@ def mrope_temporal_only(op, p, x):
 def nope_flags_inverted(op, p, x):
     """HF's no_rope_layers read literally: 1 taken to mean NoPE (every flag inverted)."""
     return {"use_rope": 1 - nope.layer_flags(p)}
+
+
+# ---- YaRN softmax scale (SCALE-YARN-SOFTMAX-SCALE) ---------------------------------------------
+
+
+def _probs_with_scale(p, x, scale):
+    return {"probs": attention.probs(x["q"], x["k"], p, scale=scale)}
+
+
+@_mutant("scale_softmax_mscale_missing", "attention.probs")
+def scale_softmax_mscale_missing(op, p, x):
+    """The plain ``qk_head_dim ** -0.5``: the mscale correction dropped from the softmax scale."""
+    return _probs_with_scale(p, x, p.qk_head_dim ** -0.5)
+
+
+@_mutant("scale_softmax_mscale_not_squared", "attention.probs")
+def scale_softmax_mscale_not_squared(op, p, x):
+    """``qk_head_dim ** -0.5 * get_mscale(s, mscale_all_dim)``: the correction applied once."""
+    m = rope_scaling.get_mscale(rope_scaling.yarn_factor(p.rope), p.rope.mscale_all_dim)
+    return _probs_with_scale(p, x, p.qk_head_dim ** -0.5 * m)
+
+
+@_mutant("scale_softmax_rope_dim", "attention.probs")
+def scale_softmax_rope_dim(op, p, x):
+    """The scale taken of the rope head dim (64) instead of qk_head_dim (192)."""
+    return _probs_with_scale(p, x, rope_scaling.yarn_softmax_scale(p.rope, p.rope.head_dim))

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import alibi, learned, mrope, nope, position_ids, rope, rope_scaling, sinusoidal, t5
+from . import alibi, attention, learned, mrope, nope, position_ids, rope, rope_scaling, sinusoidal, t5
 
 Outputs = dict[str, np.ndarray]
 
@@ -373,6 +373,18 @@ def _nope_flags(p, x):
     return {"use_rope": nope.layer_flags(p)}
 
 
+# ---- attention probabilities (SCALE-YARN-SOFTMAX-SCALE) -----------------------------------
+
+
+def _attn_probs(p, x):
+    return {"probs": attention.probs(x["q"], x["k"], p)}
+
+
+def _attn_probs_scales(p, x):
+    ds = attention.probs_error_scale(x["q"], x["k"], p)
+    return {"probs": (ds, 0 * ds)}
+
+
 @dataclass(frozen=True)
 class Op:
     """One operation: reference function, error scales, and whether it computes angles.
@@ -427,6 +439,9 @@ OPS: dict[str, Op] = {
     "mrope.apply": Op(*_mrope_op("mrope.apply"), angle_based=True),
     "nope.apply": Op(_nope_apply, _exact_scales(["q", "k"])),
     "nope.layer_flags": Op(_nope_flags, _exact_scales([])),
+    # Softmax is computed in float32 at every activation dtype (HF eager_attention_forward's
+    # softmax(dtype=float32), flash / SDPA kernels alike): float64 activations get float32 error.
+    "attention.probs": Op(_attn_probs, _attn_probs_scales, float32_floor=True),
 }
 
 

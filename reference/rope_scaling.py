@@ -120,8 +120,13 @@ def yarn_attention_factor(p: RopeParams) -> float:
 
 
 def yarn_softmax_scale(p: RopeParams, qk_head_dim: int) -> float:
-    """SCALE-YARN-SOFTMAX-SCALE (DeepSeek): ``qk_head_dim ** -0.5 * get_mscale(s, mscale_all_dim) ** 2``."""
-    return qk_head_dim ** -0.5 * get_mscale(yarn_factor(p), p.mscale_all_dim or 1.0) ** 2
+    """SCALE-YARN-SOFTMAX-SCALE (DeepSeek): ``qk_head_dim ** -0.5 * get_mscale(s, mscale_all_dim) ** 2``.
+
+    ``mscale_all_dim`` must be set (HF reads a missing key as 0, DeepSeek's reference as 1; the
+    spec does not pick, see :class:`~posenc.spec.models.SoftmaxScaleParams`)."""
+    if p.mscale_all_dim is None:
+        raise ValueError("SCALE-YARN-SOFTMAX-SCALE needs mscale_all_dim")
+    return qk_head_dim ** -0.5 * get_mscale(yarn_factor(p), p.mscale_all_dim) ** 2
 
 
 def llama3(p: RopeParams) -> np.ndarray:

@@ -445,6 +445,31 @@ class NopeParams(_Strict):
         return self
 
 
+class SoftmaxScaleParams(_Strict):
+    """Attention probabilities with the DeepSeek / HF YaRN softmax scale (SCALE-YARN-SOFTMAX-SCALE).
+
+    ``rope``: the yarn :class:`RopeParams` of the rotary part (``head_dim`` = the rope head dim,
+    64 for DeepSeek-V3); ``mscale_all_dim`` is required: HF's ``yarn_apply_mscale`` treats a
+    missing key as 0 (no correction) while DeepSeek's reference defaults its ``mscale`` to 1, and
+    the spec does not pick one.  ``qk_head_dim``: the full query/key head (nope + rope; 192 for
+    DeepSeek-V3), the width q and k have and the one ``qk_head_dim ** -0.5`` is taken of.
+    """
+
+    rope: RopeParams
+    qk_head_dim: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> "SoftmaxScaleParams":
+        if self.rope.rope_type != "yarn":
+            raise ValueError(f"SCALE-YARN-SOFTMAX-SCALE needs rope_type 'yarn', got {self.rope.rope_type!r}")
+        if self.rope.mscale_all_dim is None:
+            raise ValueError("SCALE-YARN-SOFTMAX-SCALE needs mscale_all_dim (HF reads a missing key as 0, "
+                             "DeepSeek's reference as 1: the spec does not pick)")
+        if self.qk_head_dim < self.rope.head_dim:
+            raise ValueError(f"qk_head_dim {self.qk_head_dim} is smaller than the rope head_dim {self.rope.head_dim}")
+        return self
+
+
 PARAM_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (
@@ -460,5 +485,6 @@ PARAM_MODELS: dict[str, type[BaseModel]] = {
         T5Params,
         MRopeParams,
         NopeParams,
+        SoftmaxScaleParams,
     )
 }

@@ -69,3 +69,17 @@ class ProportionalAsPartial(_Rewrite):
 
     def wrong(self, p):
         return p.model_copy(update={"rope_type": "default", "factor": None})
+
+
+class SoftmaxMscaleNotSquared(TorchAdapter):
+    """The DeepSeek softmax scale with the mscale correction applied once, not squared."""
+    name = "broken-softmax-mscale-not-squared"
+
+    def attention_probs(self, q, k, params):
+        import math
+
+        from posenc.adapters.torch_adapter import attention_probs
+
+        p = params.rope
+        m = 0.1 * p.mscale_all_dim * math.log(p.factor) + 1.0 if p.factor > 1 else 1.0
+        return attention_probs(q, k, params.qk_head_dim ** -0.5 * m)

@@ -207,6 +207,7 @@ SCALING_BUGS = [
     ("Llama3Ignored", "DIV-SCALE-LLAMA3-IGNORED"),
     ("LongropeAlwaysShort", "DIV-SCALE-LONGROPE-ALWAYS-SHORT"),
     ("ProportionalAsPartial", "DIV-SCALE-PROPORTIONAL-AS-PARTIAL"),
+    ("SoftmaxMscaleNotSquared", "DIV-SCALE-SOFTMAX-MSCALE-NOT-SQUARED"),
 ]
 
 
