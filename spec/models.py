@@ -187,6 +187,10 @@ class RopeParams(_Strict):
             v = getattr(self, name)
             if v is not None and len(v) != r // 2:
                 raise ValueError(f"{name} must have rotary_dim/2 = {r // 2} entries, got {len(v)}")
+            if v is not None and min(v) <= 0:
+                raise ValueError(f"{name} entries must be > 0, got {min(v)}")
+        if self.rope_type == "dynamic" and r <= 2:
+            raise ValueError(f"dynamic rope needs rotary_dim > 2 (the exponent is d / (d - 2)), got {r}")
         if self.rope_type in ("yarn", "longrope") and self.factor is None and self.max_position_embeddings is None:
             raise ValueError(f"{self.rope_type} needs factor, or max_position_embeddings to derive it from")
         if self.rope_type == "llama3" and self.high_freq_factor <= self.low_freq_factor:

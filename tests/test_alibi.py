@@ -17,9 +17,6 @@ import transformers.models.bloom.modeling_bloom as hf_bloom
 import transformers.models.mpt.modeling_mpt as hf_mpt
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
-from posenc.conformance import golden
-from posenc.conformance.cases import CASES
-from posenc.conformance.runner import compare_outputs
 from posenc.reference import alibi, mutants, ops
 from posenc.spec import load_spec
 from posenc.spec.models import AlibiParams
@@ -195,21 +192,6 @@ def test_mutants_are_the_wrong_behaviour():
     assert flipped[0, 1, 0] == 2 * 2.0 ** -4  # +m (i' - j) for i' = 2, j = 0
     enc = mutants.run("alibi_causal_in_encoder", "alibi.bias", AlibiParams(num_heads=2, form="symmetric"), x)
     assert enc["bias"][0, 0, 2] == 2.0 ** -4 and enc["bias.compared"].all()  # future key gets +m
-
-
-@pytest.mark.parametrize("div_id", ALIBI_DIVS)
-def test_every_alibi_mutant_is_caught_by_a_case(div_id):
-    d = SPEC.divergences[div_id]
-    m = golden.read_manifest()
-    caught = []
-    for c in CASES:
-        if c.op not in mutants.MUTANTS[d.mutant] or not set(d.violates) & set(c.clauses):
-            continue
-        g = golden.load(c, manifest=m)
-        out = mutants.run(d.mutant, c.op, c.params, g.inputs)
-        if out is not None and not all(r.ok for r in compare_outputs(g, out, "float32")):
-            caught.append(c.id)
-    assert caught, f"{div_id}: no golden case catches {d.mutant}"
 
 
 # ---- the HF wrapper really runs transformers ------------------------------------------------------

@@ -10,9 +10,6 @@ import transformers.models.qwen2_vl.modeling_qwen2_vl as hf_qwen2_vl
 import transformers.models.qwen3_vl.modeling_qwen3_vl as hf_qwen3_vl
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
-from posenc.conformance import golden
-from posenc.conformance.cases import CASES
-from posenc.conformance.runner import compare_outputs
 from posenc.reference import mrope, mutants, ops, rope
 from posenc.spec import load_spec
 from posenc.spec.models import MRopeParams, RopeParams
@@ -102,22 +99,6 @@ def test_mutants_are_the_wrong_behaviour():
     np.testing.assert_allclose(out["cos"][0, 0], np.cos(4 * w), rtol=1e-15)
     out = mutants.run("mrope_section_order", "mrope.cos_sin", FIG2, pid)
     np.testing.assert_allclose(out["cos"][0, 0], np.cos(np.array([2, 2, 1, 1, 1, 4, 4, 4]) * w), rtol=1e-15)
-
-
-@pytest.mark.parametrize("div_id", sorted(d for d in SPEC.divergences if d.startswith("DIV-MROPE-")))
-def test_every_mrope_mutant_is_caught_by_a_case(div_id):
-    d = SPEC.divergences[div_id]
-    m = golden.read_manifest()
-    for clause in d.violates:
-        caught = []
-        for c in CASES:
-            if c.op not in mutants.MUTANTS[d.mutant] or clause not in c.clauses:
-                continue
-            g = golden.load(c, manifest=m)
-            out = mutants.run(d.mutant, c.op, c.params, g.inputs)
-            if out is not None and not all(r.ok for r in compare_outputs(g, out, "bfloat16")):
-                caught.append(c.id)
-        assert caught, f"{div_id}: no golden case tagged {clause} catches {d.mutant} at bfloat16"
 
 
 # ---- the HF wrapper really runs transformers ------------------------------------------------------

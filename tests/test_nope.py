@@ -10,9 +10,6 @@ import transformers.models.smollm3.modeling_smollm3 as hf_smollm3
 from transformers.models.llama4.configuration_llama4 import Llama4TextConfig
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
-from posenc.conformance import golden
-from posenc.conformance.cases import CASES
-from posenc.conformance.runner import compare_outputs
 from posenc.reference import mutants, nope
 from posenc.spec import load_spec
 from posenc.spec.models import NopeParams
@@ -62,21 +59,6 @@ def test_explicit_flags_match_smollm3():
 def test_mutant_is_the_wrong_behaviour():
     out = mutants.run("nope_flags_inverted", "nope.layer_flags", NopeParams(num_hidden_layers=8), {})
     assert out["use_rope"].tolist() == [0, 0, 0, 1, 0, 0, 0, 1]
-
-
-@pytest.mark.parametrize("div_id", sorted(d for d in SPEC.divergences if d.startswith("DIV-NOPE-")))
-def test_every_nope_mutant_is_caught_by_a_case(div_id):
-    d = SPEC.divergences[div_id]
-    m = golden.read_manifest()
-    caught = []
-    for c in CASES:
-        if c.op not in mutants.MUTANTS[d.mutant] or not set(d.violates) & set(c.clauses):
-            continue
-        g = golden.load(c, manifest=m)
-        out = mutants.run(d.mutant, c.op, c.params, g.inputs)
-        if out is not None and not all(r.ok for r in compare_outputs(g, out, "float32")):
-            caught.append(c.id)
-    assert caught, f"{div_id}: no golden case catches {d.mutant}"
 
 
 # ---- the HF wrapper really runs transformers ------------------------------------------------------

@@ -131,6 +131,11 @@ def test_params_reject_fields_of_other_rope_types():
                    original_max_position_embeddings=8)
     with pytest.raises(ValueError, match="greater than 0"):
         RopeParams(head_dim=8, rope_type="yarn", factor=2.0, original_max_position_embeddings=8, beta_fast=0)
+    with pytest.raises(ValueError, match="long_factor entries must be > 0, got 0.0"):
+        RopeParams(head_dim=8, rope_type="longrope", short_factor=[1.0] * 4, long_factor=[1.0, 0.0, 1.0, 1.0],
+                   original_max_position_embeddings=8, factor=2.0)
+    with pytest.raises(ValueError, match="dynamic rope needs rotary_dim > 2"):
+        RopeParams(head_dim=8, rotary_dim=2, rope_type="dynamic", factor=2.0, max_position_embeddings=16)
 
 
 # ---- the real transformers init functions --------------------------------------------------------

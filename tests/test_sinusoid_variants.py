@@ -16,9 +16,6 @@ import transformers.models.whisper.modeling_whisper as hf_whisper
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
 from posenc.adapters.torch_adapter import TorchAdapter
-from posenc.conformance import golden
-from posenc.conformance.cases import CASES
-from posenc.conformance.runner import compare_outputs
 from posenc.reference import mutants, ops, sinusoidal
 from posenc.spec import load_spec
 from posenc.spec.errors import DegenerateWidth, SpecError
@@ -221,22 +218,6 @@ def test_mutants_are_the_wrong_behaviour():
     assert mutants.run("sin_divisor_h_minus_1", "sinusoidal.table", _p(8), x) is None
     assert mutants.run("sin_layout_swapped", "sinusoidal.table", _p(8), x) is None
     assert mutants.run("sin_vaswani_divisor", "sinusoidal.table", SinusoidalParams(dim=8), x) is None
-
-
-@pytest.mark.parametrize("div_id", NEW_SIN_DIVS)
-def test_every_new_sin_mutant_is_caught_by_a_case(div_id):
-    d = SPEC.divergences[div_id]
-    m = golden.read_manifest()
-    for clause in d.violates:
-        caught = []
-        for c in CASES:
-            if c.op not in mutants.MUTANTS[d.mutant] or clause not in c.clauses:
-                continue
-            g = golden.load(c, manifest=m)
-            out = mutants.run(d.mutant, c.op, c.params, g.inputs)
-            if out is not None and not all(r.ok for r in compare_outputs(g, out, "float32")):
-                caught.append(c.id)
-        assert caught, f"{div_id}: no golden case tagged {clause} catches {d.mutant}"
 
 
 # ---- the HF wrapper really runs transformers ------------------------------------------------------

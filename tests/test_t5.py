@@ -12,9 +12,6 @@ import transformers.models.t5.modeling_t5 as hf_t5
 from transformers import T5Config
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
-from posenc.conformance import golden
-from posenc.conformance.cases import CASES
-from posenc.conformance.runner import compare_outputs
 from posenc.reference import mutants, t5
 from posenc.spec import load_spec
 from posenc.spec.models import T5Params
@@ -141,21 +138,6 @@ def test_mutants_are_the_wrong_behaviour():
     nh = mutants.run("t5_no_halving", "t5.buckets", ENC, x)["buckets"]
     assert nh.max() >= 32 and nh[1] == 10  # positive offsets leave the 32-row table
     assert mutants.run("t5_no_halving", "t5.buckets", DEC, x) is None
-
-
-@pytest.mark.parametrize("div_id", sorted(d for d in SPEC.divergences if d.startswith("DIV-T5-")))
-def test_every_t5_mutant_is_caught_by_a_case(div_id):
-    d = SPEC.divergences[div_id]
-    m = golden.read_manifest()
-    caught = set()
-    for c in CASES:
-        if c.op not in mutants.MUTANTS[d.mutant]:
-            continue
-        g = golden.load(c, manifest=m)
-        out = mutants.run(d.mutant, c.op, c.params, g.inputs)
-        if out is not None and not all(r.ok for r in compare_outputs(g, out, "bfloat16")):
-            caught |= set(c.clauses) & set(d.violates)
-    assert caught == set(d.violates), f"{div_id}: clauses {set(d.violates) - caught} never catch {d.mutant}"
 
 
 # ---- the HF wrapper really runs transformers ------------------------------------------------------
