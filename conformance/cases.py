@@ -18,9 +18,9 @@ from pydantic import BaseModel
 
 from posenc.reference import rope as _rope_ref
 from posenc.spec.models import (
-    AlibiParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, MRopeParams,
-    NopeParams, OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, SoftmaxScaleParams, T5Params,
+    AlibiParams, LookupParams, MRopeParams, NopeParams, RopeParams, SinusoidalParams, SoftmaxScaleParams, T5Params,
 )
+from posenc.spec.registry import model_params
 
 
 @dataclass(frozen=True)
@@ -86,10 +86,10 @@ for pairing, cl in (("half", "ROPE-PAIR-HALF"), ("interleaved", "ROPE-PAIR-INTER
              {"q": x, "k": x, "position_ids": _pos([3])}, "rotary_dim 4 of head_dim 8"),
     )
 
-_LLAMA3 = RopeParams(head_dim=128, rope_theta=500000.0, pairing="half")
+_LLAMA3 = model_params("llama-3-8b")
 _LLAMA4 = RopeParams(head_dim=128, rope_theta=500000.0, pairing="interleaved")
-_NEOX = RopeParams(head_dim=96, rotary_dim=24, rope_theta=10000.0, pairing="half")
-_GPTJ = RopeParams(head_dim=256, rotary_dim=64, rope_theta=10000.0, pairing="interleaved")
+_NEOX = model_params("gpt-neox-20b")
+_GPTJ = model_params("gpt-j-6b")
 _LONG = _pos([0, 1, 2, 3, 4], [131067, 131068, 131069, 131070, 131071])
 _add(
     Case("rope-llama3-8b", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-ANGLE", "ROPE-PRECISION"), _LLAMA3,
@@ -148,14 +148,10 @@ for name, p in (("half", _NEOX), ("interleaved", _GPTJ)):
 # ---- RoPE scaling (SCALE-*) ----------------------------------------------------------------
 _ones4 = np.ones((1, 1, 1, 4))
 _Q128 = {"q": Gen((2, 4, 3, 128)), "k": Gen((2, 2, 3, 128))}
-_LLAMA31 = RopeParams(head_dim=128, rope_theta=500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
-                      high_freq_factor=4.0, original_max_position_embeddings=8192)
-_QWEN25_YARN = RopeParams(head_dim=128, rope_theta=1000000.0, rope_type="yarn", factor=4.0,
-                          original_max_position_embeddings=32768)
-_DSV3_YARN = RopeParams(head_dim=64, rope_theta=10000.0, rope_type="yarn", factor=40.0,
-                        original_max_position_embeddings=4096, mscale=1.0, mscale_all_dim=1.0)
-_GPT_OSS_YARN = RopeParams(head_dim=64, rope_theta=150000.0, rope_type="yarn", factor=32.0,
-                           original_max_position_embeddings=4096, truncate=False)
+_LLAMA31 = model_params("llama-3.1-8b")
+_QWEN25_YARN = model_params("qwen2.5-7b-yarn")
+_DSV3_YARN = model_params("deepseek-v3-rope")
+_GPT_OSS_YARN = model_params("gpt-oss")
 # Synthetic LongRoPE factors with Phi-3.5-mini's shape (head 96 -> 48 factors, L_orig 4096, L_max 131072)
 _LONGROPE = RopeParams(head_dim=96, rope_theta=10000.0, rope_type="longrope", max_position_embeddings=131072,
                        original_max_position_embeddings=4096,
@@ -326,13 +322,13 @@ _add(
 )
 
 # ---- learned ------------------------------------------------------------------------------
-_GPT2 = GPT2EmbeddingParams(vocab_size=97, n_positions=1024, n_embd=768)
+_GPT2 = model_params("gpt2", vocab_size=97)  # token tables are data, not under test
 _GPT2_W = {"wte": Gen((97, 768)), "wpe": Gen((1024, 768))}
-_BERT = BertEmbeddingParams(vocab_size=89, max_position_embeddings=512, type_vocab_size=2, hidden_size=768)
+_BERT = model_params("bert-base", vocab_size=89)
 _BERT_W = {"word_embeddings": Gen((89, 768)), "position_embeddings": Gen((512, 768)),
            "token_type_embeddings": Gen((2, 768)), "layer_norm_weight": Gen((768,), scale=0.5, offset=1.0),
            "layer_norm_bias": Gen((768,), scale=0.25)}
-_OPT = OPTEmbeddingParams(max_position_embeddings=2048, hidden_size=768)
+_OPT = model_params("opt-125m")
 _OPT_W = {"table": Gen((2050, 768))}
 _add(
     Case("gpt2-small-prefill", "learned.gpt2", ("LEARNED-GPT2-SUM", "LEARNED-GPT2-POSITIONS"), _GPT2,
@@ -382,12 +378,11 @@ _add(
 # ---- RoBERTa and BART (LEARNED-ROBERTA-POSITIONS, LEARNED-BART-POSITIONS) ----------------------
 # roberta-base: 514 x 768 positions, type_vocab_size 1, layer_norm_eps 1e-5, pad 1; bart-base:
 # max_position_embeddings 1024 (+ 2 = 1026 rows) x 768 (published config.json files).
-_RB = RobertaEmbeddingParams(vocab_size=89, max_position_embeddings=514, type_vocab_size=1, hidden_size=768,
-                             layer_norm_eps=1e-5, padding_idx=1)
+_RB = model_params("roberta-base", vocab_size=89)
 _RB_W = {"word_embeddings": Gen((89, 768)), "position_embeddings": Gen((514, 768)),
          "token_type_embeddings": Gen((1, 768)), "layer_norm_weight": Gen((768,), scale=0.5, offset=1.0),
          "layer_norm_bias": Gen((768,), scale=0.25)}
-_BART = BartEmbeddingParams(max_position_embeddings=1024, hidden_size=768)
+_BART = model_params("bart-base")
 _BART_W = {"table": Gen((1026, 768))}
 _add(
     Case("roberta-base-positions", "learned.roberta_positions", ("LEARNED-ROBERTA-POSITIONS",), _RB,
@@ -519,8 +514,8 @@ def _text(*rows) -> np.ndarray:
     return _thw(*[[(p, p, p) for p in row] for row in rows])
 
 
-_QWEN2VL = MRopeParams(head_dim=128, rope_theta=1000000.0, mrope_section=(16, 24, 24), layout="contiguous")
-_QWEN3VL = MRopeParams(head_dim=128, rope_theta=500000.0, mrope_section=(24, 20, 20), layout="interleaved")
+_QWEN2VL = model_params("qwen2-vl")
+_QWEN3VL = model_params("qwen3-vl")
 _FIG2 = MRopeParams(head_dim=16, rope_theta=10000.0, mrope_section=(2, 3, 3), layout="contiguous")
 _FIG3 = MRopeParams(head_dim=16, rope_theta=10000.0, mrope_section=(4, 2, 2), layout="interleaved")
 # Row 0 (get_rope_index): text 0, 1, a 1 x 2 x 2 image grid starting at 2, text again at 2 + 2 = 4.
@@ -569,7 +564,7 @@ _add(
 # ---- NoPE (NOPE-*) --------------------------------------------------------------------------------
 # SmolLM3-3B: SmolLM3Config defaults num_hidden_layers 36, no_rope_layer_interval 4 (layers 3, 7,
 # ..., 35 NoPE), 16 heads, 4 KV heads, head_dim 128 (hidden 2048 / 16) -- library defaults.
-_SMOL = NopeParams(num_hidden_layers=36, no_rope_layer_interval=4)
+_SMOL = model_params("smollm3-3b")
 _EXPLICIT = NopeParams(num_hidden_layers=8, no_rope_layers=(1, 1, 0, 1, 0, 0, 1, 1))
 _add(
     Case("nope-flags-smollm3", "nope.layer_flags", ("NOPE-LAYER-FLAGS",), _SMOL,
