@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from posenc.reference import rope as _rope_ref
 from posenc.spec.models import (
-    AlibiParams, LookupParams, MRopeParams, NopeParams, RopeParams, SinusoidalParams, SoftmaxScaleParams, T5Params,
+    AlibiParams, LookupParams, MRopeParams, NopeParams, RopeParams, SinusoidalParams, SoftmaxScaleParams,
 )
 from posenc.spec.registry import model_params
 
@@ -303,12 +303,12 @@ _add(
          {"position_ids": _pos([0, 1, 2, 3, 4], [1, 5, 100, 1, 2])}, "row padding_idx 1 is zero"),
     Case("sin-fairseq-table-d7", "sinusoidal.table", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=7, **_FS),
          {"position_ids": _pos([1, 2, 3], [40, 1, 41])}, "odd D: zero column; pad row zero"),
-    Case("sin-m2m100-positions", "sinusoidal.fairseq_positions", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=1024, **_FS),
+    Case("sin-m2m100-positions", "sinusoidal.fairseq_positions", ("SIN-FAIRSEQ-POSITIONS",), model_params("m2m100-418m"),
          {"input_ids": _RB_IDS, "cache_length": 0}, "pad 1: [[1,1,2,3,4],[2,3,4,5,6]]"),
     Case("sin-m2m100-positions-cache", "sinusoidal.fairseq_positions", ("SIN-FAIRSEQ-POSITIONS",),
-         _S(dim=1024, **_FS), {"input_ids": _pos([1, 7], [5, 1]), "cache_length": 6},
+         model_params("m2m100-418m"), {"input_ids": _pos([1, 7], [5, 1]), "cache_length": 6},
          "after 6 cached slots: [[1, 8], [8, 1]]"),
-    Case("sin-m2m100-418m", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS", "SIN-T2T"), _S(dim=1024, **_FS),
+    Case("sin-m2m100-418m", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS", "SIN-T2T"), model_params("m2m100-418m"),
          {"input_ids": _pos([1, 1, 0, 9, 2, 5], [0, 9, 9, 9, 2, 1]), "cache_length": 0},
          "M2M100-418M width 1024: left and right padding read the zero row 1"),
     Case("sin-m2m100-cache", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=16, **_FS),
@@ -317,7 +317,7 @@ _add(
          {"input_ids": _RB_IDS, "cache_length": 0}, "odd D end to end"),
     Case("sin-whisper-d8", "sinusoidal.table", ("SIN-WHISPER",), _S(dim=8, **_WH),
          {"position_ids": _pos(range(5), range(100, 105))}),
-    Case("sin-whisper-tiny", "sinusoidal.table", ("SIN-WHISPER", "SIN-PRECISION"), _S(dim=384, **_WH),
+    Case("sin-whisper-tiny", "sinusoidal.table", ("SIN-WHISPER", "SIN-PRECISION"), model_params("whisper-tiny"),
          {"position_ids": _pos([0, 1, 2, 1499], [750, 1498, 3, 10])}, "Whisper-tiny encoder: 1500 x 384"),
 )
 
@@ -437,9 +437,9 @@ _add(
          note="[0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125]: not monotone"),
     Case("alibi-slopes-12", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=12),
          note="2^-1 .. 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5"),
-    Case("alibi-slopes-bloom-176b", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=112, form="bloom"),
+    Case("alibi-slopes-bloom-176b", "alibi.slopes", ("ALIBI-SLOPES",), model_params("bloom-176b"),
          note="BLOOM-176B: 112 heads = 64 + every other slope of 128"),
-    Case("alibi-slopes-mpt-7b", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=32, form="mpt"),
+    Case("alibi-slopes-mpt-7b", "alibi.slopes", ("ALIBI-SLOPES",), model_params("mpt-7b"),
          note="MPT-7B: 32 heads, alibi_bias_max 8"),
     Case("alibi-slopes-bias-max-16", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=24, alibi_bias_max=16.0, form="mpt"),
          note="alibi_bias_max 16 replaces the 8; 24 heads = 16 + 8"),
@@ -455,12 +455,12 @@ _add(
          {"attention_mask": _pos([0, 0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 0, 0]),
           "query_length": 7},
          "BloomConfig default 8 heads; left padding, full row, a hole and right padding"),
-    Case("alibi-bloom-176b-cache", "alibi.bias", ("ALIBI-BLOOM", _ROW), _A(num_heads=112, form="bloom"),
+    Case("alibi-bloom-176b-cache", "alibi.bias", ("ALIBI-BLOOM", _ROW), model_params("bloom-176b"),
          {"attention_mask": _pos([0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]), "query_length": 2},
          "BLOOM-176B 112 heads; 2 new tokens after 4 cached, one row left-padded"),
-    Case("alibi-mpt-7b", "alibi.bias", ("ALIBI-MPT", _ROW), _A(num_heads=32, form="mpt"),
+    Case("alibi-mpt-7b", "alibi.bias", ("ALIBI-MPT", _ROW), model_params("mpt-7b"),
          {"query_length": 8, "key_length": 8}, "MPT-7B: 32 heads, alibi_bias_max 8"),
-    Case("alibi-mpt-7b-cache", "alibi.bias", ("ALIBI-MPT", _ROW), _A(num_heads=32, form="mpt"),
+    Case("alibi-mpt-7b-cache", "alibi.bias", ("ALIBI-MPT", _ROW), model_params("mpt-7b"),
          {"query_length": 2, "key_length": 130}, "2 new tokens after 128 cached: m (j - 129)"),
     Case("alibi-mpt-bias-max", "alibi.bias", ("ALIBI-MPT", "ALIBI-SLOPES"), _A(num_heads=12, alibi_bias_max=16.0, form="mpt"),
          {"query_length": 5, "key_length": 5}, "alibi_bias_max 16 with 12 heads"),
@@ -468,8 +468,8 @@ _add(
 
 # ---- T5 (T5-*) --------------------------------------------------------------------------------
 _T5_FIG = _pos([-200, -10, -1, 0, 1, 10, 200])
-_T5_ENC = T5Params(num_buckets=32, max_distance=128, bidirectional=True)  # t5-base: T5Config defaults, 12 heads
-_T5_DEC = T5Params(num_buckets=32, max_distance=128, bidirectional=False)
+_T5_ENC = model_params("t5-base")  # t5-base: T5Config defaults, 12 heads
+_T5_DEC = model_params("t5-base", bidirectional=False)
 _T5_RANGE = np.arange(-200, 201, dtype=np.int64).reshape(1, 401)
 _add(
     Case("t5-buckets-figures-bidirectional", "t5.buckets", ("T5-BUCKET-BIDIRECTIONAL",), _T5_ENC,
