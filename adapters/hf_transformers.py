@@ -237,6 +237,23 @@ def _filled_cache(config, batch: int, cache_length: int, heads: int, head_dim: i
     return cache
 
 
+def _bert_style_call(emb: nn.Module, weights: dict):
+    """Copy the case's weights into a BERT-style embeddings module (``BertEmbeddings``,
+    ``RobertaEmbeddings``) and return the adapter callable that runs its own forward."""
+    with torch.no_grad():
+        emb.word_embeddings.weight.copy_(weights["word_embeddings"])
+        emb.position_embeddings.weight.copy_(weights["position_embeddings"])
+        emb.token_type_embeddings.weight.copy_(weights["token_type_embeddings"])
+        emb.LayerNorm.weight.copy_(weights["layer_norm_weight"])
+        emb.LayerNorm.bias.copy_(weights["layer_norm_bias"])
+
+    @torch.no_grad()
+    def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
+        return emb(input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids,
+                   cache_length=cache_length)
+    return call
+
+
 def _dedup_half(full: torch.Tensor, what: str) -> torch.Tensor:
     """HF's ``[..., r]`` cos/sin is ``cat(c, c)``: return the first half ``c`` ``[..., r/2]``.
 
@@ -708,18 +725,7 @@ class HFTransformersAdapter(Adapter):
                             pad_token_id=params.padding_idx, hidden_dropout_prob=0.0, num_hidden_layers=1,
                             num_attention_heads=1, bos_token_id=None, eos_token_id=None)
         emb = hf_roberta.RobertaEmbeddings(cfg).to(device=device, dtype=DTYPES[dtype]).eval()
-        with torch.no_grad():
-            emb.word_embeddings.weight.copy_(weights["word_embeddings"])
-            emb.position_embeddings.weight.copy_(weights["position_embeddings"])
-            emb.token_type_embeddings.weight.copy_(weights["token_type_embeddings"])
-            emb.LayerNorm.weight.copy_(weights["layer_norm_weight"])
-            emb.LayerNorm.bias.copy_(weights["layer_norm_bias"])
-
-        @torch.no_grad()
-        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
-            return emb(input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids,
-                       cache_length=cache_length)
-        return call
+        return _bert_style_call(emb, weights)
 
     def bart_embeddings(self, params, weights, *, dtype, device):
         """LEARNED-BART-POSITIONS: ``BartLearnedPositionalEmbedding`` forward (offset 2); BART
@@ -775,18 +781,7 @@ class HFTransformersAdapter(Adapter):
                          type_vocab_size=params.type_vocab_size, layer_norm_eps=params.layer_norm_eps,
                          hidden_dropout_prob=0.0, num_hidden_layers=1, num_attention_heads=1)
         emb = BertEmbeddings(cfg).to(device=device, dtype=DTYPES[dtype]).eval()
-        with torch.no_grad():
-            emb.word_embeddings.weight.copy_(weights["word_embeddings"])
-            emb.position_embeddings.weight.copy_(weights["position_embeddings"])
-            emb.token_type_embeddings.weight.copy_(weights["token_type_embeddings"])
-            emb.LayerNorm.weight.copy_(weights["layer_norm_weight"])
-            emb.LayerNorm.bias.copy_(weights["layer_norm_bias"])
-
-        @torch.no_grad()
-        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
-            return emb(input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids,
-                       cache_length=cache_length)
-        return call
+        return _bert_style_call(emb, weights)
 
     @torch.no_grad()
     def opt_positions(self, attention_mask, cache_length):

@@ -103,20 +103,15 @@ def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, de
         f = adapter.gpt2_embeddings(params, {"wte": x["wte"], "wpe": x["wpe"]}, dtype=dtype, device=device)
         return {"embeddings": (f(x["input_ids"], position_ids=x.get("position_ids"),
                                  cache_length=x["cache_length"]), "float")}
-    if op == "learned.bert":
+    if op in ("learned.bert", "learned.roberta"):  # BERT-style: word + token_type + position, LayerNorm
         names = ("word_embeddings", "position_embeddings", "token_type_embeddings",
                  "layer_norm_weight", "layer_norm_bias")
-        f = adapter.bert_embeddings(params, {n: x[n] for n in names}, dtype=dtype, device=device)
+        make = adapter.bert_embeddings if op == "learned.bert" else adapter.roberta_embeddings
+        f = make(params, {n: x[n] for n in names}, dtype=dtype, device=device)
         return {"embeddings": (f(x["input_ids"], token_type_ids=x.get("token_type_ids"),
                                  position_ids=x.get("position_ids"), cache_length=x["cache_length"]), "float")}
     if op == "learned.roberta_positions":
         return {"positions": (adapter.roberta_positions(x["input_ids"], params, x["cache_length"]), "int")}
-    if op == "learned.roberta":
-        names = ("word_embeddings", "position_embeddings", "token_type_embeddings",
-                 "layer_norm_weight", "layer_norm_bias")
-        f = adapter.roberta_embeddings(params, {n: x[n] for n in names}, dtype=dtype, device=device)
-        return {"embeddings": (f(x["input_ids"], token_type_ids=x.get("token_type_ids"),
-                                 position_ids=x.get("position_ids"), cache_length=x["cache_length"]), "float")}
     if op == "learned.bart_embeddings":
         f = adapter.bart_embeddings(params, {"table": x["table"]}, dtype=dtype, device=device)
         return {"embeddings": (f(x["input_ids"], attention_mask=x.get("attention_mask"),

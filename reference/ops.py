@@ -54,18 +54,24 @@ def call_keys(x, prefix: str = "position_ids.") -> list[str]:
     return sorted((k for k in x if k.startswith(prefix)), key=lambda k: int(k.rsplit(".", 1)[1]))
 
 
+def _per_call(fn, p, x, freq) -> dict:
+    """``rope.cos_sin_calls``: ``fn('rope.cos_sin', ...)`` for each call in order, one ``freq``
+    (so a stateful provider sees the sequence), keyed ``cos.<k>`` / ``sin.<k>``."""
+    out = {}
+    for key in call_keys(x):
+        k = key.rsplit(".", 1)[1]
+        r = fn("rope.cos_sin", p, {"position_ids": x[key]}, freq)
+        out[f"cos.{k}"], out[f"sin.{k}"] = r["cos"], r["sin"]
+    return out
+
+
 def rope_outputs(op, p, x, freq) -> Outputs:
     """Outputs of a RoPE operation given a frequency provider (the reference's or a mutant's)."""
     if op == "rope.inv_freq":
         w, a = freq(None)
         return {"inv_freq": w, "attention_factor": np.float64(a)}
     if op == "rope.cos_sin_calls":
-        out = {}
-        for key in call_keys(x):
-            k = key.rsplit(".", 1)[1]
-            c = rope_outputs("rope.cos_sin", p, {"position_ids": x[key]}, freq)
-            out[f"cos.{k}"], out[f"sin.{k}"] = c["cos"], c["sin"]
-        return out
+        return _per_call(rope_outputs, p, x, freq)
     pid = np.asarray(x["position_ids"])
     w, a = freq(rope.seq_len_of(pid))
     phi = pid.astype(np.float64)[..., None] * w
@@ -82,12 +88,7 @@ def rope_scales(op, p, x, freq) -> dict:
         return {"inv_freq": (np.abs(w) * (1.0 + np.log(p.rope_theta)), 0 * w),
                 "attention_factor": (np.float64(a), np.float64(0))}
     if op == "rope.cos_sin_calls":
-        out = {}
-        for key in call_keys(x):
-            k = key.rsplit(".", 1)[1]
-            sc = rope_scales("rope.cos_sin", p, {"position_ids": x[key]}, freq)
-            out[f"cos.{k}"], out[f"sin.{k}"] = sc["cos"], sc["sin"]
-        return out
+        return _per_call(rope_scales, p, x, freq)
     pid = np.asarray(x["position_ids"])
     w, a = freq(rope.seq_len_of(pid))
     phi = np.abs(pid.astype(np.float64)[..., None] * w) * exponent_amplification(w, p.rope_theta, p.pair_dim)
