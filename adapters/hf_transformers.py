@@ -185,6 +185,7 @@ from transformers.models.t5 import modeling_t5 as hf_t5
 from transformers.models.t5.configuration_t5 import T5Config
 from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
 from transformers.models.gpt_neox import modeling_gpt_neox as hf_neox
+from transformers.models.deepseek_v3 import modeling_deepseek_v3 as hf_dsv3
 from transformers.models.gptj import modeling_gptj as hf_gptj
 from transformers.models.llama import modeling_llama as hf_llama
 from transformers.models.llama4 import modeling_llama4 as hf_llama4
@@ -213,6 +214,8 @@ from .torch_adapter import DTYPES, TorchAdapter, torch_device_available
 
 #: The base every HF sinusoidal table and GPT-J's rotary table hard-code.
 HF_FIXED_BASE = 10000.0
+_DEINTERLEAVE_FULL = ("HF's de-interleaved RoPE is DeepSeek-V3's apply_rotary_pos_emb_interleave, which rotates "
+                      "the whole rope head (qk_rope_head_dim): no partial rotary")
 #: GPT-J's default context (``GPTJConfig.n_positions``); tables grow past it when needed.
 GPTJ_MIN_POSITIONS = 2048
 
@@ -582,6 +585,8 @@ class HFTransformersAdapter(Adapter):
         _check_scaling_expressible(params)
         dt, D, r = DTYPES[dtype], params.head_dim, params.rdim
         full = r == D or params.rope_type == "proportional"
+        if params.pairing == "deinterleave" and r != D:
+            raise Unsupported(_DEINTERLEAVE_FULL)
         if params.pairing == "interleaved" and not full:
             if params.rope_theta != HF_FIXED_BASE:
                 raise Unsupported(f"interleaved partial RoPE is GPT-J's, whose create_sinusoidal_positions "
@@ -602,6 +607,12 @@ class HFTransformersAdapter(Adapter):
         rope_parameters = _rope_parameters(params, **extra)
         common = dict(num_attention_heads=1, num_hidden_layers=1, intermediate_size=1, vocab_size=1,
                       bos_token_id=None, eos_token_id=None, rope_parameters=rope_parameters, **_config_extra(params))
+        if params.pairing == "deinterleave":  # DeepSeek-V3's rotary is Llama's; its rotation de-interleaves
+            cfg = LlamaConfig(hidden_size=D, head_dim=D, num_key_value_heads=1, pad_token_id=None, **common)
+            rotary, apply_fn = hf_llama.LlamaRotaryEmbedding(cfg), hf_dsv3.apply_rotary_pos_emb_interleave
+            self._check_built(rotary, params)
+            _set_attention_factor(rotary, params)
+            return _HalfRope(rotary.to(device), apply_fn, dt, device)
         if params.pairing == "half":
             if full:
                 cfg = LlamaConfig(hidden_size=D, head_dim=D, num_key_value_heads=1, pad_token_id=None, **common)
@@ -636,11 +647,16 @@ class HFTransformersAdapter(Adapter):
 
         half: HF's ``apply_rotary_pos_emb`` (Llama for rotary_dim == head_dim, GPT-NeoX for
         partial) with the duplicated layout ``cat(c, c)`` it expects; interleaved: GPT-J's
-        ``apply_rotary_pos_emb``, which takes half-width ``sin``/``cos`` itself.
+        ``apply_rotary_pos_emb``, which takes half-width ``sin``/``cos`` itself; deinterleave
+        (ROPE-PAIR-DEINTERLEAVE): DeepSeek-V3's ``apply_rotary_pos_emb_interleave`` with ``cat(c, c)``.
         """
         r = params.rdim
         if cos.shape[-1] * 2 != r:
             raise ValueError(f"cos has width {cos.shape[-1]}, expected rotary_dim/2 = {r // 2}")
+        if params.pairing == "deinterleave":
+            if r != params.head_dim:
+                raise Unsupported(_DEINTERLEAVE_FULL)
+            return hf_dsv3.apply_rotary_pos_emb_interleave(q, k, torch.cat((cos, cos), -1), torch.cat((sin, sin), -1))
         if params.pairing == "half":
             c2, s2 = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
             fn = hf_llama.apply_rotary_pos_emb if r == params.head_dim else hf_neox.apply_rotary_pos_emb

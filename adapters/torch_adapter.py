@@ -62,6 +62,9 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_dim: in
     elif pairing == "interleaved":
         x1, x2 = xr[..., 0::2], xr[..., 1::2]
         y = torch.stack((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1).flatten(-2)
+    elif pairing == "deinterleave":  # pairs (2i, 2i + 1) in, written to (i, i + r/2)
+        x1, x2 = xr[..., 0::2], xr[..., 1::2]
+        y = torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1)
     else:
         raise ValueError(f"unknown pairing {pairing!r}")
     return torch.cat((y.to(x.dtype), x[..., rotary_dim:]), dim=-1)

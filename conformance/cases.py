@@ -88,6 +88,7 @@ for pairing, cl in (("half", "ROPE-PAIR-HALF"), ("interleaved", "ROPE-PAIR-INTER
 
 _LLAMA3 = model_params("llama-3-8b")
 _LLAMA4 = RopeParams(head_dim=128, rope_theta=500000.0, pairing="interleaved")
+_DSV3_ROPE = model_params("deepseek-v3-rope")
 _NEOX = model_params("gpt-neox-20b")
 _GPTJ = model_params("gpt-j-6b")
 _LONG = _pos([0, 1, 2, 3, 4], [131067, 131068, 131069, 131070, 131071])
@@ -122,6 +123,9 @@ _add(
          RopeParams(head_dim=64, rope_theta=500000.0, pairing="interleaved", attention_factor=0.75),
          {"q": Gen((3, 2, 3, 64)), "k": Gen((3, 1, 3, 64)), "position_ids": _pos([5, 2, 9], [70000, 0, 1], [3, 3, 3])},
          "interleaved pairs with non-monotonic positions and an attention factor"),
+    Case("rope-deepseek-v3-deinterleave", "rope.apply", ("ROPE-PAIR-DEINTERLEAVE", "ROPE-ANGLE"), _DSV3_ROPE,
+         {"q": Gen((2, 4, 3, 64)), "k": Gen((2, 1, 3, 64)), "position_ids": _pos([0, 1, 163839], [4096, 65536, 2])},
+         "DeepSeek-V3 rope part as HF runs it (rope_interleave): pairs (2i, 2i+1) in, [firsts | seconds] out"),
     Case("rope-inv-freq-llama3", "rope.inv_freq", ("ROPE-INV-FREQ",), _LLAMA3),
     Case("rope-inv-freq-factor", "rope.inv_freq", ("ROPE-INV-FREQ", "ROPE-ATTENTION-FACTOR"),
          RopeParams(head_dim=64, rope_theta=10000.0, attention_factor=1.25)),
@@ -135,13 +139,17 @@ _add(
          RopeParams(head_dim=64, rope_theta=10000.0, attention_factor=1.25),
          {"position_ids": _pos(range(6), range(1000, 1006), range(6, 0, -1))}),
 )
-for name, p in (("half", _NEOX), ("interleaved", _GPTJ)):
+# partial (NeoX, GPT-J) and full rotation (Llama 3, Llama 4 heads): the ONNX op's rotary_embedding_dim
+# default (0 = head_size) and the flash-attn full-width path are exercised too
+for name, p in (("half", _NEOX), ("interleaved", _GPTJ), ("half-full", _LLAMA3), ("interleaved-full", _LLAMA4),
+                ("deinterleave", RopeParams(head_dim=64, pairing="deinterleave"))):
     B, T = 2, 3
     pid = _pos(range(3), range(2045, 2048))
     # given cos/sin inputs (magnitude 1.25, so an implementation may not renormalise them)
     c, s = _rope_ref.cos_sin(pid, p.model_copy(update={"attention_factor": 1.25}))
+    pair = f"ROPE-PAIR-{p.pairing.upper()}"
     _add(Case(f"rope-apply-cos-sin-{name}", "rope.apply_with_cos_sin",
-              ("ROPE-PAIR-HALF" if name == "half" else "ROPE-PAIR-INTERLEAVED", "ROPE-PARTIAL"), p,
+              (pair, "ROPE-PARTIAL") if p.rdim < p.head_dim else (pair,), p,
               {"q": Gen((B, 4, T, p.head_dim)), "k": Gen((B, 1, T, p.head_dim)), "cos": c, "sin": s},
               "cos/sin given (the ONNX / flash-attn level)"))
 
@@ -152,11 +160,8 @@ _LLAMA31 = model_params("llama-3.1-8b")
 _QWEN25_YARN = model_params("qwen2.5-7b-yarn")
 _DSV3_YARN = model_params("deepseek-v3-rope")
 _GPT_OSS_YARN = model_params("gpt-oss")
-# Synthetic LongRoPE factors with Phi-3.5-mini's shape (head 96 -> 48 factors, L_orig 4096, L_max 131072)
-_LONGROPE = RopeParams(head_dim=96, rope_theta=10000.0, rope_type="longrope", max_position_embeddings=131072,
-                       original_max_position_embeddings=4096,
-                       short_factor=tuple(1.0 + i / 32 for i in range(48)),
-                       long_factor=tuple(1.0 + i * 1.25 for i in range(48)))
+_LONGROPE = model_params("phi-3.5-mini")
+_GEMMA4 = model_params("gemma-4-full-attention")
 _DYN = dict(head_dim=128, rope_theta=10000.0, rope_type="dynamic", factor=2.0, max_position_embeddings=4096)
 _CALLS = {"position_ids.0": _pos([0, 1, 2]), "position_ids.1": _pos([8189, 8190, 8191]),
           "position_ids.2": _pos([5997, 5998, 5999]), "position_ids.3": _pos([2001, 2002, 2003]),
@@ -177,8 +182,10 @@ _add(
     Case("scale-dynamic-grow", "rope.cos_sin_calls", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-GROW"),
          RopeParams(**_DYN, dynamic_policy="grow_until_reset"), dict(_CALLS),
          "transformers' policy: 6000 after 8192 keeps theta'(8192); 2004 resets; 6000 then grows to theta'(6000)"),
-    Case("scale-yarn-qwen2.5", "rope.apply", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), _QWEN25_YARN,
-         {**_Q128, "position_ids": _LONG_POS}, "Qwen2.5 YaRN: low 23, high 40, attention factor 1.138629436111989"),
+    Case("scale-yarn-qwen2.5", "rope.apply", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR", "SCALE-YARN-FACTOR"),
+         _QWEN25_YARN, {**_Q128, "position_ids": _LONG_POS},
+         "Qwen2.5 YaRN: low 23, high 40, attention factor 1.138629436111989; factor 4 as configured although "
+         "max_position_embeddings / original = 1"),
     Case("scale-yarn-qwen2.5-inv-freq", "rope.inv_freq", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), _QWEN25_YARN),
     Case("scale-yarn-factor-default", "rope.inv_freq", ("SCALE-YARN-FACTOR", "SCALE-YARN-ATTENTION-FACTOR"),
          RopeParams(head_dim=128, rope_theta=1000000.0, rope_type="yarn", max_position_embeddings=131072,
@@ -201,7 +208,11 @@ _add(
                      "position_ids.2": _pos([10, 11, 12])},
          "short factors up to seq_len 4096, long beyond, short again; attention factor sqrt(1 + ln 32 / ln 4096)"),
     Case("scale-longrope-apply", "rope.apply", ("SCALE-LONGROPE-FACTORS", "SCALE-LONGROPE-ATTENTION-FACTOR"),
-         _LONGROPE, {"q": Gen((2, 2, 3, 96)), "k": Gen((2, 1, 3, 96)), "position_ids": _LONG_POS}),
+         _LONGROPE, {"q": Gen((2, 2, 3, 96)), "k": Gen((2, 1, 3, 96)), "position_ids": _LONG_POS},
+         "Phi-3.5-mini: s = 131072 / 4096 = 32, attention factor 1.1902380714238083"),
+    Case("scale-longrope-explicit-factor", "rope.cos_sin", ("SCALE-LONGROPE-ATTENTION-FACTOR",),
+         _LONGROPE.model_copy(update={"factor": 2.0}), {"position_ids": _pos([0, 1, 2, 3])},
+         "an explicit factor 2 wins over 131072 / 4096: attention factor sqrt(1 + ln 2 / ln 4096) = sqrt(13 / 12)"),
     Case("scale-dynamic-partial", "rope.cos_sin_calls", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-GROW", "ROPE-PARTIAL"),
          RopeParams(**{**_DYN, "rotary_dim": 32}, dynamic_policy="grow_until_reset"),
          {"position_ids.0": _pos([8189, 8190, 8191]), "position_ids.1": _pos([10, 11, 12])},
@@ -228,6 +239,9 @@ _add(
          RopeParams(head_dim=128, rotary_dim=32, rope_theta=1000000.0, rope_type="proportional"),
          {**_Q128, "position_ids": _pos([0, 5, 131071], [4096, 3, 2])},
          "rotated share 32 of 128 with denominator 128; the other 48 pairs keep frequency 0"),
+    Case("scale-proportional-gemma4", "rope.apply", ("SCALE-PROPORTIONAL",), _GEMMA4,
+         {"q": Gen((1, 2, 3, 512)), "k": Gen((1, 1, 3, 512)), "position_ids": _pos([0, 7, 131071])},
+         "Gemma 4 full attention: head 512, 128 rotated with denominator 512, theta 1e6"),
 )
 
 # ---- YaRN softmax scale through attention probabilities (SCALE-YARN-SOFTMAX-SCALE) ---------

@@ -7,6 +7,7 @@
     posenc spec show ID           print one clause or divergence (for citing in a review)
     posenc spec list [FAMILY]     list clause and divergence IDs with their titles
     posenc config import FILE     a HF config.json as the spec's RopeParams (JSON)
+    posenc matrix [--check]       run every adapter, write docs/conformance-matrix.{md,json}
 """
 
 from __future__ import annotations
@@ -43,8 +44,20 @@ def main(argv=None) -> int:
     c = sub.add_parser("config", help="model configs").add_subparsers(dest="cmd", required=True)
     p = c.add_parser("import", help="read a HF config.json (4.x or 5.x) into RopeParams")
     p.add_argument("file", type=Path)
+    p = sub.add_parser("matrix", help="run every adapter (one process each) and write the conformance matrix")
+    p.add_argument("--adapter", action="append", dest="adapters", metavar="NAME",
+                   help="only this adapter (repeatable); default: every registered adapter but numpy")
+    p.add_argument("--dtype", default="all", help="dtypes to run (default: all)")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: the kit's docs/)")
+    p.add_argument("--check", action="store_true", help="fail if the committed matrix differs (write nothing)")
+    p.add_argument("--jobs", type=int, default=1, help="adapters run in parallel (default 1)")
+    p.add_argument("--device", default="cpu", help="device for every adapter (default cpu)")
     a = ap.parse_args(argv)
     try:
+        if a.group == "matrix":
+            from . import matrix
+            return matrix.main(a.adapters or matrix.default_adapters(), a.dtype, a.out or matrix.DOCS_DIR,
+                               a.check, a.jobs, a.device)
         if a.group == "config":
             from posenc.spec.hf_config import rope_params_from_hf_config
             print(rope_params_from_hf_config(a.file).model_dump_json(indent=2, exclude_none=True))

@@ -1,9 +1,11 @@
 """The pytest plugin behind ``pytest conformance --adapter NAME`` (entry point ``pytest11``).
 
-Options: ``--adapter`` (registered name, ``module:attr`` or ``path.py``), ``--device`` (cpu;
-an unavailable device is a usage error), ``--dtype`` (float32 default; float64, bfloat16,
+Options: ``--adapter`` (registered name, ``module:attr`` or ``path.py``), ``--device`` (cpu,
+cuda, cuda:N; ``gpu`` / ``gpu:N`` are aliases of ``cuda`` / ``cuda:N`` for every framework; an
+unavailable device is a usage error), ``--dtype`` (float32 default; float64, bfloat16,
 float16, a comma list, or ``all``), ``--expectations`` (an implementer-owned YAML file; by
-default ``adapters/expectations/<adapter>.yaml`` when it exists).
+default ``adapters/expectations/<adapter>.yaml`` when it exists), ``--report-json PATH`` (every
+test's verdict as JSON: the input of ``posenc matrix``).
 
 Reporting: the header names adapter, library versions, device, dtypes and spec version; the
 summary counts passed / failed / expected divergences / unsupported per clause.  A run in
@@ -12,6 +14,7 @@ which no check passed or diverged as expected fails, and so does an expectation 
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Optional
@@ -43,14 +46,17 @@ class State:
         self.checked = 0  # passed, or failed exactly as an expectation file says
         self.failed = 0
         self.stale: list[str] = []
+        self.records: list[dict] = []  # one verdict per test, for --report-json
 
 
 def pytest_addoption(parser):
     g = parser.getgroup("posenc", "positional-encoding conformance")
     g.addoption("--adapter", default=None, help="adapter: registered name, package.module:attr, or path/to/file.py")
-    g.addoption("--device", default="cpu", help="device: cpu (default), cuda, cuda:N")
+    g.addoption("--device", default="cpu", help="device: cpu (default), cuda, cuda:N (gpu, gpu:N: aliases)")
     g.addoption("--dtype", default="float32", help="float32 (default), float64, bfloat16, float16, a comma list, or all")
     g.addoption("--expectations", default=None, help="expectation file (YAML) of known divergences")
+    g.addoption("--report-json", default=None, metavar="PATH",
+                help="write every test's verdict (clause, dtype, outcome, divergence, reason) as JSON")
     g.addoption("--left-pad-fill", type=int, default=None,
                 help="opt in to clause POS-LEFT-PAD-FILL: the position_ids value promised at padded slots")
 
@@ -66,6 +72,12 @@ def _parse_dtypes(text: str) -> list[str]:
     return out
 
 
+def normalize_device(device: str) -> str:
+    """``gpu`` / ``gpu:N`` -> ``cuda`` / ``cuda:N``: one name per device for every framework."""
+    kind, sep, index = device.strip().lower().partition(":")
+    return ("cuda" if kind == "gpu" else kind) + sep + index
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "posenc: a conformance test (parametrized over --dtype)")
     config.addinivalue_line("markers", "clauses(*ids): the spec clauses a conformance test checks")
@@ -76,7 +88,7 @@ def pytest_configure(config):
         adapter = load_adapter(name)
     except UsageError as e:
         raise pytest.UsageError(str(e))
-    device = config.getoption("--device")
+    device = normalize_device(config.getoption("--device"))
     dev_kind = device.split(":")[0]
     if dev_kind not in adapter.devices:
         raise pytest.UsageError(f"--device {device}: adapter {adapter.name!r} supports {', '.join(adapter.devices)}")
@@ -218,7 +230,28 @@ def pytest_runtest_makereport(item, call):
         clauses = getattr(exc, "violated", None) if kind != "passed" else None
         for c in clauses or _clauses_of(item):
             st.outcomes[c][kind] += 1
+        st.records.append(_record(item, rep, kind, entry, clauses))
     return rep
+
+
+def _record(item, rep, kind: str, entry, violated) -> dict:
+    """One test's verdict for ``--report-json`` (and ``posenc matrix``)."""
+    callspec = getattr(item, "callspec", None)
+    reason = ""
+    if kind == "unsupported" and isinstance(rep.longrepr, tuple):
+        reason = rep.longrepr[2].removeprefix("Skipped: ").removeprefix("unsupported: ")
+    elif kind == "failed":
+        reason = str(getattr(rep, "longreprtext", "") or "").strip().splitlines()[-1:] or [""]
+        reason = reason[0][:300]
+    return {
+        "test_id": item.name,
+        "dtype": callspec.params.get("dtype") if callspec else None,
+        "clauses": _clauses_of(item),
+        "outcome": {"diverges (expected)": "diverges"}.get(kind, kind),
+        "violated": list(violated or ([entry.clause] if entry and kind == "diverges (expected)" else [])),
+        "divergence": entry.divergence if entry and kind == "diverges (expected)" else None,
+        "reason": reason,
+    }
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -238,8 +271,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 def pytest_sessionfinish(session, exitstatus):
     st = session.config.stash.get(_KEY, None)
-    if st is not None and st.outcomes and st.checked == 0 and st.failed == 0 and exitstatus == 0:
+    if st is None:
+        return
+    if st.outcomes and st.checked == 0 and st.failed == 0 and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    path = session.config.getoption("--report-json")
+    if path:
+        a = st.adapter
+        Path(path).write_text(json.dumps({
+            "adapter": a.name, "framework": a.framework, "versions": a.versions(), "device": st.device,
+            "dtypes": st.dtypes, "spec_version": SPEC_VERSION, "exit_status": int(session.exitstatus),
+            "expectations": str(st.expectations_path.name) if st.expectations_path else None,
+            "results": st.records,
+        }, indent=1) + "\n", encoding="utf-8")
 
 
 # ---- fixtures and parametrization ------------------------------------------------------------

@@ -40,15 +40,14 @@ def _rope(adapter, case, dtype, device, q, k, pid, params=None, clauses=()):
 
 
 def _pairs(p):
-    h = p.pair_dim // 2
-    i = np.arange(h)
-    return (i, i + h) if p.pairing == "half" else (2 * i, 2 * i + 1)
+    """(input pair indices, output pair indices) of the rotated pairs."""
+    return rope.pair_indices(p.pair_dim, p.pairing), rope.output_indices(p.pair_dim, p.pairing)
 
 
 @pytest.mark.posenc
 @pytest.mark.parametrize("case", with_invariant("pairing_probe", ROPE))
 def test_pairing_probe(request, adapter, device, dtype, case):
-    """e_0 at position 1 lights index 1 (interleaved) or rotary_dim/2 (half), nothing else."""
+    """e_0 at position 1 lights index 1 (interleaved) or rotary_dim/2 (half, deinterleave), nothing else."""
     require_dtype(adapter, dtype)
     cl = _clauses(request)
     p = case.params
@@ -107,11 +106,11 @@ def test_pair_norm(request, adapter, device, dtype, case):
     p = case.params
     g = load_golden(case.id)
     yq, _ = _rope(adapter, case, dtype, device, g.inputs["q"], g.inputs["k"], g.inputs["position_ids"], clauses=cl)
-    a_idx, b_idx = _pairs(p)
+    (a_idx, b_idx), (oa_idx, ob_idx) = _pairs(p)
     x = g.inputs["q"]
     af = rope.inv_freq(p, rope.seq_len_of(g.inputs["position_ids"]))[1]
     nx = np.hypot(x[..., a_idx], x[..., b_idx]) * af
-    ny = np.hypot(yq[..., a_idx], yq[..., b_idx])
+    ny = np.hypot(yq[..., oa_idx], yq[..., ob_idx])
     excess = np.abs(ny - nx) - bound(dtype, 2 * nx, 0.0, True)
     if (excess > 0).any():
         i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))

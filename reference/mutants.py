@@ -48,6 +48,13 @@ def rope_pairing_swapped(op, p, x):
     return ops.run(op, q, x)
 
 
+@_mutant("rope_deinterleave_layout_kept", "rope.apply", "rope.apply_with_cos_sin")
+def rope_deinterleave_layout_kept(op, p, x):
+    if p.pairing != "deinterleave":
+        return None
+    return ops.run(op, p.model_copy(update={"pairing": "interleaved"}), x)
+
+
 def _bf16_rope(op, p, x, round_angle: bool):
     seq_len = rope.seq_len_of(x["position_ids"]) if "position_ids" in x else None
     w, a = rope.inv_freq(p, seq_len)
@@ -361,6 +368,42 @@ def scale_longrope_always_short(op, p, x):
     if p.rope_type != "longrope":
         return None
     return _with_freq(op, p, x, lambda L: rope.inv_freq(p, None))
+
+
+# ---- behaviours of older transformers releases (named so a port of them is diagnosed) ----------
+
+
+def _with_factor(op, p, x, factor):
+    if factor == p.factor:
+        return None
+    return ops.run(op, p.model_copy(update={"factor": factor}), x)
+
+
+@_mutant("scale_yarn_factor_override", *_ROPE_OPS)
+def scale_yarn_factor_override(op, p, x):
+    """transformers 4.51.3-4.55.4: factor := max_position_embeddings / original when both are set."""
+    if p.rope_type != "yarn" or not (p.max_position_embeddings and p.original_max_position_embeddings):
+        return None
+    return _with_factor(op, p, x, p.max_position_embeddings / p.original_max_position_embeddings)
+
+
+@_mutant("scale_yarn_range_max_position", *_ROPE_OPS)
+def scale_yarn_range_max_position(op, p, x):
+    """transformers <= 4.50.3: correction range computed with max_position_embeddings, not the original."""
+    if (p.rope_type != "yarn" or not p.max_position_embeddings
+            or p.max_position_embeddings == p.original_max_position_embeddings):
+        return None
+    q = p.model_copy(update={"original_max_position_embeddings": p.max_position_embeddings,
+                             "factor": rope_scaling.yarn_factor(p)})
+    return ops.run(op, q, x)
+
+
+@_mutant("scale_longrope_forced_factor", *_ROPE_OPS)
+def scale_longrope_forced_factor(op, p, x):
+    """transformers 4.57.6: a top-level original_max_position_embeddings forces s = L_max / L_orig."""
+    if p.rope_type != "longrope" or p.factor is None or not p.max_position_embeddings:
+        return None
+    return _with_factor(op, p, x, p.max_position_embeddings / p.original_max_position_embeddings)
 
 
 @_mutant("scale_proportional_as_partial", *_ROPE_OPS)

@@ -114,7 +114,7 @@ def _pair_scales(x, cos_mag, phi_abs, rotary_dim, pairing):
     a, b = rope.pair_indices(rotary_dim, pairing)
     norm = np.sqrt(x[..., a] ** 2 + x[..., b] ** 2)
     ds, an = np.zeros_like(x), np.zeros_like(x)
-    for idx in (a, b):
+    for idx in rope.output_indices(rotary_dim, pairing):
         ds[..., idx] = norm * cos_mag
         an[..., idx] = norm * cos_mag * phi_abs
     return ds, an

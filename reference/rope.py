@@ -77,34 +77,43 @@ def cos_sin(position_ids, params: RopeParams) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pair_indices(rotary_dim: int, pairing: str) -> tuple[np.ndarray, np.ndarray]:
-    """Indices ``(first, second)`` of the rotated pairs, one pair per frequency i.
+    """Input indices ``(first, second)`` of the rotated pairs, one pair per frequency i.
 
-    half: (i, i + rotary_dim/2) (ROPE-PAIR-HALF); interleaved: (2i, 2i + 1) (ROPE-PAIR-INTERLEAVED).
+    half: (i, i + rotary_dim/2) (ROPE-PAIR-HALF); interleaved and deinterleave: (2i, 2i + 1)
+    (ROPE-PAIR-INTERLEAVED, ROPE-PAIR-DEINTERLEAVE).
     """
     h = rotary_dim // 2
     i = np.arange(h)
     if pairing == "half":
         return i, i + h
-    if pairing == "interleaved":
+    if pairing in ("interleaved", "deinterleave"):
         return 2 * i, 2 * i + 1
-    raise ValueError(f"ROPE-PAIR: unknown pairing {pairing!r} (expected 'half' or 'interleaved')")
+    raise ValueError(f"ROPE-PAIR: unknown pairing {pairing!r} (expected 'half', 'interleaved' or 'deinterleave')")
+
+
+def output_indices(rotary_dim: int, pairing: str) -> tuple[np.ndarray, np.ndarray]:
+    """Where the rotated pair of frequency i is written: the input pair, except for
+    'deinterleave' (ROPE-PAIR-DEINTERLEAVE), which writes it to (i, i + rotary_dim/2)."""
+    return pair_indices(rotary_dim, "half" if pairing == "deinterleave" else pairing)
 
 
 def apply_with_cos_sin(x, cos, sin, rotary_dim: int, pairing: str) -> np.ndarray:
     """Rotate the first ``rotary_dim`` dims of ``x [B, H, T, D]`` by given cos/sin ``[B, T, r/2]``.
 
-    For each pair (a, b) of frequency i: ``y_a = x_a cos - x_b sin``, ``y_b = x_b cos + x_a sin``.
+    For each input pair (a, b) of frequency i, written to its output pair (a', b')
+    (:func:`output_indices`): ``y_a' = x_a cos - x_b sin``, ``y_b' = x_b cos + x_a sin``.
     Dims ``>= rotary_dim`` are returned unchanged (ROPE-PARTIAL).
-    Clauses: ROPE-PAIR-HALF, ROPE-PAIR-INTERLEAVED, ROPE-PARTIAL.
+    Clauses: ROPE-PAIR-HALF, ROPE-PAIR-INTERLEAVED, ROPE-PAIR-DEINTERLEAVE, ROPE-PARTIAL.
     """
     x = _f64(x)
     c = _f64(cos)[:, None]  # [B, 1, T, r/2]
     s = _f64(sin)[:, None]
     a, b = pair_indices(rotary_dim, pairing)
+    oa, ob = output_indices(rotary_dim, pairing)
     y = x.copy()
     xa, xb = x[..., a], x[..., b]
-    y[..., a] = xa * c - xb * s
-    y[..., b] = xb * c + xa * s
+    y[..., oa] = xa * c - xb * s
+    y[..., ob] = xb * c + xa * s
     return y
 
 
@@ -138,10 +147,11 @@ def apply_complex(x, position_ids, params: RopeParams) -> np.ndarray:
         raise ValueError("apply_complex cross-checks the default rope_type only")
     r = params.rdim
     a, b = pair_indices(r, params.pairing)
+    oa, ob = output_indices(r, params.pairing)
     w = params.rope_theta ** (-np.arange(0, r, 2, dtype=np.float64) / r)
     af = 1.0 if params.attention_factor is None else params.attention_factor
     rot = af * np.exp(1j * np.multiply.outer(np.asarray(position_ids, dtype=np.float64), w))
     z = (x[..., a] + 1j * x[..., b]) * rot[:, None]
     y = x.copy()
-    y[..., a], y[..., b] = z.real, z.imag
+    y[..., oa], y[..., ob] = z.real, z.imag
     return y

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from .errors import SpecError
 from .models import Clause, Divergence, FamilyFile
 
-SPEC_VERSION = "0.2.0"
+SPEC_VERSION = "0.3.0"
 #: Which ID prefixes each family's file may define.
 FAMILY_PREFIXES: dict[str, tuple[str, ...]] = {
     "rope": ("ROPE",), "sinusoidal": ("SIN",), "learned": ("LEARNED",), "position_ids": ("POS",),

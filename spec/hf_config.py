@@ -48,6 +48,8 @@ class ModelRule:
     heads_keys: tuple[str, ...] = ("num_attention_heads",)
     type_aliases: dict = field(default_factory=dict)
     allows_scaling: bool = True
+    #: a boolean config key choosing between two pairings: (key, default, pairing if true, pairing if false)
+    pairing_flag: Optional[tuple[str, bool, str, str]] = None
 
 
 _MIXIN = "transformers 5.24 RotaryEmbeddingConfigMixin.default_theta (library default)"
@@ -61,8 +63,11 @@ MODEL_RULES: dict[str, ModelRule] = {
                       type_aliases={"su": "longrope", "yarn": "longrope"}),
     "gpt_oss": ModelRule("models/gpt_oss/configuration_gpt_oss.py", theta_default=150000.0,
                          theta_provenance="GptOssConfig.default_theta (library default)"),
-    "deepseek_v3": ModelRule("models/deepseek_v3/configuration_deepseek_v3.py", pairing="interleaved",
-                             theta_default=10000.0, theta_provenance=_MIXIN, head_dim_keys=("qk_rope_head_dim",)),
+    # rope_interleave (default true): apply_rotary_pos_emb_interleave (pairs (2i, 2i+1) written
+    # de-interleaved, ROPE-PAIR-DEINTERLEAVE); false: the Llama apply_rotary_pos_emb (half pairs)
+    "deepseek_v3": ModelRule("models/deepseek_v3/configuration_deepseek_v3.py", theta_default=10000.0,
+                             theta_provenance=_MIXIN, head_dim_keys=("qk_rope_head_dim",),
+                             pairing_flag=("rope_interleave", True, "deinterleave", "half")),
     "gpt_neox": ModelRule("models/gpt_neox/configuration_gpt_neox.py", theta_default=10000.0,
                           theta_provenance="GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base default)",
                           theta_keys=("rope_theta", "rotary_emb_base"),
@@ -144,8 +149,15 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
         factor = rule.partial_default if factor is None else float(factor)
         rotary_dim = int(head_dim * factor)
     rope.pop("partial_rotary_factor", None)
+    pairing = rule.pairing
+    if rule.pairing_flag:
+        key, default, if_true, if_false = rule.pairing_flag
+        flag = config.get(key, default)
+        if not isinstance(flag, bool):
+            raise SpecError(f"config.json: {key}: expected true or false, got {flag!r}")
+        pairing = if_true if flag else if_false
     values: dict[str, Any] = {"head_dim": head_dim, "rotary_dim": None if rotary_dim == head_dim else rotary_dim,
-                              "rope_theta": float(theta), "pairing": rule.pairing, "rope_type": rope_type}
+                              "rope_theta": float(theta), "pairing": pairing, "rope_type": rope_type}
     required, optional = ROPE_TYPE_FIELDS[rope_type]
     for k, v in rope.items():
         if v is not None:

@@ -147,7 +147,7 @@ class RopeParams(_Strict):
     head_dim: int = Field(gt=0)
     rotary_dim: Optional[int] = Field(None, gt=0)
     rope_theta: float = Field(10000.0, gt=0)
-    pairing: Literal["half", "interleaved"] = "half"
+    pairing: Literal["half", "interleaved", "deinterleave"] = "half"
     rope_type: RopeType = "default"
     attention_factor: Optional[float] = Field(None, gt=0)
     factor: Optional[float] = Field(None, gt=0)

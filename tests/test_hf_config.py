@@ -117,3 +117,20 @@ def test_cli_prints_the_params(tmp_path, capsys):
     assert out == {"head_dim": 96, "rotary_dim": 24, "rope_theta": 10000.0, "pairing": "half", "rope_type": "default"}
     (tmp_path / "bert.json").write_text(json.dumps({"model_type": "bert"}))
     assert cli.main(["config", "import", str(tmp_path / "bert.json")]) == 2
+
+
+@pytest.mark.parametrize("flag, pairing", [(None, "deinterleave"), (True, "deinterleave"), (False, "half")])
+def test_deepseek_v3_rope_interleave_decides_the_pairing(flag, pairing):
+    """DeepseekV3Config.rope_interleave (default true) selects apply_rotary_pos_emb_interleave
+    (ROPE-PAIR-DEINTERLEAVE), false the Llama rotation: read from transformers' own config class."""
+    d = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64,
+         "max_position_embeddings": 163840,
+         "rope_scaling": {"type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096,
+                          "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}}
+    if flag is not None:
+        d["rope_interleave"] = flag
+    assert AutoConfig.for_model(**json.loads(json.dumps(d))).rope_interleave is (True if flag is None else flag)
+    p = imp(d)
+    assert (p.pairing, p.head_dim, p.rope_type, p.factor) == (pairing, 64, "yarn", 40.0)
+    with pytest.raises(SpecError, match="rope_interleave"):
+        imp({**d, "rope_interleave": "yes"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers.models.deepseek_v3.modeling_deepseek_v3 as hf_dsv3
 import transformers.models.gptj.modeling_gptj as hf_gptj
 import transformers.models.llama.modeling_llama as hf_llama
 import transformers.models.marian.modeling_marian as hf_marian
@@ -23,6 +24,9 @@ PATCHES = [
     # (module, attribute, replacement, -k selection, divergence the diagnosis should name)
     (hf_llama, "rotate_half", _interleaved_rotate, "test_golden and rope-llama3-8b", None),
     (hf_gptj, "rotate_every_two", lambda x: x, "test_golden and rope-gptj-6b", None),
+    # DeepSeek-V3's de-interleaving rotation replaced by Llama's half-pair rotation
+    (hf_dsv3, "apply_rotary_pos_emb_interleave", hf_llama.apply_rotary_pos_emb,
+     "test_golden and deepseek-v3-deinterleave", "DIV-ROPE-PAIRING-SWAPPED"),
     (hf_marian.MarianSinusoidalPositionalEmbedding, "create_weight",
      lambda self: torch.zeros(self.weight.shape), "test_golden and sin-concat", None),
 ]

@@ -180,7 +180,7 @@ def rope_problems(draw):
         head_dim=head_dim,
         rotary_dim=draw(st.sampled_from([None, rotary_dim])) if head_dim == rotary_dim else rotary_dim,
         rope_theta=draw(st.sampled_from([10000.0, 500000.0, 1e6, 123.5])),
-        pairing=draw(st.sampled_from(["half", "interleaved"])),
+        pairing=draw(st.sampled_from(["half", "interleaved", "deinterleave"])),
         attention_factor=draw(st.sampled_from([1.0, 1.25, 0.7, 1.1902380714238083])),
     )
     B, H, T = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 6))
@@ -198,16 +198,17 @@ def test_rope_apply_matches_complex_formulation(problem):
     y, _ = rope.apply(x, x[:, :1], pos, params)
     yc = rope.apply_complex(x, pos, params)
     a, b = rope.pair_indices(params.rdim, params.pairing)
+    oa, ob = rope.output_indices(params.rdim, params.pairing)
     pair_norm = np.zeros_like(x)
     norm = np.hypot(x[..., a], x[..., b]) * params.attention_factor
-    pair_norm[..., a] = norm
-    pair_norm[..., b] = norm
+    pair_norm[..., oa] = norm
+    pair_norm[..., ob] = norm
     # a few ulp of the rotated pair's norm (the exp(j phi) of NumPy may differ from cos/sin by an ulp)
     assert np.all(np.abs(y - yc) <= 4 * EPS64 * pair_norm), np.max(np.abs(y - yc))
     r = params.rdim
     np.testing.assert_array_equal(y[..., r:], x[..., r:])  # ROPE-PARTIAL: bit-identical tail
     # pair norms scale by exactly the attention factor (up to rounding)
-    np.testing.assert_allclose(np.hypot(y[..., a], y[..., b]), norm, rtol=8 * EPS64, atol=1e-300)
+    np.testing.assert_allclose(np.hypot(y[..., oa], y[..., ob]), norm, rtol=8 * EPS64, atol=1e-300)
 
 
 def test_complex_formulation_is_not_trivially_equal():
@@ -674,3 +675,20 @@ def test_bf16_round_specials():
     assert np.signbit(got[1])
     assert np.isnan(mutants.bf16_round(np.array([np.nan]))).all()
     assert got[12] == 131072.0  # 131071 is not representable in bf16
+
+
+def test_deinterleave_hand_derived():
+    """ROPE-PAIR-DEINTERLEAVE: at position 0 the output is x de-interleaved, [x0, x2, x4, x6, x1, x3, x5, x7]
+    (HF DeepSeek-V3's view(..., d/2, 2).transpose); at position 3 it is the interleaved rotation so permuted."""
+    p = RopeParams(head_dim=8, pairing="deinterleave")
+    y0 = _rope1(X8, 0, pairing="deinterleave")
+    np.testing.assert_array_equal(y0, X8[..., [0, 2, 4, 6, 1, 3, 5, 7]])
+    inter = _rope1(X8, 3, pairing="interleaved")
+    np.testing.assert_array_equal(_rope1(X8, 3, pairing="deinterleave"), inter[..., [0, 2, 4, 6, 1, 3, 5, 7]])
+    # pair 0 by hand: theta^0 = 1, angle 3
+    c, s = np.cos(3.0), np.sin(3.0)
+    y = _rope1(X8, 3, pairing="deinterleave").reshape(-1)
+    x = X8.reshape(-1)
+    assert y[0] == pytest.approx(x[0] * c - x[1] * s, rel=1e-15)
+    assert y[4] == pytest.approx(x[1] * c + x[0] * s, rel=1e-15)
+    assert p.pairing == "deinterleave"

@@ -12,6 +12,7 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from posenc.reference import rope, rope_scaling as rs
 from posenc.reference.ops import rope_outputs, freq_provider
 from posenc.spec.models import RopeParams
+from posenc.spec.registry import model_params
 
 LLAMA31 = RopeParams(head_dim=128, rope_theta=500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
                      high_freq_factor=4.0, original_max_position_embeddings=8192)
@@ -86,6 +87,25 @@ def test_phi35_longrope_attention_factor():
     assert rope.inv_freq(p)[1] == pytest.approx(1.1902380714238083, rel=1e-15)
     assert math.sqrt(17 / 12) == pytest.approx(1.1902380714238083, rel=1e-15)
     np.testing.assert_allclose(rope.inv_freq(p, 4096)[0] * 2, rope.inv_freq(p, 4097)[0] * 4, rtol=1e-15)
+
+
+def test_phi35_registry_entry():
+    """The published factor lists (48 = 96 / 2 each), their first/last values and s = 32."""
+    p = model_params("phi-3.5-mini")
+    assert len(p.long_factor) == len(p.short_factor) == 48
+    assert (p.long_factor[0], p.long_factor[-1]) == (1.0800000429153442, 64.83999633789062)
+    assert (p.short_factor[0], p.short_factor[-1]) == (1.0, 2.8399994373321533)
+    assert rope.inv_freq(p)[1] == pytest.approx(1.1902380714238083, rel=1e-15)
+    # an explicit factor wins (5.x; DIV-SCALE-LONGROPE-FORCED-FACTOR is 4.57's s = 32)
+    assert rope.inv_freq(p.model_copy(update={"factor": 2.0}))[1] == pytest.approx(math.sqrt(13 / 12), rel=1e-15)
+
+
+def test_gemma4_registry_entry():
+    """Head 512, 128 rotated, denominator 512: pair i < 64 has theta^(-2i/512), pairs 64..255 frequency 0."""
+    w, a = rope.inv_freq(model_params("gemma-4-full-attention"))
+    assert w.shape == (256,) and a == 1.0
+    np.testing.assert_allclose(w[:64], 1e6 ** (-np.arange(0, 128, 2) / 512), rtol=1e-15)
+    assert (w[64:] == 0).all()
 
 
 def test_dynamic_ntk_figure():
@@ -169,6 +189,13 @@ HF_CASES = {
                                  original_max_position_embeddings=4096, short_factor=[1 + i / 32 for i in range(48)],
                                  long_factor=[1 + 1.25 * i for i in range(48)]), 5000),
     "proportional": RopeParams(head_dim=128, rotary_dim=32, rope_theta=1e6, rope_type="proportional"),
+    # named model entries (spec/registry/models.yaml), as the golden cases use them
+    "phi-3.5-mini-short": (model_params("phi-3.5-mini"), 4096),
+    "phi-3.5-mini-long": (model_params("phi-3.5-mini"), 4097),
+    "phi-3.5-mini-explicit-factor": (model_params("phi-3.5-mini").model_copy(update={"factor": 2.0}), 10),
+    "gemma-4-full-attention": model_params("gemma-4-full-attention"),
+    "yarn-qwen2.5-registry": model_params("qwen2.5-7b-yarn"),
+    "yarn-deepseek-v3-registry": model_params("deepseek-v3-rope"),
 }
 
 

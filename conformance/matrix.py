@@ -1,0 +1,198 @@
+"""The conformance matrix: clause x adapter x dtype, written as Markdown and JSON under ``docs/``.
+
+``posenc matrix`` runs ``pytest conformance --adapter NAME --dtype all --report-json ...`` once per
+adapter, each in its own process (frameworks and Keras backends are fixed per process), and
+aggregates the per-test verdicts of :mod:`posenc.conformance.plugin` into one cell per clause,
+adapter and dtype:
+
+* ``pass``        every check of the clause passed (``pass (k/n unsupported)`` when some were not
+                  expressible);
+* ``FAIL k/n``    k checks failed and no expectation file explains them;
+* ``diverges``    the adapter's expectation file records the failure as a named divergence (listed);
+* ``unsupported`` the adapter cannot express any check of the clause (the reasons are listed);
+* ``.``           no test of the clause at that dtype.
+
+The ``numpy`` adapter runs the reference itself: it proves golden freshness only, so it is not a
+column of the matrix.  The JSON holds the cells with their counts, every recorded divergence and failing test ID, and
+the unsupported reasons; the Markdown is its summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from posenc.spec import SPEC_VERSION, load_spec
+from posenc.spec.models import DTYPES
+
+CONFORMANCE_DIR = Path(__file__).resolve().parent
+DOCS_DIR = CONFORMANCE_DIR.parent / "docs"
+MD_NAME, JSON_NAME = "conformance-matrix.md", "conformance-matrix.json"
+#: Not a conforming implementation: it is the reference (golden freshness only).
+EXCLUDED = {"numpy"}
+_SUMMARY = re.compile(r"\d+ (passed|failed|skipped|xfailed|errors?|deselected)\b.* in [\d.]+s")
+
+
+def default_adapters() -> list[str]:
+    from posenc.adapters import registered
+    return [n for n in sorted(registered()) if n not in EXCLUDED]
+
+
+def run_adapter(name: str, dtype: str, workdir: Path, device: str = "cpu") -> tuple[dict | None, str, float]:
+    """One conformance run in a fresh process; returns (report or None, output, seconds)."""
+    out = workdir / f"{name}.json"
+    cmd = [sys.executable, "-m", "pytest", str(CONFORMANCE_DIR), "--adapter", name, "--dtype", dtype,
+           "--device", device, "-q", "-rfE", "-p", "no:cacheprovider", "--import-mode=importlib",
+           "--report-json", str(out)]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    text = proc.stdout + proc.stderr
+    report = json.loads(out.read_text()) if out.is_file() else None
+    if report is not None:
+        report["exit_status"] = proc.returncode
+    return report, text, time.monotonic() - t0
+
+
+def _cell(c: Counter, divs: set[str]) -> str:
+    n = sum(c.values())
+    if n == 0:
+        return "."
+    if c["failed"]:
+        return f"FAIL {c['failed']}/{n}"
+    if c["diverges"]:
+        return "diverges: " + ", ".join(sorted(divs)) + (f" ({c['passed']}/{n} pass)" if c["passed"] else "")
+    if c["passed"]:
+        return "pass" if not c["unsupported"] else f"pass ({c['unsupported']}/{n} unsupported)"
+    return "unsupported"
+
+
+def aggregate(reports: list[dict], device: str = "cpu") -> dict:
+    """The matrix as plain data: ``cells[dtype][clause][adapter]`` plus per-adapter summaries."""
+    spec = load_spec()
+    cells: dict = {d: defaultdict(dict) for d in DTYPES}
+    adapters = []
+    for rep in reports:
+        name = rep["adapter"]
+        counts: dict = defaultdict(Counter)
+        divs: dict = defaultdict(set)
+        reasons: Counter = Counter()
+        for r in rep["results"]:
+            clauses = r["violated"] if r["outcome"] in ("failed", "diverges") and r["violated"] else r["clauses"]
+            for c in clauses:
+                counts[(r["dtype"], c)][r["outcome"]] += 1
+                if r["divergence"]:
+                    divs[(r["dtype"], c)].add(r["divergence"])
+            if r["outcome"] == "unsupported":
+                reasons[r["reason"]] += 1
+        for (dtype, clause), c in counts.items():
+            cells[dtype][clause][name] = {"verdict": _cell(c, divs[(dtype, clause)]),
+                                          **{k: c[k] for k in ("passed", "failed", "diverges", "unsupported")},
+                                          "divergences": sorted(divs[(dtype, clause)])}
+        total = Counter(r["outcome"] for r in rep["results"])
+        adapters.append({
+            "adapter": name, "framework": rep["framework"], "versions": rep["versions"],
+            "expectations": rep["expectations"], "exit_status": rep["exit_status"],
+            "totals": {k: total[k] for k in ("passed", "failed", "diverges", "unsupported")},
+            "divergences": sorted({(r["test_id"], r["divergence"]) for r in rep["results"] if r["divergence"]}),
+            "failures": sorted(r["test_id"] for r in rep["results"] if r["outcome"] == "failed"),
+            "unsupported_reasons": sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])),
+        })
+    return {
+        "spec_version": SPEC_VERSION,
+        "device": device,
+        "clauses": sorted(spec.clauses),
+        "dtypes": [d for d in DTYPES if cells[d]],
+        "adapters": adapters,
+        "cells": {d: {c: dict(v) for c, v in sorted(cells[d].items())} for d in DTYPES if cells[d]},
+    }
+
+
+def markdown(m: dict) -> str:
+    names = [a["adapter"] for a in m["adapters"]]
+    lines = [
+        f"# Conformance matrix (posenc spec {m['spec_version']})",
+        "",
+        "Written by `posenc matrix` (do not edit): every adapter's `pytest conformance --adapter NAME "
+        f"--dtype all` on device `{m['device']}`, one process each. Cells: `pass`; `FAIL k/n` (not explained by the "
+        "adapter's expectation file); `diverges: DIV-...` (a recorded, named divergence: see "
+        "`posenc spec show DIV-...`); `unsupported` (the adapter cannot express the check; reasons below); "
+        "`.` (no check of the clause at that dtype). The `numpy` adapter is the reference itself and "
+        "proves golden freshness only, so it is not a column. Counts per cell: "
+        f"[{JSON_NAME}]({JSON_NAME}).",
+        "",
+        "## Adapters",
+        "",
+        "| adapter | framework | versions | passed | failed | diverges | unsupported | exit |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for a in m["adapters"]:
+        t = a["totals"]
+        vers = ", ".join(f"{k} {v}" for k, v in a["versions"].items())
+        lines.append(f"| `{a['adapter']}` | {a['framework']} | {vers} | {t['passed']} | {t['failed']} | "
+                     f"{t['diverges']} | {t['unsupported']} | {a['exit_status']} |")
+    for dtype in m["dtypes"]:
+        lines += ["", f"## {dtype}", "", "| clause | " + " | ".join(f"`{n}`" for n in names) + " |",
+                  "|---|" + "---|" * len(names)]
+        for clause, row in m["cells"][dtype].items():
+            lines.append(f"| {clause} | " + " | ".join(row[n]["verdict"] if n in row else "." for n in names) + " |")
+    lines += ["", "## Recorded divergences", ""]
+    any_div = False
+    for a in m["adapters"]:
+        for test_id, div in a["divergences"]:
+            any_div = True
+            lines.append(f"- `{a['adapter']}` `{test_id}`: {div} (from `{a['expectations']}`)")
+    if not any_div:
+        lines.append("None recorded.")
+    lines += ["", "## Unsupported, by reason", ""]
+    for a in m["adapters"]:
+        if a["unsupported_reasons"]:
+            lines.append(f"### `{a['adapter']}`")
+            lines.append("")
+            lines += [f"- {n} x {reason}" for reason, n in a["unsupported_reasons"]]
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write(m: dict, out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md, js = out_dir / MD_NAME, out_dir / JSON_NAME
+    md.write_text(markdown(m), encoding="utf-8")
+    js.write_text(json.dumps(m, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return [md, js]
+
+
+def main(adapters: list[str], dtype: str, out_dir: Path, check: bool, jobs: int, device: str = "cpu") -> int:
+    """Run every adapter, write (or ``check``) the matrix; 1 if a run failed or the files are stale."""
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            runs = list(pool.map(lambda n: (n, *run_adapter(n, dtype, Path(tmp), device)), adapters))
+    reports = []
+    for name, report, text, seconds in runs:
+        summary = next((ln.strip("= ") for ln in reversed(text.splitlines()) if _SUMMARY.search(ln)), "(no summary)")
+        status = report["exit_status"] if report else "no report"
+        print(f"matrix: {name}: {summary} (exit {status}, {seconds:.0f} s)")
+        if report is None or report["exit_status"] != 0:
+            ok = False
+            print("\n".join(text.splitlines()[-60:]))
+        if report is not None:
+            reports.append(report)
+    m = aggregate(reports, device)
+    if check:
+        for path, text in ((out_dir / MD_NAME, markdown(m)),
+                           (out_dir / JSON_NAME, json.dumps(m, indent=1, sort_keys=True) + "\n")):
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                ok = False
+                print(f"matrix: {path} is stale: run `posenc matrix` and commit it")
+        print("matrix: fresh" if ok else "matrix: check failed")
+    else:
+        for path in write(m, out_dir):
+            print(f"matrix: wrote {path}")
+    return 0 if ok else 1
