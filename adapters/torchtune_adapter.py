@@ -1,0 +1,252 @@
+"""The ``torchtune`` adapter: a thin wrapper around torchtune's own positional modules.
+
+Every number this adapter returns is computed by torchtune 0.6.1 on torch.  The wrapper builds
+the library's modules from the spec's parameter models, transposes between the canonical
+``[B, H, T, D]`` layout and torchtune's ``[b, s, n_h, h_d]``, passes ``position_ids`` as
+torchtune's ``input_pos [b, s]`` and reads the library's own buffers; it never imports
+``posenc.reference`` and never re-implements what the library computes.  What torchtune cannot
+express raises :class:`~posenc.adapters.base.Unsupported` with the reason.
+
+Which torchtune code backs each operation (paths under ``torchtune/``):
+
+=====================================  =====================================================
+``rope`` interleaved, rope_type        ``modules/position_embeddings.py``:
+default                                ``RotaryPositionalEmbeddings(dim, max_seq_len, base)``
+                                       (Llama 2/3, Mistral, Gemma builders)
+``rope`` interleaved, rope_type        ``models/llama3_1/_position_embeddings.py``:
+llama3                                 ``Llama3ScaledRoPE(dim, max_seq_len, base, scale_factor,
+                                       low_freq_factor, high_freq_factor, old_context_len)``;
+                                       ``base`` is passed explicitly (its default is 10000,
+                                       not Llama 3's 500000)
+``rope`` half, rope_type default       ``models/qwen2/_positional_embeddings.py``:
+                                       ``Qwen2RotaryPositionalEmbeddings`` (cos/sin cast to the
+                                       activation dtype); variant ``PHI3_ADAPTER``:
+                                       ``models/phi3/_position_embeddings.py``:
+                                       ``Phi3RotaryPositionalEmbeddings`` (float32 cos/sin, the
+                                       product promoted to float32)
+``RopeOp.inv_freq``                    the module's ``theta`` buffer (float32; Llama 3: after
+                                       ``apply_scaling``), attention factor 1
+``RopeOp.cos_sin``                     rows ``input_pos`` of the module's ``cache`` buffer
+                                       (interleaved modules: ``[n, D/2, (cos, sin)]``; Qwen2 /
+                                       Phi-3: ``[n, cos(cat(a, a)) | sin(cat(a, a))]``,
+                                       de-duplicated), cast to the requested dtype
+``RopeOp.apply``                       the module's ``forward(x, input_pos=position_ids)`` on
+                                       q and k separately, as ``MultiHeadAttention`` calls it
+``t5_buckets`` (bidirectional)         ``models/t5/_encoder.py``: the
+                                       ``relative_position_to_bucket`` buffer of
+                                       ``T5EncoderRelativePositionBias`` (rel = key - query)
+``t5_bias`` (bidirectional)            ``T5EncoderRelativePositionBias.forward()`` with the
+                                       given table in ``embedding``; rows ``cache_length ..
+                                       cache_length + Tq - 1`` and the first Tk columns of its
+                                       ``[1, H, L, L]`` output
+=====================================  =====================================================
+
+Caches: torchtune precomputes cos/sin for ``max_seq_len`` positions and indexes the cache with
+``input_pos`` (no range check, no automatic growth although the docstrings promise it).  The
+module is built with torchtune's default ``max_seq_len`` 4096 (Llama 3.1 builders use the
+config's length), and the wrapper calls the module's own ``build_rope_cache(n)`` whenever a
+call needs more rows -- what a model configured with a longer ``max_seq_len`` holds.
+
+Dtype policy (ROPE-PRECISION): torchtune's recipes build models under
+``set_default_dtype(dtype)``; the rotary modules ignore the default dtype (``theta`` and the
+cache are explicitly float32, checked at bf16/f16/f64), so the modules are built as is.
+Activations reach ``forward`` in the requested dtype: the interleaved modules upcast x to float32,
+rotate with the float32 cache and cast back (``type_as``) -- float64 activations are therefore
+rotated in float32 --; Qwen2 casts cos/sin to the activation dtype and rotates in it; Phi-3
+multiplies with the float32 cache (promoting to float32) and casts back.
+
+Not expressible (``Unsupported``): partial rotary (every torchtune rotary module rotates the
+whole last dimension; no torchtune builder has a pass-through tail); an attention factor (no
+module scales cos/sin); rope_types other than default and llama3, and llama3 with half
+pairing (``Llama3ScaledRoPE`` pairs interleaved); rotation with given cos/sin (no torchtune
+function takes them); causal T5 buckets (torchtune has the T5 encoder only).  inv_freq and
+cos/sin do not depend on the pairing: a half-pairing case reads them from the interleaved
+module of its rope_type.  Devices: ``cpu``, and ``cuda`` when present.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import torch
+from torch import nn
+from torchtune.models.llama3_1._position_embeddings import Llama3ScaledRoPE
+from torchtune.models.phi3._position_embeddings import Phi3RotaryPositionalEmbeddings
+from torchtune.models.qwen2._positional_embeddings import Qwen2RotaryPositionalEmbeddings
+from torchtune.models.t5._encoder import T5EncoderRelativePositionBias
+from torchtune.modules import RotaryPositionalEmbeddings
+
+from posenc.spec.errors import AdapterError
+
+from .base import Adapter, Unsupported
+from .torch_adapter import DTYPES, TorchAdapter, torch_device_available
+
+#: torchtune's default ``max_seq_len`` of every rotary module.
+TORCHTUNE_MAX_SEQ_LEN = 4096
+#: The rope_types torchtune 0.6.1 implements (``Llama3ScaledRoPE`` for llama3).
+_ROPE_TYPES = ("default", "llama3")
+
+
+def _check_expressible(p) -> None:
+    """Raise :class:`Unsupported` for RoPE parameters no torchtune module implements."""
+    if p.rope_type not in _ROPE_TYPES:
+        raise Unsupported(f"torchtune 0.6.1 has no rope_type {p.rope_type!r}: its rotary modules are plain RoPE "
+                          "(RotaryPositionalEmbeddings, Qwen2/Phi-3 variants) and Llama3ScaledRoPE (llama3)")
+    if p.rdim != p.head_dim:
+        raise Unsupported(f"partial rotary (rotary_dim {p.rdim} of head_dim {p.head_dim}): every torchtune rotary "
+                          "module rotates the whole last dimension of x; no torchtune builder has a pass-through tail")
+    if p.attention_factor not in (None, 1.0):
+        raise Unsupported(f"attention_factor {p.attention_factor:g}: no torchtune rotary module scales cos/sin")
+
+
+class _TorchtuneRope:
+    """A prepared torchtune rotary module (see the module docstring for the dispatch).
+
+    ``apply`` takes q ``[B, Hq, T, D]``, k ``[B, Hk, T, D]`` and position_ids int64 ``[B, T]``
+    and returns q, k in their dtype; ``cos_sin`` returns ``[B, T, D/2]`` in the requested
+    dtype; ``inv_freq`` the float32 ``theta`` buffer ``[D/2]`` and 1.0.
+    """
+
+    def __init__(self, module: nn.Module, params, dtype: torch.dtype, half: bool, apply_pairing: bool):
+        self.m, self.p, self.dtype, self.half, self.apply_pairing = module, params, dtype, half, apply_pairing
+
+    def _grow(self, position_ids) -> None:
+        """Make the cache cover every position, with torchtune's own ``build_rope_cache``."""
+        need = int(position_ids.max()) + 1 if position_ids.numel() else 1
+        if need > self.m.cache.shape[0]:
+            self.m.build_rope_cache(need)
+
+    def inv_freq(self):
+        """ROPE-INV-FREQ, SCALE-LLAMA3: the module's float32 ``theta`` buffer."""
+        return self.m.theta, 1.0
+
+    @torch.no_grad()
+    def cos_sin(self, position_ids):
+        """ROPE-ANGLE: the module's cache rows at ``position_ids``, as its forward reads them."""
+        self._grow(position_ids)
+        rows = self.m.cache[position_ids]
+        if self.half:  # Qwen2 / Phi-3: [cos(cat(a, a)) | sin(cat(a, a))]
+            d = rows.shape[-1] // 2
+            cos, sin = rows[..., :d], rows[..., d:]
+            h = d // 2
+            if not (torch.equal(cos[..., :h], cos[..., h:]) and torch.equal(sin[..., :h], sin[..., h:])):
+                raise AdapterError("torchtune: the Qwen2/Phi-3 rope cache is not cat(a, a); its halves differ")
+            cos, sin = cos[..., :h], sin[..., :h]
+        else:  # [n, D/2, (cos, sin)]
+            cos, sin = rows[..., 0], rows[..., 1]
+        return cos.to(self.dtype), sin.to(self.dtype)
+
+    @torch.no_grad()
+    def apply(self, q, k, position_ids):
+        """ROPE-PAIR-INTERLEAVED / ROPE-PAIR-HALF, ROPE-ANGLE: the module's forward on ``[b, s, n_h, h_d]``."""
+        if not self.apply_pairing:
+            raise Unsupported(f"{self.p.pairing} pairing with rope_type {self.p.rope_type!r}: torchtune's "
+                              f"{type(self.m).__name__} pairs interleaved (x[2i], x[2i+1]) and torchtune has no "
+                              "half-pairing module for this rope_type")
+        self._grow(position_ids)
+        return tuple(self.m(x.transpose(1, 2), input_pos=position_ids).transpose(1, 2) for x in (q, k))
+
+
+class TorchtuneAdapter(Adapter):
+    """torchtune 0.6.1's RoPE modules and T5 encoder bias (see the module docstring)."""
+
+    name = "torchtune"
+    framework = "torch"
+    devices = ("cpu", "cuda")
+    notes = ("torchtune 0.6.1: float32 theta and cos/sin cache; interleaved modules rotate in float32 "
+             "and cast back; half pairing by Qwen2's module (cos/sin cast to the activation dtype)")
+    #: The torchtune module for half pairing (rope_type default).
+    half_module: type = Qwen2RotaryPositionalEmbeddings
+
+    from_numpy = TorchAdapter.from_numpy
+    to_numpy = TorchAdapter.to_numpy
+    dtype_of = TorchAdapter.dtype_of
+    device_of = TorchAdapter.device_of
+
+    def versions(self):
+        return {"torch": torch.__version__, "torchtune": importlib.metadata.version("torchtune")}
+
+    def device_available(self, device):
+        return torch_device_available(device)
+
+    # ---- RoPE ------------------------------------------------------------------------------
+    def rope(self, params, *, dtype, device):
+        """ROPE-*, SCALE-LLAMA3: the torchtune module for the pairing and rope_type."""
+        _check_expressible(params)
+        D, theta, n = params.head_dim, float(params.rope_theta), TORCHTUNE_MAX_SEQ_LEN
+        with torch.device(device):
+            if params.rope_type == "llama3":
+                m = Llama3ScaledRoPE(dim=D, max_seq_len=n, base=theta, scale_factor=float(params.factor),
+                                     low_freq_factor=float(params.low_freq_factor),
+                                     high_freq_factor=float(params.high_freq_factor),
+                                     old_context_len=int(params.original_max_position_embeddings))
+                half, applies = False, params.pairing == "interleaved"
+            elif params.pairing == "half":
+                m = self.half_module(dim=D, max_seq_len=n, base=theta)
+                half, applies = True, True
+            else:
+                m = RotaryPositionalEmbeddings(dim=D, max_seq_len=n, base=theta)
+                half, applies = False, True
+        if m.theta.shape[-1] * 2 != D:
+            raise AdapterError(f"torchtune: {type(m).__name__} built {m.theta.shape[-1]} frequencies, "
+                               f"expected {D // 2}")
+        return _TorchtuneRope(m, params, DTYPES[dtype], half, applies)
+
+    def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
+        raise Unsupported("torchtune has no rotation with given cos/sin: its rotary modules read only their own "
+                          "precomputed cache (forward(x, input_pos=...))")
+
+    # ---- T5 (encoder only) -----------------------------------------------------------------
+    @staticmethod
+    def _t5_encoder_only(params) -> None:
+        if not params.bidirectional:
+            raise Unsupported("causal (decoder) T5 buckets / bias: torchtune 0.6.1 implements the T5 encoder only "
+                              "(_calc_birectional_rel_pos_to_bucket; 'not the decoder (unidirectional)')")
+
+    @torch.no_grad()
+    def t5_buckets(self, relative_position, params):
+        """T5-BUCKET-BIDIRECTIONAL: ``T5EncoderRelativePositionBias.relative_position_to_bucket``.
+
+        The buffer holds the bucket of ``key - query`` for queries and keys ``0 .. L - 1``; with
+        ``L = max|rel| + 1`` row 0 gives every ``rel >= 0`` (column rel) and column 0 every
+        ``rel <= 0`` (row -rel).  int64, same shape as ``relative_position``.
+        """
+        self._t5_encoder_only(params)
+        rel = relative_position
+        L = int(rel.abs().max()) + 1 if rel.numel() else 1
+        m = T5EncoderRelativePositionBias(params.num_buckets, params.max_distance, num_heads=1, max_seq_len=L)
+        table = m.relative_position_to_bucket.to(rel.device)
+        return torch.where(rel >= 0, table[0, rel.clamp(min=0)], table[(-rel).clamp(min=0), 0])
+
+    def t5_bias(self, params, weights, *, dtype, device):
+        """T5-BIAS (bidirectional): ``T5EncoderRelativePositionBias.forward()`` -> ``[H, Tq, Tk]``.
+
+        torchtune builds the bias over its whole ``max_seq_len`` square (queries and keys at
+        ``0 .. L - 1``); the module is built with ``L = max(Tk, cache_length + Tq)`` and the
+        rows of the queries (at ``cache_length + i``) and the first Tk keys are returned.
+        """
+        self._t5_encoder_only(params)
+        table = weights["table"]
+        nb, H = table.shape
+
+        @torch.no_grad()
+        def call(query_length, key_length, cache_length=0):
+            L = max(key_length, cache_length + query_length, 1)
+            m = T5EncoderRelativePositionBias(nb, params.max_distance, num_heads=H, max_seq_len=L)
+            m = m.to(device=table.device, dtype=table.dtype)
+            m.embedding.weight.copy_(table)
+            return m()[0, :, cache_length:cache_length + query_length, :key_length]
+        return call
+
+
+class TorchtunePhi3Adapter(TorchtuneAdapter):
+    """The torchtune adapter with Phi-3's half-pairing module (``Phi3RotaryPositionalEmbeddings``)."""
+
+    name = "torchtune-phi3"
+    notes = ("torchtune 0.6.1: float32 theta and cos/sin cache; interleaved modules rotate in float32 "
+             "and cast back; half pairing by Phi-3's module (float32 cos/sin, promoted product)")
+    half_module = Phi3RotaryPositionalEmbeddings
+
+
+ADAPTER = TorchtuneAdapter
+PHI3_ADAPTER = TorchtunePhi3Adapter

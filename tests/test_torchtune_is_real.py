@@ -1,0 +1,91 @@
+"""The torchtune adapter really runs torchtune: patch a wrapped module with a wrong behaviour and
+watch the adapter's conformance run fail (and pass again without the patch)."""
+
+from __future__ import annotations
+
+import pytest
+import torchtune.models.t5._encoder as tt_t5
+from torchtune.models.llama3_1._position_embeddings import Llama3ScaledRoPE
+from torchtune.models.phi3._position_embeddings import Phi3RotaryPositionalEmbeddings
+from torchtune.models.qwen2._positional_embeddings import Qwen2RotaryPositionalEmbeddings
+from torchtune.modules import RotaryPositionalEmbeddings
+
+import posenc.adapters.torchtune_adapter  # noqa: F401 - import before pytester snapshots sys.modules
+
+PHI3 = "posenc.adapters.torchtune_adapter:PHI3_ADAPTER"
+
+
+def _ignore_input_pos(cls):
+    """``cls.forward`` that drops ``input_pos``: torchtune then uses arange(seq_len)."""
+    forward = cls.forward
+
+    def wrong(self, x, *args, input_pos=None, **kwargs):
+        return forward(self, x)
+    return wrong
+
+
+def _no_llama3_scaling(self, freqs, *args, **kwargs):
+    return freqs
+
+
+def _rel_sign_flipped(num_buckets, max_dist, max_seq_len):
+    """torchtune's bucket table with rel = query - key (the transpose)."""
+    return _BUCKETS(num_buckets, max_dist, max_seq_len).T.contiguous()
+
+
+_BUCKETS = tt_t5._calc_birectional_rel_pos_to_bucket
+
+PATCHES = [
+    # (adapter, owner, attribute, replacement, -k selection, divergence the diagnosis must name)
+    ("torchtune", RotaryPositionalEmbeddings, "forward", _ignore_input_pos(RotaryPositionalEmbeddings),
+     "test_golden and rope-llama4-interleaved", "DIV-ROPE-ARANGE-POSITIONS"),
+    ("torchtune", Qwen2RotaryPositionalEmbeddings, "forward", _ignore_input_pos(Qwen2RotaryPositionalEmbeddings),
+     "test_golden and rope-llama3-8b-scattered", "DIV-ROPE-ARANGE-POSITIONS"),
+    (PHI3, Phi3RotaryPositionalEmbeddings, "forward", _ignore_input_pos(Phi3RotaryPositionalEmbeddings),
+     "test_golden and rope-llama3-8b-scattered", "DIV-ROPE-ARANGE-POSITIONS"),
+    ("torchtune", Llama3ScaledRoPE, "apply_scaling", _no_llama3_scaling,
+     "scale-llama3.1-8b-inv-freq", "DIV-SCALE-LLAMA3-IGNORED"),
+    ("torchtune", tt_t5, "_calc_birectional_rel_pos_to_bucket", _rel_sign_flipped,
+     "t5-base-buckets-bidirectional or t5-base-bias-encoder-long", "DIV-T5-REL-SIGN"),
+]
+
+
+def test_unpatched_library_passes(run_suite):
+    """The selections below pass unpatched, so each patched failure is the patch's doing."""
+    for adapter in ("torchtune", PHI3):
+        selections = [s for a, *_, s, _ in PATCHES if a == adapter]
+        r = run_suite(adapter, "-k", " or ".join(f"({s})" for s in selections))
+        assert r.ret == 0 and r.parseoutcomes().get("passed", 0) >= len(selections), r.stdout.str()[-2000:]
+
+
+@pytest.mark.parametrize("adapter,owner,attr,wrong,select,divergence", PATCHES,
+                         ids=[f"{getattr(o, '__name__', '').rsplit('.', 1)[-1]}.{a}" for _, o, a, *_ in PATCHES])
+def test_patched_library_fails_the_suite(run_suite, monkeypatch, adapter, owner, attr, wrong, select, divergence):
+    monkeypatch.setattr(owner, attr, wrong)
+    r = run_suite(adapter, "-k", select)
+    out = r.stdout.str()
+    assert r.ret == 1 and r.parseoutcomes().get("failed", 0) >= 1, out[-2000:]
+    assert f"    {divergence} (violates" in out, out[-2000:]
+
+
+def test_cache_growth_uses_torchtune(monkeypatch):
+    """Positions past torchtune's default max_seq_len (4096) are served by the module's own
+    ``build_rope_cache`` (called with max(position_ids) + 1), never by rows the wrapper makes."""
+    import torch
+
+    from posenc.adapters.torchtune_adapter import ADAPTER
+    from posenc.spec.models import RopeParams
+
+    op = ADAPTER().rope(RopeParams(head_dim=8, rope_theta=10000.0, pairing="interleaved"),
+                        dtype="float32", device="cpu")
+    build, calls = RotaryPositionalEmbeddings.build_rope_cache, []
+
+    def spy(self, max_seq_len=4096):
+        calls.append(max_seq_len)
+        build(self, max_seq_len)
+
+    monkeypatch.setattr(RotaryPositionalEmbeddings, "build_rope_cache", spy)
+    op.cos_sin(torch.tensor([[4095, 7]]))
+    assert calls == [] and op.m.cache.shape[0] == 4096
+    cos, _ = op.cos_sin(torch.tensor([[4095, 9000]]))
+    assert calls == [9001] and op.m.cache.shape[0] == 9001 and cos.shape == (1, 2, 4)
