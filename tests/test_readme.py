@@ -22,8 +22,18 @@ def test_readme_example_is_the_file_ci_runs():
 
 
 def test_ci_runs_the_readme_commands_and_every_adapter():
+    """CI runs both README commands, the numpy adapter, and the matrix check, which runs every
+    other registered adapter at every dtype; the committed matrix has a column for each."""
+    import json
+
+    from posenc.adapters import registered
+    from posenc.conformance import matrix
+
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "awk '/^```sh$/" in ci and 'bash -c "$cmd"' in ci
-    for adapter in ("numpy", "torch", "hf-transformers"):
-        assert adapter in ci
-    assert "--dtype all" in ci and "docs/example_adapter.py" in ci
+    assert "awk '/^```sh$/" in ci
+    assert 'bash -c "${readme_cmds[0]}"' in ci and 'bash -c "${readme_cmds[1]}"' in ci
+    assert "--adapter numpy --dtype all" in ci and "posenc matrix --check" in ci
+    assert "docs/example_adapter.py" in ci
+    assert set(matrix.default_adapters()) == set(registered()) - {"numpy"}
+    committed = json.loads((ROOT / "docs" / matrix.JSON_NAME).read_text())
+    assert {a["adapter"] for a in committed["adapters"]} == set(matrix.default_adapters())
