@@ -103,8 +103,9 @@ class _LucidrainsRope:
         """ROPE-PAIR-INTERLEAVED, ROPE-PARTIAL, ROPE-ANGLE: ``rotate_queries_or_keys`` per batch row."""
         p = self.p
         if p.pairing != "interleaved":
-            raise Unsupported("half pairing: rotary-embedding-torch's rotate_half pairs (x[2i], x[2i+1]) and its "
-                              "freqs are repeated per adjacent pair; it has no half (GPT-NeoX) layout")
+            raise Unsupported(f"{p.pairing} pairing: rotary-embedding-torch's rotate_half pairs (x[2i], x[2i+1]) and "
+                              "writes them back in place (freqs repeated per adjacent pair); it has no half (GPT-NeoX) "
+                              "or de-interleaved layout")
         T = position_ids.shape[-1]
         ar = torch.arange(T, device=position_ids.device)
         offsets = position_ids[:, :1]

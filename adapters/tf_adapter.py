@@ -42,9 +42,7 @@ inside the graph (``tf.debugging``), so no path can return zeros silently.  Henc
 Devices: ``cpu``; ``cuda``, ``cuda:N``, ``gpu``, ``gpu:N`` all mean TensorFlow's ``/GPU:N``
 (N defaults to 0).  Arrays are placed with ``tf.device``; an operation without a ``device``
 argument runs on the device of its first tensor input.  :meth:`TFAdapter.device_of` reports
-``cpu``, or ``<word>:N`` where ``<word>`` is the spelling (``cuda`` by default, or ``gpu``) this
-adapter instance was last asked for, so that ``--device gpu`` and ``--device cuda`` runs both
-compare equal to what they requested.
+``cpu`` or ``cuda:N`` (the suite passes ``--device gpu[:N]`` on as ``cuda[:N]``).
 
 Log noise: ``TF_CPP_MIN_LOG_LEVEL`` is set to ``1`` (hide TensorFlow's C++ INFO lines, such as
 the CPU-feature banner; warnings and errors stay visible) only when the user has not set it and
@@ -86,16 +84,16 @@ def compute_dtype(dtype: tf.DType) -> tf.DType:
     return tf.float64 if dtype == tf.float64 else tf.float32
 
 
-def tf_device(device: str) -> tuple[str, str]:
-    """``(TensorFlow device name, gpu word)`` for ``cpu``, ``cuda[:N]`` or ``gpu[:N]``.
+def tf_device(device: str) -> str:
+    """TensorFlow's device name for ``cpu``, ``cuda[:N]`` or ``gpu[:N]``.
 
     Raises ``ValueError`` for any other spelling.
     """
     kind, _, index = device.partition(":")
     if kind == "cpu" and not index:
-        return "/CPU:0", ""
+        return "/CPU:0"
     if kind in ("cuda", "gpu") and (not index or index.isdigit()):
-        return f"/GPU:{int(index or 0)}", kind
+        return f"/GPU:{int(index or 0)}"
     raise ValueError(f"unknown device {device!r}: use cpu, cuda[:N] or gpu[:N]")
 
 
@@ -586,7 +584,6 @@ class TFAdapter(Adapter):
 
     def __init__(self):
         self.functions: dict = {}  # (kernel, static parameters) -> tf.function (compiled only)
-        self.gpu_word = "cuda"
 
     # ---- running kernels -----------------------------------------------------------------
     def function(self, kernel, **static):
@@ -630,15 +627,12 @@ class TFAdapter(Adapter):
         return {"tensorflow": tf.__version__}
 
     def tf_device(self, device: str) -> str:
-        """TensorFlow's name for a kit device name (remembers the GPU spelling for :meth:`device_of`)."""
-        name, word = tf_device(device)
-        if word:
-            self.gpu_word = word
-        return name
+        """TensorFlow's name for a kit device name."""
+        return tf_device(device)
 
     def device_available(self, device):
         try:
-            name, _ = tf_device(device)
+            name = tf_device(device)
         except ValueError:
             return False
         if name == "/CPU:0":
@@ -662,7 +656,7 @@ class TFAdapter(Adapter):
 
     def device_of(self, x):
         spec = tf.DeviceSpec.from_string(x.device)
-        return "cpu" if spec.device_type == "CPU" else f"{self.gpu_word}:{spec.device_index or 0}"
+        return "cpu" if spec.device_type == "CPU" else f"cuda:{spec.device_index or 0}"
 
     # ---- RoPE ------------------------------------------------------------------------------
     def rope(self, params, *, dtype, device):

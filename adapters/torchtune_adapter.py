@@ -141,8 +141,8 @@ class _TorchtuneRope:
         """ROPE-PAIR-INTERLEAVED / ROPE-PAIR-HALF, ROPE-ANGLE: the module's forward on ``[b, s, n_h, h_d]``."""
         if not self.apply_pairing:
             raise Unsupported(f"{self.p.pairing} pairing with rope_type {self.p.rope_type!r}: torchtune's "
-                              f"{type(self.m).__name__} pairs interleaved (x[2i], x[2i+1]) and torchtune has no "
-                              "half-pairing module for this rope_type")
+                              f"{type(self.m).__name__} pairs interleaved (x[2i], x[2i+1]) and writes them back in "
+                              "place; torchtune has no module with that layout for this rope_type")
         self._grow(position_ids)
         return tuple(self.m(x.transpose(1, 2), input_pos=position_ids).transpose(1, 2) for x in (q, k))
 
@@ -186,7 +186,7 @@ class TorchtuneAdapter(Adapter):
                 half, applies = True, True
             else:
                 m = RotaryPositionalEmbeddings(dim=D, max_seq_len=n, base=theta)
-                half, applies = False, True
+                half, applies = False, params.pairing == "interleaved"
         if m.theta.shape[-1] * 2 != D:
             raise AdapterError(f"torchtune: {type(m).__name__} built {m.theta.shape[-1]} frequencies, "
                                f"expected {D // 2}")

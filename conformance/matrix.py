@@ -73,6 +73,12 @@ def _cell(c: Counter, divs: set[str]) -> str:
     return "unsupported"
 
 
+def _version(v: str) -> str:
+    """A version without its local label (``2.13.0+cpu`` -> ``2.13.0``): the matrix must not
+    depend on which build of a pinned release a machine has."""
+    return str(v).split("+", 1)[0]
+
+
 def aggregate(reports: list[dict], device: str = "cpu") -> dict:
     """The matrix as plain data: ``cells[dtype][clause][adapter]`` plus per-adapter summaries."""
     spec = load_spec()
@@ -97,7 +103,8 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
                                           "divergences": sorted(divs[(dtype, clause)])}
         total = Counter(r["outcome"] for r in rep["results"])
         adapters.append({
-            "adapter": name, "framework": rep["framework"], "versions": rep["versions"],
+            "adapter": name, "framework": rep["framework"],
+            "versions": {k: _version(v) for k, v in rep["versions"].items()},
             "expectations": rep["expectations"], "exit_status": rep["exit_status"],
             "totals": {k: total[k] for k in ("passed", "failed", "diverges", "unsupported")},
             "divergences": sorted({(r["test_id"], r["divergence"]) for r in rep["results"] if r["divergence"]}),

@@ -27,6 +27,7 @@ from posenc.spec.errors import UsageError
 from posenc.spec.models import DTYPES
 
 from . import expectations as expectations_mod
+from .suite import ConformanceFailure
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "adapters" / "expectations"
 _KEY = pytest.StashKey["State"]()
@@ -201,7 +202,15 @@ def pytest_runtest_makereport(item, call):
         return rep
     exc = call.excinfo.value if call.excinfo is not None else None
     entry = st.expectations.get(item.name)
-    if entry and rep.when == "call" and hasattr(rep, "wasxfail"):
+    if entry and rep.when == "call" and hasattr(rep, "wasxfail") and (
+            not isinstance(exc, ConformanceFailure) or exc.raised):
+        # an exception, not a verdict on the values: no expectation line can explain it
+        rep.outcome = "failed"
+        del rep.wasxfail
+        rep.longrepr = (f"{item.nodeid}: listed as expected divergence {entry.divergence} "
+                        f"({st.expectations_path}), but the test did not reach a verdict on the values:\n"
+                        f"{getattr(exc, 'msg', None) or f'{type(exc).__name__}: {exc}'}")
+    elif entry and rep.when == "call" and hasattr(rep, "wasxfail"):
         found = getattr(exc, "divergences", None)
         if (found is not None and entry.divergence not in found
                 and not entry.divergence.startswith(expectations_mod.UNNAMED)):
@@ -216,7 +225,8 @@ def pytest_runtest_makereport(item, call):
                         f"({st.expectations_path}) but reported {rep.longrepr[2] if isinstance(rep.longrepr, tuple) else 'skipped'}")
     if rep.when == "call" and rep.outcome == "skipped" and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
         rep.longrepr = (str(item.path), (item.location[1] or 0) + 1, rep.longrepr[2])  # point at the test
-    if rep.when == "call" or (rep.when == "setup" and rep.outcome != "passed"):
+    if rep.when == "call" or (rep.when != "call" and rep.outcome == "failed") or (
+            rep.when == "setup" and rep.outcome != "passed"):
         if hasattr(rep, "wasxfail"):
             kind = "diverges (expected)" if rep.outcome == "skipped" else "failed"
         elif rep.outcome == "skipped":
@@ -227,7 +237,10 @@ def pytest_runtest_makereport(item, call):
             st.checked += 1
         if kind == "failed":
             st.failed += 1
-        clauses = getattr(exc, "violated", None) if kind != "passed" else None
+        if kind == "diverges (expected)":
+            clauses = [entry.clause]  # the clause the expectation file records
+        else:
+            clauses = getattr(exc, "violated", None) if kind != "passed" else None
         for c in clauses or _clauses_of(item):
             st.outcomes[c][kind] += 1
         st.records.append(_record(item, rep, kind, entry, clauses))
@@ -248,7 +261,7 @@ def _record(item, rep, kind: str, entry, violated) -> dict:
         "dtype": callspec.params.get("dtype") if callspec else None,
         "clauses": _clauses_of(item),
         "outcome": {"diverges (expected)": "diverges"}.get(kind, kind),
-        "violated": list(violated or ([entry.clause] if entry and kind == "diverges (expected)" else [])),
+        "violated": list(violated or []),
         "divergence": entry.divergence if entry and kind == "diverges (expected)" else None,
         "reason": reason,
     }

@@ -14,10 +14,10 @@ from posenc.reference import alibi, ops, rope
 from posenc.spec.models import RopeParams
 from posenc.spec.tolerance import EPS, bound
 
-from .cases import Gen
-from .golden import Golden, generate
-from .runner import native_inputs
-from .suite import (
+from posenc.conformance.cases import Gen
+from posenc.conformance.golden import Golden, generate
+from posenc.conformance.runner import native_inputs
+from posenc.conformance.suite import (
     assert_conforms, call_adapter, fail, invariant_clauses, load_golden, params, require_dtype, with_invariant,
 )
 
@@ -47,7 +47,9 @@ def _pairs(p):
 @pytest.mark.posenc
 @pytest.mark.parametrize("case", with_invariant("pairing_probe", ROPE))
 def test_pairing_probe(request, adapter, device, dtype, case):
-    """e_0 at position 1 lights index 1 (interleaved) or rotary_dim/2 (half, deinterleave), nothing else."""
+    """e_0 at position 1 lights index 1 (interleaved) or rotary_dim/2 (half, deinterleave), nothing else;
+    e_1 lights {0, 1} (interleaved: e_1 is the second of pair 0), {0, rotary_dim/2} (deinterleave: the same
+    pair, written de-interleaved) or {1, 1 + rotary_dim/2} (half: e_1 is the first of pair 1)."""
     require_dtype(adapter, dtype)
     cl = _clauses(request)
     p = case.params
@@ -62,6 +64,7 @@ def test_pairing_probe(request, adapter, device, dtype, case):
     tol = 8 * max(EPS[dtype], EPS["float32"]) * a + 0.01 * a
     lit = [int(i) for i in np.flatnonzero(np.abs(y) > tol) if i != 0]
     if lit == [expect] and abs(y[expect] - want) <= tol:
+        _probe_e1(adapter, case, dtype, device, cl, tol)
         return
     if not lit:
         verdict = "nothing but index 0 is lit: e_0 was not rotated at position 1"
@@ -74,6 +77,26 @@ def test_pairing_probe(request, adapter, device, dtype, case):
     fail(cl, adapter, case, dtype,
          f"{p.pairing} pairing: e_0 at position 1 must light index {expect} with {want:.4f} "
          f"(and index 0 with {a * np.cos(1.0):.4f}); got {np.round(y[:max(lit + [expect]) + 1], 4).tolist()}: {verdict}")
+
+
+def _probe_e1(adapter, case, dtype, device, cl, tol):
+    """The second probe of :func:`test_pairing_probe`: e_1 tells half from deinterleave."""
+    p = case.params
+    x = np.zeros((1, 1, 1, p.head_dim))
+    x[..., 1] = 1.0
+    pos = np.ones((1, 1), np.int64)
+    y = _rope(adapter, case, dtype, device, x, x, pos, clauses=cl)[0][0, 0, 0]
+    lit = [int(i) for i in np.flatnonzero(~(np.abs(y) <= tol))]
+
+    def lit_by(pairing):  # the reference's lit indices for each pairing, at the same threshold
+        ref = rope.apply(x, x, pos, p.model_copy(update={"pairing": pairing}))[0][0, 0, 0]
+        return [int(i) for i in np.flatnonzero(np.abs(ref) > tol)]
+
+    want = lit_by(p.pairing)
+    if lit != want:
+        named = [k for k in ("half", "interleaved", "deinterleave") if k != p.pairing and lit_by(k) == lit]
+        fail(cl, adapter, case, dtype, f"{p.pairing} pairing: e_1 at position 1 must light indices {want}; "
+             f"got {lit}" + (f": this is {named[0]} pairing" if named else ""))
 
 
 @pytest.mark.posenc

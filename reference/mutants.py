@@ -302,6 +302,14 @@ def scale_dynamic_fixed_length(op, p, x):
     return _with_freq(op, p, x, lambda _: (rope_scaling.dynamic(p, L), 1.0))
 
 
+@_mutant("scale_dynamic_uniform_division", *_ROPE_OPS)
+def scale_dynamic_uniform_division(op, p, x):
+    if p.rope_type != "dynamic":
+        return None
+    w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim) / p.factor ** (p.rdim / (p.rdim - 2))
+    return _with_freq(op, p, x, lambda _: (w, 1.0))
+
+
 @_mutant("scale_dynamic_factor_ignored", *_ROPE_OPS)
 def scale_dynamic_factor_ignored(op, p, x):
     if p.rope_type != "dynamic":

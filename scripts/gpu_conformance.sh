@@ -10,7 +10,8 @@ out=${2:-gpu-matrix}
 mapfile -t adapters < <(python - "$device" <<'PY'
 import sys
 from posenc.adapters import load_adapter, registered
-kind = sys.argv[1].split(":")[0]
+from posenc.conformance.plugin import normalize_device
+kind = normalize_device(sys.argv[1]).split(":")[0]
 for name in sorted(registered()):
     if name != "numpy" and kind in load_adapter(name).devices:
         print(name)

@@ -243,6 +243,41 @@ def test_expectation_with_the_wrong_divergence_fails(run_suite, tmp_path):
     assert "but the output matches DIV-ROPE-BF16-ANGLES" in out
 
 
+@pytest.mark.parametrize("divergence", ["DIV-SIN-LAYOUT-SWAPPED", "DIV-UNNAMED-ANYTHING"])
+def test_expectation_never_explains_an_exception(run_suite, tmp_path, divergence):
+    """An adapter that raises (or returns a malformed output) reaches no verdict on the values:
+    no expectation line, named or unnamed, turns that into an expected divergence."""
+    import torch
+    exp = _write_expectations(tmp_path, f"""
+  - test_id: "test_golden[bfloat16-sin-interleaved-d8@SIN-VASWANI-INTERLEAVED]"
+    clause: SIN-VASWANI-INTERLEAVED
+    divergence: {divergence}
+    evidence: claims a divergence where the adapter returns the wrong dtype
+    library: torch
+    library_version: "{torch.__version__}"
+""")
+    r = run_suite(f"{BROKEN}:WrongDtype", "-k", "test_golden and sin-interleaved-d8", "--dtype", "bfloat16",
+                  "--expectations", exp)
+    out = r.stdout.str()
+    assert r.ret == 1 and "did not reach a verdict on the values" in out, out[-2000:]
+
+
+def test_expected_divergence_counts_under_its_recorded_clause(run_suite, tmp_path):
+    import torch
+    exp = _write_expectations(tmp_path, f"""
+  - test_id: "test_golden[float32-rope-neox-20b@ROPE-PAIR-HALF+ROPE-PARTIAL]"
+    clause: ROPE-PAIR-HALF
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: deliberately broken adapter
+    library: torch
+    library_version: "{torch.__version__}"
+""")
+    r = run_suite(f"{BROKEN}:PairingSwapped", "-k", "test_golden and rope-neox-20b", "--expectations", exp)
+    lines = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.lines if ln.startswith("ROPE-")}
+    assert r.ret == 0 and lines["ROPE-PAIR-HALF"] == ["0", "0", "1", "0"], r.stdout.str()[-1500:]
+    assert "ROPE-PARTIAL" not in lines  # neither checked nor violated here: the file names the clause
+
+
 def test_expectation_clause_must_belong_to_the_test(run_suite, tmp_path):
     import torch
     exp = _write_expectations(tmp_path, f"""

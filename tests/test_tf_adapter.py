@@ -164,8 +164,8 @@ def test_t5_bucket_boundary_survives_grappler(monkeypatch):
 
 
 def test_devices():
-    assert tfa.tf_device("cpu") == ("/CPU:0", "")
-    assert tfa.tf_device("cuda") == ("/GPU:0", "cuda") and tfa.tf_device("gpu:1") == ("/GPU:1", "gpu")
+    assert tfa.tf_device("cpu") == "/CPU:0"
+    assert tfa.tf_device("cuda") == "/GPU:0" and tfa.tf_device("gpu:1") == "/GPU:1"
     for bad in ("tpu", "cuda:x", "cpu:0"):
         with pytest.raises(ValueError, match="unknown device"):
             tfa.tf_device(bad)
