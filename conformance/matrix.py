@@ -10,7 +10,8 @@ adapter and dtype:
 * ``FAIL k/n``    k checks failed and no expectation file explains them;
 * ``diverges``    the adapter's expectation file records the failure as a named divergence (listed);
 * ``unsupported`` the adapter cannot express any check of the clause (the reasons are listed);
-* ``.``           no test of the clause at that dtype.
+* ``.``           no verdict on the clause at that dtype: no test of it, or each test of it
+                  ended in a recorded divergence, which counts under the clause its line names.
 
 The ``numpy`` adapter runs the reference itself: it proves golden freshness only, so it is not a
 column of the matrix.  The JSON holds the cells with their counts, every recorded divergence and failing test ID, and
@@ -130,7 +131,8 @@ def markdown(m: dict) -> str:
         f"--dtype all` on device `{m['device']}`, one process each. Cells: `pass`; `FAIL k/n` (not explained by the "
         "adapter's expectation file); `diverges: DIV-...` (a recorded, named divergence: see "
         "`posenc spec show DIV-...`); `unsupported` (the adapter cannot express the check; reasons below); "
-        "`.` (no check of the clause at that dtype). The `numpy` adapter is the reference itself and "
+        "`.` (no verdict on the clause at that dtype: no check of it, or each check ended in a recorded "
+        "divergence, counted under the clause its expectation line names). The `numpy` adapter is the reference itself and "
         "proves golden freshness only, so it is not a column. Counts per cell: "
         f"[{JSON_NAME}]({JSON_NAME}).",
         "",
