@@ -6,7 +6,7 @@
     posenc spec validate [DIR]    load and validate the spec YAML files
     posenc spec show ID           print one clause or divergence (for citing in a review)
     posenc spec list [FAMILY]     list clause and divergence IDs with their titles
-    posenc config import FILE     a HF config.json as the spec's RopeParams (JSON)
+    posenc config import FILE     a HF config.json as the spec's parameter models (JSON)
     posenc matrix [--check]       run every adapter, write docs/conformance-matrix.{md,json}
 """
 
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     p.add_argument("family", nargs="?", help="only this family (rope, rope_scaling, sinusoidal, learned, "
                    "position_ids, alibi, t5)")
     c = sub.add_parser("config", help="model configs").add_subparsers(dest="cmd", required=True)
-    p = c.add_parser("import", help="read a HF config.json (4.x or 5.x) into RopeParams")
+    p = c.add_parser("import", help="read a HF config.json (4.x or 5.x) into the spec's parameter models")
     p.add_argument("file", type=Path)
     p = sub.add_parser("matrix", help="run every adapter (one process each) and write the conformance matrix")
     p.add_argument("--adapter", action="append", dest="adapters", metavar="NAME",
@@ -59,8 +59,15 @@ def main(argv=None) -> int:
             return matrix.main(a.adapters or matrix.default_adapters(), a.dtype, a.out or matrix.DOCS_DIR,
                                a.check, a.jobs, a.device)
         if a.group == "config":
-            from posenc.spec.hf_config import rope_params_from_hf_config
-            print(rope_params_from_hf_config(a.file).model_dump_json(indent=2, exclude_none=True))
+            import json as _json
+
+            from posenc.spec.hf_config import params_from_hf_config
+            found = params_from_hf_config(a.file)
+            if set(found) == {"rope"}:  # RoPE models: the RopeParams themselves
+                print(found["rope"].model_dump_json(indent=2, exclude_none=True))
+            else:
+                print(_json.dumps({k: {"params_model": type(v).__name__, **v.model_dump(mode="json", exclude_none=True)}
+                                   for k, v in found.items()}, indent=2))
             return 0
         if a.group == "golden" and a.cmd == "regenerate":
             files = golden.regenerate(a.dir)

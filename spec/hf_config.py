@@ -1,4 +1,7 @@
-"""Import a Hugging Face ``config.json`` into the spec's :class:`~posenc.spec.models.RopeParams`.
+"""Import a Hugging Face ``config.json`` into the spec's parameter models.
+
+RoPE models give :class:`~posenc.spec.models.RopeParams` (this docstring); learned-embedding,
+ALiBi, T5 and sinusoid models go through :func:`params_from_hf_config` (its own rule table).
 
 Reads both layouts: transformers 4.x (top-level ``rope_theta`` / ``partial_rotary_factor`` and a
 ``rope_scaling`` dict whose type key may be ``type``) and 5.x (``rope_parameters`` holding
@@ -176,3 +179,127 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     except ValidationError as e:
         msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'rope'}: {err['msg']}" for err in e.errors())
         raise SpecError(f"config.json ({model_type}, rope_type {rope_type}): {msgs}") from None
+
+
+# ---- the other families: learned tables, ALiBi, T5 buckets, sinusoids --------------------------
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """One parameter: the config keys that may hold it (first present wins) and the default
+    of the model's transformers 5.24 config class when none is present (None: required)."""
+
+    keys: tuple[str, ...]
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class FamilyRule:
+    """How one non-RoPE ``model_type`` maps onto a spec parameter model (transformers 5.24)."""
+
+    source: str
+    model: type
+    fields: dict
+    fixed: dict = field(default_factory=dict)  # values the model's code hard-codes
+
+
+def _models():
+    from . import models as m
+    return m
+
+
+def _family_rules() -> dict[str, dict[str, FamilyRule]]:
+    m = _models()
+    return {
+        "gpt2": {"embeddings": FamilyRule(
+            "models/gpt2/configuration_gpt2.py::GPT2Config", m.GPT2EmbeddingParams,
+            {"vocab_size": FieldRule(("vocab_size",), 50257), "n_positions": FieldRule(("n_positions", "max_position_embeddings"), 1024),
+             "n_embd": FieldRule(("n_embd", "hidden_size"), 768)})},
+        "bert": {"embeddings": FamilyRule(
+            "models/bert/configuration_bert.py::BertConfig", m.BertEmbeddingParams,
+            {"vocab_size": FieldRule(("vocab_size",), 30522), "max_position_embeddings": FieldRule(("max_position_embeddings",), 512),
+             "type_vocab_size": FieldRule(("type_vocab_size",), 2), "hidden_size": FieldRule(("hidden_size",), 768),
+             "layer_norm_eps": FieldRule(("layer_norm_eps",), 1e-12)})},
+        # RobertaConfig's class defaults are BERT's (512, 2, 1e-12); RoBERTa checkpoints set 514, 1, 1e-5
+        "roberta": {"embeddings": FamilyRule(
+            "models/roberta/configuration_roberta.py::RobertaConfig", m.RobertaEmbeddingParams,
+            {"vocab_size": FieldRule(("vocab_size",), 50265), "max_position_embeddings": FieldRule(("max_position_embeddings",), 512),
+             "type_vocab_size": FieldRule(("type_vocab_size",), 2), "hidden_size": FieldRule(("hidden_size",), 768),
+             "layer_norm_eps": FieldRule(("layer_norm_eps",), 1e-12), "padding_idx": FieldRule(("pad_token_id",), 1)})},
+        # OPTLearnedPositionalEmbedding(max_position_embeddings, hidden_size): rows + 2
+        "opt": {"embeddings": FamilyRule(
+            "models/opt/modeling_opt.py::OPTLearnedPositionalEmbedding", m.OPTEmbeddingParams,
+            {"max_position_embeddings": FieldRule(("max_position_embeddings",), 2048),
+             "hidden_size": FieldRule(("hidden_size",), 768)})},
+        "bart": {"embeddings": FamilyRule(
+            "models/bart/modeling_bart.py::BartLearnedPositionalEmbedding", m.BartEmbeddingParams,
+            {"max_position_embeddings": FieldRule(("max_position_embeddings",), 1024),
+             "hidden_size": FieldRule(("d_model", "hidden_size"), 1024)})},
+        "bloom": {"alibi": FamilyRule(
+            "models/bloom/modeling_bloom.py::build_alibi_tensor", m.AlibiParams,
+            {"num_heads": FieldRule(("n_head", "num_attention_heads"), 8)}, {"form": "bloom"})},
+        "mpt": {"alibi": FamilyRule(
+            "models/mpt/modeling_mpt.py::build_mpt_alibi_tensor", m.AlibiParams,
+            {"num_heads": FieldRule(("n_heads", "num_attention_heads"), 16),
+             "alibi_bias_max": FieldRule(("attn_config.alibi_bias_max",), 8)}, {"form": "mpt"})},
+        "t5": {part: FamilyRule(
+            "models/t5/modeling_t5.py::T5Attention._relative_position_bucket", m.T5Params,
+            {"num_buckets": FieldRule(("relative_attention_num_buckets",), 32),
+             "max_distance": FieldRule(("relative_attention_max_distance",), 128)}, {"bidirectional": bidi})
+            for part, bidi in (("encoder", True), ("decoder", False))},
+        "whisper": {"encoder_positions": FamilyRule(
+            "models/whisper/modeling_whisper.py::sinusoids", m.SinusoidalParams,
+            {"dim": FieldRule(("d_model",), 384)}, {"layout": "concat", "variant": "whisper"})},
+        "m2m_100": {"positions": FamilyRule(
+            "models/m2m_100/modeling_m2m_100.py::M2M100SinusoidalPositionalEmbedding", m.SinusoidalParams,
+            {"dim": FieldRule(("d_model",), 1024), "padding_idx": FieldRule(("pad_token_id",), 1)},
+            {"layout": "concat", "variant": "fairseq"})},
+    }
+
+
+def _lookup(config: dict, dotted: str):
+    value: Any = config
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
+    """The spec parameter models a model's ``config.json`` implies, by name.
+
+    RoPE model types (:data:`MODEL_RULES`) give ``{"rope": RopeParams}``; GPT-2, BERT, RoBERTa,
+    OPT, BART give ``{"embeddings": ...EmbeddingParams}``; BLOOM and MPT ``{"alibi": AlibiParams}``;
+    T5 ``{"encoder": T5Params, "decoder": T5Params}`` (bidirectional and causal buckets); Whisper
+    ``{"encoder_positions": SinusoidalParams}``; M2M100 (``m2m_100``) ``{"positions": SinusoidalParams}`` (the
+    fairseq rule).  A key the config lacks takes the transformers 5.24 config class default (see
+    the rule's source).  Raises :class:`SpecError` naming the model_type or field.
+    """
+    if not isinstance(config, dict):
+        path = Path(config)
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
+    model_type = config.get("model_type")
+    if model_type in MODEL_RULES:
+        return {"rope": rope_params_from_hf_config(config)}
+    rules = _family_rules().get(model_type)
+    if rules is None:
+        known = sorted(set(MODEL_RULES) | set(_family_rules()))
+        raise SpecError(f"config.json: model_type: {model_type!r} has no import rule; known: {', '.join(known)}")
+    out = {}
+    for name, rule in rules.items():
+        values = dict(rule.fixed)
+        for fname, fr in rule.fields.items():
+            found = next((v for v in (_lookup(config, k) for k in fr.keys) if v is not None), None)
+            if found is None and fr.default is None:
+                raise SpecError(f"config.json: {fr.keys[0]}: missing, and {model_type} defines no default")
+            values[fname] = fr.default if found is None else found
+        try:
+            out[name] = rule.model(**values)
+        except ValidationError as e:
+            msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())
+            raise SpecError(f"config.json ({model_type}, {name}): {msgs}") from None
+    return out

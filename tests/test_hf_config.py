@@ -115,8 +115,8 @@ def test_cli_prints_the_params(tmp_path, capsys):
     assert cli.main(["config", "import", str(f)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out == {"head_dim": 96, "rotary_dim": 24, "rope_theta": 10000.0, "pairing": "half", "rope_type": "default"}
-    (tmp_path / "bert.json").write_text(json.dumps({"model_type": "bert"}))
-    assert cli.main(["config", "import", str(tmp_path / "bert.json")]) == 2
+    (tmp_path / "unknown.json").write_text(json.dumps({"model_type": "not_a_model"}))
+    assert cli.main(["config", "import", str(tmp_path / "unknown.json")]) == 2
 
 
 @pytest.mark.parametrize("flag, pairing", [(None, "deinterleave"), (True, "deinterleave"), (False, "half")])
@@ -134,3 +134,67 @@ def test_deepseek_v3_rope_interleave_decides_the_pairing(flag, pairing):
     assert (p.pairing, p.head_dim, p.rope_type, p.factor) == (pairing, 64, "yarn", 40.0)
     with pytest.raises(SpecError, match="rope_interleave"):
         imp({**d, "rope_interleave": "yes"})
+
+
+# ---- the other families ---------------------------------------------------------------------------
+from posenc.spec.hf_config import _family_rules, params_from_hf_config  # noqa: E402
+from posenc.spec.registry import model_params  # noqa: E402
+
+# Published config.json values (the registry entries' sources) -> the registry entry itself.
+PUBLISHED = [
+    ({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768}, "embeddings", "gpt2"),
+    ({"model_type": "bert", "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2,
+      "hidden_size": 768, "layer_norm_eps": 1e-12}, "embeddings", "bert-base"),
+    ({"model_type": "roberta", "vocab_size": 50265, "max_position_embeddings": 514, "type_vocab_size": 1,
+      "hidden_size": 768, "layer_norm_eps": 1e-5, "pad_token_id": 1}, "embeddings", "roberta-base"),
+    ({"model_type": "opt", "max_position_embeddings": 2048, "hidden_size": 768, "word_embed_proj_dim": 768},
+     "embeddings", "opt-125m"),
+    ({"model_type": "bart", "max_position_embeddings": 1024, "d_model": 768}, "embeddings", "bart-base"),
+    ({"model_type": "bloom", "n_head": 112, "hidden_size": 14336}, "alibi", "bloom-176b"),
+    ({"model_type": "mpt", "n_heads": 32, "d_model": 4096, "attn_config": {"alibi": True, "alibi_bias_max": 8}},
+     "alibi", "mpt-7b"),
+    ({"model_type": "t5", "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128},
+     "encoder", "t5-base"),
+    ({"model_type": "whisper", "d_model": 384, "max_source_positions": 1500}, "encoder_positions", "whisper-tiny"),
+    ({"model_type": "m2m_100", "d_model": 1024, "pad_token_id": 1}, "positions", "m2m100-418m"),
+]
+
+
+@pytest.mark.parametrize("config, part, entry", PUBLISHED, ids=[e for *_, e in PUBLISHED])
+def test_published_configs_give_the_registry_entries(config, part, entry):
+    assert params_from_hf_config(config)[part] == model_params(entry)
+
+
+def test_t5_gives_encoder_and_decoder_buckets():
+    out = params_from_hf_config({"model_type": "t5"})
+    assert (out["encoder"].bidirectional, out["decoder"].bidirectional) == (True, False)
+
+
+@pytest.mark.parametrize("model_type", sorted(_family_rules()))
+def test_missing_keys_take_the_transformers_config_class_defaults(model_type):
+    """The defaults of the rule table are read from transformers' own config classes."""
+    hf = AutoConfig.for_model(model_type).to_dict()
+    for rule in _family_rules()[model_type].values():
+        for name, fr in rule.fields.items():
+            key = fr.keys[0]
+            value = hf
+            for part in key.split("."):
+                value = value[part]
+            assert fr.default == value, (model_type, name, key)
+
+
+def test_rope_models_and_errors_through_the_general_entry_point():
+    assert set(params_from_hf_config(CONFIGS["mistral default theta"])) == {"rope"}
+    with pytest.raises(SpecError, match="model_type: 'nope' has no import rule"):
+        params_from_hf_config({"model_type": "nope"})
+    with pytest.raises(SpecError, match=r"bloom, alibi\): num_heads"):
+        params_from_hf_config({"model_type": "bloom", "n_head": 0})
+
+
+def test_cli_prints_named_param_sets(tmp_path, capsys):
+    from posenc.conformance.cli import main
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps({"model_type": "t5"}))
+    assert main(["config", "import", str(f)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["decoder"] == {"params_model": "T5Params", "num_buckets": 32, "max_distance": 128, "bidirectional": False}
