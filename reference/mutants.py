@@ -76,6 +76,16 @@ def rope_bf16_inv_freq(op, p, x):
     return _bf16_rope(op, p, x, round_angle=False)
 
 
+@_mutant("rope_bf16_positions", "rope.apply", "rope.cos_sin")
+def rope_bf16_positions(op, p, x):
+    """Positions built in bfloat16 (e.g. ``arange(T, dtype=t.dtype) + offset``); angles and
+    cos/sin then exact: every position p >= 256 becomes a multiple of its bf16 spacing."""
+    seq_len = rope.seq_len_of(x["position_ids"])
+    w, a = rope.inv_freq(p, seq_len)
+    phi = bf16_round(np.asarray(x["position_ids"], np.float64))[..., None] * w
+    return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
+
+
 @_mutant("rope_tail_rotated", "rope.apply")
 def rope_tail_rotated(op, p, x):
     full = p.model_copy(update={"rotary_dim": None})
