@@ -254,3 +254,16 @@ class Adapter:
 
     def attention_probs(self, q, k, params):
         self._unsupported("attention_probs")
+
+
+def roberta_from_bert(adapter: Adapter, params, weights, *, dtype: str, device: str) -> Callable:
+    """RoBERTa embeddings as BERT embeddings read at RoBERTa rows (LEARNED-ROBERTA-POSITIONS):
+    the composition the kit's own ports share; ``adapter`` provides ``bert_embeddings`` and
+    ``roberta_positions``.  Wrappers of a real library use the library's own RoBERTa module."""
+    bert = adapter.bert_embeddings(params, weights, dtype=dtype, device=device)
+
+    def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
+        if position_ids is None:
+            position_ids = adapter.roberta_positions(input_ids, params, cache_length)
+        return bert(input_ids, token_type_ids=token_type_ids, position_ids=position_ids)
+    return call

@@ -47,7 +47,7 @@ from jax import lax  # noqa: E402
 
 from posenc.spec.errors import DegenerateWidth, PositionOutOfRange  # noqa: E402
 
-from .base import Adapter  # noqa: E402
+from .base import Adapter, roberta_from_bert  # noqa: E402
 
 DTYPES = {"float64": jnp.float64, "float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16,
           "int64": jnp.int64, "int32": jnp.int32, "bool": jnp.bool_}
@@ -706,13 +706,7 @@ class JaxAdapter(Adapter):
         return self.run(padding_aware_positions, input_ids, cache_length, padding_idx=params.padding_idx)
 
     def roberta_embeddings(self, params, weights, *, dtype, device):
-        bert = self.bert_embeddings(params, weights, dtype=dtype, device=device)
-
-        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
-            if position_ids is None:
-                position_ids = self.roberta_positions(input_ids, params, cache_length)
-            return bert(input_ids, token_type_ids=token_type_ids, position_ids=position_ids)
-        return call
+        return roberta_from_bert(self, params, weights, dtype=dtype, device=device)
 
     def bart_embeddings(self, params, weights, *, dtype, device):
         """LEARNED-BART-POSITIONS: rows ``cache_length + arange(T) + 2``; the mask is not read."""

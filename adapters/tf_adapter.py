@@ -71,7 +71,7 @@ import tensorflow as tf  # noqa: E402
 
 from posenc.spec.errors import DegenerateWidth, PositionOutOfRange  # noqa: E402
 
-from .base import Adapter  # noqa: E402
+from .base import Adapter, roberta_from_bert  # noqa: E402
 
 DTYPES = {"float64": tf.float64, "float32": tf.float32, "bfloat16": tf.bfloat16, "float16": tf.float16,
           "int64": tf.int64, "int32": tf.int32, "bool": tf.bool}
@@ -715,13 +715,7 @@ class TFAdapter(Adapter):
         return self.run(k_padding_aware_positions, input_ids, cache_length, padding_idx=params.padding_idx)
 
     def roberta_embeddings(self, params, weights, *, dtype, device):
-        bert = self.bert_embeddings(params, weights, dtype=dtype, device=device)
-
-        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
-            if position_ids is None:
-                position_ids = self.roberta_positions(input_ids, params, cache_length)
-            return bert(input_ids, token_type_ids=token_type_ids, position_ids=position_ids)
-        return call
+        return roberta_from_bert(self, params, weights, dtype=dtype, device=device)
 
     def bart_embeddings(self, params, weights, *, dtype, device):
         table = weights["table"]

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from posenc.spec.errors import DegenerateWidth, PositionOutOfRange
 
-from .base import Adapter
+from .base import Adapter, roberta_from_bert
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16,
           "float16": torch.float16, "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}
@@ -329,13 +329,7 @@ class TorchAdapter(Adapter):
         return padding_aware_positions(input_ids, params.padding_idx, cache_length)
 
     def roberta_embeddings(self, params, weights, *, dtype, device):
-        bert = self.bert_embeddings(params, weights, dtype=dtype, device=device)
-
-        def call(input_ids, token_type_ids=None, position_ids=None, cache_length=0):
-            if position_ids is None:
-                position_ids = self.roberta_positions(input_ids, params, cache_length)
-            return bert(input_ids, token_type_ids=token_type_ids, position_ids=position_ids)
-        return call
+        return roberta_from_bert(self, params, weights, dtype=dtype, device=device)
 
     def bart_embeddings(self, params, weights, *, dtype, device):
         """LEARNED-BART-POSITIONS: rows ``cache_length + arange(T) + 2``; the mask is not read."""

@@ -100,6 +100,17 @@ def _head_dim(cfg: dict, rule: ModelRule, model_type: str) -> int:
     return hidden // heads
 
 
+def read_config(config: Union[dict, str, Path]) -> dict:
+    """A ``config.json`` as a dict (a dict is returned as is); :class:`SpecError` names an unreadable file."""
+    if isinstance(config, dict):
+        return config
+    path = Path(config)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
+
+
 def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     """``RopeParams`` for a model's ``config.json`` (a dict or a path).
 
@@ -107,12 +118,7 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     or rope key, a missing theta without a model-type default, or parameters that do not
     validate (e.g. ``rotary_pct`` giving an odd rotary width).
     """
-    if not isinstance(config, dict):
-        path = Path(config)
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
+    config = read_config(config)
     model_type = config.get("model_type")
     rule = MODEL_RULES.get(model_type)
     if rule is None:
@@ -276,12 +282,7 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     fairseq rule).  A key the config lacks takes the transformers 5.24 config class default (see
     the rule's source).  Raises :class:`SpecError` naming the model_type or field.
     """
-    if not isinstance(config, dict):
-        path = Path(config)
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
+    config = read_config(config)
     model_type = config.get("model_type")
     if model_type in MODEL_RULES:
         return {"rope": rope_params_from_hf_config(config)}
