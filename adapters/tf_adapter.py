@@ -520,7 +520,7 @@ class TFRope:
     def __init__(self, adapter: "TFAdapter", params, dtype: tf.DType, device: str):
         self.a, self.p, self.dtype, self.device = adapter, params, dtype, device
         self.cd, self.af = compute_dtype(dtype), float(attention_factor(params))
-        with tf.device(adapter.tf_device(device)):
+        with tf.device(tf_device(device)):
             self._cached = tf.constant(params.max_position_embeddings or 0, I64)
             self._theta = tf.constant(params.rope_theta, F64)
         self._inv_freq, *_ = adapter.run(k_rope_inv_freq, 0, self._cached, self._theta, device=device,
@@ -599,7 +599,7 @@ class TFAdapter(Adapter):
         """Run ``kernel`` on ``args`` (Python ints become int64 scalar tensors) with its static
         parameters: eagerly, or through :meth:`function`.  ``device`` (a kit name) defaults to the
         device of the first tensor argument."""
-        where = self.tf_device(device) if device is not None else next(
+        where = tf_device(device) if device is not None else next(
             (a.device for a in args if isinstance(a, tf.Tensor)), None)
         if where is None:
             raise ValueError(f"{kernel.__name__}: no device given and no tensor argument to take it from")
@@ -626,10 +626,6 @@ class TFAdapter(Adapter):
     def versions(self):
         return {"tensorflow": tf.__version__}
 
-    def tf_device(self, device: str) -> str:
-        """TensorFlow's name for a kit device name."""
-        return tf_device(device)
-
     def device_available(self, device):
         try:
             name = tf_device(device)
@@ -640,7 +636,7 @@ class TFAdapter(Adapter):
         return int(name.rsplit(":", 1)[1]) < len(tf.config.list_physical_devices("GPU"))
 
     def from_numpy(self, array, dtype, device):
-        with tf.device(self.tf_device(device)):
+        with tf.device(tf_device(device)):
             a = np.ascontiguousarray(array)
             if dtype == "bfloat16":  # via float32: golden values are exact in bfloat16
                 return tf.cast(tf.constant(a.astype(np.float32)), tf.bfloat16)

@@ -169,12 +169,18 @@ def markdown(m: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def render(m: dict) -> dict[str, str]:
+    """``{file name: text}`` of the matrix: what ``posenc matrix`` writes and ``--check`` compares."""
+    return {MD_NAME: markdown(m), JSON_NAME: json.dumps(m, indent=1, sort_keys=True) + "\n"}
+
+
 def write(m: dict, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    md, js = out_dir / MD_NAME, out_dir / JSON_NAME
-    md.write_text(markdown(m), encoding="utf-8")
-    js.write_text(json.dumps(m, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return [md, js]
+    paths = []
+    for name, text in render(m).items():
+        (out_dir / name).write_text(text, encoding="utf-8")
+        paths.append(out_dir / name)
+    return paths
 
 
 def main(adapters: list[str], dtype: str, out_dir: Path, check: bool, jobs: int, device: str = "cpu") -> int:
@@ -195,8 +201,8 @@ def main(adapters: list[str], dtype: str, out_dir: Path, check: bool, jobs: int,
             reports.append(report)
     m = aggregate(reports, device)
     if check:
-        for path, text in ((out_dir / MD_NAME, markdown(m)),
-                           (out_dir / JSON_NAME, json.dumps(m, indent=1, sort_keys=True) + "\n")):
+        for name, text in render(m).items():
+            path = out_dir / name
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 ok = False
                 print(f"matrix: {path} is stale: run `posenc matrix` and commit it")

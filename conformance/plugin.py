@@ -27,7 +27,6 @@ from posenc.spec.errors import UsageError
 from posenc.spec.models import DTYPES
 
 from . import expectations as expectations_mod
-from .suite import ConformanceFailure
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "adapters" / "expectations"
 _KEY = pytest.StashKey["State"]()
@@ -202,9 +201,9 @@ def pytest_runtest_makereport(item, call):
         return rep
     exc = call.excinfo.value if call.excinfo is not None else None
     entry = st.expectations.get(item.name)
-    if entry and rep.when == "call" and hasattr(rep, "wasxfail") and (
-            not isinstance(exc, ConformanceFailure) or exc.raised):
-        # an exception, not a verdict on the values: no expectation line can explain it
+    if entry and rep.when == "call" and hasattr(rep, "wasxfail") and getattr(exc, "raised", True):
+        # an exception (anything but a suite.ConformanceFailure on the values): no expectation
+        # line can explain it
         rep.outcome = "failed"
         del rep.wasxfail
         rep.longrepr = (f"{item.nodeid}: listed as expected divergence {entry.divergence} "
@@ -225,8 +224,7 @@ def pytest_runtest_makereport(item, call):
                         f"({st.expectations_path}) but reported {rep.longrepr[2] if isinstance(rep.longrepr, tuple) else 'skipped'}")
     if rep.when == "call" and rep.outcome == "skipped" and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
         rep.longrepr = (str(item.path), (item.location[1] or 0) + 1, rep.longrepr[2])  # point at the test
-    if rep.when == "call" or (rep.when != "call" and rep.outcome == "failed") or (
-            rep.when == "setup" and rep.outcome != "passed"):
+    if rep.when == "call" or rep.outcome == "failed" or (rep.when == "setup" and rep.outcome == "skipped"):
         if hasattr(rep, "wasxfail"):
             kind = "diverges (expected)" if rep.outcome == "skipped" else "failed"
         elif rep.outcome == "skipped":

@@ -25,7 +25,8 @@ from typing import Any, Optional, Union
 from pydantic import ValidationError
 
 from .errors import SpecError
-from .models import ROPE_TYPE_FIELDS, RopeParams
+from .models import (ROPE_TYPE_FIELDS, AlibiParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
+                     OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params)
 
 #: Keys that may appear inside rope_scaling / rope_parameters (besides the type key).
 ROPE_KEYS = {"rope_theta", "partial_rotary_factor", "factor", "original_max_position_embeddings",
@@ -209,58 +210,52 @@ class FamilyRule:
     fixed: dict = field(default_factory=dict)  # values the model's code hard-codes
 
 
-def _models():
-    from . import models as m
-    return m
-
-
-def _family_rules() -> dict[str, dict[str, FamilyRule]]:
-    m = _models()
-    return {
-        "gpt2": {"embeddings": FamilyRule(
-            "models/gpt2/configuration_gpt2.py::GPT2Config", m.GPT2EmbeddingParams,
-            {"vocab_size": FieldRule(("vocab_size",), 50257), "n_positions": FieldRule(("n_positions", "max_position_embeddings"), 1024),
-             "n_embd": FieldRule(("n_embd", "hidden_size"), 768)})},
-        "bert": {"embeddings": FamilyRule(
-            "models/bert/configuration_bert.py::BertConfig", m.BertEmbeddingParams,
-            {"vocab_size": FieldRule(("vocab_size",), 30522), "max_position_embeddings": FieldRule(("max_position_embeddings",), 512),
-             "type_vocab_size": FieldRule(("type_vocab_size",), 2), "hidden_size": FieldRule(("hidden_size",), 768),
-             "layer_norm_eps": FieldRule(("layer_norm_eps",), 1e-12)})},
-        # RobertaConfig's class defaults are BERT's (512, 2, 1e-12); RoBERTa checkpoints set 514, 1, 1e-5
-        "roberta": {"embeddings": FamilyRule(
-            "models/roberta/configuration_roberta.py::RobertaConfig", m.RobertaEmbeddingParams,
-            {"vocab_size": FieldRule(("vocab_size",), 50265), "max_position_embeddings": FieldRule(("max_position_embeddings",), 512),
-             "type_vocab_size": FieldRule(("type_vocab_size",), 2), "hidden_size": FieldRule(("hidden_size",), 768),
-             "layer_norm_eps": FieldRule(("layer_norm_eps",), 1e-12), "padding_idx": FieldRule(("pad_token_id",), 1)})},
-        # OPTLearnedPositionalEmbedding(max_position_embeddings, hidden_size): rows + 2
-        "opt": {"embeddings": FamilyRule(
-            "models/opt/modeling_opt.py::OPTLearnedPositionalEmbedding", m.OPTEmbeddingParams,
-            {"max_position_embeddings": FieldRule(("max_position_embeddings",), 2048),
-             "hidden_size": FieldRule(("hidden_size",), 768)})},
-        "bart": {"embeddings": FamilyRule(
-            "models/bart/modeling_bart.py::BartLearnedPositionalEmbedding", m.BartEmbeddingParams,
-            {"max_position_embeddings": FieldRule(("max_position_embeddings",), 1024),
-             "hidden_size": FieldRule(("d_model", "hidden_size"), 1024)})},
-        "bloom": {"alibi": FamilyRule(
-            "models/bloom/modeling_bloom.py::build_alibi_tensor", m.AlibiParams,
-            {"num_heads": FieldRule(("n_head", "num_attention_heads"), 8)}, {"form": "bloom"})},
-        "mpt": {"alibi": FamilyRule(
-            "models/mpt/modeling_mpt.py::build_mpt_alibi_tensor", m.AlibiParams,
-            {"num_heads": FieldRule(("n_heads", "num_attention_heads"), 16),
-             "alibi_bias_max": FieldRule(("attn_config.alibi_bias_max",), 8)}, {"form": "mpt"})},
-        "t5": {part: FamilyRule(
-            "models/t5/modeling_t5.py::T5Attention._relative_position_bucket", m.T5Params,
-            {"num_buckets": FieldRule(("relative_attention_num_buckets",), 32),
-             "max_distance": FieldRule(("relative_attention_max_distance",), 128)}, {"bidirectional": bidi})
-            for part, bidi in (("encoder", True), ("decoder", False))},
-        "whisper": {"encoder_positions": FamilyRule(
-            "models/whisper/modeling_whisper.py::sinusoids", m.SinusoidalParams,
-            {"dim": FieldRule(("d_model",), 384)}, {"layout": "concat", "variant": "whisper"})},
-        "m2m_100": {"positions": FamilyRule(
-            "models/m2m_100/modeling_m2m_100.py::M2M100SinusoidalPositionalEmbedding", m.SinusoidalParams,
-            {"dim": FieldRule(("d_model",), 1024), "padding_idx": FieldRule(("pad_token_id",), 1)},
-            {"layout": "concat", "variant": "fairseq"})},
-    }
+#: ``{model_type: {name: FamilyRule}}`` for the non-RoPE families (transformers 5.24).
+FAMILY_RULES: dict[str, dict[str, FamilyRule]] = {
+    "gpt2": {"embeddings": FamilyRule(
+        "models/gpt2/configuration_gpt2.py::GPT2Config", GPT2EmbeddingParams,
+        {"vocab_size": FieldRule(("vocab_size",), 50257), "n_positions": FieldRule(("n_positions", "max_position_embeddings"), 1024),
+         "n_embd": FieldRule(("n_embd", "hidden_size"), 768)})},
+    "bert": {"embeddings": FamilyRule(
+        "models/bert/configuration_bert.py::BertConfig", BertEmbeddingParams,
+        {"vocab_size": FieldRule(("vocab_size",), 30522), "max_position_embeddings": FieldRule(("max_position_embeddings",), 512),
+         "type_vocab_size": FieldRule(("type_vocab_size",), 2), "hidden_size": FieldRule(("hidden_size",), 768),
+         "layer_norm_eps": FieldRule(("layer_norm_eps",), 1e-12)})},
+    # RobertaConfig's class defaults are BERT's (512, 2, 1e-12); RoBERTa checkpoints set 514, 1, 1e-5
+    "roberta": {"embeddings": FamilyRule(
+        "models/roberta/configuration_roberta.py::RobertaConfig", RobertaEmbeddingParams,
+        {"vocab_size": FieldRule(("vocab_size",), 50265), "max_position_embeddings": FieldRule(("max_position_embeddings",), 512),
+         "type_vocab_size": FieldRule(("type_vocab_size",), 2), "hidden_size": FieldRule(("hidden_size",), 768),
+         "layer_norm_eps": FieldRule(("layer_norm_eps",), 1e-12), "padding_idx": FieldRule(("pad_token_id",), 1)})},
+    # OPTLearnedPositionalEmbedding(max_position_embeddings, hidden_size): rows + 2
+    "opt": {"embeddings": FamilyRule(
+        "models/opt/modeling_opt.py::OPTLearnedPositionalEmbedding", OPTEmbeddingParams,
+        {"max_position_embeddings": FieldRule(("max_position_embeddings",), 2048),
+         "hidden_size": FieldRule(("hidden_size",), 768)})},
+    "bart": {"embeddings": FamilyRule(
+        "models/bart/modeling_bart.py::BartLearnedPositionalEmbedding", BartEmbeddingParams,
+        {"max_position_embeddings": FieldRule(("max_position_embeddings",), 1024),
+         "hidden_size": FieldRule(("d_model", "hidden_size"), 1024)})},
+    "bloom": {"alibi": FamilyRule(
+        "models/bloom/modeling_bloom.py::build_alibi_tensor", AlibiParams,
+        {"num_heads": FieldRule(("n_head", "num_attention_heads"), 8)}, {"form": "bloom"})},
+    "mpt": {"alibi": FamilyRule(
+        "models/mpt/modeling_mpt.py::build_mpt_alibi_tensor", AlibiParams,
+        {"num_heads": FieldRule(("n_heads", "num_attention_heads"), 16),
+         "alibi_bias_max": FieldRule(("attn_config.alibi_bias_max",), 8)}, {"form": "mpt"})},
+    "t5": {part: FamilyRule(
+        "models/t5/modeling_t5.py::T5Attention._relative_position_bucket", T5Params,
+        {"num_buckets": FieldRule(("relative_attention_num_buckets",), 32),
+         "max_distance": FieldRule(("relative_attention_max_distance",), 128)}, {"bidirectional": bidi})
+        for part, bidi in (("encoder", True), ("decoder", False))},
+    "whisper": {"encoder_positions": FamilyRule(
+        "models/whisper/modeling_whisper.py::sinusoids", SinusoidalParams,
+        {"dim": FieldRule(("d_model",), 384)}, {"layout": "concat", "variant": "whisper"})},
+    "m2m_100": {"positions": FamilyRule(
+        "models/m2m_100/modeling_m2m_100.py::M2M100SinusoidalPositionalEmbedding", SinusoidalParams,
+        {"dim": FieldRule(("d_model",), 1024), "padding_idx": FieldRule(("pad_token_id",), 1)},
+        {"layout": "concat", "variant": "fairseq"})},
+}
 
 
 def _lookup(config: dict, dotted: str):
@@ -286,9 +281,9 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     model_type = config.get("model_type")
     if model_type in MODEL_RULES:
         return {"rope": rope_params_from_hf_config(config)}
-    rules = _family_rules().get(model_type)
+    rules = FAMILY_RULES.get(model_type)
     if rules is None:
-        known = sorted(set(MODEL_RULES) | set(_family_rules()))
+        known = sorted(set(MODEL_RULES) | set(FAMILY_RULES))
         raise SpecError(f"config.json: model_type: {model_type!r} has no import rule; known: {', '.join(known)}")
     out = {}
     for name, rule in rules.items():

@@ -137,7 +137,7 @@ def test_deepseek_v3_rope_interleave_decides_the_pairing(flag, pairing):
 
 
 # ---- the other families ---------------------------------------------------------------------------
-from posenc.spec.hf_config import _family_rules, params_from_hf_config  # noqa: E402
+from posenc.spec.hf_config import FAMILY_RULES, params_from_hf_config  # noqa: E402
 from posenc.spec.registry import model_params  # noqa: E402
 
 # Published config.json values (the registry entries' sources) -> the registry entry itself.
@@ -170,11 +170,11 @@ def test_t5_gives_encoder_and_decoder_buckets():
     assert (out["encoder"].bidirectional, out["decoder"].bidirectional) == (True, False)
 
 
-@pytest.mark.parametrize("model_type", sorted(_family_rules()))
+@pytest.mark.parametrize("model_type", sorted(FAMILY_RULES))
 def test_missing_keys_take_the_transformers_config_class_defaults(model_type):
     """The defaults of the rule table are read from transformers' own config classes."""
     hf = AutoConfig.for_model(model_type).to_dict()
-    for rule in _family_rules()[model_type].values():
+    for rule in FAMILY_RULES[model_type].values():
         for name, fr in rule.fields.items():
             key = fr.keys[0]
             value = hf
