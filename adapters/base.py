@@ -106,6 +106,8 @@ lists more than ``cpu``, and set ``notes`` (the dtype policy, shown in the repor
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -156,6 +158,18 @@ class Adapter:
     #: Devices on which out-of-range rows may be sent to the adapter (LEARNED-ROW-RANGE probe):
     #: on CUDA an unchecked gather is a device-side assert that takes the whole process down.
     range_probe_devices: tuple[str, ...] = ("cpu",)
+
+    def __getattr__(self, name: str):
+        """An operation method of a registered family that this adapter does not define is
+        unsupported (the operation table names every method; the defaults below document the
+        kit's own)."""
+        if not name.startswith("_"):
+            from posenc import families
+            if any(o.method == name for o in families.spec().operations.values()):
+                def unsupported(*args, **kwargs):
+                    raise Unsupported(f"adapter {self.name!r} does not implement {name}")
+                return unsupported
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ---- environment -------------------------------------------------------------------
     def versions(self) -> dict[str, str]:
@@ -267,3 +281,23 @@ def roberta_from_bert(adapter: Adapter, params, weights, *, dtype: str, device: 
             position_ids = adapter.roberta_positions(input_ids, params, cache_length)
         return bert(input_ids, token_type_ids=token_type_ids, position_ids=position_ids)
     return call
+
+
+def family_ports(package: str) -> tuple[type, ...]:
+    """The ``Ops`` mixin classes of a port package, one module per spec family.
+
+    A port (the kit's torch, jax or tensorflow one, or a wrapper) keeps each family's
+    operations in ``<package>/<family>.py`` as a class ``Ops``; the adapter class is composed
+    as ``class MyAdapter(*family_ports("my.port"), Adapter)``, so adding a family's port is a
+    new file and no edit of the adapter.  Modules whose name starts with ``_`` (shared helpers)
+    are skipped; the order is by module name (method names do not overlap across families).
+    """
+    pkg = importlib.import_module(package)
+    found = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        ops = getattr(importlib.import_module(f"{package}.{info.name}"), "Ops", None)
+        if isinstance(ops, type):
+            found.append(ops)
+    return tuple(found)

@@ -1,10 +1,10 @@
 """``posenc`` command line: goldens, spec schema, spec validation.
 
-    posenc golden regenerate      recompute every golden with the reference, rewrite manifest
+    posenc golden regenerate      recompute every golden with the reference, rewrite manifest (--family F)
     posenc golden check           tampering (sha256) and staleness (recompute) -> exit 1 on problems
     posenc spec schema [--check]  write (or check) spec/schema.json from the pydantic models
     posenc spec validate [DIR]    load and validate the spec YAML files
-    posenc spec show ID           print one clause or divergence (for citing in a review)
+    posenc spec show ID           a clause, divergence or operation and what it links to (for a review)
     posenc spec list [FAMILY]     list clause and divergence IDs with their titles
     posenc config import FILE     a HF config.json as the spec's parameter models (JSON)
     posenc matrix [--check]       run every adapter, write docs/conformance-matrix.{md,json}
@@ -23,24 +23,25 @@ from posenc.spec.errors import PosencError
 from . import golden
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="posenc", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="group", required=True)
     g = sub.add_parser("golden", help="golden vectors").add_subparsers(dest="cmd", required=True)
     for name, text in (("regenerate", "recompute every golden case with the reference"),
                        ("check", "detect tampering (sha256) and staleness (recomputation)")):
         p = g.add_parser(name, help=text)
-        p.add_argument("--dir", type=Path, default=golden.GOLDEN_DIR)
+        p.add_argument("--dir", type=Path, default=None, help="golden folder (default: the family's, or the kit's)")
+        p.add_argument("--family", default=None, help="only this registered family's cases (default: the kit's)")
     s = sub.add_parser("spec", help="the specification").add_subparsers(dest="cmd", required=True)
     p = s.add_parser("schema", help="export the JSON Schema of the spec files")
     p.add_argument("--check", action="store_true", help="fail if spec/schema.json is stale")
     p = s.add_parser("validate", help="load and validate the spec YAML files")
     p.add_argument("dir", nargs="?", type=Path)
-    p = s.add_parser("show", help="print one clause or divergence")
-    p.add_argument("id", help="e.g. ROPE-PAIR-HALF or DIV-ROPE-BF16-ANGLES (case-insensitive)")
+    p = s.add_parser("show", help="print one clause, divergence or operation")
+    p.add_argument("id", help="e.g. ROPE-PAIR-HALF, DIV-ROPE-BF16-ANGLES (case-insensitive) or rope.apply")
     p = s.add_parser("list", help="list clause and divergence IDs")
     p.add_argument("family", nargs="?", help="only this family (rope, rope_scaling, sinusoidal, learned, "
-                   "position_ids, alibi, t5)")
+                   "position_ids, alibi, t5, mrope, nope, or a registered one)")
     c = sub.add_parser("config", help="model configs").add_subparsers(dest="cmd", required=True)
     p = c.add_parser("import", help="read a HF config.json (4.x or 5.x) into the spec's parameter models")
     p.add_argument("file", type=Path)
@@ -52,85 +53,161 @@ def main(argv=None) -> int:
     p.add_argument("--check", action="store_true", help="fail if the committed matrix differs (write nothing)")
     p.add_argument("--jobs", type=int, default=1, help="adapters run in parallel (default 1)")
     p.add_argument("--device", default="cpu", help="device for every adapter (default cpu)")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    a = _parser().parse_args(argv)
     try:
         if a.group == "matrix":
             from . import matrix
             return matrix.main(a.adapters or matrix.default_adapters(), a.dtype, a.out or matrix.DOCS_DIR,
                                a.check, a.jobs, a.device)
         if a.group == "config":
-            import json as _json
-
-            from posenc.spec.hf_config import params_from_hf_config
-            found = params_from_hf_config(a.file)
-            if set(found) == {"rope"}:  # RoPE models: the RopeParams themselves
-                print(found["rope"].model_dump_json(indent=2, exclude_none=True))
-            else:
-                print(_json.dumps({k: {"params_model": type(v).__name__, **v.model_dump(mode="json", exclude_none=True)}
-                                   for k, v in found.items()}, indent=2))
-            return 0
-        if a.group == "golden" and a.cmd == "regenerate":
-            files = golden.regenerate(a.dir)
-            print(f"wrote {len(files)} golden files and {golden.MANIFEST} to {a.dir}")
-            return 0
+            return _config_import(a.file)
         if a.group == "golden":
-            problems = golden.check(a.dir)
-            for line in problems:
-                print(line)
-            print(f"golden check: {len(problems)} problem(s) in {len(golden.CASES)} cases")
-            return 1 if problems else 0
+            return _golden(a)
         if a.cmd == "schema":
-            text = json_schema_text()
-            if a.check:
-                if not SCHEMA_PATH.is_file() or SCHEMA_PATH.read_text() != text:
-                    print(f"{SCHEMA_PATH} is stale: run `posenc spec schema`")
-                    return 1
-                print("schema is fresh")
-                return 0
-            SCHEMA_PATH.write_text(text)
-            print(f"wrote {SCHEMA_PATH}")
-            return 0
+            return _schema(a.check)
         spec = load_spec(getattr(a, "dir", None))
         if a.cmd == "validate":
-            print(f"spec {spec.version}: {len(spec.clauses)} clauses, {len(spec.divergences)} divergences: ok")
+            print(f"spec {spec.version}: {len(spec.clauses)} clauses, {len(spec.divergences)} divergences, "
+                  f"{len(spec.operations)} operations: ok")
             return 0
         if a.cmd == "list":
-            for fam in spec.families.values():
-                if a.family and fam.family != a.family:
-                    continue
-                print(f"{fam.family}:")
-                for c in fam.clauses:
-                    print(f"  {c.id:28s} {c.title}{'' if c.required else ' (opt-in)'}")
-                for d in fam.divergences:
-                    print(f"  {d.id:28s} {d.description}")
-            return 0
+            return _list(spec, a.family)
         return _show(spec, a.id)
     except PosencError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
 
-def _show(spec, ident: str) -> int:
-    items = {**spec.clauses, **spec.divergences}
-    item = items.get(ident.upper())
-    if item is None:
-        near = difflib.get_close_matches(ident.upper(), items, n=3)
-        hint = f"; did you mean {', '.join(near)}?" if near else "; `posenc spec list` shows them all"
-        print(f"error: unknown clause or divergence ID {ident!r}{hint}", file=sys.stderr)
+def _config_import(path: Path) -> int:
+    import json as _json
+
+    from posenc.spec.hf_config import params_from_hf_config
+    found = params_from_hf_config(path)
+    if set(found) == {"rope"}:  # RoPE models: the RopeParams themselves
+        print(found["rope"].model_dump_json(indent=2, exclude_none=True))
+    else:
+        print(_json.dumps({k: {"params_model": type(v).__name__, **v.model_dump(mode="json", exclude_none=True)}
+                           for k, v in found.items()}, indent=2))
+    return 0
+
+
+def _golden(a) -> int:
+    from posenc import families
+    cases = golden.family_cases(a.family)
+    fam_dir = families.FAMILIES[a.family].golden_dir if a.family else None
+    directory = a.dir or fam_dir or golden.GOLDEN_DIR
+    if a.cmd == "regenerate":
+        files = golden.regenerate(directory, cases=cases)
+        print(f"wrote {len(files)} golden files and {golden.MANIFEST} to {directory}")
+        return 0
+    problems = golden.check(directory, cases=cases)
+    for line in problems:
+        print(line)
+    print(f"golden check: {len(problems)} problem(s) in {len(cases)} cases")
+    return 1 if problems else 0
+
+
+def _schema(check: bool) -> int:
+    text = json_schema_text()
+    if check:
+        if not SCHEMA_PATH.is_file() or SCHEMA_PATH.read_text() != text:
+            print(f"{SCHEMA_PATH} is stale: run `posenc spec schema`")
+            return 1
+        print("schema is fresh")
+        return 0
+    SCHEMA_PATH.write_text(text)
+    print(f"wrote {SCHEMA_PATH}")
+    return 0
+
+
+def _list(spec, family) -> int:
+    if family and family not in spec.families:
+        print(f"error: unknown family {family!r}; families: {', '.join(spec.families)}", file=sys.stderr)
         return 2
-    data = item.model_dump(mode="json")
-    print(f"{data.pop('id')}  (posenc spec {spec.version})")
+    for fam in spec.families.values():
+        if family and fam.family != family:
+            continue
+        print(f"{fam.family}:")
+        for c in fam.clauses:
+            print(f"  {c.id:28s} {c.title}{'' if c.required else ' (opt-in)'}")
+        for d in fam.divergences:
+            print(f"  {d.id:28s} {d.description}")
+        for o in fam.operations:
+            print(f"  {o.name:28s} {o.title}")
+    return 0
+
+
+def _print_model(data: dict) -> None:
     for key, value in data.items():
         if value in ([], None, ""):
             continue
         if isinstance(value, list):
             print(f"{key}:")
             for v in value:
-                print("  - " + (", ".join(f"{k}: {x}" for k, x in v.items() if x is not None)
+                print("  - " + (", ".join(f"{k}: {x}" for k, x in v.items() if x not in (None, False, []))
                                 if isinstance(v, dict) else str(v)))
         else:
             print(f"{key}: {str(value).strip()}")
+
+
+def _show(spec, ident: str) -> int:
+    items = {**spec.clauses, **spec.divergences}
+    key = ident if ident in spec.operations else ident.upper()
+    item = items.get(key) or spec.operations.get(key)
+    if item is None:
+        near = difflib.get_close_matches(key, [*items, *spec.operations], n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else "; `posenc spec list` shows them all"
+        print(f"error: unknown clause, divergence or operation {ident!r}{hint}", file=sys.stderr)
+        return 2
+    data = item.model_dump(mode="json")
+    print(f"{data.pop('id', None) or data.pop('name')}  (posenc spec {spec.version})")
+    _print_model(data)
+    _show_links(spec, key)
     return 0
+
+
+def _show_links(spec, key: str) -> None:
+    """What the one-ID thread reaches from a clause, divergence or operation: operations and their
+    reference functions, golden cases, invariant checks, divergences and mutants."""
+    from posenc import families
+    fams = families
+    if key in spec.divergences:
+        d = spec.divergences[key]
+        fn = fams.MUTANT_NAMES.get(d.mutant) if fams.mutants() else None
+        ops = sorted(fams.mutants().get(d.mutant, {}))
+        print(f"mutant function: {fn.__module__}.{fn.__qualname__}" if fn else f"mutant function: {d.mutant} (not registered)")
+        print(f"mutant operations: {', '.join(ops) or 'none'}")
+        return
+    if key in spec.operations:
+        ops = [spec.operations[key]]
+        cases = [c for c in fams.all_cases() if c.op == key]
+        clauses = set(ops[0].clauses)
+    else:
+        ops = [o for o in spec.operations.values() if key in o.clauses]
+        cases = [c for c in fams.all_cases() if key in c.clauses]
+        clauses = {key}
+    print("operations:")
+    for o in ops:
+        print(f"  - {o.name}: adapter method {o.method}{'' if o.call is None else f' -> {o.call}'}; "
+              f"reference {fams.reference_of(o.name).qualname}")
+    print(f"golden cases ({len(cases)}):")
+    for c in cases:
+        print(f"  - {c.id} ({c.op})")
+    invs = {inv for cid in clauses for inv in spec.clauses[cid].invariants}
+    checks = [c for c in fams.checks().values()
+              if (c.invariant in invs and set(c.handlers) & {o.name for o in ops})
+              or (c.select and any(c.select(x) and set(c.clauses(x)) & clauses for x in cases))]
+    print("invariant checks:" + ("" if checks else " none"))
+    for c in checks:
+        print(f"  - test_{c.name} ({c.invariant or 'own selection'}): {', '.join(sorted(set(c.handlers)))}")
+    divs = [d for d in spec.divergences.values() if clauses & set(d.violates)]
+    print("divergences:" + ("" if divs else " none"))
+    for d in divs:
+        print(f"  - {d.id} (mutant {d.mutant}): {d.description}")
 
 
 if __name__ == "__main__":

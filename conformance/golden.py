@@ -35,12 +35,12 @@ from typing import Optional
 
 import numpy as np
 
-from posenc.reference import ops
+from posenc import families
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import GoldenError
 from posenc.spec.models import PARAM_MODELS
 
-from .cases import CASES, Case, Gen
+from .cases import Case, Gen, all_cases
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 MANIFEST = "manifest.json"
@@ -112,8 +112,22 @@ class Golden:
 
 
 def _compute(case: Case, inputs) -> tuple[dict, dict]:
-    outs = ops.run(case.op, case.params, inputs)
-    return outs, ops.scales(case.op, case.params, inputs)
+    ref = families.reference_of(case.op)
+    return ref.fn(case.params, inputs), ref.scales(case.params, inputs)
+
+
+def golden_dir(case: Case) -> Path:
+    """Where a case's golden lives: its family's golden directory (the kit's by default)."""
+    return families.family_of(case.op).golden_dir or GOLDEN_DIR
+
+
+def family_cases(family: Optional[str] = None) -> list[Case]:
+    """The cases of one registered family, or (``None``) of every family whose goldens are the kit's."""
+    families.load_modules()
+    if family is not None and family not in families.FAMILIES:
+        raise GoldenError(f"unknown family {family!r}; registered: {', '.join(sorted(families.FAMILIES))}")
+    return [c for c in all_cases() if (families.family_of(c.op).name == family if family
+                                       else families.family_of(c.op).golden_dir is None)]
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
@@ -122,11 +136,13 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
-def regenerate(directory: Path = GOLDEN_DIR, seed: int = SEED) -> list[str]:
-    """Recompute every case with the reference and rewrite the npz files and the manifest."""
+def regenerate(directory: Path = GOLDEN_DIR, seed: int = SEED, cases: Optional[list[Case]] = None) -> list[str]:
+    """Recompute ``cases`` (default: the kit's families') with the reference; rewrite the npz
+    files and the manifest of ``directory``."""
+    directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     entries, written = [], []
-    for case in CASES:
+    for case in family_cases() if cases is None else cases:
         inputs = case_inputs(case, seed)
         outs, scl = _compute(case, inputs)
         arrays: dict[str, np.ndarray] = {}
@@ -193,7 +209,7 @@ def _entry_field(entry: dict, key: str, where: Path):
                           f"has no field {key!r}") from None
 
 
-def load(case: Case, directory: Path = GOLDEN_DIR, manifest: Optional[dict] = None) -> Golden:
+def load(case: Case, directory: Optional[Path] = None, manifest: Optional[dict] = None) -> Golden:
     """Load one case, verifying it against the manifest *and* the case definition.
 
     Checks: the file's sha256; op, clauses and parameters equal the case's; every input
@@ -201,7 +217,36 @@ def load(case: Case, directory: Path = GOLDEN_DIR, manifest: Optional[dict] = No
     the manifest's shapes and dtypes; the stored error scales equal the reference's
     recomputation.  Raises :class:`GoldenError` naming the file and what differs.
     """
+    directory = Path(directory) if directory is not None else golden_dir(case)
     m = manifest if manifest is not None else read_manifest(directory)
+    path, entry, arrays = _read_entry(case, directory, m)
+    inputs = _verified_inputs(case, path, entry, arrays, m["seed"])
+    outputs = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("output/")}
+    meta_out = _entry_field(entry, "outputs", path)
+    if set(outputs) != set(meta_out):
+        raise GoldenError(f"{path}: outputs {sorted(outputs)} != manifest {sorted(meta_out)}")
+    for name, a in outputs.items():
+        if list(a.shape) != meta_out[name].get("shape") or str(a.dtype) != meta_out[name].get("dtype"):
+            raise GoldenError(f"{path}: output {name!r} is {a.dtype}{list(a.shape)}, the manifest says "
+                              f"{meta_out[name].get('dtype')}{meta_out[name].get('shape')}")
+    g = Golden(
+        case, inputs, outputs,
+        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("scale/")},
+        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("angle/")},
+        families.operation(case.op).eps_floor_float32,
+    )
+    for name, (ds, an) in families.reference_of(case.op).scales(case.params, inputs).items():
+        for kind, stored, ref in (("scale", g.dtype_scales, ds), ("angle", g.angle_scales, an)):
+            got = stored.get(name)
+            ref = np.broadcast_to(ref, outputs[name].shape)
+            if got is None or got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-12, atol=0):
+                raise GoldenError(f"{path}: stored {kind} of output {name!r} differs from the reference's "
+                                  "error scales (tampered, or stale: regenerate)")
+    return g
+
+
+def _read_entry(case: Case, directory: Path, m: dict) -> tuple[Path, dict, dict]:
+    """The case's manifest entry and npz arrays: sha256, op, clauses and params checked."""
     entry = next((e for e in m["cases"] if isinstance(e, dict) and e.get("id") == case.id), None)
     if entry is None:
         raise GoldenError(f"{directory / MANIFEST}: no entry for case {case.id!r}; regenerate the goldens")
@@ -226,7 +271,12 @@ def load(case: Case, directory: Path = GOLDEN_DIR, manifest: Optional[dict] = No
             arrays = {k: z[k] for k in z.files}
     except Exception as e:  # noqa: BLE001 - any unreadable npz is reported with its file
         raise GoldenError(f"{path}: not a readable npz of plain arrays: {e}") from None
-    expected_inputs = case_inputs(case, m["seed"])
+    return path, entry, arrays
+
+
+def _verified_inputs(case: Case, path: Path, entry: dict, arrays: dict, seed: int) -> dict[str, np.ndarray]:
+    """The stored or regenerated inputs, each equal to the case definition's and the manifest's sha256."""
+    expected_inputs = case_inputs(case, seed)
     meta_inputs = _entry_field(entry, "inputs", path)
     if set(meta_inputs) != set(expected_inputs):
         raise GoldenError(f"{path}: inputs {sorted(meta_inputs)} != the case's {sorted(expected_inputs)}")
@@ -239,31 +289,10 @@ def load(case: Case, directory: Path = GOLDEN_DIR, manifest: Optional[dict] = No
         if not (sha256_array(a) == meta.get("sha256") == sha256_array(want)):
             raise GoldenError(f"{path}: input {name!r} differs from the case definition or its manifest sha256")
         inputs[name] = a
-    outputs = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("output/")}
-    meta_out = _entry_field(entry, "outputs", path)
-    if set(outputs) != set(meta_out):
-        raise GoldenError(f"{path}: outputs {sorted(outputs)} != manifest {sorted(meta_out)}")
-    for name, a in outputs.items():
-        if list(a.shape) != meta_out[name].get("shape") or str(a.dtype) != meta_out[name].get("dtype"):
-            raise GoldenError(f"{path}: output {name!r} is {a.dtype}{list(a.shape)}, the manifest says "
-                              f"{meta_out[name].get('dtype')}{meta_out[name].get('shape')}")
-    g = Golden(
-        case, inputs, outputs,
-        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("scale/")},
-        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("angle/")},
-        ops.OPS[case.op].eps_floor_float32,
-    )
-    for name, (ds, an) in ops.scales(case.op, case.params, inputs).items():
-        for kind, stored, ref in (("scale", g.dtype_scales, ds), ("angle", g.angle_scales, an)):
-            got = stored.get(name)
-            ref = np.broadcast_to(ref, outputs[name].shape)
-            if got is None or got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-12, atol=0):
-                raise GoldenError(f"{path}: stored {kind} of output {name!r} differs from the reference's "
-                                  "error scales (tampered, or stale: regenerate)")
-    return g
+    return inputs
 
 
-def check(directory: Path = GOLDEN_DIR) -> list[str]:
+def check(directory: Path = GOLDEN_DIR, cases: Optional[list[Case]] = None) -> list[str]:
     """Tampering (sha256) and staleness (recompute within a few float64 ulp) for every case.
 
     Returns a list of problems, empty when all goldens are fresh.
@@ -274,12 +303,13 @@ def check(directory: Path = GOLDEN_DIR) -> list[str]:
     except GoldenError as e:
         return [str(e)]
     ids = {e["id"] for e in m["cases"]}
-    for case in CASES:
+    cases = family_cases() if cases is None else cases
+    for case in cases:
         if case.id not in ids:
             problems.append(f"case {case.id!r} has no golden; regenerate")
-    for extra in sorted(ids - {c.id for c in CASES}):
+    for extra in sorted(ids - {c.id for c in cases}):
         problems.append(f"manifest lists {extra!r}, which no case defines; regenerate")
-    for case in CASES:
+    for case in cases:
         if case.id not in ids:
             continue
         try:

@@ -13,11 +13,13 @@ from typing import Any, Optional
 
 import numpy as np
 
+from posenc import families
 from posenc.adapters import Adapter, Unsupported
-from posenc.reference import mutants, ops
-from posenc.reference.ops import call_keys
+from posenc.families.rope import call_keys
+from posenc.reference import mutants
 from posenc.spec import Spec
 from posenc.spec.errors import AdapterError
+from posenc.spec.shapes import output_shapes
 from posenc.spec.tolerance import Comparison, compare
 
 from .golden import Golden
@@ -64,108 +66,90 @@ def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, devic
     return a
 
 
-def call_op(adapter: Adapter, op: str, params, x: dict[str, Any], dtype: str, device: str) -> dict[str, tuple[Any, str]]:
-    """Call the adapter operation; returns ``{output: (native, kind)}``."""
-    fam = op.split(".")[0]
-    if fam == "rope" and op != "rope.apply_with_cos_sin":
-        r = adapter.rope(params, dtype=dtype, device=device)
-        method = "cos_sin" if op == "rope.cos_sin_calls" else op.split(".")[1]
-        if not callable(getattr(r, method, None)):
-            raise Unsupported(f"adapter {adapter.name!r}: the prepared rope operation has no {method}()")
-        if op == "rope.inv_freq":
-            w, a = r.inv_freq()
-            return {"inv_freq": (w, "float32+"), "attention_factor": (a, "scalar")}
-        if op == "rope.cos_sin":
-            c, s = r.cos_sin(x["position_ids"])
-            return {"cos": (c, "float"), "sin": (s, "float")}
-        if op == "rope.cos_sin_calls":  # a sequence of calls on one prepared operation
-            out = {}
-            for key in call_keys(x):
+def _argument(tok: str, x: dict[str, Any], env: dict[str, Any]):
+    if tok in env:
+        return env[tok]
+    if tok.startswith("'"):
+        return tok.strip("'")
+    return x.get(tok)  # an absent optional input is passed as None
+
+
+def _arguments(args: list[str], kwargs: list[str], x: dict[str, Any], env: dict[str, Any], named: set[str]):
+    pos = [_argument(t, x, env) for t in args]
+    kw = {}
+    for t in kwargs:
+        if t == "**inputs":
+            kw.update({n: v for n, v in x.items() if n not in named})
+        else:
+            kw[t] = _argument(t, x, env)
+    return pos, kw
+
+
+def _returned(adapter: Adapter, op, result) -> dict[str, Any]:
+    """The adapter's return value as ``{output: native}`` in the order of ``op.returns``."""
+    if len(op.returns) == 1:
+        return {op.returns[0]: result}
+    if not isinstance(result, (tuple, list)) or len(result) != len(op.returns):
+        raise AdapterError(f"{adapter.name}.{op.name}: must return {len(op.returns)} values "
+                           f"({', '.join(op.returns)}), got {type(result).__name__}")
+    return dict(zip(op.returns, result))
+
+
+def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: str, device: str) -> dict[str, tuple[Any, str]]:
+    """Call the adapter operation by its declaration in the operation table (the family's spec file).
+
+    Returns ``{output: (native, kind)}``; a repeated call (``rope.cos_sin_calls``) gives
+    ``<output>.<k>`` per call, all on one prepared object.
+    """
+    op = families.operation(op_name)
+    method = getattr(adapter, op.method)  # Adapter.__getattr__: an undefined operation is unsupported
+    weights = {i.name: x[i.name] for i in op.inputs if i.weight and i.name in x}
+    env = {"params": params, "weights": weights, "dtype": dtype, "device": device}
+    named = {t for t in op.args + op.kwargs + op.call_args + op.call_kwargs} | set(weights)
+    args, kwargs = _arguments(op.args, op.kwargs, x, env, named)
+    target = method(*args, **kwargs)
+    if op.call is None:
+        raw = _returned(adapter, op, target)
+    else:
+        fn = target if op.call == "()" else getattr(target, op.call, None)
+        if not callable(fn):
+            raise Unsupported(f"adapter {adapter.name!r}: the prepared {op.method} operation has no {op.call}()")
+        repeated = [i.name for i in op.inputs if i.repeated]
+        if repeated:
+            raw = {}
+            for key in call_keys(x, prefix=f"{repeated[0]}."):
                 k = key.rsplit(".", 1)[1]
-                c, s = r.cos_sin(x[key])
-                out[f"cos.{k}"], out[f"sin.{k}"] = (c, "float"), (s, "float")
-            return out
-        q, k = r.apply(x["q"], x["k"], x["position_ids"])
-        return {"q": (q, "float"), "k": (k, "float")}
-    if op == "rope.apply_with_cos_sin":
-        q, k = adapter.rope_apply_with_cos_sin(x["q"], x["k"], x["cos"], x["sin"], params)
-        return {"q": (q, "float"), "k": (k, "float")}
-    if op == "sinusoidal.table":
-        return {"pe": (adapter.sinusoidal(x["position_ids"], params, dtype=dtype, device=device), "float")}
-    if op == "sinusoidal.fairseq_positions":
-        return {"positions": (adapter.fairseq_positions(x["input_ids"], params, x["cache_length"]), "int")}
-    if op == "sinusoidal.fairseq":
-        f = adapter.fairseq_sinusoidal(params, dtype=dtype, device=device)
-        return {"pe": (f(x["input_ids"], cache_length=x["cache_length"]), "float")}
-    if op == "learned.lookup":
-        return {"embeddings": (adapter.lookup(x["table"], x["rows"]), "float")}
-    if op == "learned.gpt2":
-        f = adapter.gpt2_embeddings(params, {"wte": x["wte"], "wpe": x["wpe"]}, dtype=dtype, device=device)
-        return {"embeddings": (f(x["input_ids"], position_ids=x.get("position_ids"),
-                                 cache_length=x["cache_length"]), "float")}
-    if op in ("learned.bert", "learned.roberta"):  # BERT-style: word + token_type + position, LayerNorm
-        names = ("word_embeddings", "position_embeddings", "token_type_embeddings",
-                 "layer_norm_weight", "layer_norm_bias")
-        make = adapter.bert_embeddings if op == "learned.bert" else adapter.roberta_embeddings
-        f = make(params, {n: x[n] for n in names}, dtype=dtype, device=device)
-        return {"embeddings": (f(x["input_ids"], token_type_ids=x.get("token_type_ids"),
-                                 position_ids=x.get("position_ids"), cache_length=x["cache_length"]), "float")}
-    if op == "learned.roberta_positions":
-        return {"positions": (adapter.roberta_positions(x["input_ids"], params, x["cache_length"]), "int")}
-    if op == "learned.bart_embeddings":
-        f = adapter.bart_embeddings(params, {"table": x["table"]}, dtype=dtype, device=device)
-        return {"embeddings": (f(x["input_ids"], attention_mask=x.get("attention_mask"),
-                                 cache_length=x["cache_length"]), "float")}
-    if op == "learned.opt_positions":
-        return {"positions": (adapter.opt_positions(x["attention_mask"], x["cache_length"]), "int")}
-    if op == "learned.opt_rows":
-        return {"rows": (adapter.opt_rows(x["positions"]), "int")}
-    if op == "learned.opt_embeddings":
-        f = adapter.opt_embeddings(params, {"table": x["table"]}, dtype=dtype, device=device)
-        return {"embeddings": (f(x["attention_mask"], cache_length=x["cache_length"]), "float")}
-    if fam == "position_ids":
-        rule = op.split(".", 1)[1]
-        return {"position_ids": (adapter.position_ids(rule, device=device, **x), "int")}
-    if op == "alibi.slopes":
-        return {"slopes": (adapter.alibi_slopes(params, dtype=dtype, device=device), "float32+")}
-    if op == "alibi.bias":
-        return {"bias": (adapter.alibi_bias(params, dtype=dtype, device=device, **x), "float")}
-    if op == "t5.buckets":
-        return {"buckets": (adapter.t5_buckets(x["relative_position"], params), "int")}
-    if op == "t5.bias":
-        f = adapter.t5_bias(params, {"table": x["table"]}, dtype=dtype, device=device)
-        return {"bias": (f(x["query_length"], x["key_length"], cache_length=x["cache_length"]), "float")}
-    if fam == "mrope":
-        r = adapter.mrope(params, dtype=dtype, device=device)
-        if op == "mrope.cos_sin":
-            c, s = r.cos_sin(x["position_ids"])
-            return {"cos": (c, "float"), "sin": (s, "float")}
-        q, k = r.apply(x["q"], x["k"], x["position_ids"])
-        return {"q": (q, "float"), "k": (k, "float")}
-    if op == "nope.apply":
-        q, k = adapter.nope_apply(x["q"], x["k"], x["position_ids"], x["layer_idx"], params)
-        return {"q": (q, "float"), "k": (k, "float")}
-    if op == "nope.layer_flags":
-        return {"use_rope": (adapter.nope_layer_flags(params, device=device), "int")}
-    if op == "attention.probs":
-        return {"probs": (adapter.attention_probs(x["q"], x["k"], params), "float")}
-    raise KeyError(f"unknown operation {op!r}")
+                xs = {**x, **{n: x[f"{n}.{k}"] for n in repeated}}
+                a, kw = _arguments(op.call_args, op.call_kwargs, xs, env, named)
+                raw.update({f"{n}.{k}": v for n, v in _returned(adapter, op, fn(*a, **kw)).items()})
+        else:
+            a, kw = _arguments(op.call_args, op.call_kwargs, x, env, named)
+            raw = _returned(adapter, op, fn(*a, **kw))
+    kinds = {o.name: o.kind for o in op.outputs}
+    return {n: (v, kinds[n.split(".")[0]]) for n, v in raw.items()}
 
 
 def run_case(adapter: Adapter, golden: Golden, dtype: str, device: str,
              inputs: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
-    """Run a case (optionally with other inputs) and return NumPy outputs, contract-checked."""
+    """Run a case (optionally with other inputs) and return NumPy outputs, contract-checked:
+    dtype, device and the shape the operation table declares (a malformed output is an
+    :class:`AdapterError`, never compared)."""
     case = golden.case
-    x = native_inputs(adapter, golden.inputs if inputs is None else inputs, dtype, device)
+    numpy_inputs = golden.inputs if inputs is None else inputs
+    x = native_inputs(adapter, numpy_inputs, dtype, device)
     raw = call_op(adapter, case.op, case.params, x, dtype, device)
+    shapes = output_shapes(families.operation(case.op), case.params, numpy_inputs)
     out = {}
     for name, (val, kind) in raw.items():
         if kind == "scalar":
             if not isinstance(val, (int, float, np.floating, np.integer)):
                 raise AdapterError(f"{adapter.name}.{case.op}: {name!r} must be a Python number, got {type(val).__name__}")
             out[name] = np.float64(val)
-        else:
-            out[name] = _check(adapter, case.op, name, val, kind, dtype, device)
+            continue
+        out[name] = _check(adapter, case.op, name, val, kind, dtype, device)
+        if name in shapes and tuple(out[name].shape) != shapes[name]:
+            raise AdapterError(f"{adapter.name}.{case.op}: output {name!r} has shape {list(out[name].shape)}, "
+                               f"the operation table says {list(shapes[name])}")
     return out
 
 
@@ -179,7 +163,7 @@ def compare_outputs(golden: Golden, outputs: dict[str, np.ndarray], dtype: str) 
             res.append(Comparison(False, float("inf"), -1, ref.size, None, None, None, f"{name}: missing from the adapter's outputs"))
             continue
         # inv_freq and ALiBi slopes are float32+ whatever the activations
-        dt = "float32" if name in ops.OPS[golden.case.op].float32_outputs else dtype
+        dt = "float32" if name in families.operation(golden.case.op).float32_outputs else dtype
         res.append(compare(
             name, outputs[name], ref, dtype=dt, dtype_scale=golden.dtype_scales.get(name),
             angle_scale=golden.angle_scales.get(name), angle_based=golden.angle_based,
@@ -207,7 +191,7 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
         if not (set(d.violates) & set(golden.case.clauses) or {v.split("-")[0] for v in d.violates} & fams):
             continue
         try:
-            mut = mutants.run(d.mutant, golden.case.op, golden.case.params, golden.inputs)
+            mut = mutants.run(d.mutant, golden.case.op, golden.case.params, golden.inputs, dtype)
         except Exception:  # noqa: BLE001 - a mutant that cannot run on this case does not match
             continue
         if mut is None:

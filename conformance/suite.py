@@ -13,7 +13,7 @@ from posenc.adapters import Adapter, Unsupported
 from posenc.spec import load_spec
 
 from . import golden as _golden
-from .cases import CASES, Case
+from .cases import Case, all_cases
 from .runner import compare_outputs, diagnose, run_case
 
 _SPEC = load_spec()
@@ -26,7 +26,7 @@ def invariant_clauses(invariant: str) -> set[str]:
 def params(select: Callable[[Case], bool], clauses: Optional[Callable[[Case], Iterable[str]]] = None):
     """``pytest.param`` per selected case, id ``<case>@<CLAUSE+...>``, marked with its clauses."""
     out = []
-    for c in CASES:
+    for c in all_cases():
         if select(c):
             cl = tuple(clauses(c)) if clauses else c.clauses
             out.append(pytest.param(c, id=f"{c.id}@{'+'.join(cl)}", marks=pytest.mark.clauses(*cl)))
@@ -41,14 +41,15 @@ def with_invariant(invariant: str, ops: tuple[str, ...]):
 
 
 @functools.lru_cache(maxsize=None)
-def _manifest():
-    return _golden.read_manifest()
+def _manifest(directory):
+    return _golden.read_manifest(directory)
 
 
 @functools.lru_cache(maxsize=64)
 def load_golden(case_id: str) -> _golden.Golden:
-    case = next(c for c in CASES if c.id == case_id)
-    return _golden.load(case, manifest=_manifest())
+    case = next(c for c in all_cases() if c.id == case_id)
+    directory = _golden.golden_dir(case)
+    return _golden.load(case, directory, manifest=_manifest(directory))
 
 
 def require_dtype(adapter: Adapter, dtype: str) -> None:

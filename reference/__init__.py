@@ -1,3 +1,8 @@
-"""NumPy float64 reference: one plain function per operation (see ``ops.OPS``)."""
+"""NumPy float64 reference: the math of every family, one plain function per rule.
 
-from . import learned, mutants, ops, position_ids, rope, sinusoidal  # noqa: F401
+The operations' reference bindings (what the goldens and the diagnosis run) are registered by
+the families (:mod:`posenc.families`); :mod:`posenc.reference.ops` and
+:mod:`posenc.reference.mutants` are views of them by name.
+"""
+
+from . import learned, position_ids, rope, sinusoidal  # noqa: F401,E402  (as before: posenc.reference.rope, ...)

@@ -1,14 +1,17 @@
-"""The machine-readable specification: clauses, divergences and parameter models.
+"""The machine-readable specification: clauses, divergences, operations and parameter models.
 
-``load_spec()`` reads every ``spec/<family>.yaml`` shipped with the package, validates it
-against :mod:`posenc.spec.models` and returns a :class:`Spec`.  A malformed file raises
-:class:`~posenc.spec.errors.SpecError` naming the file and the field.
+``load_spec()`` reads every ``spec/<family>.yaml`` shipped with the package and the spec file of
+every registered family (:func:`register_spec_file`, called by
+:func:`posenc.families.register_family`), validates them against :mod:`posenc.spec.models` and
+returns a :class:`Spec`.  A malformed file raises :class:`~posenc.spec.errors.SpecError` naming
+the file and the field.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
@@ -16,16 +19,20 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import SpecError
-from .models import Clause, Divergence, FamilyFile
+from .models import Clause, Divergence, FamilyFile, Operation
 
 SPEC_VERSION = "0.3.0"
-#: Which ID prefixes each family's file may define.
-FAMILY_PREFIXES: dict[str, tuple[str, ...]] = {
-    "rope": ("ROPE",), "sinusoidal": ("SIN",), "learned": ("LEARNED",), "position_ids": ("POS",),
-    "rope_scaling": ("SCALE",), "alibi": ("ALIBI",), "t5": ("T5",), "mrope": ("MROPE",), "nope": ("NOPE",),
-}
 SPEC_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = SPEC_DIR / "schema.json"
+#: Spec files of registered families outside the kit (see :func:`register_spec_file`).
+_REGISTERED_FILES: list[Path] = []
+
+
+def register_spec_file(path: Path) -> None:
+    """Add a registered family's spec file to what :func:`load_spec` reads by default."""
+    path = Path(path).resolve()
+    if path not in _REGISTERED_FILES:
+        _REGISTERED_FILES.append(path)
 
 
 def _format_validation(path: Path, err: ValidationError) -> str:
@@ -41,13 +48,26 @@ class Spec:
     version: str
     families: dict[str, FamilyFile]
 
-    @property
+    @cached_property
     def clauses(self) -> dict[str, Clause]:
         return {c.id: c for f in self.families.values() for c in f.clauses}
 
-    @property
+    @cached_property
     def divergences(self) -> dict[str, Divergence]:
         return {d.id: d for f in self.families.values() for d in f.divergences}
+
+    @cached_property
+    def operations(self) -> dict[str, Operation]:
+        """Every operation of the adapter contract, by name (``rope.apply``, ...)."""
+        return {o.name: o for f in self.families.values() for o in f.operations}
+
+    @cached_property
+    def _operation_family(self) -> dict[str, str]:
+        return {o.name: f.family for f in self.families.values() for o in f.operations}
+
+    def family_of_operation(self, op: str) -> str:
+        """The family whose file declares operation ``op`` (``KeyError`` for an unknown one)."""
+        return self._operation_family[op]
 
     def clause(self, clause_id: str) -> Clause:
         try:
@@ -84,32 +104,30 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def load_spec(directory: Optional[Path] = None) -> Spec:
-    """Load every ``*.yaml`` in ``directory`` (default: the packaged spec).
+    """Load every ``*.yaml`` in ``directory`` (default: the packaged spec and the registered families).
 
-    Checks across files: clause and divergence IDs are unique, every divergence violates
-    clauses that exist, and every clause's ``since`` is not newer than the spec version.
+    Checks across files: family names, clause, divergence and operation IDs are unique, IDs use
+    their file's ``id_prefixes``, every divergence violates clauses that exist, every operation
+    serves clauses that exist, and no ``since`` is newer than the spec version.
     """
-    directory = Path(directory) if directory else SPEC_DIR
+    if directory is None:
+        from posenc.families import discover  # registered families add their spec files
+        discover()
+        files = sorted(SPEC_DIR.glob("*.yaml")) + list(_REGISTERED_FILES)
+        where = SPEC_DIR
+    else:
+        where = Path(directory)
+        files = sorted(where.glob("*.yaml"))
+    if not files:
+        raise SpecError(f"{where}: no spec YAML files found")
     families: dict[str, FamilyFile] = {}
     files_of: dict[str, str] = {}
     seen: dict[str, str] = {}
-    files = sorted(directory.glob("*.yaml"))
-    if not files:
-        raise SpecError(f"{directory}: no spec YAML files found")
     for path in files:
         fam = load_family(path)
         if fam.family in families:
             raise SpecError(f"{path.name}: family: {fam.family!r} is already defined in {files_of[fam.family]}")
-        for kind, items in (("clauses", fam.clauses), ("divergences", fam.divergences)):
-            for i, item in enumerate(items):
-                where = f"{path.name}: {kind}.{i}.id"
-                if item.id in seen:
-                    raise SpecError(f"{where}: {item.id!r} is already defined in {seen[item.id]}")
-                prefix = item.id.removeprefix("DIV-").split("-")[0]
-                if prefix not in FAMILY_PREFIXES[fam.family]:
-                    raise SpecError(f"{where}: prefix {prefix!r} does not belong to family {fam.family!r} "
-                                    f"(expected {' or '.join(FAMILY_PREFIXES[fam.family])})")
-                seen[item.id] = path.name
+        _check_ids(path, fam, seen)
         families[fam.family] = fam
         files_of[fam.family] = path.name
     spec = Spec(SPEC_VERSION, families)
@@ -117,10 +135,29 @@ def load_spec(directory: Optional[Path] = None) -> Spec:
         for j, d in enumerate(fam.divergences):
             for cid in d.violates:
                 if cid not in spec.clauses:
-                    raise SpecError(
-                        f"{files_of[fam_name]}: divergences.{j}.violates: unknown clause {cid!r}"
-                    )
+                    raise SpecError(f"{files_of[fam_name]}: divergences.{j}.violates: unknown clause {cid!r}")
+        for j, o in enumerate(fam.operations):
+            for cid in o.clauses:
+                if cid not in spec.clauses:
+                    raise SpecError(f"{files_of[fam_name]}: operations.{j}.clauses: unknown clause {cid!r}")
     return spec
+
+
+def _check_ids(path: Path, fam: FamilyFile, seen: dict[str, str]) -> None:
+    """IDs unique across files (``seen``: ID -> file) and carrying one of the family's prefixes."""
+    for kind, items in (("clauses", fam.clauses), ("divergences", fam.divergences), ("operations", fam.operations)):
+        for i, item in enumerate(items):
+            ident = item.name if kind == "operations" else item.id
+            where = f"{path.name}: {kind}.{i}.{'name' if kind == 'operations' else 'id'}"
+            if ident in seen:
+                raise SpecError(f"{where}: {ident!r} is already defined in {seen[ident]}")
+            seen[ident] = path.name
+            if kind == "operations":
+                continue
+            prefix = ident.removeprefix("DIV-").split("-")[0]
+            if prefix not in fam.id_prefixes:
+                raise SpecError(f"{where}: prefix {prefix!r} does not belong to family {fam.family!r} "
+                                f"(expected {' or '.join(fam.id_prefixes)})")
 
 
 def json_schema() -> dict:
@@ -132,4 +169,4 @@ def json_schema_text() -> str:
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
 
 
-__all__ = ["SPEC_VERSION", "Spec", "load_spec", "load_family", "json_schema", "SpecError"]
+__all__ = ["SPEC_VERSION", "Spec", "load_spec", "load_family", "register_spec_file", "json_schema", "SpecError"]

@@ -139,33 +139,10 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     if rope_type != "default" and not rule.allows_scaling:
         raise SpecError(f"config.json: {where}.rope_type: {model_type} has no RoPE scaling ({rule.source})")
 
-    if rule.fixed_theta is not None:
-        theta = rule.fixed_theta
-    else:
-        theta = rope.pop("rope_theta", None)
-        for k in rule.theta_keys:
-            theta = theta if theta is not None else config.get(k)
-        if theta is None:
-            if rule.theta_default is None:
-                raise SpecError(f"config.json: rope_theta: missing, and model_type {model_type!r} defines no default")
-            theta = rule.theta_default
+    theta = _theta(config, rope, rule, model_type)
     head_dim = _head_dim(config, rule, model_type)
-    if rule.rotary_dim_key:
-        rotary_dim = int(config.get(rule.rotary_dim_key) or head_dim)
-    else:
-        factor = rope.pop("partial_rotary_factor", None)
-        for k in rule.partial_keys:
-            factor = factor if factor is not None else config.get(k)
-        factor = rule.partial_default if factor is None else float(factor)
-        rotary_dim = int(head_dim * factor)
-    rope.pop("partial_rotary_factor", None)
-    pairing = rule.pairing
-    if rule.pairing_flag:
-        key, default, if_true, if_false = rule.pairing_flag
-        flag = config.get(key, default)
-        if not isinstance(flag, bool):
-            raise SpecError(f"config.json: {key}: expected true or false, got {flag!r}")
-        pairing = if_true if flag else if_false
+    rotary_dim = _rotary_dim(config, rope, rule, head_dim)
+    pairing = _pairing(config, rule)
     values: dict[str, Any] = {"head_dim": head_dim, "rotary_dim": None if rotary_dim == head_dim else rotary_dim,
                               "rope_theta": float(theta), "pairing": pairing, "rope_type": rope_type}
     required, optional = ROPE_TYPE_FIELDS[rope_type]
@@ -186,6 +163,44 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     except ValidationError as e:
         msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'rope'}: {err['msg']}" for err in e.errors())
         raise SpecError(f"config.json ({model_type}, rope_type {rope_type}): {msgs}") from None
+
+
+def _theta(config: dict, rope: dict, rule, model_type) -> float:
+    """The base: the rule's fixed value, the rope dict's, the rule's config keys, or its default."""
+    if rule.fixed_theta is not None:
+        return rule.fixed_theta
+    theta = rope.pop("rope_theta", None)
+    for k in rule.theta_keys:
+        theta = theta if theta is not None else config.get(k)
+    if theta is None:
+        if rule.theta_default is None:
+            raise SpecError(f"config.json: rope_theta: missing, and model_type {model_type!r} defines no default")
+        theta = rule.theta_default
+    return theta
+
+
+def _rotary_dim(config: dict, rope: dict, rule, head_dim: int) -> int:
+    """The rotated width: the rule's key (GPT-J's rotary_dim), else head_dim x partial_rotary_factor."""
+    if rule.rotary_dim_key:
+        rotary_dim = int(config.get(rule.rotary_dim_key) or head_dim)
+    else:
+        factor = rope.pop("partial_rotary_factor", None)
+        for k in rule.partial_keys:
+            factor = factor if factor is not None else config.get(k)
+        factor = rule.partial_default if factor is None else float(factor)
+        rotary_dim = int(head_dim * factor)
+    rope.pop("partial_rotary_factor", None)
+    return rotary_dim
+
+
+def _pairing(config: dict, rule) -> str:
+    if not rule.pairing_flag:
+        return rule.pairing
+    key, default, if_true, if_false = rule.pairing_flag
+    flag = config.get(key, default)
+    if not isinstance(flag, bool):
+        raise SpecError(f"config.json: {key}: expected true or false, got {flag!r}")
+    return if_true if flag else if_false
 
 
 # ---- the other families: learned tables, ALiBi, T5 buckets, sinusoids --------------------------

@@ -2,8 +2,9 @@
 
 Two kinds of model live here:
 
-* the *document* models (:class:`Clause`, :class:`Divergence`, :class:`FamilyFile`) that
-  ``spec/*.yaml`` is validated against, and from which ``spec/schema.json`` is exported;
+* the *document* models (:class:`Clause`, :class:`Divergence`, :class:`Operation`,
+  :class:`FamilyFile`, defined in :mod:`posenc.spec.document`) that ``spec/*.yaml`` is
+  validated against, and from which ``spec/schema.json`` is exported;
 * the *parameter* models (:class:`RopeParams`, :class:`SinusoidalParams`, ...) that every
   operation, reference function and adapter receives.  Adapters translate these into their
   library's own API; they never receive loose dicts.
@@ -11,101 +12,32 @@ Two kinds of model live here:
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-CLAUSE_ID = r"^(ROPE|SIN|LEARNED|POS|ALIBI|T5|MROPE|NOPE|SCALE)(-[A-Z0-9]+)+$"
-DIVERGENCE_ID = r"^DIV-(ROPE|SIN|LEARNED|POS|ALIBI|T5|MROPE|NOPE|SCALE)(-[A-Z0-9]+)+$"
-
-Family = Literal[
-    "rope", "sinusoidal", "learned", "position_ids", "rope_scaling", "alibi", "t5", "mrope", "nope"
-]
-#: Oracle-free properties a clause may declare (checked by conformance/test_invariants.py).
-Invariant = Literal[
-    "pairing_probe",  # e_0 at position 1 lights index 1 (interleaved) or rotary_dim/2 (half)
-    "passthrough_tail",  # dims >= rotary_dim come back bit-identical
-    "cache_prefill",  # decoding one token at a time with cache_length == one prefill
-    "left_pad",  # a left-padded row equals the unpadded row at its real tokens
-    "relative",  # <R(m)q, R(n)k> depends only on m - n
-    "pair_norm",  # |y_pair| == attention_factor * |x_pair|
-    "permutation",  # rope_half(x[P]) == rope_interleaved(x)[P]
-    "shift",  # a constant shift of all positions changes nothing that is compared
-    "row_range",  # rows >= num_rows or < 0 raise; the last valid row works
-    "row_constant",  # softmax over valid keys equals the causal form's (ALiBi forms differ by a row constant)
-    "geometric",  # power-of-two head counts: the slopes form a geometric sequence with ratio = first slope
-    "text_reduces",  # M-RoPE with t = h = w equals the same implementation's 1-D RoPE at that position
-    "identity",  # a NoPE layer returns q and k bit-identical
-]
-ToleranceClass = Literal["exact", "float"]
-Dtype = Literal["float64", "float32", "bfloat16", "float16"]
-DTYPES: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Source(_Strict):
-    """Where a clause's rule comes from."""
-
-    kind: Literal["paper", "upstream", "config", "derivation"]
-    citation: str = Field(description="Paper title or repository, e.g. 'huggingface/transformers'")
-    location: str = Field(description="Section, or file::function")
-    version: Optional[str] = Field(None, description="Library version or paper revision")
-    provenance: Literal["paper", "library-default", "published-config", "derivation"]
-
-
-class ParameterSpec(_Strict):
-    name: str
-    type: str
-    default: Any = None
-    constraints: Optional[str] = None
-
-
-class TensorSpec(_Strict):
-    name: str
-    shape: str = Field(description="Symbolic shape, e.g. '[B, H, T, D]'")
-    dtype: str = Field(description="'activation' (the requested dtype), 'int64', 'float32+', ...")
-
-
-class Clause(_Strict):
-    """One normative rule, cited by its stable ``id`` (e.g. ``ROPE-PAIR-HALF``)."""
-
-    id: str = Field(pattern=CLAUSE_ID)
-    title: str
-    statement: str
-    formula: str
-    parameters: list[ParameterSpec] = []
-    inputs: list[TensorSpec] = []
-    outputs: list[TensorSpec] = []
-    tolerance: ToleranceClass
-    invariants: list[Invariant] = []
-    sources: list[Source] = Field(min_length=1)
-    since: str = Field(pattern=r"^\d+\.\d+\.\d+$")
-    required: bool = Field(True, description="False for opt-in clauses (e.g. a required pad fill)")
-
-
-class Divergence(_Strict):
-    """A known wrong behaviour, with a reference mutant that reproduces it."""
-
-    id: str = Field(pattern=DIVERGENCE_ID)
-    violates: list[str] = Field(min_length=1)
-    description: str
-    symptom: str
-    evidence: list[str] = Field(min_length=1)
-    mutant: str = Field(description="Name of the function in posenc.reference.mutants")
-    since: str = Field(pattern=r"^\d+\.\d+\.\d+$")
-
-
-class FamilyFile(_Strict):
-    """The top level of one ``spec/<family>.yaml`` file."""
-
-    family: Family
-    spec_version: str
-    description: str
-    clauses: list[Clause] = Field(min_length=1)
-    divergences: list[Divergence] = []
+from .document import (  # noqa: F401  (the document models are part of posenc.spec.models)
+    CLAUSE_ID,
+    DIVERGENCE_ID,
+    FAMILY_NAME,
+    Family,
+    INVARIANTS,
+    Invariant,
+    ToleranceClass,
+    Dtype,
+    DTYPES,
+    _Strict,
+    Source,
+    ParameterSpec,
+    TensorSpec,
+    Clause,
+    Divergence,
+    ARG_TOKEN,
+    OperationInput,
+    OperationOutput,
+    Operation,
+    FamilyFile,
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,3 +424,11 @@ PARAM_MODELS: dict[str, type[BaseModel]] = {
         SoftmaxScaleParams,
     )
 }
+
+
+def register_params_model(model: type[BaseModel]) -> None:
+    """Make a registered family's parameter model known by name (goldens record params by model name)."""
+    have = PARAM_MODELS.get(model.__name__)
+    if have is not None and have is not model:
+        raise ValueError(f"a different parameter model named {model.__name__!r} is already registered")
+    PARAM_MODELS[model.__name__] = model

@@ -1,4 +1,4 @@
-"""The tolerance rule (DESIGN.md, "Dtypes, tolerances, errors").
+"""The tolerance rule (README, "Tolerance rule").
 
 Integers compare exactly.  A float output ``y`` of an implementation at dtype ``dt`` passes
 against the float64 reference ``y_ref`` element-wise when

@@ -140,8 +140,9 @@ def test_out_of_range_rows_rejected_before_any_gather(adapter, monkeypatch):
     def no_gather(*args, **kwargs):
         raise AssertionError("a gather kernel ran with unchecked rows")
     no_gather.jit = no_gather
-    monkeypatch.setattr(J, "take", no_gather)
-    monkeypatch.setattr(J, "gpt2_sum", no_gather)
+    from posenc.adapters.jax_port import learned
+    monkeypatch.setattr(learned, "take", no_gather)
+    monkeypatch.setattr(learned, "gpt2_sum", no_gather)
     for bad in (n, -1):
         with pytest.raises(PositionOutOfRange, match="LEARNED-ROW-RANGE"):
             adapter.lookup(t, adapter.from_numpy(np.array([[0, bad]]), "int64", "cpu"))

@@ -218,7 +218,7 @@ def test_tampered_golden_is_named(run_suite, monkeypatch, tmp_path):
     monkeypatch.setattr(golden, "GOLDEN_DIR", d)
     suite._manifest.cache_clear()
     suite.load_golden.cache_clear()
-    monkeypatch.setattr(suite, "_manifest", lambda: golden.read_manifest(d))
+    monkeypatch.setattr(suite, "_manifest", lambda directory: golden.read_manifest(d))
     orig = golden.load
     monkeypatch.setattr(golden, "load", lambda case, directory=d, manifest=None: orig(case, d, manifest))
     r = run_suite("torch", "-k", "test_golden and rope-tiny-half")

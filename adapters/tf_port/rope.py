@@ -1,0 +1,97 @@
+"""RoPE core (ROPE-*): angles, cos/sin and the rotation, the prepared :class:`TFRope`, and the
+rotation by given cos/sin; the frequencies come from ``rope_scaling``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._common import DTYPES, F64, I64, KernelRunner, _rotate, compute_dtype, tf, tf_device
+from .rope_scaling import _scaled_inv_freq, attention_factor
+
+if TYPE_CHECKING:
+    from posenc.adapters.tf_adapter import TFAdapter
+
+
+def _seq_len(position_ids):
+    """``max(position_ids) + 1`` (0 for no positions), an int64 scalar tensor."""
+    pos = tf.cast(position_ids, I64)
+    return tf.where(tf.size(pos) > 0, tf.reduce_max(pos) + 1, tf.constant(0, I64))
+
+
+def _angles_cos_sin(position_ids, w, af: float, cd):
+    phi = tf.cast(position_ids, cd)[..., None] * tf.cast(w, cd)
+    return af * tf.cos(phi), af * tf.sin(phi)
+
+
+def k_rope_inv_freq(seq_len, cached, theta, *, p, cd):
+    """``(inv_freq [pair_dim/2] in cd, cached', theta')`` (the state is unchanged when seq_len is 0)."""
+    w, cached, theta = _scaled_inv_freq(p, seq_len, cached, theta)
+    return tf.cast(w, cd), cached, theta
+
+
+def k_rope_cos_sin(position_ids, cached, theta, *, p, cd, dt, af):
+    """ROPE-ANGLE: ``af * (cos, sin)`` ``[B, T, pair_dim/2]`` in ``dt``, plus the new state."""
+    w, cached, theta = k_rope_inv_freq(_seq_len(position_ids), cached, theta, p=p, cd=cd)
+    c, s = _angles_cos_sin(position_ids, w, af, cd)
+    return tf.cast(c, dt), tf.cast(s, dt), w, cached, theta
+
+
+def k_rope_apply(q, k, position_ids, cached, theta, *, p, cd, af):
+    """ROPE-PAIR-*, ROPE-PARTIAL: rotated q, k in their dtype, plus the new state."""
+    w, cached, theta = k_rope_inv_freq(_seq_len(position_ids), cached, theta, p=p, cd=cd)
+    c, s = _angles_cos_sin(position_ids, w, af, cd)
+    r, pr = p.pair_dim, p.pairing
+    return _rotate(q, c, s, r, pr), _rotate(k, c, s, r, pr), w, cached, theta
+
+
+def k_rotate_with_cos_sin(q, k, cos, sin, *, rotary_dim, pairing):
+    """ROPE-PAIR-*: q, k ``[B, H, T, D]`` rotated by given half-width cos/sin ``[B, T, r/2]``,
+    computed in the compute dtype of ``q``, rounded once to its dtype."""
+    cd = compute_dtype(q.dtype)
+    c, s = tf.cast(cos, cd), tf.cast(sin, cd)
+    return _rotate(q, c, s, rotary_dim, pairing), _rotate(k, c, s, rotary_dim, pairing)
+
+
+# ---- prepared operations ------------------------------------------------------------------------
+
+
+class TFRope:
+    """Prepared RoPE for one parameter set, dtype and device (ROPE-*, SCALE-*).
+
+    ``dynamic`` and ``longrope`` recompute their frequencies in the kernel from each call's
+    ``max(position_ids) + 1``; ``dynamic_policy='grow_until_reset'`` keeps transformers' state
+    ``(cached, theta')`` across calls as tensors on this object (SCALE-DYNAMIC-GROW).
+    """
+
+    def __init__(self, adapter: "TFAdapter", params, dtype: tf.DType, device: str):
+        self.a, self.p, self.dtype, self.device = adapter, params, dtype, device
+        self.cd, self.af = compute_dtype(dtype), float(attention_factor(params))
+        with tf.device(tf_device(device)):
+            self._cached = tf.constant(params.max_position_embeddings or 0, I64)
+            self._theta = tf.constant(params.rope_theta, F64)
+        self._inv_freq, *_ = adapter.run(k_rope_inv_freq, 0, self._cached, self._theta, device=device,
+                                         p=params, cd=self.cd)
+
+    def inv_freq(self):
+        """``(inv_freq [pair_dim/2] float32 (float64 for float64), attention_factor)`` of the last call."""
+        return self._inv_freq, self.af
+
+    def cos_sin(self, position_ids):
+        c, s, self._inv_freq, self._cached, self._theta = self.a.run(
+            k_rope_cos_sin, position_ids, self._cached, self._theta, p=self.p, cd=self.cd, dt=self.dtype, af=self.af)
+        return c, s
+
+    def apply(self, q, k, position_ids):
+        q, k, self._inv_freq, self._cached, self._theta = self.a.run(
+            k_rope_apply, q, k, position_ids, self._cached, self._theta, p=self.p, cd=self.cd, af=self.af)
+        return q, k
+
+
+class Ops(KernelRunner):
+    """Adapter methods of the rope family."""
+
+    def rope(self, params, *, dtype, device):
+        return TFRope(self, params, DTYPES[dtype], device)
+
+    def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
+        return self.run(k_rotate_with_cos_sin, q, k, cos, sin, rotary_dim=params.pair_dim, pairing=params.pairing)

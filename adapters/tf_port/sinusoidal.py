@@ -1,0 +1,54 @@
+"""Sinusoidal tables (SIN-*): the Vaswani layouts and the h - 1 divisor variants (t2t, fairseq,
+whisper), fairseq's padding-aware positions."""
+
+from __future__ import annotations
+
+from posenc.spec.errors import DegenerateWidth
+
+from ._common import DTYPES, F64, KernelRunner, compute_dtype, k_padding_aware_positions, tf
+
+
+def k_sinusoidal(position_ids, *, p, dt):
+    """SIN-VASWANI-* (and, for the other variants, the h - 1 divisor of SIN-T2T, -FAIRSEQ, -WHISPER)."""
+    cd = compute_dtype(dt)
+    D = p.dim
+    if p.variant != "vaswani":
+        h = D // 2
+        w = tf.cast(tf.pow(tf.constant(p.base, F64), -tf.range(h, dtype=F64) / max(h - 1, 1)), cd)
+        phi = tf.cast(position_ids, cd)[..., None] * w
+        parts = [tf.sin(phi), tf.cos(phi)] + ([tf.zeros_like(phi[..., :1])] if D % 2 else [])
+        pe = tf.concat(parts, axis=-1)
+        if p.variant == "fairseq":
+            pe = tf.where((position_ids == p.padding_idx)[..., None], tf.zeros_like(pe), pe)
+        return tf.cast(pe, dt)
+    j = tf.range(D, dtype=F64)
+    if p.layout == "interleaved":
+        expo = 2 * tf.floor(j / 2) / D
+        is_sin = tf.range(D) % 2 == 0
+    else:
+        ns = (D + 1) // 2
+        expo = tf.concat([2 * j[:ns] / D, 2 * j[: D - ns] / D], 0)
+        is_sin = tf.range(D) < ns
+    w = tf.cast(tf.pow(tf.constant(p.base, F64), -expo), cd)
+    phi = tf.cast(position_ids, cd)[..., None] * w
+    return tf.cast(tf.where(is_sin, tf.sin(phi), tf.cos(phi)), dt)
+
+
+class Ops(KernelRunner):
+    """Adapter methods of the sinusoidal family."""
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        D, v = params.dim, params.variant
+        if v == "whisper" and D % 2:
+            raise DegenerateWidth("SIN-WHISPER", D, "Whisper's sinusoids need an even number of channels")
+        if v in ("fairseq", "whisper") and D // 2 == 1:
+            raise DegenerateWidth("SIN-WHISPER" if v == "whisper" else "SIN-FAIRSEQ-POSITIONS", D,
+                                  f"h = D // 2 = 1 makes the {v} divisor h - 1 zero")
+        return self.run(k_sinusoidal, position_ids, device=device, p=params, dt=DTYPES[dtype])
+
+    def fairseq_positions(self, input_ids, params, cache_length):
+        return self.run(k_padding_aware_positions, input_ids, cache_length, padding_idx=params.padding_idx)
+
+    def fairseq_sinusoidal(self, params, *, dtype, device):
+        return lambda input_ids, cache_length=0: self.sinusoidal(
+            self.fairseq_positions(input_ids, params, cache_length), params, dtype=dtype, device=device)

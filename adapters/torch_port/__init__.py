@@ -1,0 +1,6 @@
+"""The kit's own PyTorch port, one module per spec family (see ``adapters/torch_adapter.py``).
+
+Each family module holds a mixin ``Ops`` with that family's adapter operations and the
+family's module-level kernels; ``_common`` holds what several families share.  The adapter
+class is composed with :func:`posenc.adapters.base.family_ports`.
+"""

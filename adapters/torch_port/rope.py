@@ -1,0 +1,73 @@
+"""RoPE core (ROPE-*): the prepared :class:`TorchRope` and the rotation with given cos/sin."""
+
+from __future__ import annotations
+
+import torch
+
+from ._common import DTYPES, compute_dtype, rotate
+from .rope_scaling import scaled_inv_freq
+
+
+class TorchRope:
+    """Prepared RoPE for one parameter set, dtype and device (see module docstring).
+
+    ``dynamic`` and ``longrope`` recompute their frequencies from each call's
+    ``max(position_ids) + 1``; ``dynamic_policy='grow_until_reset'`` keeps transformers' state
+    across calls (SCALE-DYNAMIC-GROW).
+    """
+
+    def __init__(self, params, dtype: torch.dtype, device: str):
+        self.p, self.dtype, self.device = params, dtype, device
+        self.compute = compute_dtype(dtype)
+        self._grow = params.rope_type == "dynamic" and params.dynamic_policy == "grow_until_reset"
+        self._cached, self._theta = params.max_position_embeddings, None
+        w, self._af = scaled_inv_freq(params, None, device)
+        self._inv_freq = w.to(self.compute)
+
+    def _update(self, position_ids) -> None:
+        p = self.p
+        if p.rope_type not in ("dynamic", "longrope"):
+            return
+        seq_len = int(position_ids.max()) + 1 if position_ids.numel() else 0
+        if self._grow:
+            lmax = p.max_position_embeddings
+            if seq_len > self._cached:
+                self._theta = p.rope_theta * (p.factor * seq_len / lmax - (p.factor - 1)) ** (p.rdim / (p.rdim - 2))
+                self._cached = seq_len
+            if seq_len < lmax and self._cached > lmax:
+                self._theta, self._cached = None, lmax
+            w, self._af = scaled_inv_freq(p, seq_len, self.device, theta=self._theta)
+        else:
+            w, self._af = scaled_inv_freq(p, seq_len, self.device)
+        self._inv_freq = w.to(self.compute)
+
+    def inv_freq(self):
+        return self._inv_freq, float(self._af)
+
+    def _cos_sin(self, position_ids):
+        self._update(position_ids)
+        phi = position_ids.to(self.compute)[..., None] * self._inv_freq
+        return self._af * torch.cos(phi), self._af * torch.sin(phi)
+
+    def cos_sin(self, position_ids):
+        c, s = self._cos_sin(position_ids)
+        return c.to(self.dtype), s.to(self.dtype)
+
+    def apply(self, q, k, position_ids):
+        c, s = self._cos_sin(position_ids)
+        r, pr = self.p.pair_dim, self.p.pairing
+        return rotate(q, c, s, r, pr), rotate(k, c, s, r, pr)
+
+
+class Ops:
+    """RoPE operations of the torch port."""
+
+    # ---- RoPE ----------------------------------------------------------------------------
+    def rope(self, params, *, dtype, device):
+        return TorchRope(params, DTYPES[dtype], device)
+
+    def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
+        cd = compute_dtype(q.dtype)
+        c, s = cos.to(cd), sin.to(cd)
+        r = params.pair_dim
+        return rotate(q, c, s, r, params.pairing), rotate(k, c, s, r, params.pairing)

@@ -1,0 +1,290 @@
+"""Families as modules that register themselves (public API).
+
+A *family* is what the spec calls one: its spec file (clauses, divergences and the operations of
+the adapter contract, ``spec/<family>.yaml`` for the kit's own) and the Python modules that
+register, for those operations, everything the suite derives from them:
+
+* ``@reference(op, scales=...)`` -- the float64 reference binding ``fn(params, inputs) ->
+  {output: ndarray}`` and its error scales ``scales(params, inputs) -> {output: (dtype_scale,
+  angle_scale)}`` (see :mod:`posenc.spec.tolerance`);
+* ``@mutant(name, *ops)`` -- a divergence's mutant, ``fn(op, params, inputs, dtype) -> outputs``
+  or ``None`` where it has no form for the case (``dtype`` is the activation dtype of the run
+  being diagnosed, or ``None`` when the mutant is run outside a diagnosis: a precision mutant
+  may depend on it);
+* ``add_cases(*cases)`` -- golden cases (:class:`posenc.conformance.cases.Case`);
+* ``@check(name, invariant=..., ops=...)`` -- an oracle-free check, collected as the pytest test
+  ``test_<name>`` over the cases of ``ops`` whose clauses declare ``invariant`` (several
+  families may add handlers for their own operations to one check).
+
+The kit's families live in ``posenc.families.<family>`` (reference bindings, error scales,
+mutants, golden cases; NumPy only) and ``posenc.families.<family>_checks`` (checks; pytest),
+found by the name of each ``spec/*.yaml``.  Any other package registers a family with
+:func:`register_family`, from a module named in the entry-point group ``posenc.families``
+(or by calling it before the suite collects), without editing the kit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from posenc.spec import SPEC_DIR, Spec, load_spec, register_spec_file
+from posenc.spec.errors import SpecError
+from posenc.spec.models import Operation, register_params_model
+
+ENTRY_POINT_GROUP = "posenc.families"
+#: The order the kit's families are listed, run and stored in (a family not named here follows,
+#: by name): RoPE and its scaling first, as the spec reads.
+KIT_ORDER = ("rope", "rope_scaling", "sinusoidal", "learned", "position_ids", "alibi", "t5", "mrope", "nope")
+
+
+@dataclass(frozen=True)
+class Family:
+    """A registered family: its spec file, the modules that register its parts, its goldens."""
+
+    name: str
+    spec_file: Path
+    modules: tuple[str, ...] = ()
+    check_modules: tuple[str, ...] = ()
+    golden_dir: Optional[Path] = None  # None: the kit's conformance/golden
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The reference binding of one operation."""
+
+    op: str
+    fn: Callable
+    scales: Callable
+    #: ``state(params)``: the state one prepared object keeps across calls (dynamic NTK's
+    #: grow policy); then ``fn(params, inputs, state)`` uses it (the goldens call ``fn(params, inputs)``)
+    state: Optional[Callable] = None
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.fn.__module__}.{self.fn.__qualname__}"
+
+
+@dataclass
+class Check:
+    """An oracle-free check: one pytest test function, one handler per operation."""
+
+    name: str
+    invariant: Optional[str]
+    handlers: dict[str, Callable] = field(default_factory=dict)
+    select: Optional[Callable] = None  # custom case selection (default: the invariant's cases)
+    clauses: Optional[Callable] = None  # custom clause list per case (default: those declaring it)
+    doc: str = ""
+
+
+FAMILIES: dict[str, Family] = {}
+REFERENCES: dict[str, Reference] = {}
+MUTANTS: dict[str, dict[str, Callable]] = {}
+MUTANT_NAMES: dict[str, Callable] = {}
+CASES: list = []
+CHECKS: dict[str, Check] = {}
+_LOADED: dict[str, bool] = {"discovered": False, "modules": False, "checks": False}
+_SPEC: dict[str, Spec] = {}
+
+
+def register_family(name: str, spec_file, modules: Iterable[str] = (), check_modules: Iterable[str] = (),
+                    golden_dir=None, params_models: Iterable[type] = ()) -> Family:
+    """Register a family: ``spec_file`` (its YAML), the modules that register its references,
+    mutants and cases (imported on first use), its check modules (imported when the suite is
+    collected), its golden directory (default: the kit's) and its parameter models."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise SpecError(f"family name {name!r}: lower-case letters, digits and _ only")
+    fam = Family(name, Path(spec_file).resolve(), tuple(modules), tuple(check_modules),
+                 Path(golden_dir).resolve() if golden_dir else None)
+    old = FAMILIES.get(name)
+    if old is not None and old != fam:
+        raise SpecError(f"family {name!r} is already registered (spec {old.spec_file})")
+    FAMILIES[name] = fam
+    for model in params_models:
+        register_params_model(model)
+    if fam.spec_file.parent != SPEC_DIR:
+        register_spec_file(fam.spec_file)
+    _SPEC.clear()
+    for kind in ("modules", "checks"):  # a family registered late still gets loaded
+        _LOADED[kind] = _LOADED[kind] and not (fam.modules if kind == "modules" else fam.check_modules)
+    return fam
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def discover() -> None:
+    """Register the kit's families (one per ``spec/*.yaml``) and the entry points' (once)."""
+    if _LOADED["discovered"]:
+        return
+    _LOADED["discovered"] = True
+    found = {}
+    for path in sorted(SPEC_DIR.glob("*.yaml")):
+        m = re.search(r"^family:\s*([a-z][a-z0-9_]*)\s*$", path.read_text(encoding="utf-8"), re.M)
+        if m and m.group(1) not in FAMILIES:
+            found[m.group(1)] = path
+    rank = {n: i for i, n in enumerate(KIT_ORDER)}
+    for name in sorted(found, key=lambda n: (rank.get(n, len(rank)), n)):
+        path = found[name]
+        mods = tuple(n for n in (f"{__name__}.{name}",) if _module_exists(n))
+        checks = tuple(n for n in (f"{__name__}.{name}_checks",) if _module_exists(n))
+        register_family(name, path, mods, checks)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            importlib.import_module(ep.value.partition(":")[0])
+        except Exception as e:  # noqa: BLE001 - a broken plugin is named, never a traceback
+            raise SpecError(f"family entry point {ep.name!r} ({ep.value}) cannot be imported: "
+                            f"{type(e).__name__}: {e}") from e
+
+
+def spec() -> Spec:
+    """The spec of every registered family (cached until a family is registered)."""
+    if "spec" not in _SPEC:
+        _SPEC["spec"] = load_spec()
+    return _SPEC["spec"]
+
+
+def _import_all(kind: str) -> bool:
+    """Import every family's ``modules`` or ``check_modules`` once; False when already done.
+    The flag is set first: a module that asks for the registry while loading gets it as is."""
+    if _LOADED[kind]:
+        return False
+    _LOADED[kind] = True
+    try:
+        for fam in list(FAMILIES.values()):
+            for mod in (fam.modules if kind == "modules" else fam.check_modules):
+                importlib.import_module(mod)
+    except BaseException:
+        _LOADED[kind] = False
+        raise
+    return True
+
+
+def load_modules() -> None:
+    """Import every family's modules (references, mutants, cases) and check them against the spec."""
+    discover()
+    if not _import_all("modules"):
+        return
+    declared = spec().operations
+    for op, ref in REFERENCES.items():
+        if op not in declared:
+            raise SpecError(f"{ref.qualname}: registers a reference for operation {op!r}, which no spec file declares")
+    missing = sorted(set(declared) - set(REFERENCES))
+    if missing:
+        raise SpecError(f"operations without a registered reference: {', '.join(missing)}")
+
+
+def load_checks() -> None:
+    """Import every family's check modules (pytest is needed)."""
+    load_modules()
+    _import_all("checks")
+
+
+# ---- registration decorators ----------------------------------------------------------------
+
+
+def reference(op: str, *, scales: Callable, state: Optional[Callable] = None) -> Callable:
+    """Register ``fn(params, inputs) -> outputs`` as the reference of ``op`` (with its error scales;
+    ``state``: see :class:`Reference`)."""
+    def deco(fn):
+        if op in REFERENCES and REFERENCES[op].fn is not fn:
+            raise SpecError(f"operation {op!r} already has a reference ({REFERENCES[op].qualname})")
+        REFERENCES[op] = Reference(op, fn, scales, state)
+        return fn
+    return deco
+
+
+def mutant(name: str, *ops: str) -> Callable:
+    """Register ``fn(op, params, inputs, dtype)`` as mutant ``name`` for ``ops`` (spec ``divergences[].mutant``)."""
+    def deco(fn):
+        if name in MUTANT_NAMES and MUTANT_NAMES[name] is not fn:
+            raise SpecError(f"mutant {name!r} is already registered ({MUTANT_NAMES[name].__module__})")
+        MUTANT_NAMES[name] = fn
+        for op in ops:
+            MUTANTS.setdefault(name, {})[op] = (lambda op_: lambda p, x, dtype=None: fn(op_, p, x, dtype))(op)
+        return fn
+    return deco
+
+
+def add_cases(*cases) -> None:
+    """Register golden cases (IDs unique across families)."""
+    have = {c.id for c in CASES}
+    for c in cases:
+        if c.id in have:
+            raise SpecError(f"duplicate case id {c.id!r}")
+        have.add(c.id)
+        CASES.append(c)
+
+
+def check(name: str, *, ops: Iterable[str], invariant: Optional[str] = None,
+          select: Optional[Callable] = None, clauses: Optional[Callable] = None) -> Callable:
+    """Register ``handler(request, adapter, device, dtype, case)`` as check ``name`` for ``ops``.
+
+    The test ``test_<name>`` runs on the cases of those operations whose clauses declare
+    ``invariant`` (its ID lists those clauses), or on ``select(case)`` with ``clauses(case)``.
+    """
+    def deco(fn):
+        c = CHECKS.setdefault(name, Check(name, invariant, select=select, clauses=clauses, doc=fn.__doc__ or ""))
+        if c.invariant != invariant or (select or clauses) and (c.select, c.clauses) != (select, clauses):
+            raise SpecError(f"check {name!r} is registered twice with another selection")
+        for op in ops:
+            if op in c.handlers:
+                raise SpecError(f"check {name!r} already has a handler for {op!r}")
+            c.handlers[op] = fn
+        return fn
+    return deco
+
+
+# ---- queries -----------------------------------------------------------------------------------
+
+
+def operation(op: str) -> Operation:
+    """The spec's declaration of ``op``; ``KeyError`` naming the known operations."""
+    ops = spec().operations
+    if op not in ops:
+        raise KeyError(f"unknown operation {op!r}; known: {sorted(ops)}")
+    return ops[op]
+
+
+def reference_of(op: str) -> Reference:
+    load_modules()
+    if op not in REFERENCES:
+        raise KeyError(f"unknown operation {op!r}; known: {sorted(REFERENCES)}")
+    return REFERENCES[op]
+
+
+def all_cases() -> list:
+    """Every registered case, family by family (in registration order), each family's in its order."""
+    load_modules()
+    rank = {name: i for i, name in enumerate(FAMILIES)}
+    fam = spec().family_of_operation
+    return sorted(CASES, key=lambda c: rank.get(fam(c.op), len(rank)))
+
+
+def mutants() -> dict[str, dict[str, Callable]]:
+    load_modules()
+    return MUTANTS
+
+
+def checks() -> dict[str, Check]:
+    load_checks()
+    return CHECKS
+
+
+def family_of(op: str) -> Family:
+    """The registered family whose spec file declares ``op``."""
+    return FAMILIES[spec().family_of_operation(op)]
+
+
+__all__ = ["Family", "Reference", "Check", "register_family", "discover", "reference", "mutant", "add_cases",
+           "check", "operation", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
+           "load_modules", "load_checks", "ENTRY_POINT_GROUP"]

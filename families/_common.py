@@ -1,0 +1,34 @@
+"""Helpers the kit's family modules share (not a family: discovery goes by the spec's files)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import reference_of
+
+Outputs = dict[str, np.ndarray]
+
+
+def scalar(inputs, name) -> int:
+    """A scalar input (0-d array or int) as a Python int."""
+    return int(np.asarray(inputs[name]))
+
+
+def optional(inputs, name):
+    return inputs.get(name)
+
+
+def exact_scales(names):
+    """Error scales of outputs that must match exactly in every dtype (gathers, copies)."""
+    def f(p, x):
+        return {n: (np.float64(0), np.float64(0)) for n in names}
+    return f
+
+
+def run(op: str, params, inputs) -> Outputs:
+    """The reference outputs of ``op`` (for mutants that perturb a parameter or an input)."""
+    return reference_of(op).fn(params, inputs)
+
+
+def scales(op: str, params, inputs) -> dict:
+    return reference_of(op).scales(params, inputs)

@@ -1,0 +1,278 @@
+"""The learned absolute family (LEARNED-*): references and error scales of the learned.*
+operations (GPT-2, BERT, OPT, RoBERTa, BART, plain lookups), the mutants of its divergences and
+its golden cases; the math is :mod:`posenc.reference.learned`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc.conformance.cases import Case, Gen, pos
+from posenc.reference import learned, position_ids
+from posenc.spec.models import LookupParams
+from posenc.spec.registry import model_params
+
+from . import add_cases, mutant, reference
+from ._common import exact_scales, optional, run, scalar
+
+def _lookup(p, x):
+    return {"embeddings": learned.lookup(x["table"], x["rows"])}
+
+
+def _gpt2(p, x):
+    return {"embeddings": learned.gpt2_embeddings(
+        x["wte"], x["wpe"], x["input_ids"], optional(x, "position_ids"), scalar(x, "cache_length"))}
+
+
+def _gpt2_scales(p, x):
+    ids = np.asarray(x["input_ids"])
+    pos = x.get("position_ids")
+    if pos is None:
+        pos = position_ids.decode(ids.shape[0], ids.shape[1], scalar(x, "cache_length"))
+    mag = np.abs(np.asarray(x["wte"])[ids]) + np.abs(np.asarray(x["wpe"])[pos])
+    return {"embeddings": (mag, 0 * mag)}
+
+
+def _bert(p, x):
+    return {"embeddings": learned.bert_embeddings(
+        x["word_embeddings"], x["position_embeddings"], x["token_type_embeddings"],
+        x["layer_norm_weight"], x["layer_norm_bias"], x["input_ids"],
+        optional(x, "token_type_ids"), optional(x, "position_ids"), scalar(x, "cache_length"),
+        p.layer_norm_eps)}
+
+
+def _bert_scales(p, x, default_positions=None):
+    ids = np.asarray(x["input_ids"])
+    tt = x.get("token_type_ids")
+    tt = np.zeros_like(ids) if tt is None else np.asarray(tt)
+    pos = x.get("position_ids")
+    if pos is None and default_positions is not None:
+        pos = default_positions(p, x)
+    elif pos is None:
+        pos = position_ids.decode(ids.shape[0], ids.shape[1], scalar(x, "cache_length"))
+    parts = [np.asarray(x["word_embeddings"])[ids], np.asarray(x["token_type_embeddings"])[tt],
+             np.asarray(x["position_embeddings"])[pos]]
+    s = sum(parts)
+    sigma = np.sqrt(s.var(-1, keepdims=True) + p.layer_norm_eps)
+    # Rounding of the summands (relative to their magnitude) passes through 1/sigma and gamma;
+    # the output itself is rounded once more.
+    mag = sum(np.abs(t) for t in parts).max(-1, keepdims=True)
+    y = learned.layer_norm(s, x["layer_norm_weight"], x["layer_norm_bias"], p.layer_norm_eps)
+    ds = np.abs(np.asarray(x["layer_norm_weight"])) * mag / sigma + np.abs(y) + np.abs(np.asarray(x["layer_norm_bias"]))
+    return {"embeddings": (ds, 0 * ds)}
+
+
+def _opt_positions(p, x):
+    return {"positions": learned.opt_positions(x["attention_mask"], scalar(x, "cache_length"))}
+
+
+def _opt_rows(p, x):
+    return {"rows": learned.opt_rows(x["positions"])}
+
+
+def _opt_embed(p, x):
+    return {"embeddings": learned.opt_embeddings(x["table"], x["attention_mask"], scalar(x, "cache_length"))}
+
+
+def _roberta_rows(p, x):
+    return learned.roberta_positions(x["input_ids"], p.padding_idx, scalar(x, "cache_length"))
+
+
+def _roberta_positions(p, x):
+    return {"positions": _roberta_rows(p, x)}
+
+
+def _roberta(p, x):
+    return {"embeddings": learned.roberta_embeddings(
+        x["word_embeddings"], x["position_embeddings"], x["token_type_embeddings"],
+        x["layer_norm_weight"], x["layer_norm_bias"], x["input_ids"],
+        optional(x, "token_type_ids"), optional(x, "position_ids"), scalar(x, "cache_length"),
+        p.padding_idx, p.layer_norm_eps)}
+
+
+def _roberta_scales(p, x):
+    return _bert_scales(p, x, _roberta_rows)
+
+
+def _bart_embed(p, x):
+    return {"embeddings": learned.bart_embeddings(x["table"], x["input_ids"], scalar(x, "cache_length"))}
+
+
+reference("learned.lookup", scales=exact_scales(["embeddings"]))(_lookup)
+reference("learned.gpt2", scales=_gpt2_scales)(_gpt2)
+reference("learned.bert", scales=_bert_scales)(_bert)
+reference("learned.opt_positions", scales=exact_scales([]))(_opt_positions)
+reference("learned.opt_rows", scales=exact_scales([]))(_opt_rows)
+reference("learned.opt_embeddings", scales=exact_scales(["embeddings"]))(_opt_embed)
+reference("learned.roberta_positions", scales=exact_scales([]))(_roberta_positions)
+reference("learned.roberta", scales=_roberta_scales)(_roberta)
+reference("learned.bart_embeddings", scales=exact_scales(["embeddings"]))(_bart_embed)
+
+
+@mutant("opt_no_offset", "learned.opt_rows", "learned.opt_embeddings")
+def opt_no_offset(op, p, x, dtype=None):
+    if op == "learned.opt_rows":
+        return {"rows": np.asarray(x["positions"], np.int64)}
+    rows = learned.opt_positions(x["attention_mask"], int(x["cache_length"]))
+    t = np.asarray(x["table"], np.float64)
+    return {"embeddings": t[rows]}  # numpy wraps -1 to the last row, as a careless port would
+
+
+@mutant("opt_arange_positions", "learned.opt_positions", "learned.opt_embeddings")
+def opt_arange_positions(op, p, x, dtype=None):
+    m = np.asarray(x["attention_mask"])
+    cl = int(x["cache_length"])
+    pos = position_ids.prefill(*m.shape)[:, cl:]
+    if op == "learned.opt_positions":
+        return {"positions": pos}
+    return {"embeddings": learned.lookup(x["table"], learned.opt_rows(pos))}
+
+
+@mutant("lookup_clamped", "learned.lookup", "learned.opt_embeddings")
+def lookup_clamped(op, p, x, dtype=None):
+    """Rows clamped into [0, N-1]: equals the reference in range, reads the end row out of range."""
+    t = np.asarray(x["table"], np.float64)
+    if op == "learned.lookup":
+        rows = np.asarray(x["rows"])
+    else:
+        rows = learned.opt_rows(learned.opt_positions(x["attention_mask"], int(x["cache_length"])))
+    return {"embeddings": t[np.clip(rows, 0, t.shape[0] - 1)]}
+
+
+@mutant("bert_token_type_ignored", "learned.bert")
+def bert_token_type_ignored(op, p, x, dtype=None):
+    tt = np.zeros_like(np.asarray(x["token_type_embeddings"]))
+    return run(op, p, {**x, "token_type_embeddings": tt})
+
+
+@mutant("learned_positions_off_by_one", "learned.gpt2", "learned.bert")
+def learned_positions_off_by_one(op, p, x, dtype=None):
+    if x.get("position_ids") is not None:
+        return run(op, p, x)
+    return run(op, p, {**x, "cache_length": np.asarray(int(x["cache_length"]) + 1)})
+
+
+def _roberta_with_rows(op, p, x, rows):
+    if op == "learned.roberta_positions":
+        return {"positions": rows}
+    if x.get("position_ids") is not None:
+        return None  # explicit position_ids: the default rule is not exercised
+    return run(op, p, {**x, "position_ids": rows})
+
+
+@mutant("roberta_arange_positions", "learned.roberta_positions", "learned.roberta")
+def roberta_arange_positions(op, p, x, dtype=None):
+    ids = np.asarray(x["input_ids"])
+    rows = position_ids.decode(*ids.shape, int(x["cache_length"])) + p.padding_idx + 1
+    return _roberta_with_rows(op, p, x, rows)
+
+
+@mutant("roberta_as_bert", "learned.roberta_positions", "learned.roberta")
+def roberta_as_bert(op, p, x, dtype=None):
+    ids = np.asarray(x["input_ids"])
+    return _roberta_with_rows(op, p, x, position_ids.decode(*ids.shape, int(x["cache_length"])))
+
+
+def _bart_with_rows(p, x, rows):
+    t = np.asarray(x["table"], np.float64)
+    if rows.min() < 0 or rows.max() >= t.shape[0]:
+        return None  # an implementation raises there
+    return {"embeddings": t[rows]}
+
+
+@mutant("bart_opt_mask_rule", "learned.bart_embeddings")
+def bart_opt_mask_rule(op, p, x, dtype=None):
+    rows = learned.opt_rows(learned.opt_positions(x["attention_mask"], int(x["cache_length"])))
+    return _bart_with_rows(p, x, rows)
+
+
+@mutant("bart_no_offset", "learned.bart_embeddings")
+def bart_no_offset(op, p, x, dtype=None):
+    ids = np.asarray(x["input_ids"])
+    return _bart_with_rows(p, x, position_ids.decode(*ids.shape, int(x["cache_length"])))
+
+
+# ---- golden cases ----------------------------------------------------------------------------
+# ---- learned ------------------------------------------------------------------------------
+_GPT2 = model_params("gpt2", vocab_size=97)  # token tables are data, not under test
+_GPT2_W = {"wte": Gen((97, 768)), "wpe": Gen((1024, 768))}
+_BERT = model_params("bert-base", vocab_size=89)
+_BERT_W = {"word_embeddings": Gen((89, 768)), "position_embeddings": Gen((512, 768)),
+           "token_type_embeddings": Gen((2, 768)), "layer_norm_weight": Gen((768,), scale=0.5, offset=1.0),
+           "layer_norm_bias": Gen((768,), scale=0.25)}
+_OPT = model_params("opt-125m")
+_OPT_W = {"table": Gen((2050, 768))}
+add_cases(
+    Case("gpt2-small-prefill", "learned.gpt2", ("LEARNED-GPT2-SUM", "LEARNED-GPT2-POSITIONS"), _GPT2,
+         {**_GPT2_W, "input_ids": Gen((2, 5), "ids", high=97), "cache_length": 0},
+         "default position_ids = arange(T)"),
+    Case("gpt2-small-cache", "learned.gpt2", ("LEARNED-GPT2-POSITIONS",), _GPT2,
+         {**_GPT2_W, "input_ids": Gen((3, 4), "ids", high=97), "cache_length": 1020},
+         "default position_ids after 1020 cached tokens reach the last row 1023"),
+    Case("gpt2-small-explicit", "learned.gpt2", ("LEARNED-GPT2-SUM",), _GPT2,
+         {**_GPT2_W, "input_ids": Gen((2, 3), "ids", high=97),
+          "position_ids": pos([5, 0, 1023], [1, 2, 3]), "cache_length": 0}),
+    Case("bert-base-token-types", "learned.bert", ("LEARNED-BERT-SUM", "LEARNED-BERT-TOKEN-TYPE"), _BERT,
+         {**_BERT_W, "input_ids": Gen((2, 6), "ids", high=89),
+          "token_type_ids": pos([0, 0, 0, 1, 1, 1], [0, 1, 0, 1, 1, 0]), "cache_length": 0}),
+    Case("bert-base-default-token-types", "learned.bert", ("LEARNED-BERT-TOKEN-TYPE", "LEARNED-BERT-POSITIONS"),
+         _BERT, {**_BERT_W, "input_ids": Gen((3, 4), "ids", high=89), "cache_length": 0},
+         "token_type_ids omitted: zeros"),
+    Case("bert-base-last-positions", "learned.bert", ("LEARNED-BERT-POSITIONS", "LEARNED-BERT-SUM"), _BERT,
+         {**_BERT_W, "input_ids": Gen((2, 3), "ids", high=89),
+          "token_type_ids": pos([1, 1, 0], [0, 1, 1]), "position_ids": pos([509, 510, 511], [0, 255, 3]),
+          "cache_length": 0}),
+    Case("gpt2-small-last-row", "learned.gpt2", ("LEARNED-GPT2-SUM", "LEARNED-ROW-RANGE"), _GPT2,
+         {**_GPT2_W, "input_ids": Gen((1, 2), "ids", high=97), "position_ids": pos([1023, 0]), "cache_length": 0},
+         "the last valid row 1023; 1024 must raise"),
+    Case("bert-base-cache", "learned.bert", ("LEARNED-BERT-POSITIONS",), _BERT,
+         {**_BERT_W, "input_ids": Gen((2, 3), "ids", high=89), "cache_length": 509},
+         "default positions after 509 cached tokens: 509, 510, 511"),
+    Case("opt-125m-positions", "learned.opt_positions", ("LEARNED-OPT-POSITIONS",), _OPT,
+         {"attention_mask": pos([0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]), "cache_length": 0},
+         "left-padded, full and right-padded rows"),
+    Case("opt-125m-positions-cache", "learned.opt_positions", ("LEARNED-OPT-POSITIONS",), _OPT,
+         {"attention_mask": pos([0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]), "cache_length": 5},
+         "only the last column survives the slice"),
+    Case("opt-125m-rows", "learned.opt_rows", ("LEARNED-OPT-OFFSET",), _OPT,
+         {"positions": pos([-1, -1, 0, 1, 2], [0, 1, 2, 3, 4], [0, 1, 2, -1, -1], [2044, 2045, 2046, 2047, -1])}),
+    Case("opt-125m-embeddings", "learned.opt_embeddings", ("LEARNED-OPT-POSITIONS", "LEARNED-OPT-OFFSET"), _OPT,
+         {**_OPT_W, "attention_mask": pos([0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]), "cache_length": 0},
+         "rows [[1,1,2,3,4],[2,3,4,5,6],[2,3,4,1,1]]"),
+    Case("opt-125m-embeddings-end", "learned.opt_embeddings", ("LEARNED-OPT-OFFSET", "LEARNED-ROW-RANGE"), _OPT,
+         {**_OPT_W, "attention_mask": np.ones((1, 2048), np.int64), "cache_length": 2044},
+         "2048 real tokens: the last row 2049 is valid"),
+    Case("lookup-gpt2-wpe", "learned.lookup", ("LEARNED-ROW-RANGE",), LookupParams(num_rows=1024, dim=768),
+         {"table": Gen((1024, 768)), "rows": pos([0, 1023, 5], [1022, 0, 1023])},
+         "first and last valid rows"),
+)
+
+# ---- RoBERTa and BART (LEARNED-ROBERTA-POSITIONS, LEARNED-BART-POSITIONS) ----------------------
+# roberta-base: 514 x 768 positions, type_vocab_size 1, layer_norm_eps 1e-5, pad 1; bart-base:
+# max_position_embeddings 1024 (+ 2 = 1026 rows) x 768 (published config.json files).
+_RB_IDS = pos([1, 1, 0, 9, 2], [0, 9, 9, 9, 2])  # pad 1 -> [[1,1,2,3,4],[2,3,4,5,6]]
+_RB = model_params("roberta-base", vocab_size=89)
+_RB_W = {"word_embeddings": Gen((89, 768)), "position_embeddings": Gen((514, 768)),
+         "token_type_embeddings": Gen((1, 768)), "layer_norm_weight": Gen((768,), scale=0.5, offset=1.0),
+         "layer_norm_bias": Gen((768,), scale=0.25)}
+_BART = model_params("bart-base")
+_BART_W = {"table": Gen((1026, 768))}
+add_cases(
+    Case("roberta-base-positions", "learned.roberta_positions", ("LEARNED-ROBERTA-POSITIONS",), _RB,
+         {"input_ids": _RB_IDS, "cache_length": 0}, "pad 1: [[1,1,2,3,4],[2,3,4,5,6]]"),
+    Case("roberta-base-positions-cache", "learned.roberta_positions", ("LEARNED-ROBERTA-POSITIONS",), _RB,
+         {"input_ids": pos([1, 1, 7], [7, 8, 1]), "cache_length": 5}, "[[1, 1, 7], [7, 8, 1]]"),
+    Case("roberta-base-embeddings", "learned.roberta", ("LEARNED-ROBERTA-POSITIONS",), _RB,
+         {**_RB_W, "input_ids": pos([1, 1, 0, 9, 2, 5], [0, 9, 9, 9, 2, 1]), "cache_length": 0},
+         "rows [[1,1,2,3,4,5],[2,3,4,5,6,1]]"),
+    Case("roberta-base-embeddings-cache", "learned.roberta", ("LEARNED-ROBERTA-POSITIONS", "LEARNED-ROW-RANGE"), _RB,
+         {**_RB_W, "input_ids": pos([0, 5, 7], [1, 1, 4]), "cache_length": 509},
+         "rows [[511, 512, 513], [1, 1, 511]]: the last row 513 is valid"),
+    Case("bart-base-embeddings", "learned.bart_embeddings", ("LEARNED-BART-POSITIONS",), _BART,
+         {**_BART_W, "input_ids": Gen((2, 5), "ids", high=50),
+          "attention_mask": pos([0, 0, 1, 1, 1], [1, 1, 1, 1, 1]), "cache_length": 0},
+         "rows [[2..6], [2..6]]: the left padding is ignored"),
+    Case("bart-base-embeddings-cache", "learned.bart_embeddings", ("LEARNED-BART-POSITIONS", "LEARNED-ROW-RANGE"),
+         _BART, {**_BART_W, "input_ids": Gen((2, 4), "ids", high=50),
+                 "attention_mask": np.asarray([[0] * 3 + [1] * 1021, [1] * 1024], np.int64), "cache_length": 1020},
+         "after 1020 cached slots (one row left-padded) rows 1022 .. 1025 reach the last row"),
+)

@@ -1,0 +1,131 @@
+"""The learned family's oracle-free checks: decode equals prefill (GPT-2 default positions, OPT
+positions), left padding equals no padding (OPT), and the row range (the last row works; one
+past the end and -1 raise)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc.adapters import Unsupported
+from posenc.conformance.checks import clauses_of, exact_decode_steps, left_pad_rows, step
+from posenc.conformance.runner import native_inputs
+from posenc.conformance.suite import assert_conforms, call_adapter, fail, load_golden, require_dtype
+
+from . import check
+
+
+@check("cache_equals_prefill", invariant="cache_prefill", ops=("learned.gpt2",))
+def gpt2_cache_equals_prefill(request, adapter, device, dtype, case):
+    """GPT-2's default positions decoded one token at a time (cache_length growing) equal the prefill."""
+    require_dtype(adapter, dtype)
+    cl_ids = clauses_of(request)
+    g = load_golden(case.id)
+    x = g.inputs
+    if x.get("position_ids") is not None:
+        raise Unsupported("explicit position_ids: no default positions to decode")
+    nx = native_inputs(adapter, x, dtype, device)
+    f = call_adapter(adapter, case, dtype, cl_ids, adapter.gpt2_embeddings, case.params,
+                     {"wte": nx["wte"], "wpe": nx["wpe"]}, dtype=dtype, device=device)
+    cl = int(x["cache_length"])
+    for t in range(x["input_ids"].shape[1]):
+        xt = {**x, "input_ids": x["input_ids"][:, t:t + 1], "cache_length": np.asarray(cl + t)}
+        ni = native_inputs(adapter, {"i": xt["input_ids"]}, dtype, device)["i"]
+        out = {"embeddings": adapter.to_numpy(call_adapter(adapter, case, dtype, cl_ids, f, ni, cache_length=cl + t))}
+        assert_conforms(adapter, step(g, t, xt, {"embeddings": 1}), out, dtype,
+                        f"decode step {t} with cache_length {cl + t}", cl_ids)
+
+
+@check("cache_equals_prefill", invariant="cache_prefill", ops=("learned.opt_positions",))
+def opt_cache_equals_prefill(request, adapter, device, dtype, case):
+    """OPT positions decoded one mask column at a time equal the prefill's."""
+    require_dtype(adapter, dtype)
+    g = load_golden(case.id)
+    m, cl = g.inputs["attention_mask"], int(g.inputs["cache_length"])
+
+    def call(t):
+        return adapter.opt_positions(native_inputs(adapter, {"m": m[:, :cl + t + 1]}, dtype, device)["m"], cl + t)
+    exact_decode_steps(adapter, case, dtype, clauses_of(request), g, "positions", range(m.shape[1] - cl), call)
+
+
+@check("left_pad_equals_unpadded", invariant="left_pad", ops=("learned.opt_positions",))
+def opt_left_pad_equals_unpadded(request, adapter, device, dtype, case):
+    """A left-padded row's OPT positions equal the same row's without padding, at its real tokens."""
+    require_dtype(adapter, dtype)
+    cl = clauses_of(request)
+    left_pad_rows(adapter, case, dtype, device, cl, load_golden(case.id),
+                  lambda nm: adapter.opt_positions(nm, 0))
+
+
+def _must_raise(adapter, case, dtype, cl, what, fn, *args, **kwargs):
+    try:
+        out = fn(*args, **kwargs)
+    except IndexError:
+        return
+    except Exception as e:  # noqa: BLE001
+        fail(cl, adapter, case, dtype, f"{what}: expected an IndexError (PositionOutOfRange), got "
+             f"{type(e).__name__}: {e}")
+    fail(cl, adapter, case, dtype, f"{what} returned a value instead of raising (clamped or wrapped: "
+         f"shape {tuple(adapter.to_numpy(out).shape)})")
+
+
+def _gpt2_rows(adapter, case, dtype, device, cl, g, x):
+    n = g.inputs["wpe"].shape[0]
+    f = call_adapter(adapter, case, dtype, cl, adapter.gpt2_embeddings, case.params,
+                     {"wte": x["wte"], "wpe": x["wpe"]}, dtype=dtype, device=device)
+    ids = adapter.from_numpy(np.zeros((1, 2), np.int64), "int64", device)
+    for bad in (n, -1):
+        _must_raise(adapter, case, dtype, cl, f"position {bad} of a {n}-row wpe", f, ids,
+                    position_ids=adapter.from_numpy(np.array([[0, bad]]), "int64", device))
+
+
+def _bart_rows(adapter, case, dtype, device, cl, g, x):
+    table = g.inputs["table"]
+    n = table.shape[0]
+    f = call_adapter(adapter, case, dtype, cl, adapter.bart_embeddings, case.params, {"table": x["table"]},
+                     dtype=dtype, device=device)
+    ids = adapter.from_numpy(np.zeros((1, 1), np.int64), "int64", device)
+    last = adapter.to_numpy(call_adapter(adapter, case, dtype, cl, f, ids, cache_length=n - 3))
+    if not np.array_equal(last[0, 0], adapter.to_numpy(adapter.from_numpy(table[n - 1], dtype, device))):
+        fail(cl, adapter, case, dtype, f"cache_length {n - 3} must read the last valid row {n - 1} as is")
+    _must_raise(adapter, case, dtype, cl, f"cache_length {n - 2} (row {n} of a {n}-row BART table)", f, ids,
+                cache_length=n - 2)
+
+
+def _lookup_rows(adapter, case, dtype, device, cl, g, x):
+    table = g.inputs["table"]
+    n = table.shape[0]
+    rows = adapter.from_numpy(np.array([[n - 1]]), "int64", device)
+    last = adapter.to_numpy(call_adapter(adapter, case, dtype, cl, adapter.lookup, x["table"], rows))
+    tab_last = adapter.to_numpy(adapter.from_numpy(table[n - 1], dtype, device))
+    if not np.array_equal(last[0, 0], tab_last):
+        fail(cl, adapter, case, dtype, f"the last valid row {n - 1} must be returned as is")
+    for bad in (n, -1):
+        _must_raise(adapter, case, dtype, cl, f"row {bad} of a {n}-row table", adapter.lookup, x["table"],
+                    adapter.from_numpy(np.array([[0, bad]]), "int64", device))
+
+
+def _opt_rows(adapter, case, dtype, device, cl, g, x):
+    n = g.inputs["table"].shape[0]
+    f = call_adapter(adapter, case, dtype, cl, adapter.opt_embeddings, case.params, {"table": x["table"]},
+                     dtype=dtype, device=device)
+    mask = adapter.from_numpy(np.ones((1, n - 1), np.int64), "int64", device)  # rows 2 .. n: one past the end
+    _must_raise(adapter, case, dtype, cl, f"{n - 1} real tokens (row {n} of a {n}-row OPT table)", f, mask,
+                cache_length=n - 2)
+
+
+_ROW_PROBES = {"learned.gpt2": _gpt2_rows, "learned.bart_embeddings": _bart_rows, "learned.lookup": _lookup_rows,
+               "learned.opt_embeddings": _opt_rows}
+
+
+@check("row_range", invariant="row_range", ops=("learned.lookup", "learned.opt_embeddings", "learned.gpt2",
+                                                "learned.bart_embeddings"))
+def row_range(request, adapter, device, dtype, case):
+    """The last valid row works; one past the end and -1 raise (never clamp, never wrap)."""
+    require_dtype(adapter, dtype)
+    cl = clauses_of(request)
+    if device.split(":")[0] not in adapter.range_probe_devices:
+        raise Unsupported(f"out-of-range rows are not sent to {adapter.name!r} on {device} (an unchecked "
+                          "gather there is a device-side assert); this clause is checked on cpu")
+    g = load_golden(case.id)
+    x = native_inputs(adapter, g.inputs, dtype, device)
+    _ROW_PROBES[case.op](adapter, case, dtype, device, cl, g, x)

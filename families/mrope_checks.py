@@ -1,0 +1,44 @@
+"""The M-RoPE family's oracle-free check: text tokens (t = h = w) reduce to the same adapter's 1-D RoPE."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc.adapters import Unsupported
+from posenc.conformance.checks import clauses_of
+from posenc.conformance.runner import native_inputs
+from posenc.conformance.suite import call_adapter, fail, load_golden, require_dtype
+from posenc.spec.models import RopeParams
+from posenc.spec.tolerance import bound
+
+from . import check
+
+
+@check("mrope_text_reduces_to_rope", invariant="text_reduces", ops=("mrope.apply",))
+def mrope_text_reduces_to_rope(request, adapter, device, dtype, case):
+    """Text tokens (t = h = w): the adapter's M-RoPE equals the SAME adapter's plain half-pairing
+    RoPE (rotary_dim = head_dim, the same rope_theta) at those positions."""
+    require_dtype(adapter, dtype)
+    cl = clauses_of(request)
+    p = case.params
+    g = load_golden(case.id)
+    pid3 = g.inputs["position_ids"]
+    if not (np.array_equal(pid3[0], pid3[1]) and np.array_equal(pid3[0], pid3[2])):
+        raise Unsupported("case has vision tokens (t, h, w differ)")
+    rp = RopeParams(head_dim=p.head_dim, rope_theta=p.rope_theta, pairing="half")
+
+    def go():
+        x = native_inputs(adapter, {"q": g.inputs["q"], "k": g.inputs["k"], "position_ids": pid3}, dtype, device)
+        x1 = native_inputs(adapter, {"position_ids": pid3[0]}, dtype, device)
+        mq, mk = adapter.mrope(p, dtype=dtype, device=device).apply(x["q"], x["k"], x["position_ids"])
+        rq, rk = adapter.rope(rp, dtype=dtype, device=device).apply(x["q"], x["k"], x1["position_ids"])
+        return [adapter.to_numpy(t).astype(np.float64) for t in (mq, mk, rq, rk)]
+    mq, mk, rq, rk = call_adapter(adapter, case, dtype, cl, go)
+    for name, m, r in (("q", mq, rq), ("k", mk, rk)):
+        sc, an = g.dtype_scales[name], g.angle_scales[name]
+        excess = np.abs(m - r) - 2 * bound(dtype, sc, an, True)
+        if not (excess <= 0).all():  # NaN outputs fail too
+            i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))
+            fail(cl, adapter, case, dtype, f"text tokens (t = h = w): M-RoPE {name} must equal the adapter's own 1-D "
+                 f"RoPE at those positions; worst at {list(i)}: {m[i]:.6g} != {r[i]:.6g} (position "
+                 f"{int(pid3[0][i[0], i[2]])})")

@@ -1,0 +1,30 @@
+"""The NoPE family's oracle-free check: a NoPE layer returns q and k bit-identical."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc.conformance.checks import clauses_of
+from posenc.conformance.runner import native_inputs
+from posenc.conformance.suite import call_adapter, fail, load_golden, require_dtype
+
+from . import check
+
+
+@check("nope_identity", invariant="identity", ops=("nope.apply",))
+def nope_identity(request, adapter, device, dtype, case):
+    """A NoPE layer returns q and k bit-identical, for the case's positions and shifted ones."""
+    require_dtype(adapter, dtype)
+    cl = clauses_of(request)
+    g = load_golden(case.id)
+    for shift in (0, 1000, 131000):
+        def go():
+            x = native_inputs(adapter, {"q": g.inputs["q"], "k": g.inputs["k"],
+                                        "position_ids": g.inputs["position_ids"] + shift}, dtype, device)
+            yq, yk = adapter.nope_apply(x["q"], x["k"], x["position_ids"], int(g.inputs["layer_idx"]), case.params)
+            return [(adapter.to_numpy(a), adapter.to_numpy(b)) for a, b in ((yq, x["q"]), (yk, x["k"]))]
+        for name, (y, x) in zip(("q", "k"), call_adapter(adapter, case, dtype, cl, go)):
+            if y.shape != x.shape or not np.array_equal(y, x):
+                n = int(np.sum(y != x)) if y.shape == x.shape else -1
+                fail(cl, adapter, case, dtype, f"positions shifted by {shift}: NoPE {name} must come back "
+                     f"bit-identical; " + (f"{n} elements differ" if n >= 0 else f"shape {list(y.shape)} != {list(x.shape)}"))

@@ -1,0 +1,189 @@
+"""The RoPE family's oracle-free checks (pairing probe, pass-through tail, pair norms, relative
+positions, the half/interleaved permutation, decode equals prefill)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc.adapters import Unsupported
+from posenc.conformance.checks import clauses_of, step
+from posenc.conformance.runner import native_inputs
+from posenc.conformance.suite import assert_conforms, call_adapter, fail, load_golden, require_dtype
+from posenc.reference import ops, rope
+from posenc.spec.tolerance import EPS, bound
+
+from . import check
+
+ROPE = ("rope.apply",)
+
+
+def _rope(adapter, case, dtype, device, q, k, pid, params=None, clauses=()):
+    """Run the adapter's prepared RoPE on NumPy inputs; returns float64 NumPy (q, k)."""
+    p = params or case.params
+
+    def go():
+        x = native_inputs(adapter, {"q": q, "k": k, "position_ids": pid}, dtype, device)
+        yq, yk = adapter.rope(p, dtype=dtype, device=device).apply(x["q"], x["k"], x["position_ids"])
+        return adapter.to_numpy(yq).astype(np.float64), adapter.to_numpy(yk).astype(np.float64)
+    return call_adapter(adapter, case, dtype, clauses or case.clauses, go)
+
+
+def _pairs(p):
+    """(input pair indices, output pair indices) of the rotated pairs."""
+    return rope.pair_indices(p.pair_dim, p.pairing), rope.output_indices(p.pair_dim, p.pairing)
+
+
+@check("pairing_probe", invariant="pairing_probe", ops=ROPE)
+def pairing_probe(request, adapter, device, dtype, case):
+    """e_0 at position 1 lights index 1 (interleaved) or rotary_dim/2 (half, deinterleave), nothing else;
+    e_1 lights {0, 1} (interleaved: e_1 is the second of pair 0), {0, rotary_dim/2} (deinterleave: the same
+    pair, written de-interleaved) or {1, 1 + rotary_dim/2} (half: e_1 is the first of pair 1)."""
+    require_dtype(adapter, dtype)
+    cl = clauses_of(request)
+    p = case.params
+    x = np.zeros((1, 1, 1, p.head_dim))
+    x[..., 0] = 1.0
+    y = _rope(adapter, case, dtype, device, x, x, np.ones((1, 1), np.int64), clauses=cl)[0][0, 0, 0]
+    expect = 1 if p.pairing == "interleaved" else p.pair_dim // 2
+    w, a = rope.inv_freq(p, 2)
+    if w[0] != 1.0:
+        raise Unsupported(f"the probe needs inv_freq[0] == 1; rope_type {p.rope_type} scales it to {w[0]:.6g}")
+    want = a * np.sin(1.0)
+    tol = 8 * max(EPS[dtype], EPS["float32"]) * a + 0.01 * a
+    lit = [int(i) for i in np.flatnonzero(np.abs(y) > tol) if i != 0]
+    if lit == [expect] and abs(y[expect] - want) <= tol:
+        _probe_e1(adapter, case, dtype, device, cl, tol)
+        return
+    if not lit:
+        verdict = "nothing but index 0 is lit: e_0 was not rotated at position 1"
+    elif lit == [p.pair_dim // 2]:
+        verdict = "index rotary_dim/2 is lit: this is half pairing"
+    elif lit == [1]:
+        verdict = "index 1 is lit: this is interleaved pairing"
+    else:
+        verdict = f"indices {lit} are lit"
+    fail(cl, adapter, case, dtype,
+         f"{p.pairing} pairing: e_0 at position 1 must light index {expect} with {want:.4f} "
+         f"(and index 0 with {a * np.cos(1.0):.4f}); got {np.round(y[:max(lit + [expect]) + 1], 4).tolist()}: {verdict}")
+
+
+def _probe_e1(adapter, case, dtype, device, cl, tol):
+    """The second probe of :func:`test_pairing_probe`: e_1 tells half from deinterleave."""
+    p = case.params
+    x = np.zeros((1, 1, 1, p.head_dim))
+    x[..., 1] = 1.0
+    pos = np.ones((1, 1), np.int64)
+    y = _rope(adapter, case, dtype, device, x, x, pos, clauses=cl)[0][0, 0, 0]
+    lit = [int(i) for i in np.flatnonzero(~(np.abs(y) <= tol))]
+
+    def lit_by(pairing):  # the reference's lit indices for each pairing, at the same threshold
+        ref = rope.apply(x, x, pos, p.model_copy(update={"pairing": pairing}))[0][0, 0, 0]
+        return [int(i) for i in np.flatnonzero(np.abs(ref) > tol)]
+
+    want = lit_by(p.pairing)
+    if lit != want:
+        named = [k for k in ("half", "interleaved", "deinterleave") if k != p.pairing and lit_by(k) == lit]
+        fail(cl, adapter, case, dtype, f"{p.pairing} pairing: e_1 at position 1 must light indices {want}; "
+             f"got {lit}" + (f": this is {named[0]} pairing" if named else ""))
+
+
+@check("passthrough_tail", invariant="passthrough_tail", ops=ROPE)
+def passthrough_tail(request, adapter, device, dtype, case):
+    """Dims >= rotary_dim come back bit-identical (ROPE-PARTIAL)."""
+    require_dtype(adapter, dtype)
+    cl = clauses_of(request)
+    p = case.params
+    if p.rdim == p.head_dim:
+        raise Unsupported("no pass-through tail: rotary_dim == head_dim")
+    g = load_golden(case.id)
+    yq, yk = _rope(adapter, case, dtype, device, g.inputs["q"], g.inputs["k"], g.inputs["position_ids"], clauses=cl)
+    for name, y in (("q", yq), ("k", yk)):
+        x = adapter.to_numpy(adapter.from_numpy(g.inputs[name], dtype, device)).astype(np.float64)
+        bad = np.argwhere(y[..., p.rdim:] != x[..., p.rdim:])
+        if bad.size:
+            i = tuple(int(v) for v in bad[0])
+            fail(cl, adapter, case, dtype, f"{name}[..., {p.rdim}:] must pass through bit-identical; {len(bad)} "
+                 f"elements differ, first at {list(i[:-1]) + [i[-1] + p.rdim]}: {float(y[..., p.rdim:][i])} != "
+                 f"{float(x[..., p.rdim:][i])}")
+
+
+@check("pair_norm", invariant="pair_norm", ops=ROPE)
+def pair_norm(request, adapter, device, dtype, case):
+    """|y_pair| == attention_factor * |x_pair| for every rotated pair."""
+    require_dtype(adapter, dtype)
+    cl = clauses_of(request)
+    p = case.params
+    g = load_golden(case.id)
+    yq, _ = _rope(adapter, case, dtype, device, g.inputs["q"], g.inputs["k"], g.inputs["position_ids"], clauses=cl)
+    (a_idx, b_idx), (oa_idx, ob_idx) = _pairs(p)
+    x = g.inputs["q"]
+    af = rope.inv_freq(p, rope.seq_len_of(g.inputs["position_ids"]))[1]
+    nx = np.hypot(x[..., a_idx], x[..., b_idx]) * af
+    ny = np.hypot(yq[..., oa_idx], yq[..., ob_idx])
+    excess = np.abs(ny - nx) - bound(dtype, 2 * nx, 0.0, True)
+    if not (excess <= 0).all():  # NaN outputs fail too
+        i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))
+        fail(cl, adapter, case, dtype, f"pair norms must equal attention_factor ({af:.6g}) x input "
+             f"norms; worst pair {list(i)}: |y| = {ny[i]:.6g}, expected {nx[i]:.6g} "
+             f"(ratio {ny[i] / nx[i] if nx[i] else float('inf'):.6g})")
+
+
+@check("relative", invariant="relative", ops=ROPE)
+def relative(request, adapter, device, dtype, case):
+    """<R(m)q, R(n)k> depends only on m - n: shift both positions by 1000 and by 65536."""
+    require_dtype(adapter, dtype)
+    cl = clauses_of(request)
+    g = load_golden(case.id)
+    q, k = g.inputs["q"][:1, :1, :1], g.inputs["k"][:1, :1, :1]
+    dots, tols = [], []
+    for shift in (0, 1000, 65536):
+        pm, pn = np.array([[5 + shift]]), np.array([[2 + shift]])
+        yq, _ = _rope(adapter, case, dtype, device, q, q, pm, clauses=cl)
+        yk, _ = _rope(adapter, case, dtype, device, k, k, pn, clauses=cl)
+        dots.append(float(np.sum(yq * yk)))
+        bq = bound(dtype, *ops.scales("rope.apply", case.params, {"q": q, "k": q, "position_ids": pm})["q"], True)
+        bk = bound(dtype, *ops.scales("rope.apply", case.params, {"q": k, "k": k, "position_ids": pn})["q"], True)
+        tols.append(float(np.sum(bq * (np.abs(yk) + bk) + np.abs(yq) * bk)))
+    for d, t, s in zip(dots[1:], tols[1:], (1000, 65536)):
+        if not abs(d - dots[0]) <= t + tols[0]:  # NaN outputs fail too
+            fail(cl, adapter, case, dtype, f"<R(m)q, R(n)k> must depend only on m - n: (m, n) = (5, 2) gives "
+                 f"{dots[0]:.6g}, shifted by {s} gives {d:.6g} (allowed difference {t + tols[0]:.3g})")
+
+
+@check("permutation", invariant="permutation", ops=ROPE)
+def permutation(request, adapter, device, dtype, case):
+    """rope_half(x[P]) == rope_interleaved(x)[P] with P = [0, 2, ..., 1, 3, ...] (within rotary_dim)."""
+    require_dtype(adapter, dtype)
+    cl = clauses_of(request)
+    p = case.params
+    g = load_golden(case.id)
+    r = p.pair_dim
+    P = np.concatenate([np.arange(0, r, 2), np.arange(1, r, 2), np.arange(r, p.head_dim)])
+    x, pid = g.inputs["q"], g.inputs["position_ids"]
+    half = p.model_copy(update={"pairing": "half"})
+    inter = p.model_copy(update={"pairing": "interleaved"})
+    yh, _ = _rope(adapter, case, dtype, device, x[..., P], x[..., P], pid, half, clauses=cl)
+    yi, _ = _rope(adapter, case, dtype, device, x, x, pid, inter, clauses=cl)
+    sc, an = ops.scales("rope.apply", inter, {"q": x, "k": x, "position_ids": pid})["q"]
+    excess = np.abs(yh - yi[..., P]) - 2 * bound(dtype, sc, an, True)[..., P]
+    if not (excess <= 0).all():  # NaN outputs fail too
+        i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))
+        fail(cl, adapter, case, dtype, f"half(x[P]) must equal interleaved(x)[P]; worst at {list(i)}: "
+             f"{yh[i]:.6g} != {yi[..., P][i]:.6g}")
+
+
+@check("cache_equals_prefill", invariant="cache_prefill", ops=ROPE)
+def cache_equals_prefill(request, adapter, device, dtype, case):
+    """Decoding one token at a time (one prepared operation, cache_length growing) equals the prefill."""
+    require_dtype(adapter, dtype)
+    cl_ids = clauses_of(request)
+    g = load_golden(case.id)
+    x = g.inputs
+    r = call_adapter(adapter, case, dtype, cl_ids, adapter.rope, case.params, dtype=dtype, device=device)
+    for t in range(x["position_ids"].shape[1]):
+        xt = {"q": x["q"][:, :, t:t + 1], "k": x["k"][:, :, t:t + 1], "position_ids": x["position_ids"][:, t:t + 1]}
+        nx = native_inputs(adapter, xt, dtype, device)
+        yq, yk = call_adapter(adapter, case, dtype, cl_ids, r.apply, nx["q"], nx["k"], nx["position_ids"])
+        out = {"q": adapter.to_numpy(yq), "k": adapter.to_numpy(yk)}
+        assert_conforms(adapter, step(g, t, xt, {"q": 2, "k": 2}), out, dtype,
+                        f"decode step {t} of one prepared operation", cl_ids)

@@ -1,0 +1,161 @@
+"""The sinusoidal family (SIN-*): references and error scales of the sinusoidal.* operations,
+the mutants of its divergences and its golden cases; the math is :mod:`posenc.reference.sinusoidal`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc.conformance.cases import Case, pos
+from posenc.reference import position_ids, sinusoidal
+from posenc.spec.models import SinusoidalParams
+from posenc.spec.registry import model_params
+
+from . import add_cases, mutant, reference
+from ._common import exact_scales, run, scalar
+
+def _sin(p, x):
+    return {"pe": sinusoidal.table(x["position_ids"], p)}
+
+
+def _sin_scales(p, x):
+    phi = np.abs(sinusoidal.column_angles(x["position_ids"], p))
+    if p.h_minus_1:  # e_j = i / (h - 1): a float32 base ** -e_j rounds e_j ln(base) too
+        amp = 1.0 + sinusoidal.h_minus_1_exponents(p) * np.log(p.base)
+        return {"pe": (np.ones_like(phi), phi * amp)}
+    if p.layout == "concat":
+        ns = (p.dim + 1) // 2
+        expo = 2.0 * np.concatenate([np.arange(ns), np.arange(p.dim - ns)])
+    else:
+        expo = 2.0 * (np.arange(p.dim) // 2)
+    amp = 1.0 + expo / p.dim * np.log(p.base)
+    return {"pe": (np.ones_like(phi), phi * amp)}
+
+
+def _fairseq_positions(p, x):
+    return {"positions": sinusoidal.fairseq_positions(x["input_ids"], p.padding_idx, scalar(x, "cache_length"))}
+
+
+def _fairseq(p, x):
+    return {"pe": sinusoidal.fairseq_embeddings(x["input_ids"], p, scalar(x, "cache_length"))}
+
+
+def _fairseq_scales(p, x):
+    rows = sinusoidal.fairseq_positions(x["input_ids"], p.padding_idx, scalar(x, "cache_length"))
+    return _sin_scales(p, {"position_ids": rows})
+
+
+reference("sinusoidal.table", scales=_sin_scales)(_sin)
+reference("sinusoidal.fairseq_positions", scales=exact_scales([]))(_fairseq_positions)
+reference("sinusoidal.fairseq", scales=_fairseq_scales)(_fairseq)
+
+
+@mutant("sin_layout_swapped", "sinusoidal.table")
+def sin_layout_swapped(op, p, x, dtype=None):
+    if p.h_minus_1:
+        return None  # a Vaswani divergence (the h-1 variants are [sin | cos] only)
+    other = "concat" if p.layout == "interleaved" else "interleaved"
+    return run(op, p.model_copy(update={"layout": other}), x)
+
+
+@mutant("sin_divisor_h_minus_1", "sinusoidal.table")
+def sin_divisor_h_minus_1(op, p, x, dtype=None):
+    if p.h_minus_1:
+        return None  # the reverse is DIV-SIN-T2T-VASWANI-DIVISOR
+    D, h = p.dim, p.dim // 2
+    w = p.base ** (-np.arange(h, dtype=np.float64) / max(h - 1, 1))
+    phi = np.asarray(x["position_ids"], np.float64)[..., None] * w
+    s, c = np.sin(phi), np.cos(phi)
+    if p.layout == "interleaved":
+        pe = np.stack([s, c], -1).reshape(*phi.shape[:-1], 2 * h)
+    else:
+        pe = np.concatenate([s, c], -1)
+    if D % 2:
+        pe = np.concatenate([pe, np.zeros(pe.shape[:-1] + (1,))], -1)
+    return {"pe": pe}
+
+
+def _fairseq_rows(p, x):
+    return sinusoidal.fairseq_positions(x["input_ids"], p.padding_idx, int(x["cache_length"]))
+
+
+@mutant("sin_vaswani_divisor", "sinusoidal.table", "sinusoidal.fairseq")
+def sin_vaswani_divisor(op, p, x, dtype=None):
+    """The h-1 table (zero column, pad row) with Vaswani's frequencies base^(-2i/D)."""
+    if not p.h_minus_1:
+        return None
+    sinusoidal.check_width(p)
+    rows = np.asarray(x["position_ids"] if op == "sinusoidal.table" else _fairseq_rows(p, x))
+    h = p.dim // 2
+    phi = rows.astype(np.float64)[..., None] * p.base ** (-2.0 * np.arange(h) / p.dim)
+    pe = np.concatenate([np.sin(phi), np.cos(phi), np.zeros(phi.shape[:-1] + (p.dim - 2 * h,))], -1)
+    if p.variant == "fairseq":
+        pe = np.where((rows == p.padding_idx)[..., None], 0.0, pe)
+    return {"pe": pe}
+
+
+@mutant("sin_pad_row_kept", "sinusoidal.table", "sinusoidal.fairseq")
+def sin_pad_row_kept(op, p, x, dtype=None):
+    """fairseq's table without ``emb[padding_idx] = 0``: the pad row is t2t's sinusoid."""
+    if p.variant != "fairseq":
+        return None
+    rows = x["position_ids"] if op == "sinusoidal.table" else _fairseq_rows(p, x)
+    return {"pe": sinusoidal.table(rows, p.model_copy(update={"variant": "t2t", "padding_idx": None}))}
+
+
+@mutant("sin_fairseq_padding_ignored", "sinusoidal.fairseq_positions", "sinusoidal.fairseq")
+def sin_fairseq_padding_ignored(op, p, x, dtype=None):
+    """Sequential rows padding_idx + 1 + cache_length + t (HF's inputs_embeds path)."""
+    ids = np.asarray(x["input_ids"])
+    rows = position_ids.decode(*ids.shape, int(x["cache_length"])) + p.padding_idx + 1
+    if op == "sinusoidal.fairseq_positions":
+        return {"positions": rows}
+    return {"pe": sinusoidal.table(rows, p)}
+
+
+# ---- golden cases ----------------------------------------------------------------------------
+# ---- sinusoidal ---------------------------------------------------------------------------
+for layout, cl in (("interleaved", "SIN-VASWANI-INTERLEAVED"), ("concat", "SIN-VASWANI-CONCAT")):
+    for D in (8, 7):
+        add_cases(Case(f"sin-{layout}-d{D}", "sinusoidal.table", (cl,), SinusoidalParams(dim=D, layout=layout),
+                  {"position_ids": pos(range(5), range(100, 105))},
+                  "odd D" if D % 2 else "D 8: last frequency 1e-3"))
+    add_cases(Case(f"sin-{layout}-d512", "sinusoidal.table", (cl, "SIN-PRECISION"),
+              SinusoidalParams(dim=512, layout=layout),
+              {"position_ids": pos([0, 1, 2, 511], [1000, 2047, 7, 3])}, "Marian-size width 512"))
+
+# ---- sinusoid variants: the h-1 divisor (SIN-T2T, SIN-FAIRSEQ-POSITIONS, SIN-WHISPER) ---------
+# M2M100-418M: d_model 1024, pad_token_id 1 (facebook/m2m100_418M config.json); Whisper-tiny:
+# d_model 384 over the encoder's 1500 frames (openai/whisper-tiny config.json).
+_S = SinusoidalParams
+_T2T = dict(layout="concat", variant="t2t")
+_FS = dict(layout="concat", variant="fairseq", padding_idx=1)
+_WH = dict(layout="concat", variant="whisper")
+_RB_IDS = pos([1, 1, 0, 9, 2], [0, 9, 9, 9, 2])  # encodings-facts B.3: pad 1 -> [[1,1,2,3,4],[2,3,4,5,6]]
+for D, note in ((8, "D 8: lowest frequency 1e-4 (Vaswani 1e-3)"), (7, "odd D: zero column appended"),
+                (2, "h = 1: tensor2tensor clamps the divisor to 1, w = [1]")):
+    add_cases(Case(f"sin-t2t-d{D}", "sinusoidal.table", ("SIN-T2T",), _S(dim=D, **_T2T),
+              {"position_ids": pos(range(5), range(100, 105))}, note))
+add_cases(
+    Case("sin-t2t-d512", "sinusoidal.table", ("SIN-T2T", "SIN-PRECISION"), _S(dim=512, **_T2T),
+         {"position_ids": pos([0, 1, 2, 511], [1000, 2047, 7, 3])}, "width 512, frequencies 1 .. 1e-4"),
+    Case("sin-fairseq-table-d8", "sinusoidal.table", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=8, **_FS),
+         {"position_ids": pos([0, 1, 2, 3, 4], [1, 5, 100, 1, 2])}, "row padding_idx 1 is zero"),
+    Case("sin-fairseq-table-d7", "sinusoidal.table", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=7, **_FS),
+         {"position_ids": pos([1, 2, 3], [40, 1, 41])}, "odd D: zero column; pad row zero"),
+    Case("sin-m2m100-positions", "sinusoidal.fairseq_positions", ("SIN-FAIRSEQ-POSITIONS",), model_params("m2m100-418m"),
+         {"input_ids": _RB_IDS, "cache_length": 0}, "pad 1: [[1,1,2,3,4],[2,3,4,5,6]]"),
+    Case("sin-m2m100-positions-cache", "sinusoidal.fairseq_positions", ("SIN-FAIRSEQ-POSITIONS",),
+         model_params("m2m100-418m"), {"input_ids": pos([1, 7], [5, 1]), "cache_length": 6},
+         "after 6 cached slots: [[1, 8], [8, 1]]"),
+    Case("sin-m2m100-418m", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS", "SIN-T2T"), model_params("m2m100-418m"),
+         {"input_ids": pos([1, 1, 0, 9, 2, 5], [0, 9, 9, 9, 2, 1]), "cache_length": 0},
+         "M2M100-418M width 1024: left and right padding read the zero row 1"),
+    Case("sin-m2m100-cache", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=16, **_FS),
+         {"input_ids": pos([1, 4, 4], [7, 8, 1]), "cache_length": 200}, "rows [[1, 202, 203], [202, 203, 1]]"),
+    Case("sin-fairseq-d7", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=7, **_FS),
+         {"input_ids": _RB_IDS, "cache_length": 0}, "odd D end to end"),
+    Case("sin-whisper-d8", "sinusoidal.table", ("SIN-WHISPER",), _S(dim=8, **_WH),
+         {"position_ids": pos(range(5), range(100, 105))}),
+    Case("sin-whisper-tiny", "sinusoidal.table", ("SIN-WHISPER", "SIN-PRECISION"), model_params("whisper-tiny"),
+         {"position_ids": pos([0, 1, 2, 1499], [750, 1498, 3, 10])}, "Whisper-tiny encoder: 1500 x 384"),
+)

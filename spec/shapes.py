@@ -1,0 +1,111 @@
+"""Symbolic shapes of the operation table (``spec/<family>.yaml`` ``operations``).
+
+An input's ``shape`` (``[B, Hq, T, D]``, ``[*R]``) *binds* symbols to the dimensions of the
+array the kit passes; an output's ``shape`` is a small Python expression over those symbols,
+the scalar inputs (``cache_length``), the inputs' values (``cu_seqlens[-1]``) and the
+parameters' fields and properties (``pair_dim // 2``, ``form == 'bloom'``), evaluated without
+``eval``: only names, numbers, strings, lists, ``+ - * //``, subscripts, comparisons and
+``a if cond else b`` are allowed.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any, Mapping
+
+import numpy as np
+
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+        ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+
+class ShapeError(ValueError):
+    """A shape expression that cannot be evaluated (unknown name, forbidden syntax)."""
+
+
+def bind(declared: str, shape: tuple[int, ...], env: dict[str, Any]) -> None:
+    """Bind the symbols of ``declared`` (``[B, T]`` or ``[*R]``) to ``shape``; first binding wins."""
+    node = ast.parse(declared, mode="eval").body
+    if not isinstance(node, ast.List):
+        raise ShapeError(f"input shape {declared!r} is not a list of symbols")
+    if len(node.elts) == 1 and isinstance(node.elts[0], ast.Starred):
+        env.setdefault(node.elts[0].value.id, tuple(shape))
+        return
+    if len(node.elts) != len(shape):
+        return  # a wrong input rank: nothing to bind (the reference or the adapter will say so)
+    for elt, n in zip(node.elts, shape):
+        if isinstance(elt, ast.Name):
+            env.setdefault(elt.id, int(n))
+
+
+def evaluate(expr: str, env: Mapping[str, Any], params=None) -> tuple[int, ...]:
+    """The shape ``expr`` denotes; names come from ``env``, then from ``params``' attributes."""
+    def name(n: str):
+        if n in env:
+            return env[n]
+        if params is not None and hasattr(params, n):
+            return getattr(params, n)
+        raise ShapeError(f"shape {expr!r}: unknown name {n!r}")
+
+    def ev(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, str)):
+            return node.value
+        if isinstance(node, ast.Name):
+            return name(node.id)
+        if isinstance(node, ast.List):
+            out: list = []
+            for e in node.elts:
+                out.extend(ev(e.value)) if isinstance(e, ast.Starred) else out.append(ev(e))
+            return tuple(out)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
+            return _BIN[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        if isinstance(node, ast.Subscript):
+            return np.asarray(ev(node.value))[ev(node.slice)].item()
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP:
+            return _CMP[type(node.ops[0])](ev(node.left), ev(node.comparators[0]))
+        if isinstance(node, ast.IfExp):
+            return ev(node.body) if ev(node.test) else ev(node.orelse)
+        raise ShapeError(f"shape {expr!r}: {type(node).__name__} is not allowed")
+
+    try:
+        out = ev(ast.parse(expr, mode="eval").body)
+    except SyntaxError as e:
+        raise ShapeError(f"shape {expr!r}: {e.msg}") from None
+    if not isinstance(out, tuple):
+        raise ShapeError(f"shape {expr!r} does not denote a list of dimensions")
+    return tuple(int(d) for d in out)
+
+
+def _env(op, inputs: Mapping[str, Any], suffix: str = "") -> dict[str, Any]:
+    env: dict[str, Any] = {}
+    for decl in op.inputs:
+        key = decl.name + suffix if decl.repeated else decl.name
+        if key not in inputs or inputs[key] is None:
+            continue
+        value = inputs[key]
+        if decl.kind == "scalar":
+            env[decl.name] = int(np.asarray(value))
+        else:
+            if decl.shape:
+                bind(decl.shape, tuple(np.shape(value)), env)
+            env.setdefault(decl.name, value)
+    return env
+
+
+def output_shapes(op, params, inputs: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """``{output: shape}`` that operation ``op`` (a :class:`~posenc.spec.models.Operation`) must
+    return for these inputs (NumPy arrays or anything with a shape; scalars as ints); the
+    outputs of a repeated call are keyed ``<name>.<k>``, as in the goldens."""
+    calls = sorted({k.rsplit(".", 1)[1] for d in op.inputs if d.repeated for k in inputs
+                    if k.startswith(d.name + ".")}, key=int)
+    out = {}
+    for o in op.outputs:
+        if o.kind == "scalar":
+            continue
+        for suffix in ([f".{k}" for k in calls] if o.repeated else [""]):
+            out[o.name + suffix] = evaluate(o.shape, _env(op, inputs, suffix), params)
+    return out

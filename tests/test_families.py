@@ -1,0 +1,164 @@
+"""Families register themselves: a made-up family defined entirely in tests/toy_family (spec,
+parameter model, reference, mutant, golden case, check) is installed by entry point only, and
+the kit -- spec list and show, goldens, the conformance suite, the numpy adapter, the
+diagnosis -- picks it up without an edit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import posenc.conformance
+from posenc import families
+from posenc.conformance.cases import all_cases
+
+TOY = Path(__file__).resolve().parent / "toy_family"
+KIT_CONFORMANCE = Path(posenc.conformance.__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def toy_env(tmp_path_factory):
+    """PYTHONPATH with the toy module and a dist-info declaring its ``posenc.families`` entry point."""
+    root = tmp_path_factory.mktemp("toy")
+    for f in ("posenc_toy.py", "toy.yaml", "toy_mutant_adapter.py"):
+        shutil.copy(TOY / f, root / f)
+    dist = root / "posenc_toy-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: posenc-toy\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[posenc.families]\ntoy = posenc_toy\n")
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "POSENC_TOY_GOLDEN": str(root / "golden")}
+    r = _run(env, "posenc", "golden", "regenerate", "--family", "toy")
+    assert r.returncode == 0 and "wrote 1 golden files" in r.stdout, r.stdout + r.stderr
+    return root, env
+
+
+def _run(env, *cmd, cwd=None):
+    exe = shutil.which(cmd[0]) or cmd[0]
+    return subprocess.run([exe, *cmd[1:]], env=env, capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def _pytest(env, *args):
+    return _run(env, sys.executable, "-m", "pytest", str(KIT_CONFORMANCE), "-p", "no:cacheprovider", *args)
+
+
+def test_toy_family_is_listed_and_shown(toy_env):
+    root, env = toy_env
+    r = _run(env, "posenc", "spec", "list", "toy")
+    assert r.returncode == 0, r.stderr
+    assert "TOY-RAMP" in r.stdout and "DIV-TOY-RAMP-OFF-BY-ONE" in r.stdout and "toy.ramp" in r.stdout
+    r = _run(env, "posenc", "spec", "show", "TOY-RAMP")
+    assert r.returncode == 0, r.stderr
+    for text in ("toy.ramp: adapter method toy_ramp", "reference posenc_toy.ramp", "toy-ramp-tiny",
+                 "test_toy_ramp_linear", "DIV-TOY-RAMP-OFF-BY-ONE"):
+        assert text in r.stdout, (text, r.stdout)
+    assert _run(env, "posenc", "golden", "check", "--family", "toy").returncode == 0
+
+
+def test_toy_golden_is_the_hand_derived_ramp(toy_env):
+    root, env = toy_env
+    with np.load(root / "golden" / "toy-ramp-tiny.npz", allow_pickle=False) as z:
+        pe = z["output/pe"]
+    assert pe[0, 2].tolist() == [2.5, 5.0, 7.5, 10.0]  # 0.5 * (i + 1) * 5
+    assert pe[1, 0].tolist() == [3.5, 7.0, 10.5, 14.0]
+
+
+def test_toy_family_runs_on_the_numpy_adapter(toy_env):
+    root, env = toy_env
+    r = _pytest(env, "--adapter", "numpy", "--dtype", "float32,bfloat16", "-k", "toy", "-v")
+    out = r.stdout
+    assert r.returncode == 0, out[-3000:]
+    assert "test_golden[float32-toy-ramp-tiny@TOY-RAMP] PASSED" in out
+    assert "test_toy_ramp_linear[bfloat16-toy-ramp-tiny@TOY-RAMP] PASSED" in out
+    assert "TOY-RAMP" in out.split("posenc conformance")[-1]  # the per-clause summary counts it
+
+
+def test_toy_mutant_adapter_fails_with_the_divergence_named(toy_env):
+    root, env = toy_env
+    r = _pytest(env, "--adapter", str(root / "toy_mutant_adapter.py"), "-k", "toy")
+    out = r.stdout
+    assert r.returncode == 1, out[-3000:]
+    assert "TOY-RAMP: mutant-div-toy-ramp-off-by-one fails case toy-ramp-tiny (float32)" in out
+    assert "DIV-TOY-RAMP-OFF-BY-ONE (violates TOY-RAMP)" in out
+
+
+def test_other_adapters_report_the_toy_operation_unsupported(toy_env):
+    root, env = toy_env
+    r = _pytest(env, "--adapter", "torch", "-k", "toy", "-rs")
+    assert r.returncode == 1, r.stdout[-2000:]  # nothing checked: a run that checks nothing fails
+    assert "adapter 'torch' does not implement toy_ramp" in r.stdout
+
+
+def test_the_kit_without_the_toy_has_no_toy():
+    """Nothing of the toy leaks into the kit's own registry (it is only in the subprocesses)."""
+    assert "toy" not in families.FAMILIES and all(not c.id.startswith("toy") for c in all_cases())
+
+
+def test_every_kit_family_registers_all_its_parts():
+    families.load_modules()
+    spec = families.spec()
+    ops = set(spec.operations)
+    assert set(families.REFERENCES) == ops
+    for d in spec.divergences.values():  # every divergence has a registered mutant for some operation
+        assert families.mutants().get(d.mutant), d.id
+        assert set(families.mutants()[d.mutant]) <= ops, d.id
+    assert {c.op for c in all_cases()} == ops  # every operation has golden cases
+    checks = families.checks()
+    declared = {inv for c in spec.clauses.values() for inv in c.invariants}
+    assert declared - {"shift"} <= {c.invariant for c in checks.values()}
+
+
+def test_operation_table_shapes_match_every_golden():
+    """Every declared output shape expression gives the shape of every golden output (the
+    goldens come from the reference, the table from the spec files: two sources)."""
+    from posenc.conformance import golden
+    from posenc.spec.shapes import output_shapes
+    for case in all_cases():
+        g = golden.load(case)
+        want = {n: v.shape for n, v in g.outputs.items() if not n.endswith(".compared") and v.ndim}
+        got = output_shapes(families.operation(case.op), case.params, g.inputs)
+        assert {n: s for n, s in got.items() if s} == {n: s for n, s in want.items()}, case.id
+
+
+def test_every_case_serves_clauses_its_operation_declares():
+    for case in all_cases():
+        assert set(case.clauses) <= set(families.operation(case.op).clauses), case.id
+
+
+def test_a_wrong_shape_is_a_malformed_output(run_suite, tmp_path):
+    """The runner checks every output against the operation table before comparing: a table
+    transposed to [B, D, T] is named as a malformed output, never compared."""
+    f = tmp_path / "transposed.py"
+    f.write_text(
+        "import numpy as np\n"
+        "from posenc.adapters.numpy_adapter import NumpyAdapter\n"
+        "class Transposed(NumpyAdapter):\n"
+        "    name = 'transposed'\n"
+        "    def sinusoidal(self, position_ids, params, *, dtype, device):\n"
+        "        return np.swapaxes(NumpyAdapter().sinusoidal(position_ids, params, dtype=dtype, device=device), 1, 2)\n"
+        "ADAPTER = Transposed\n")
+    r = run_suite(str(f), "-k", "test_golden and sin-interleaved-d8")
+    out = r.stdout.str()
+    assert r.ret == 1, out
+    assert "transposed.sinusoidal.table: output 'pe' has shape [2, 8, 5], the operation table says [2, 5, 8]" in out
+
+
+def test_operation_declarations_are_validated(tmp_path):
+    """A calling convention naming an input the operation does not have is a spec error naming it."""
+    import yaml
+
+    from posenc.spec import SPEC_DIR, load_spec
+    from posenc.spec.errors import SpecError
+    for f in SPEC_DIR.glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    d = yaml.safe_load((tmp_path / "rope.yaml").read_text())
+    d["operations"][3]["call_args"] = ["q", "k", "positions"]
+    (tmp_path / "rope.yaml").write_text(yaml.safe_dump(d))
+    with pytest.raises(SpecError, match=r"rope.yaml: operations.3: .*'positions' is neither an input"):
+        load_spec(tmp_path)
