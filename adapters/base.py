@@ -12,7 +12,11 @@ Canonical layouts: q/k ``[B, H, T, D]`` (q and k head counts may differ); ``posi
 int ``[B, T]``; RoPE cos/sin half width ``[B, T, rotary_dim/2]``; embeddings ``[B, T, E]``.
 Float outputs must have exactly the requested dtype; integer outputs any integer dtype.
 
-Operations (all optional; the default raises :class:`Unsupported`):
+Operations (all optional; the default raises :class:`Unsupported`).  The authoritative
+declaration of each -- its calling convention, inputs, outputs and their shapes -- is the
+operation table, ``operations`` in its family's spec file (``posenc spec show rope.apply``); an
+operation of any registered family that an adapter does not define is unsupported.  The kit's
+families:
 
 =============================================  ===========================================
 ``rope(params, dtype=, device=)``              a prepared :class:`RopeOp` (state lives here);

@@ -15,12 +15,14 @@ mutant has a form: the adapter a conformance run must fail, with that divergence
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Optional
 
 import ml_dtypes
 import numpy as np
 
 from posenc import families
+from posenc.spec.errors import UsageError
 
 from .base import Adapter
 
@@ -172,9 +174,12 @@ class MutantAdapter(ReferenceAdapter):
     """The reference with one divergence's mutant substituted wherever it has a form."""
 
     def __init__(self, divergence: str):
-        d = families.spec().divergences.get(divergence)
+        divs = families.spec().divergences
+        d = divs.get(divergence.upper())
         if d is None:
-            raise KeyError(f"unknown divergence {divergence!r}")
+            near = difflib.get_close_matches(divergence.upper(), divs, n=3)
+            raise UsageError(f"MutantAdapter: unknown divergence {divergence!r}"
+                             + (f"; did you mean {', '.join(near)}?" if near else "; `posenc spec list` lists them"))
         self.divergence, self.mutant = d.id, d.mutant
         self.name = f"mutant-{d.id.lower()}"
 

@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
                        ("check", "detect tampering (sha256) and staleness (recomputation)")):
         p = g.add_parser(name, help=text)
         p.add_argument("--dir", type=Path, default=None, help="golden folder (default: the family's, or the kit's)")
-        p.add_argument("--family", default=None, help="only this registered family's cases (default: the kit's)")
+        p.add_argument("--family", default=None, help="the golden folder of this registered family (every case "
+                       "stored there); default: the kit's")
     s = sub.add_parser("spec", help="the specification").add_subparsers(dest="cmd", required=True)
     p = s.add_parser("schema", help="export the JSON Schema of the spec files")
     p.add_argument("--check", action="store_true", help="fail if spec/schema.json is stale")
@@ -96,10 +97,8 @@ def _config_import(path: Path) -> int:
 
 
 def _golden(a) -> int:
-    from posenc import families
-    cases = golden.family_cases(a.family)
-    fam_dir = families.FAMILIES[a.family].golden_dir if a.family else None
-    directory = a.dir or fam_dir or golden.GOLDEN_DIR
+    home, cases = golden.family_cases(a.family)  # the whole folder the family's goldens live in
+    directory = a.dir or home
     if a.cmd == "regenerate":
         files = golden.regenerate(directory, cases=cases)
         print(f"wrote {len(files)} golden files and {golden.MANIFEST} to {directory}")
@@ -125,19 +124,24 @@ def _schema(check: bool) -> int:
 
 
 def _list(spec, family) -> int:
+    from posenc import families
     if family and family not in spec.families:
         print(f"error: unknown family {family!r}; families: {', '.join(spec.families)}", file=sys.stderr)
         return 2
-    for fam in spec.families.values():
+    order = {name: i for i, name in enumerate(families.FAMILIES)}
+    for fam in sorted(spec.families.values(), key=lambda f: order.get(f.family, len(order))):
         if family and fam.family != family:
             continue
-        print(f"{fam.family}:")
-        for c in fam.clauses:
-            print(f"  {c.id:28s} {c.title}{'' if c.required else ' (opt-in)'}")
-        for d in fam.divergences:
-            print(f"  {d.id:28s} {d.description}")
-        for o in fam.operations:
-            print(f"  {o.name:28s} {o.title}")
+        w = max(len(x) for x in [c.id for c in fam.clauses] + [d.id for d in fam.divergences]
+                + [o.name for o in fam.operations]) + 2
+        print(f"{fam.family} ({', '.join(fam.id_prefixes)}):")
+        for head, rows in (("clauses", [(c.id, c.title + ("" if c.required else " (opt-in)")) for c in fam.clauses]),
+                           ("divergences", [(d.id, d.description) for d in fam.divergences]),
+                           ("operations", [(o.name, o.title) for o in fam.operations])):
+            if rows:
+                print(f"  {head}:")
+                for ident, text in rows:
+                    print(f"    {ident:{w}s}{text}")
     return 0
 
 
@@ -148,7 +152,7 @@ def _print_model(data: dict) -> None:
         if isinstance(value, list):
             print(f"{key}:")
             for v in value:
-                print("  - " + (", ".join(f"{k}: {x}" for k, x in v.items() if x not in (None, False, []))
+                print("  - " + (", ".join(f"{k}: {x}" for k, x in v.items() if x is not None and x is not False and x != [])
                                 if isinstance(v, dict) else str(v)))
         else:
             print(f"{key}: {str(value).strip()}")
@@ -156,10 +160,10 @@ def _print_model(data: dict) -> None:
 
 def _show(spec, ident: str) -> int:
     items = {**spec.clauses, **spec.divergences}
-    key = ident if ident in spec.operations else ident.upper()
+    key = ident.lower() if "." in ident else ident.upper()  # operations are lower-case, IDs upper-case
     item = items.get(key) or spec.operations.get(key)
     if item is None:
-        near = difflib.get_close_matches(key, [*items, *spec.operations], n=3)
+        near = difflib.get_close_matches(key, list(spec.operations) if "." in ident else list(items), n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else "; `posenc spec list` shows them all"
         print(f"error: unknown clause, divergence or operation {ident!r}{hint}", file=sys.stderr)
         return 2
@@ -173,30 +177,30 @@ def _show(spec, ident: str) -> int:
 def _show_links(spec, key: str) -> None:
     """What the one-ID thread reaches from a clause, divergence or operation: operations and their
     reference functions, golden cases, invariant checks, divergences and mutants."""
-    from posenc import families
-    fams = families
+    from posenc import families as fams
     if key in spec.divergences:
         d = spec.divergences[key]
-        fn = fams.MUTANT_NAMES.get(d.mutant) if fams.mutants() else None
-        ops = sorted(fams.mutants().get(d.mutant, {}))
+        forms = fams.mutants().get(d.mutant, {})
+        fn = fams.MUTANT_NAMES.get(d.mutant)
         print(f"mutant function: {fn.__module__}.{fn.__qualname__}" if fn else f"mutant function: {d.mutant} (not registered)")
-        print(f"mutant operations: {', '.join(ops) or 'none'}")
+        print(f"mutant operations: {', '.join(sorted(forms)) or 'none'}")
+        cases = [c for c in fams.all_cases() if c.op in forms and set(c.clauses) & set(d.violates)]
+        print(f"golden cases of the clauses it violates ({len(cases)}): {', '.join(c.id for c in cases) or 'none'}")
         return
     if key in spec.operations:
-        ops = [spec.operations[key]]
+        ops, clauses = [spec.operations[key]], set(spec.operations[key].clauses)
         cases = [c for c in fams.all_cases() if c.op == key]
-        clauses = set(ops[0].clauses)
+        print(f"reference: {fams.reference_of(key).qualname}")
     else:
-        ops = [o for o in spec.operations.values() if key in o.clauses]
+        ops, clauses = [o for o in spec.operations.values() if key in o.clauses], {key}
         cases = [c for c in fams.all_cases() if key in c.clauses]
-        clauses = {key}
-    print("operations:")
-    for o in ops:
-        print(f"  - {o.name}: adapter method {o.method}{'' if o.call is None else f' -> {o.call}'}; "
-              f"reference {fams.reference_of(o.name).qualname}")
+        print("operations:")
+        for o in ops:
+            print(f"  - {o.name}: adapter method {o.method}{'' if o.call is None else f' -> {o.call}'}; "
+                  f"reference {fams.reference_of(o.name).qualname}")
     print(f"golden cases ({len(cases)}):")
     for c in cases:
-        print(f"  - {c.id} ({c.op})")
+        print(f"  - {c.id} ({c.op}): test_golden[<dtype>-{c.test_id}]")
     invs = {inv for cid in clauses for inv in spec.clauses[cid].invariants}
     checks = [c for c in fams.checks().values()
               if (c.invariant in invs and set(c.handlers) & {o.name for o in ops})

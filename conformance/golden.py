@@ -39,6 +39,7 @@ from posenc import families
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import GoldenError
 from posenc.spec.models import PARAM_MODELS
+from posenc.spec.shapes import output_shapes
 
 from .cases import Case, Gen, all_cases
 
@@ -112,8 +113,20 @@ class Golden:
 
 
 def _compute(case: Case, inputs) -> tuple[dict, dict]:
+    """The reference's outputs and error scales; their shapes must be the operation table's."""
     ref = families.reference_of(case.op)
-    return ref.fn(case.params, inputs), ref.scales(case.params, inputs)
+    outs = ref.fn(case.params, inputs)
+    for name, shape in output_shapes(families.operation(case.op), case.params, inputs).items():
+        got = tuple(np.shape(outs.get(name)))
+        if name not in outs or got != shape:
+            raise GoldenError(f"case {case.id}: the reference {ref.qualname} gives {name!r} of shape {list(got)}, "
+                              f"the operation table of {case.op} says {list(shape)} (spec file or reference wrong)")
+    return outs, ref.scales(case.params, inputs)
+
+
+def regenerate_hint(case: Case) -> str:
+    fam = families.family_of(case.op)
+    return "posenc golden regenerate" + ("" if fam.golden_dir is None else f" --family {fam.name}")
 
 
 def golden_dir(case: Case) -> Path:
@@ -121,13 +134,14 @@ def golden_dir(case: Case) -> Path:
     return families.family_of(case.op).golden_dir or GOLDEN_DIR
 
 
-def family_cases(family: Optional[str] = None) -> list[Case]:
-    """The cases of one registered family, or (``None``) of every family whose goldens are the kit's."""
+def family_cases(family: Optional[str] = None) -> tuple[Path, list[Case]]:
+    """The golden folder of ``family`` (default: the kit's) and every case stored there: the
+    cases of all the families that share the folder, so one manifest is always written whole."""
     families.load_modules()
     if family is not None and family not in families.FAMILIES:
-        raise GoldenError(f"unknown family {family!r}; registered: {', '.join(sorted(families.FAMILIES))}")
-    return [c for c in all_cases() if (families.family_of(c.op).name == family if family
-                                       else families.family_of(c.op).golden_dir is None)]
+        raise GoldenError(f"unknown family {family!r}; registered: {', '.join(families.FAMILIES)}")
+    directory = (families.FAMILIES[family].golden_dir if family else None) or GOLDEN_DIR
+    return directory, [c for c in all_cases() if golden_dir(c).resolve() == directory.resolve()]
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
@@ -142,7 +156,7 @@ def regenerate(directory: Path = GOLDEN_DIR, seed: int = SEED, cases: Optional[l
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     entries, written = [], []
-    for case in family_cases() if cases is None else cases:
+    for case in family_cases()[1] if cases is None else cases:
         inputs = case_inputs(case, seed)
         outs, scl = _compute(case, inputs)
         arrays: dict[str, np.ndarray] = {}
@@ -218,7 +232,10 @@ def load(case: Case, directory: Optional[Path] = None, manifest: Optional[dict] 
     recomputation.  Raises :class:`GoldenError` naming the file and what differs.
     """
     directory = Path(directory) if directory is not None else golden_dir(case)
-    m = manifest if manifest is not None else read_manifest(directory)
+    try:
+        m = manifest if manifest is not None else read_manifest(directory)
+    except GoldenError as e:
+        raise GoldenError(f"{e} (for this family: `{regenerate_hint(case)}`)") from None
     path, entry, arrays = _read_entry(case, directory, m)
     inputs = _verified_inputs(case, path, entry, arrays, m["seed"])
     outputs = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("output/")}
@@ -249,7 +266,7 @@ def _read_entry(case: Case, directory: Path, m: dict) -> tuple[Path, dict, dict]
     """The case's manifest entry and npz arrays: sha256, op, clauses and params checked."""
     entry = next((e for e in m["cases"] if isinstance(e, dict) and e.get("id") == case.id), None)
     if entry is None:
-        raise GoldenError(f"{directory / MANIFEST}: no entry for case {case.id!r}; regenerate the goldens")
+        raise GoldenError(f"{directory / MANIFEST}: no entry for case {case.id!r}; `{regenerate_hint(case)}`")
     path = directory / _entry_field(entry, "file", directory / MANIFEST)
     if not path.is_file():
         raise GoldenError(f"{path}: golden file missing")
@@ -259,7 +276,9 @@ def _read_entry(case: Case, directory: Path, m: dict) -> tuple[Path, dict, dict]
     params = _entry_field(entry, "params", path)
     model = PARAM_MODELS.get(params.get("model") if isinstance(params, dict) else None)
     if model is None:
-        raise GoldenError(f"{path}: params.model {params!r} is not a parameter model of the spec")
+        name = params.get("model") if isinstance(params, dict) else params
+        raise GoldenError(f"{path}: params.model {name!r} is not a registered parameter model (a family registers "
+                          "its models with register_family(params_models=...) or spec.models.register_params_model)")
     try:
         same = model.model_validate(params.get("values")) == case.params
     except ValueError as e:
@@ -303,7 +322,7 @@ def check(directory: Path = GOLDEN_DIR, cases: Optional[list[Case]] = None) -> l
     except GoldenError as e:
         return [str(e)]
     ids = {e["id"] for e in m["cases"]}
-    cases = family_cases() if cases is None else cases
+    cases = family_cases()[1] if cases is None else cases
     for case in cases:
         if case.id not in ids:
             problems.append(f"case {case.id!r} has no golden; regenerate")

@@ -23,7 +23,8 @@ import pytest
 
 from posenc.adapters import Adapter, Unsupported, load_adapter, registered
 from posenc.spec import SPEC_VERSION, load_spec
-from posenc.spec.errors import UsageError
+from posenc import families
+from posenc.spec.errors import PosencError
 from posenc.spec.models import DTYPES
 
 from . import expectations as expectations_mod
@@ -85,8 +86,9 @@ def pytest_configure(config):
     if not name:
         return
     try:
+        families.load_checks()  # every registered family, validated: a broken one is named here
         adapter = load_adapter(name)
-    except UsageError as e:
+    except PosencError as e:
         raise pytest.UsageError(str(e))
     device = normalize_device(config.getoption("--device"))
     dev_kind = device.split(":")[0]

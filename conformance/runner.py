@@ -1,9 +1,10 @@
 """Run one golden case on an adapter, enforcing the adapter contract, and diagnose failures.
 
 ``run_case`` converts the case's inputs to native arrays (floats in the requested dtype,
-integers as int64), calls the adapter operation, and checks every output's dtype and
-device before converting back to NumPy.  Contract violations raise ``AdapterError`` with a
-message naming the operation and the output.
+integers as int64), calls the adapter operation as its declaration in the operation table says
+(``operations`` of the family's spec file: ``call_op``), and checks every output's dtype, device
+and shape before converting back to NumPy.  Contract violations raise ``AdapterError`` with a
+message naming the operation and the output.  ``diagnose`` runs the registered mutants.
 """
 
 from __future__ import annotations

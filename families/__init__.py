@@ -99,7 +99,10 @@ def register_family(name: str, spec_file, modules: Iterable[str] = (), check_mod
     collected), its golden directory (default: the kit's) and its parameter models."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise SpecError(f"family name {name!r}: lower-case letters, digits and _ only")
-    fam = Family(name, Path(spec_file).resolve(), tuple(modules), tuple(check_modules),
+    spec_file = Path(spec_file).resolve()
+    if golden_dir is None and spec_file.parent != SPEC_DIR:
+        golden_dir = spec_file.parent / "golden"  # an outside family never writes into the kit's goldens
+    fam = Family(name, spec_file, tuple(modules), tuple(check_modules),
                  Path(golden_dir).resolve() if golden_dir else None)
     old = FAMILIES.get(name)
     if old is not None and old != fam:
@@ -181,12 +184,40 @@ def load_modules() -> None:
     missing = sorted(set(declared) - set(REFERENCES))
     if missing:
         raise SpecError(f"operations without a registered reference: {', '.join(missing)}")
+    _check_registrations()
+
+
+def _check_registrations() -> None:
+    """What the registered modules give must fit the spec: every divergence's mutant exists and
+    has a form for an operation; every case's operation is declared and serves its clauses."""
+    sp = spec()
+    for d in sp.divergences.values():
+        forms = MUTANTS.get(d.mutant)
+        if not forms:
+            raise SpecError(f"{d.id}: mutant {d.mutant!r} is not registered (@posenc.families.mutant)")
+        unknown = sorted(set(forms) - set(sp.operations))
+        if unknown:
+            raise SpecError(f"mutant {d.mutant!r}: registered for undeclared operation(s) {', '.join(unknown)}")
+    for c in CASES:
+        if c.op not in sp.operations:
+            raise SpecError(f"case {c.id!r}: operation {c.op!r} is not declared by any spec file")
+        extra = sorted(set(c.clauses) - set(sp.operations[c.op].clauses))
+        if extra:
+            raise SpecError(f"case {c.id!r}: clause(s) {', '.join(extra)} are not served by operation {c.op!r} "
+                            f"(its clauses: {', '.join(sp.operations[c.op].clauses)})")
 
 
 def load_checks() -> None:
-    """Import every family's check modules (pytest is needed)."""
+    """Import every family's check modules (pytest is needed); every invariant a clause declares
+    must have a registered check."""
     load_modules()
-    _import_all("checks")
+    if not _import_all("checks"):
+        return
+    have = {c.invariant for c in CHECKS.values()}
+    for c in spec().clauses.values():
+        missing = sorted(set(c.invariants) - have)
+        if missing:
+            raise SpecError(f"{c.id}: invariant(s) {', '.join(missing)} have no registered check (@posenc.families.check)")
 
 
 # ---- registration decorators ----------------------------------------------------------------
@@ -217,11 +248,11 @@ def mutant(name: str, *ops: str) -> Callable:
 
 def add_cases(*cases) -> None:
     """Register golden cases (IDs unique across families)."""
-    have = {c.id for c in CASES}
+    have = {c.id: c for c in CASES}
     for c in cases:
         if c.id in have:
-            raise SpecError(f"duplicate case id {c.id!r}")
-        have.add(c.id)
+            raise SpecError(f"duplicate case id {c.id!r} (operation {c.op}; already registered for {have[c.id].op})")
+        have[c.id] = c
         CASES.append(c)
 
 

@@ -123,10 +123,15 @@ def load_spec(directory: Optional[Path] = None) -> Spec:
     families: dict[str, FamilyFile] = {}
     files_of: dict[str, str] = {}
     seen: dict[str, str] = {}
+    prefix_of: dict[str, str] = {}
     for path in files:
         fam = load_family(path)
         if fam.family in families:
             raise SpecError(f"{path.name}: family: {fam.family!r} is already defined in {files_of[fam.family]}")
+        for pre in fam.id_prefixes:
+            if pre in prefix_of:
+                raise SpecError(f"{path.name}: id_prefixes: {pre!r} is already the prefix of family {prefix_of[pre]!r}")
+            prefix_of[pre] = fam.family
         _check_ids(path, fam, seen)
         families[fam.family] = fam
         files_of[fam.family] = path.name

@@ -162,3 +162,54 @@ def test_operation_declarations_are_validated(tmp_path):
     (tmp_path / "rope.yaml").write_text(yaml.safe_dump(d))
     with pytest.raises(SpecError, match=r"rope.yaml: operations.3: .*'positions' is neither an input"):
         load_spec(tmp_path)
+
+
+def test_spec_show_walks_the_one_id_thread(capsys):
+    from posenc.conformance import cli
+    assert cli.main(["spec", "show", "rope-partial"]) == 0
+    out = capsys.readouterr().out
+    for text in ("ROPE-PARTIAL  (posenc spec", "operations:",
+                 "rope.apply: adapter method rope -> apply; reference posenc.families.rope.rope_outputs[rope.apply]",
+                 "rope-neox-20b (rope.apply): test_golden[<dtype>-rope-neox-20b@ROPE-PAIR-HALF+ROPE-PARTIAL]",
+                 "test_passthrough_tail (passthrough_tail): rope.apply",
+                 "DIV-ROPE-TAIL-ROTATED (mutant rope_tail_rotated)"):
+        assert text in out, (text, out)
+    assert cli.main(["spec", "show", "DIV-ROPE-TAIL-ROTATED"]) == 0
+    out = capsys.readouterr().out
+    assert "mutant function: posenc.families.rope.rope_tail_rotated" in out and "rope-neox-20b" in out
+    assert cli.main(["spec", "show", "Rope.Apply"]) == 0
+    out = capsys.readouterr().out
+    assert "call: apply" in out and "reference: posenc.families.rope.rope_outputs[rope.apply]" in out
+    assert cli.main(["spec", "show", "rope.aply"]) == 2
+    assert "did you mean rope.apply" in capsys.readouterr().err
+
+
+def test_spec_list_groups_each_family_in_run_order(capsys):
+    from posenc.conformance import cli
+    assert cli.main(["spec", "list"]) == 0
+    out = capsys.readouterr().out
+    heads = [line.split(" ")[0] for line in out.splitlines() if not line.startswith(" ")]
+    assert heads == list(families.KIT_ORDER)
+    assert "  operations:\n    rope.inv_freq" in out
+
+
+def test_mutant_adapter_names_an_unknown_divergence():
+    from posenc.adapters.reference_adapter import MutantAdapter
+    from posenc.spec.errors import UsageError
+    assert MutantAdapter("div-rope-tail-rotated").divergence == "DIV-ROPE-TAIL-ROTATED"
+    with pytest.raises(UsageError, match="did you mean DIV-ROPE-TAIL-ROTATED"):
+        MutantAdapter("DIV-ROPE-TAIL-ROTATE")
+
+
+@pytest.mark.parametrize("divergence, case", [
+    ("DIV-ROPE-PAIRING-SWAPPED", "rope-llama4-interleaved"), ("DIV-LEARNED-OPT-NO-OFFSET", "opt-125m-rows"),
+    ("DIV-ALIBI-SLOPES-NON-POW2", "alibi-slopes-6"), ("DIV-T5-REL-SIGN", "t5-base-bias-decoder-prefill"),
+])
+def test_mutant_adapters_of_kit_divergences_fail_named(run_suite, tmp_path, divergence, case):
+    """The generated mutant adapter of a real divergence fails its golden with that divergence named."""
+    f = tmp_path / "mut.py"
+    f.write_text(f"from posenc.adapters.reference_adapter import MutantAdapter\n"
+                 f"def ADAPTER():\n    return MutantAdapter({divergence!r})\n")
+    r = run_suite(str(f), "-k", f"test_golden and {case}")
+    out = r.stdout.str()
+    assert r.ret == 1 and f"{divergence} (violates" in out, out[-2000:]
