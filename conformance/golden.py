@@ -277,7 +277,7 @@ def _read_entry(case: Case, directory: Path, m: dict) -> tuple[Path, dict, dict]
     model = PARAM_MODELS.get(params.get("model") if isinstance(params, dict) else None)
     if model is None:
         name = params.get("model") if isinstance(params, dict) else params
-        raise GoldenError(f"{path}: params.model {name!r} is not a registered parameter model (a family registers "
+        raise GoldenError(f"{path}: params.model {name!r} is not a parameter model of the spec (a family registers "
                           "its models with register_family(params_models=...) or spec.models.register_params_model)")
     try:
         same = model.model_validate(params.get("values")) == case.params
