@@ -167,9 +167,16 @@ class Adapter:
         """An operation method of a registered family that this adapter does not define is
         unsupported (the operation table names every method; the defaults below document the
         kit's own)."""
+        if any(name in k.__dict__ for k in type(self).__mro__):
+            return object.__getattribute__(self, name)  # a property that raised: let its own error through
         if not name.startswith("_"):
             from posenc import families
-            if any(o.method == name for o in families.spec().operations.values()):
+            from posenc.spec.errors import PosencError
+            try:
+                declared = any(o.method == name for o in families.spec().operations.values())
+            except PosencError:
+                declared = False
+            if declared:
                 def unsupported(*args, **kwargs):
                     raise Unsupported(f"adapter {self.name!r} does not implement {name}")
                 return unsupported

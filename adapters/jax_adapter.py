@@ -45,7 +45,9 @@ from .jax_port import _common  # noqa: F401 - first: switches jax_enable_x64 on 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .base import Adapter, family_ports  # noqa: E402
+from posenc.spec.errors import DegenerateWidth, PositionOutOfRange  # noqa: E402,F401 - re-exported, as before
+
+from .base import Adapter, family_ports, roberta_from_bert  # noqa: E402,F401
 
 # Re-exports: the port's names, importable from this module as before the split.
 from .jax_port._common import (  # noqa: E402,F401

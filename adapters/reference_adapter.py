@@ -5,12 +5,14 @@ any registered one) by inverting its calling convention (``spec/<family>.yaml``
 ``operations``): it collects the arguments the kit passes into the operation's named inputs,
 runs the registered reference binding in float64 and returns the outputs in the requested
 dtype.  A prepared operation (``call: apply``) returns an object with one method per operation
-sharing the adapter method; a factory (``call: "()"``) returns a callable.  Subclasses override
-:meth:`ReferenceAdapter.compute`; methods a subclass defines itself take precedence (the
-``numpy`` adapter keeps hand-written ones for the kit's families, with the dynamic-NTK state).
+sharing the adapter method; a factory (``call: "()"``) returns a callable.  The methods are
+real methods of the class, generated when an instance is made (so a subclass may override one
+and call ``super()``); subclasses may also override :meth:`ReferenceAdapter.compute`.
 
 :class:`MutantAdapter` computes a divergence's mutant instead of the reference wherever the
-mutant has a form: the adapter a conformance run must fail, with that divergence named.
+mutant has a form: the adapter a conformance run must fail, with that divergence named.  A
+mutant of a call sequence (``rope.cos_sin_calls``) is replayed over the calls made so far on the
+prepared object.
 """
 
 from __future__ import annotations
@@ -31,12 +33,40 @@ NP_DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16
              "bfloat16": ml_dtypes.bfloat16, "int64": np.int64, "bool": np.bool_}
 
 
+def _by_method() -> dict[str, list]:
+    """Adapter method -> the operations declared with it (cached per loaded spec)."""
+    spec = families.spec()
+    if _CACHE.get("spec") is not spec:
+        table: dict[str, list] = {}
+        for o in spec.operations.values():
+            table.setdefault(o.method, []).append(o)
+        _CACHE.update(spec=spec, table=table)
+    return _CACHE["table"]
+
+
+_CACHE: dict = {}
+
+
+def _generated(method: str):
+    def call(self, *args, **kwargs):
+        return _Call(self, _by_method()[method]).method(*args, **kwargs)
+    call.__name__ = call.__qualname__ = method
+    call.__doc__ = f"{method}: generated from the operation table ({', '.join(o.name for o in _by_method()[method])})."
+    call._posenc_generated = True
+    return call
+
+
 class ReferenceAdapter(Adapter):
     """Every operation of the operation table, computed by the registered reference (NumPy)."""
 
     name = "reference"
     framework = "numpy"
     notes = "float64 reference, rounded once to the requested dtype"
+
+    def __init__(self):
+        for method in _by_method():  # families registered since the last instance get theirs too
+            if not getattr(ReferenceAdapter.__dict__.get(method), "_posenc_generated", False):
+                setattr(ReferenceAdapter, method, _generated(method))
 
     def versions(self):
         return {"numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__}
@@ -57,34 +87,9 @@ class ReferenceAdapter(Adapter):
         ref = families.reference_of(op)
         return ref.fn(params, inputs) if state is None else ref.fn(params, inputs, state)
 
-    def __getattribute__(self, name: str):
-        if name.startswith("_") or name in _OWN:
-            return object.__getattribute__(self, name)
-        for klass in type(self).__mro__:  # a method a subclass wrote itself wins
-            if klass is ReferenceAdapter:
-                break
-            if name in klass.__dict__:
-                return object.__getattribute__(self, name)
-        ops = _by_method().get(name)
-        if ops:
-            return lambda *a, **kw: _Call(self, ops).method(*a, **kw)
-        return object.__getattribute__(self, name)
-
-
-def _by_method() -> dict[str, list]:
-    """Adapter method -> the operations declared with it (cached per loaded spec)."""
-    spec = families.spec()
-    if _CACHE.get("spec") is not spec:
-        table: dict[str, list] = {}
-        for o in spec.operations.values():
-            table.setdefault(o.method, []).append(o)
-        _CACHE.update(spec=spec, table=table)
-    return _CACHE["table"]
-
-
-_CACHE: dict = {}
-_OWN = frozenset(n for n in ReferenceAdapter.__dict__ if not n.startswith("__")) | {
-    "name", "framework", "devices", "dtypes", "notes", "range_probe_devices", "device_available", "device_of"}
+    def replays(self, op: str) -> bool:
+        """Whether a call sequence (``op`` has ``repeated`` inputs) is computed over the calls so far."""
+        return False
 
 
 def _collect(tokens: list[str], values: list, x: dict, env: dict) -> None:
@@ -97,6 +102,17 @@ def _collect(tokens: list[str], values: list, x: dict, env: dict) -> None:
             x[tok] = v
 
 
+def _literals_match(op, args, kwargs) -> bool:
+    """The op's literal arguments (``'decode'``) are among the call's, by position or as a keyword value."""
+    for i, tok in enumerate(op.args):
+        if tok.startswith("'"):
+            lit = tok.strip("'")
+            given = ([args[i]] if i < len(args) else []) + list(kwargs.values())
+            if not any(isinstance(v, str) and v == lit for v in given):
+                return False
+    return True
+
+
 class _Call:
     """One call of a generated method: the ops sharing the adapter method, narrowed by literals."""
 
@@ -104,34 +120,35 @@ class _Call:
         self.adapter, self.ops = adapter, ops
 
     def method(self, *args, **kwargs):
-        ops = [o for o in self.ops if all(a == t.strip("'") for t, a in zip(o.args, args) if t.startswith("'"))]
+        ops = [o for o in self.ops if _literals_match(o, args, kwargs)]
+        if not ops:
+            raise ValueError(f"{self.ops[0].method}: no operation of the table matches the arguments {args} "
+                             f"(declared: {', '.join(o.name for o in self.ops)})")
         op = ops[0]
+        lits = {t.strip("'") for t in op.args if t.startswith("'")}
+        kwargs = {k: v for k, v in kwargs.items() if not (isinstance(v, str) and v in lits)}
         x, env = {}, {}
         _collect(op.args, list(args), x, env)
-        _collect([t for t in op.kwargs if t != "**inputs"], [kwargs.pop(t, None) for t in op.kwargs if t != "**inputs"],
-                 x, env)
-        x.update(kwargs)  # **inputs
+        named = [t for t in op.kwargs if t != "**inputs"]
+        _collect(named, [kwargs.pop(t, None) for t in named], x, env)
+        if "**inputs" in op.kwargs:
+            x.update(kwargs)
+        elif kwargs:
+            raise TypeError(f"{op.method}() got unexpected keyword argument(s) {', '.join(kwargs)}")
         if op.call is None:
             return self._run(op, x, env)
         if op.call == "()":
             return lambda *a, **kw: self._finish(op, x, env, a, kw)
-        by_call = {}
-        for o in ops:  # a repeated-call operation is the same method called again
-            if o.call and not any(i.repeated for i in o.inputs):
-                by_call.setdefault(o.call, o)
-        make = next((families.reference_of(o.name).state for o in by_call.values()
-                     if families.reference_of(o.name).state), None)
-        env["state"] = make(env.get("params")) if make else None
-        return _Prepared(by_call, self, x, env)
+        return _Prepared(ops, self, x, env)
 
     def _finish(self, op, x, env, args, kwargs):
         x = dict(x)
-        _collect(op.call_args, list(args), x, env)
         defaults = {i.name: i.default for i in op.inputs}
+        _collect(op.call_args, list(args), x, env)
         _collect(op.call_kwargs, [kwargs.get(t, defaults.get(t)) for t in op.call_kwargs], x, env)
         return self._run(op, x, env)
 
-    def _run(self, op, x, env):
+    def _run(self, op, x, env, select: str = ""):
         dtype = env.get("dtype") or next((str(v.dtype) for v in x.values() if isinstance(v, np.ndarray)
                                           and str(v.dtype) in _FLOATS), "float64")
         inputs = {}
@@ -142,21 +159,41 @@ class _Call:
             inputs[name] = a.astype(np.float64) if str(a.dtype) in _FLOATS else (int(a) if a.ndim == 0 else a.astype(np.int64))
         out = self.adapter.compute(op.name, env.get("params"), inputs, dtype, env.get("state"))
         kinds = {o.name: o.kind for o in op.outputs}
-        vals = [_as_kind(out[n], kinds[n], dtype) for n in op.returns]
+        vals = [_as_kind(out[n + select], kinds[n], dtype) for n in op.returns]
         return vals[0] if len(vals) == 1 else tuple(vals)
 
 
 class _Prepared:
-    """A prepared object: one method per operation that shares the adapter method."""
+    """A prepared object: one method per operation that shares the adapter method; its state
+    (the reference's ``state`` hook) and the calls made so far live here."""
 
-    def __init__(self, by_call: dict, call: _Call, x: dict, env: dict):
-        self._by_call, self._call, self._x, self._env = by_call, call, x, env
+    def __init__(self, ops, call: _Call, x: dict, env: dict):
+        self._single = {}
+        self._sequence = {}
+        for o in ops:
+            if o.call:
+                (self._sequence if any(i.repeated for i in o.inputs) else self._single).setdefault(o.call, o)
+        self._call, self._x, self._history = call, x, {}
+        make = next((families.reference_of(o.name).state for o in self._single.values()
+                     if families.reference_of(o.name).state), None)
+        self._env = {**env, "state": make(env.get("params")) if make else None}
 
     def __getattr__(self, name: str):
-        op = self._by_call.get(name)
+        op = self._single.get(name)
         if op is None:
             raise AttributeError(name)
+        seq = self._sequence.get(name)
+        if seq is not None and self._call.adapter.replays(seq.name):
+            return lambda *a, **kw: self._replay(seq, name, a, kw)
         return lambda *a, **kw: self._call._finish(op, self._x, self._env, a, kw)
+
+    def _replay(self, seq, name, args, kwargs):
+        calls = self._history.setdefault(name, [])
+        calls.append(dict(zip(seq.call_args, args), **kwargs))
+        x = dict(self._x)
+        for k, c in enumerate(calls):
+            x.update({f"{n}.{k}": v for n, v in c.items()})
+        return self._call._run(seq, x, {**self._env, "state": None}, select=f".{len(calls) - 1}")
 
 
 def _as_kind(value, kind: str, dtype: str):
@@ -180,8 +217,12 @@ class MutantAdapter(ReferenceAdapter):
             near = difflib.get_close_matches(divergence.upper(), divs, n=3)
             raise UsageError(f"MutantAdapter: unknown divergence {divergence!r}"
                              + (f"; did you mean {', '.join(near)}?" if near else "; `posenc spec list` lists them"))
+        super().__init__()
         self.divergence, self.mutant = d.id, d.mutant
         self.name = f"mutant-{d.id.lower()}"
+
+    def replays(self, op):
+        return op in families.mutants().get(self.mutant, {})
 
     def compute(self, op, params, inputs, dtype, state=None):
         fn = families.mutants().get(self.mutant, {}).get(op)

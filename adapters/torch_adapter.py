@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import Adapter, family_ports
+from posenc.spec.errors import DegenerateWidth, PositionOutOfRange  # noqa: F401 - re-exported, as before
+
+from .base import Adapter, family_ports, roberta_from_bert  # noqa: F401
 
 # Re-exported: wrappers, tests and user adapters import these from here.
 from .torch_port._common import (DTYPES, check_rows, compute_dtype, padding_aware_positions, rotate,

@@ -71,6 +71,9 @@ def main(argv=None) -> int:
         if a.cmd == "schema":
             return _schema(a.check)
         spec = load_spec(getattr(a, "dir", None))
+        if a.cmd == "validate" and a.dir is None:  # the packaged spec: every family's registrations too
+            from posenc import families
+            families.load_checks()
         if a.cmd == "validate":
             print(f"spec {spec.version}: {len(spec.clauses)} clauses, {len(spec.divergences)} divergences, "
                   f"{len(spec.operations)} operations: ok")
@@ -162,6 +165,8 @@ def _show(spec, ident: str) -> int:
     items = {**spec.clauses, **spec.divergences}
     key = ident.lower() if "." in ident else ident.upper()  # operations are lower-case, IDs upper-case
     item = items.get(key) or spec.operations.get(key)
+    if item is None and _show_case(ident.lower()):
+        return 0
     if item is None:
         near = difflib.get_close_matches(key, list(spec.operations) if "." in ident else list(items), n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else "; `posenc spec list` shows them all"
@@ -172,6 +177,21 @@ def _show(spec, ident: str) -> int:
     _print_model(data)
     _show_links(spec, key)
     return 0
+
+
+def _show_case(case_id: str) -> bool:
+    """A golden case by its ID (as failure messages name it): operation, clauses, params, test ID."""
+    from posenc import families
+    case = next((c for c in families.all_cases() if c.id == case_id), None)
+    if case is None:
+        return False
+    print(f"{case.id}  (golden case of operation {case.op}; test_golden[<dtype>-{case.test_id}])")
+    print(f"clauses: {', '.join(case.clauses)}")
+    print(f"params: {type(case.params).__name__}({case.params.model_dump(exclude_none=True)})")
+    print(f"inputs: {', '.join(case.inputs)}")
+    if case.note:
+        print(f"note: {case.note}")
+    return True
 
 
 def _show_links(spec, key: str) -> None:

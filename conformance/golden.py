@@ -39,7 +39,7 @@ from posenc import families
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import GoldenError
 from posenc.spec.models import PARAM_MODELS
-from posenc.spec.shapes import output_shapes
+from posenc.spec.shapes import ShapeError, output_shapes
 
 from .cases import Case, Gen, all_cases
 
@@ -116,7 +116,11 @@ def _compute(case: Case, inputs) -> tuple[dict, dict]:
     """The reference's outputs and error scales; their shapes must be the operation table's."""
     ref = families.reference_of(case.op)
     outs = ref.fn(case.params, inputs)
-    for name, shape in output_shapes(families.operation(case.op), case.params, inputs).items():
+    try:
+        shapes = output_shapes(families.operation(case.op), case.params, inputs)
+    except ShapeError as e:
+        raise GoldenError(f"case {case.id}: the operation table of {case.op}: {e}") from None
+    for name, shape in shapes.items():
         got = tuple(np.shape(outs.get(name)))
         if name not in outs or got != shape:
             raise GoldenError(f"case {case.id}: the reference {ref.qualname} gives {name!r} of shape {list(got)}, "

@@ -91,8 +91,9 @@ def _returned(adapter: Adapter, op, result) -> dict[str, Any]:
     if len(op.returns) == 1:
         return {op.returns[0]: result}
     if not isinstance(result, (tuple, list)) or len(result) != len(op.returns):
-        raise AdapterError(f"{adapter.name}.{op.name}: must return {len(op.returns)} values "
-                           f"({', '.join(op.returns)}), got {type(result).__name__}")
+        got = f"{type(result).__name__} of {len(result)}" if isinstance(result, (tuple, list)) else type(result).__name__
+        raise AdapterError(f"{adapter.name}.{op.name}: must return a tuple of {len(op.returns)} "
+                           f"({', '.join(op.returns)}), got {got}")
     return dict(zip(op.returns, result))
 
 
@@ -112,9 +113,15 @@ def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: st
     if op.call is None:
         raw = _returned(adapter, op, target)
     else:
-        fn = target if op.call == "()" else getattr(target, op.call, None)
-        if not callable(fn):
-            raise Unsupported(f"adapter {adapter.name!r}: the prepared {op.method} operation has no {op.call}()")
+        if op.call == "()":
+            fn = target
+            if not callable(fn):
+                raise AdapterError(f"{adapter.name}.{op.name}: {op.method}() must return a callable, "
+                                   f"got {type(target).__name__}")
+        else:  # a prepared object without the method: that operation is unsupported (documented)
+            fn = getattr(target, op.call, None)
+            if not callable(fn):
+                raise Unsupported(f"adapter {adapter.name!r}: the prepared {op.method} operation has no {op.call}()")
         repeated = [i.name for i in op.inputs if i.repeated]
         if repeated:
             raw = {}
@@ -197,6 +204,8 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
             continue
         if mut is None:
             continue
+        if any(np.shape(mut[n]) != golden.outputs[n].shape for n in mut if n in golden.outputs):
+            continue  # a mutant of another shape (a form that does not apply to this case) cannot match
         same = all(np.array_equal(np.asarray(mut[n]), golden.outputs[n]) for n in mut if n in golden.outputs)
         if same:
             continue  # indistinguishable from the reference on this case

@@ -130,6 +130,14 @@ def discover() -> None:
     if _LOADED["discovered"]:
         return
     _LOADED["discovered"] = True
+    try:
+        _discover()
+    except BaseException:
+        _LOADED["discovered"] = False  # a broken plugin is named again next time, never dropped
+        raise
+
+
+def _discover() -> None:
     found = {}
     for path in sorted(SPEC_DIR.glob("*.yaml")):
         m = re.search(r"^family:\s*([a-z][a-z0-9_]*)\s*$", path.read_text(encoding="utf-8"), re.M)

@@ -5,4 +5,4 @@ the families (:mod:`posenc.families`); :mod:`posenc.reference.ops` and
 :mod:`posenc.reference.mutants` are views of them by name.
 """
 
-from . import learned, position_ids, rope, sinusoidal  # noqa: F401,E402  (as before: posenc.reference.rope, ...)
+from . import alibi, attention, learned, mrope, nope, position_ids, rope, rope_scaling, sinusoidal, t5  # noqa: F401,E402

@@ -21,4 +21,7 @@ def run(name: str, op: str, params, inputs, dtype=None):
 def __getattr__(name: str):
     if name == "MUTANTS":
         return _families.mutants()
+    _families.load_modules()
+    if name in _families.MUTANT_NAMES:  # the mutant functions by name, as before
+        return _families.MUTANT_NAMES[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

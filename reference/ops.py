@@ -15,7 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from posenc import families as _families
+
+Outputs = dict[str, np.ndarray]
 
 
 @dataclass(frozen=True)

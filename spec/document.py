@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -178,6 +179,18 @@ class Operation(_Strict):
                     raise ValueError(f"{where}: '**inputs' belongs in a keyword list")
         if self.call is None and (self.call_args or self.call_kwargs):
             raise ValueError("call_args / call_kwargs need `call`")
+        from .shapes import ShapeError, parse
+        for where, items in (("inputs", self.inputs), ("outputs", self.outputs)):
+            for item in items:
+                if item.shape is not None:
+                    try:
+                        tree = parse(item.shape)
+                    except ShapeError as e:
+                        raise ValueError(f"{where}.{item.name}.shape: {e}") from None
+                    if where == "inputs" and not isinstance(tree, ast.List):
+                        raise ValueError(f"inputs.{item.name}.shape: {item.shape!r} is not a list of symbols ([B, T])")
+        if len(names) != len(self.inputs) or len(outs) != len(self.outputs):
+            raise ValueError("input and output names must be unique")
         if set(self.returns) != {o.name for o in self.outputs}:
             raise ValueError(f"returns {self.returns} must name every output {sorted(outs)} once")
         if len(set(self.returns)) != len(self.returns):

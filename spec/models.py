@@ -430,5 +430,6 @@ def register_params_model(model: type[BaseModel]) -> None:
     """Make a registered family's parameter model known by name (goldens record params by model name)."""
     have = PARAM_MODELS.get(model.__name__)
     if have is not None and have is not model:
-        raise ValueError(f"a different parameter model named {model.__name__!r} is already registered")
+        from .errors import SpecError
+        raise SpecError(f"a different parameter model named {model.__name__!r} is already registered")
     PARAM_MODELS[model.__name__] = model

@@ -60,7 +60,10 @@ def evaluate(expr: str, env: Mapping[str, Any], params=None) -> tuple[int, ...]:
                 out.extend(ev(e.value)) if isinstance(e, ast.Starred) else out.append(ev(e))
             return tuple(out)
         if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
-            return _BIN[type(node.op)](ev(node.left), ev(node.right))
+            a, b = ev(node.left), ev(node.right)
+            if isinstance(a, tuple) or isinstance(b, tuple):
+                raise ShapeError(f"shape {expr!r}: arithmetic on a list of dimensions")
+            return _BIN[type(node.op)](a, b)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
         if isinstance(node, ast.Subscript):
@@ -72,12 +75,31 @@ def evaluate(expr: str, env: Mapping[str, Any], params=None) -> tuple[int, ...]:
         raise ShapeError(f"shape {expr!r}: {type(node).__name__} is not allowed")
 
     try:
-        out = ev(ast.parse(expr, mode="eval").body)
+        out = ev(parse(expr))
+    except (ArithmeticError, IndexError, TypeError, ValueError) as e:
+        if isinstance(e, ShapeError):
+            raise
+        raise ShapeError(f"shape {expr!r}: {type(e).__name__}: {e}") from None
+    if not isinstance(out, tuple) or len(out) > MAX_RANK or not all(isinstance(d, (int, np.integer)) for d in out):
+        raise ShapeError(f"shape {expr!r} does not denote a list of at most {MAX_RANK} integer dimensions")
+    return tuple(int(d) for d in out)
+
+
+MAX_RANK = 16
+_ALLOWED = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.List, ast.Starred, ast.BinOp, ast.UnaryOp,
+            ast.USub, ast.Subscript, ast.Compare, ast.IfExp, *_BIN, *_CMP)
+
+
+def parse(expr: str) -> ast.expr:
+    """Parse a shape expression, allowing only the syntax :func:`evaluate` knows (``ShapeError``)."""
+    try:
+        tree = ast.parse(expr, mode="eval")
     except SyntaxError as e:
         raise ShapeError(f"shape {expr!r}: {e.msg}") from None
-    if not isinstance(out, tuple):
-        raise ShapeError(f"shape {expr!r} does not denote a list of dimensions")
-    return tuple(int(d) for d in out)
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ShapeError(f"shape {expr!r}: {type(node).__name__} is not allowed")
+    return tree.body
 
 
 def _env(op, inputs: Mapping[str, Any], suffix: str = "") -> dict[str, Any]:

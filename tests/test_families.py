@@ -213,3 +213,91 @@ def test_mutant_adapters_of_kit_divergences_fail_named(run_suite, tmp_path, dive
     r = run_suite(str(f), "-k", f"test_golden and {case}")
     out = r.stdout.str()
     assert r.ret == 1 and f"{divergence} (violates" in out, out[-2000:]
+
+
+@pytest.mark.parametrize("shape, message", [
+    ("[B, T, __import__('os').getpid()]", "Call is not allowed"),
+    ("[B, T, params.__class__]", "Attribute is not allowed"),
+    ("[B, T, pair_dim // ]", "invalid syntax"),
+    ("[B, T, pair_dim ** 2]", "Pow is not allowed"),
+])
+def test_shape_expressions_are_checked_when_the_spec_loads(tmp_path, shape, message):
+    import yaml
+
+    from posenc.spec import SPEC_DIR, load_spec
+    from posenc.spec.errors import SpecError
+    for f in SPEC_DIR.glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    d = yaml.safe_load((tmp_path / "rope.yaml").read_text())
+    d["operations"][1]["outputs"][0]["shape"] = shape
+    (tmp_path / "rope.yaml").write_text(yaml.safe_dump(d))
+    with pytest.raises(SpecError, match=rf"rope.yaml: operations.1.*{message}"):
+        load_spec(tmp_path)
+
+
+def test_shape_evaluation_errors_are_shape_errors():
+    from posenc.spec.shapes import ShapeError, evaluate
+    for expr, env in (("[n // 0]", {"n": 4}), ("[R[5]]", {"R": (1, 2)}), ("[*R] * 100000000", {"R": (1,)}),
+                      ("[nosuch]", {})):
+        with pytest.raises(ShapeError):
+            evaluate(expr, env)
+
+
+def test_numpy_subclass_can_call_super():
+    """Generated methods are real methods: an override calling super() reaches the reference."""
+    from posenc.adapters.numpy_adapter import NumpyAdapter
+    from posenc.spec.models import SinusoidalParams
+
+    class Doubled(NumpyAdapter):
+        def sinusoidal(self, position_ids, params, *, dtype, device):
+            return 2 * super().sinusoidal(position_ids, params, dtype=dtype, device=device)
+    p = SinusoidalParams(dim=4)
+    one = NumpyAdapter().sinusoidal(np.array([[3]]), p, dtype="float64", device="cpu")
+    assert np.array_equal(Doubled().sinusoidal(np.array([[3]]), p, dtype="float64", device="cpu"), 2 * one)
+    a = NumpyAdapter()
+    a.lookup = "mine"  # an instance attribute is not shadowed
+    assert a.lookup == "mine"
+    assert NumpyAdapter().position_ids(rule="decode", device="cpu", batch=1, seq_len=2, cache_length=3).tolist() == [[3, 4]]
+
+
+def test_a_property_error_inside_an_adapter_is_not_unsupported():
+    from posenc.adapters import Adapter
+
+    class Typo(Adapter):
+        @property
+        def rope(self):
+            return self._rope_impl
+    with pytest.raises(AttributeError, match="_rope_impl"):
+        Typo().rope
+    assert not hasattr(Typo(), "no_such_method")
+
+
+def test_a_factory_that_returns_none_fails(run_suite, tmp_path):
+    f = tmp_path / "noreturn.py"
+    f.write_text("from posenc.adapters.numpy_adapter import NumpyAdapter\n"
+                 "class NoReturn(NumpyAdapter):\n    name = 'noreturn'\n"
+                 "    def t5_bias(self, params, weights, *, dtype, device):\n        pass\n"
+                 "ADAPTER = NoReturn\n")
+    r = run_suite(str(f), "-k", "test_golden and t5-base-bias-encoder")
+    out = r.stdout.str()
+    assert r.ret == 1 and "t5_bias() must return a callable, got NoneType" in out, out[-2000:]
+
+
+def test_regenerating_one_kit_family_keeps_the_whole_folder(tmp_path):
+    from posenc.conformance import cli, golden
+    d = tmp_path / "g"
+    shutil.copytree(golden.GOLDEN_DIR, d)
+    assert cli.main(["golden", "regenerate", "--family", "t5", "--dir", str(d)]) == 0
+    assert golden.check(d) == []
+    assert len(list(d.glob("*.npz"))) == len(list(golden.GOLDEN_DIR.glob("*.npz")))
+
+
+def test_mutant_of_a_call_sequence_is_replayed(run_suite, tmp_path):
+    """DIV-SCALE-DYNAMIC-STALE exists only for rope.cos_sin_calls: the generated adapter replays the
+    calls made on its prepared object, so the stale theta shows."""
+    f = tmp_path / "stale.py"
+    f.write_text("from posenc.adapters.reference_adapter import MutantAdapter\n"
+                 "def ADAPTER():\n    return MutantAdapter('DIV-SCALE-DYNAMIC-STALE')\n")
+    r = run_suite(str(f), "-k", "test_golden and scale-dynamic-per-call")
+    out = r.stdout.str()
+    assert r.ret == 1 and "DIV-SCALE-DYNAMIC-STALE (violates" in out, out[-2000:]
