@@ -21,9 +21,9 @@ from typing import Optional
 
 import pytest
 
+from posenc import families
 from posenc.adapters import Adapter, Unsupported, load_adapter, registered
 from posenc.spec import SPEC_VERSION, load_spec
-from posenc import families
 from posenc.spec.errors import PosencError
 from posenc.spec.models import DTYPES
 
