@@ -14,7 +14,9 @@ which no check passed or diverged as expected fails, and so does an expectation 
 
 from __future__ import annotations
 
+import difflib
 import json
+import shlex
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Optional
@@ -60,6 +62,10 @@ def pytest_addoption(parser):
                 help="write every test's verdict (clause, dtype, outcome, divergence, reason) as JSON")
     g.addoption("--left-pad-fill", type=int, default=None,
                 help="opt in to clause POS-LEFT-PAD-FILL: the position_ids value promised at padded slots")
+    g.addoption("--clause", action="append", default=[], metavar="ID",
+                help="only the tests that check clause ID (repeatable, or a comma list)")
+    g.addoption("--family", action="append", default=[], metavar="NAME",
+                help="only the tests that check a clause of spec family NAME (repeatable, or a comma list)")
 
 
 def _parse_dtypes(text: str) -> list[str]:
@@ -150,6 +156,7 @@ def pytest_collection_modifyitems(session, config, items):
         if optin:
             config.hook.pytest_deselected(items=optin)
             items[:] = [i for i in items if i.originalname != "test_left_pad_fill"]
+    _select_by_clause(config, st.spec, items)
     for item in items:
         tid = item.name
         st.collected.add(tid)
@@ -171,9 +178,34 @@ def pytest_collection_modifyitems(session, config, items):
             st.stale.append(f"{st.expectations_path}: test_id {tid!r} ({e.divergence}) matches no test: stale line")
 
 
+def _select_by_clause(config, spec, items) -> None:
+    """``--clause ID`` / ``--family NAME``: keep the tests that check one of those clauses (a
+    family's clauses are those of its spec file); an unknown ID or family is a usage error."""
+    def wanted(option, known, norm):
+        out = {norm(x.strip()) for v in config.getoption(option) for x in v.split(",") if x.strip()}
+        bad = sorted(out - set(known))
+        if bad:
+            near = [m for b in bad for m in difflib.get_close_matches(b, known, n=2)]
+            raise pytest.UsageError(f"{option} {', '.join(bad)}: unknown" + (f"; did you mean {', '.join(near)}?"
+                                    if near else f"; known: {', '.join(sorted(known)) if option == '--family' else 'see posenc spec list'}"))
+        return out
+    clauses = wanted("--clause", spec.clauses, str.upper)
+    fams = wanted("--family", spec.families, str.lower)
+    if not clauses and not fams:
+        return
+    clauses |= {c.id for f in fams for c in spec.families[f].clauses}
+    keep = [i for i in items if set(_clauses_of(i)) & clauses]
+    drop = [i for i in items if not set(_clauses_of(i)) & clauses]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def pytest_collection_finish(session):
     st = session.config.stash.get(_KEY, None)
-    if st and st.stale and not session.config.getoption("keyword") and not session.config.getoption("markexpr"):
+    opt = session.config.getoption
+    selected = opt("keyword") or opt("markexpr") or opt("--clause") or opt("--family")
+    if st and st.stale and not selected:
         raise pytest.UsageError("\n".join(st.stale))
 
 
@@ -237,6 +269,7 @@ def pytest_runtest_makereport(item, call):
             st.checked += 1
         if kind == "failed":
             st.failed += 1
+            rep.sections.append(("posenc rerun", rerun_command(item)))
         if kind == "diverges (expected)":
             clauses = [entry.clause]  # the clause the expectation file records
         else:
@@ -245,6 +278,17 @@ def pytest_runtest_makereport(item, call):
             st.outcomes[c][kind] += 1
         st.records.append(_record(item, rep, kind, entry, clauses))
     return rep
+
+
+def rerun_command(item) -> str:
+    """A command that reruns exactly this test, as pasted (same adapter, device, dtype, options)."""
+    opt = item.config.getoption
+    cmd = ["pytest", f"{item.path}::{item.name}", "--adapter", opt("--adapter"), "--device", opt("--device"),
+           "--dtype", item.callspec.params.get("dtype", "float32") if hasattr(item, "callspec") else "float32"]
+    for name in ("--expectations", "--left-pad-fill"):
+        if opt(name) is not None:
+            cmd += [name, str(opt(name))]
+    return " ".join(shlex.quote(str(c)) for c in cmd)
 
 
 def _record(item, rep, kind: str, entry, violated) -> dict:

@@ -301,3 +301,39 @@ def test_mutant_of_a_call_sequence_is_replayed(run_suite, tmp_path):
     r = run_suite(str(f), "-k", "test_golden and scale-dynamic-per-call")
     out = r.stdout.str()
     assert r.ret == 1 and "DIV-SCALE-DYNAMIC-STALE (violates" in out, out[-2000:]
+
+
+def test_select_tests_by_clause_and_family(run_suite):
+    r = run_suite("numpy", "--clause", "rope-partial", "--collect-only")
+    out = r.stdout.str()
+    assert r.ret == 0 and "test_golden[float32-rope-neox-20b@ROPE-PAIR-HALF+ROPE-PARTIAL]" in out
+    assert "rope-llama3-8b@" not in out and "test_passthrough_tail[float32-rope-neox-20b@ROPE-PARTIAL]" in out
+    assert run_suite("numpy", "--clause", "rope-partial").ret == 0
+    r = run_suite("numpy", "--family", "t5", "--clause", "ALIBI-MPT", "--collect-only")
+    out = r.stdout.str()
+    assert r.ret == 0 and "t5-base-bias-decoder@" in out and "alibi-mpt-7b@" in out and "alibi-causal-12@" not in out
+    r = run_suite("numpy", "--clause", "ROPE-PARTIALL")
+    assert r.ret == 4 and "did you mean ROPE-PARTIAL" in r.stderr.str()
+    r = run_suite("numpy", "--family", "ropee")
+    assert r.ret == 4 and "did you mean rope" in r.stderr.str()
+
+
+def test_clause_selection_does_not_call_expectation_lines_stale(run_suite):
+    """A selection, like -k, leaves the other tests' expectation lines alone."""
+    r = run_suite("hf-transformers", "--clause", "ROPE-PAIR-HALF", "--dtype", "float32")
+    assert r.ret == 0, r.stdout.str()[-2000:]
+
+
+def test_a_failure_prints_a_rerun_command_that_works(run_suite, tmp_path):
+    import re
+    f = tmp_path / "mut.py"
+    f.write_text("from posenc.adapters.reference_adapter import MutantAdapter\n"
+                 "def ADAPTER():\n    return MutantAdapter('DIV-ROPE-TAIL-ROTATED')\n")
+    r = run_suite(str(f), "-k", "test_golden and rope-neox-20b", "--dtype", "bfloat16")
+    out = r.stdout.str()
+    assert r.ret == 1, out[-2000:]
+    cmd = re.search(r"^(pytest \S+test_golden\.py::test_golden\S+ .*)$", out, re.M).group(1)
+    assert "--adapter" in cmd and "--dtype bfloat16" in cmd and "--device cpu" in cmd
+    import shlex
+    rerun = subprocess.run([sys.executable, "-m", *shlex.split(cmd)], capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 1 and "1 failed" in rerun.stdout, rerun.stdout[-2000:]
