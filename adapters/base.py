@@ -173,7 +173,7 @@ class Adapter:
             from posenc import families
             from posenc.spec.errors import PosencError
             try:
-                declared = any(o.method == name for o in families.spec().operations.values())
+                declared = name in families.operations_by_method()
             except PosencError:
                 declared = False
             if declared:

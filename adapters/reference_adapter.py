@@ -33,18 +33,7 @@ NP_DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16
              "bfloat16": ml_dtypes.bfloat16, "int64": np.int64, "bool": np.bool_}
 
 
-def _by_method() -> dict[str, list]:
-    """Adapter method -> the operations declared with it (cached per loaded spec)."""
-    spec = families.spec()
-    if _CACHE.get("spec") is not spec:
-        table: dict[str, list] = {}
-        for o in spec.operations.values():
-            table.setdefault(o.method, []).append(o)
-        _CACHE.update(spec=spec, table=table)
-    return _CACHE["table"]
-
-
-_CACHE: dict = {}
+_by_method = families.operations_by_method
 
 
 def _generated(method: str):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from posenc import families
+from posenc.adapters import Unsupported
 
 from .golden import Golden
 from .runner import native_inputs
@@ -53,7 +54,6 @@ def exact_decode_steps(adapter, case, dtype, cl, g: Golden, name: str, steps, ca
 def left_pad_rows(adapter, case, dtype, device, cl, g: Golden, positions) -> None:
     """Each left-padded row equals the same row without padding at its real tokens;
     ``positions(native_mask)`` is the adapter's positions of one row."""
-    from posenc.adapters import Unsupported
     m = g.inputs["attention_mask"]
     checked = 0
     for b in range(m.shape[0]):

@@ -16,11 +16,10 @@ import numpy as np
 
 from posenc import families
 from posenc.adapters import Adapter, Unsupported
-from posenc.families.rope import call_keys
 from posenc.reference import mutants
 from posenc.spec import Spec
 from posenc.spec.errors import AdapterError
-from posenc.spec.shapes import output_shapes
+from posenc.spec.shapes import call_suffixes, output_shapes
 from posenc.spec.tolerance import Comparison, compare
 
 from .golden import Golden
@@ -125,8 +124,7 @@ def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: st
         repeated = [i.name for i in op.inputs if i.repeated]
         if repeated:
             raw = {}
-            for key in call_keys(x, prefix=f"{repeated[0]}."):
-                k = key.rsplit(".", 1)[1]
+            for k in call_suffixes(x, repeated[0]):
                 xs = {**x, **{n: x[f"{n}.{k}"] for n in repeated}}
                 a, kw = _arguments(op.call_args, op.call_kwargs, xs, env, named)
                 raw.update({f"{n}.{k}": v for n, v in _returned(adapter, op, fn(*a, **kw)).items()})

@@ -294,6 +294,16 @@ def operation(op: str) -> Operation:
     return ops[op]
 
 
+def operations_by_method() -> dict[str, list[Operation]]:
+    """Adapter method name -> the operations declared with it (cached with the spec)."""
+    if "by_method" not in _SPEC or _SPEC.get("by_method_of") is not spec():
+        table: dict[str, list[Operation]] = {}
+        for o in spec().operations.values():
+            table.setdefault(o.method, []).append(o)
+        _SPEC.update(by_method=table, by_method_of=spec())
+    return _SPEC["by_method"]
+
+
 def reference_of(op: str) -> Reference:
     load_modules()
     if op not in REFERENCES:
@@ -325,5 +335,5 @@ def family_of(op: str) -> Family:
 
 
 __all__ = ["Family", "Reference", "Check", "register_family", "discover", "reference", "mutant", "add_cases",
-           "check", "operation", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
+           "check", "operation", "operations_by_method", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
            "load_modules", "load_checks", "ENTRY_POINT_GROUP"]

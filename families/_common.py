@@ -28,7 +28,3 @@ def exact_scales(names):
 def run(op: str, params, inputs) -> Outputs:
     """The reference outputs of ``op`` (for mutants that perturb a parameter or an input)."""
     return reference_of(op).fn(params, inputs)
-
-
-def scales(op: str, params, inputs) -> dict:
-    return reference_of(op).scales(params, inputs)

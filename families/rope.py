@@ -14,6 +14,7 @@ from posenc.reference import position_ids, rope, rope_scaling
 from posenc.reference.rounding import bf16_round
 from posenc.spec.models import RopeParams
 from posenc.spec.registry import model_params
+from posenc.spec.shapes import call_suffixes
 
 from . import mutant, reference, add_cases
 from ._common import Outputs, run
@@ -33,7 +34,7 @@ def freq_provider(p) -> Callable:
 
 def call_keys(x, prefix: str = "position_ids.") -> list[str]:
     """Input names of a call sequence, in call order: ``position_ids.0``, ``position_ids.1``, ..."""
-    return sorted((k for k in x if k.startswith(prefix)), key=lambda k: int(k.rsplit(".", 1)[1]))
+    return [prefix + k for k in call_suffixes(x, prefix.rstrip("."))]
 
 
 def _per_call(fn, p, x, freq) -> dict:

@@ -102,6 +102,12 @@ def parse(expr: str) -> ast.expr:
     return tree.body
 
 
+def call_suffixes(inputs: Mapping[str, Any], name: str) -> list[str]:
+    """The call indices of a repeated input, in call order: ``name.0``, ``name.1``, ... -> ``['0', '1']``."""
+    prefix = name + "."
+    return sorted((k[len(prefix):] for k in inputs if k.startswith(prefix) and k[len(prefix):].isdigit()), key=int)
+
+
 def _env(op, inputs: Mapping[str, Any], suffix: str = "") -> dict[str, Any]:
     env: dict[str, Any] = {}
     for decl in op.inputs:
@@ -122,8 +128,7 @@ def output_shapes(op, params, inputs: Mapping[str, Any]) -> dict[str, tuple[int,
     """``{output: shape}`` that operation ``op`` (a :class:`~posenc.spec.models.Operation`) must
     return for these inputs (NumPy arrays or anything with a shape; scalars as ints); the
     outputs of a repeated call are keyed ``<name>.<k>``, as in the goldens."""
-    calls = sorted({k.rsplit(".", 1)[1] for d in op.inputs if d.repeated for k in inputs
-                    if k.startswith(d.name + ".")}, key=int)
+    calls = sorted({k for d in op.inputs if d.repeated for k in call_suffixes(inputs, d.name)}, key=int)
     out = {}
     for o in op.outputs:
         if o.kind == "scalar":
