@@ -112,7 +112,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
 
@@ -162,6 +162,10 @@ class Adapter:
     #: Devices on which out-of-range rows may be sent to the adapter (LEARNED-ROW-RANGE probe):
     #: on CUDA an unchecked gather is a device-side assert that takes the whole process down.
     range_probe_devices: tuple[str, ...] = ("cpu",)
+    #: Generated cases per operation and dtype when ``--posenc-examples`` is not given (None: the
+    #: kit's default, 6).  A compile-bound adapter (XLA compiles every new shape, ~50 ms per
+    #: primitive on a CPU) may lower it; the report header, the report and the matrix name it.
+    generated_examples: Optional[int] = None
 
     def __getattr__(self, name: str):
         """An operation method of a registered family that this adapter does not define is

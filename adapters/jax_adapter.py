@@ -73,6 +73,7 @@ class JaxAdapter(*family_ports("posenc.adapters.jax_port"), Adapter):
     framework = "jax"
     devices = ("cpu", "cuda", "gpu")
     range_probe_devices = ("cpu", "cuda", "gpu")  # rows are checked on the host before any gather
+    generated_examples = 2  # compile-bound: XLA compiles every new shape (README, "Generated cases")
 
     def __init__(self, compiled: bool = False):
         self.compiled = compiled

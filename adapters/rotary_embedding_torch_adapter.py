@@ -149,6 +149,9 @@ class RotaryEmbeddingTorchAdapter(Adapter):
             raise Unsupported(f"rope_type {t!r}: RotaryEmbedding has plain RoPE, linear position interpolation "
                               "(interpolate_factor) and a static NTK theta_rescale_factor fixed at construction; "
                               "no " + ("per-call dynamic NTK" if t == "dynamic" else t) + " rule")
+        if params.rdim == 2:
+            raise Unsupported("rotary_dim 2: RotaryEmbedding.__init__ computes theta_rescale_factor ** (dim / (dim - 2)) "
+                              "and raises ZeroDivisionError at dim 2 (rotary-embedding-torch 0.9.1)")
         if t == "linear" and params.factor < 1:
             raise Unsupported(f"linear factor {params.factor:g} < 1: RotaryEmbedding asserts interpolate_factor >= 1")
         return _LucidrainsRope(params, DTYPES[dtype], device)

@@ -8,6 +8,8 @@
     posenc spec list [FAMILY]     list clause and divergence IDs with their titles
     posenc config import FILE     a HF config.json as the spec's parameter models (JSON)
     posenc matrix [--check]       run every adapter, write docs/conformance-matrix.{md,json}
+    posenc expectations convert FILE...          rewrite old expectation files (test_id lines) as format 2
+    posenc expectations init --from-report R     draft an expectation file from a --report-json report
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ def _parser() -> argparse.ArgumentParser:
     p = s.add_parser("validate", help="load and validate the spec YAML files")
     p.add_argument("dir", nargs="?", type=Path)
     p = s.add_parser("show", help="print one clause, divergence or operation")
-    p.add_argument("id", help="e.g. ROPE-PAIR-HALF, DIV-ROPE-BF16-ANGLES (case-insensitive) or rope.apply")
+    p.add_argument("id", help="e.g. ROPE-PAIR-HALF, DIV-ROPE-BF16-ANGLE-PRODUCT (case-insensitive) or rope.apply")
+    p = s.add_parser("coverage", help="what the goldens and a default run's generated cases exercise: every "
+                     "parameter field's values and both sides of every declared branch point")
+    p.add_argument("--examples", type=int, default=None, help="generated cases per operation and dtype (default 6)")
     p = s.add_parser("list", help="list clause and divergence IDs")
     p.add_argument("family", nargs="?", help="only this family (rope, rope_scaling, sinusoidal, learned, "
                    "position_ids, alibi, t5, mrope, nope, or a registered one)")
@@ -54,12 +59,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="fail if the committed matrix differs (write nothing)")
     p.add_argument("--jobs", type=int, default=1, help="adapters run in parallel (default 1)")
     p.add_argument("--device", default="cpu", help="device for every adapter (default cpu)")
+    _expectations_parser(sub)
     return ap
+
+
+def _expectations_parser(sub) -> None:
+    e = sub.add_parser("expectations", help="expectation files (known divergences of an implementation)")
+    e = e.add_subparsers(dest="cmd", required=True)
+    p = e.add_parser("convert", help="rewrite expectation files of the old format (test_id lines) as format 2, "
+                     "in place, merging lines that differ only by dtype")
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    p = e.add_parser("init", help="draft a format-2 expectation file from a --report-json report")
+    p.add_argument("--from-report", type=Path, required=True, metavar="REPORT", help="a --report-json report")
+    p.add_argument("--out", type=Path, default=None, metavar="FILE",
+                   help="write the draft here (refuses to overwrite); default: print it")
 
 
 def main(argv=None) -> int:
     a = _parser().parse_args(argv)
     try:
+        if a.group == "expectations":
+            return _expectations(a)
         if a.group == "matrix":
             from . import matrix
             return matrix.main(a.adapters or matrix.default_adapters(), a.dtype, a.out or matrix.DOCS_DIR,
@@ -70,6 +90,8 @@ def main(argv=None) -> int:
             return _golden(a)
         if a.cmd == "schema":
             return _schema(a.check)
+        if a.cmd == "coverage":
+            return _coverage(a.examples)
         spec = load_spec(getattr(a, "dir", None))
         if a.cmd == "validate" and a.dir is None:  # the packaged spec: every family's registrations too
             from posenc import families
@@ -84,6 +106,51 @@ def main(argv=None) -> int:
     except PosencError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _expectations(a) -> int:
+    """``posenc expectations convert`` / ``init``: 0 on success, 2 on a file or report error."""
+    import json as _json
+
+    from . import expectations as exp
+    try:
+        if a.cmd == "convert":
+            for f in a.files:
+                counts = exp.convert_file(f)
+                print(f"{f}: already format {exp.FORMAT}, unchanged" if counts is None else
+                      f"{f}: {counts[0]} line(s) of format 1 -> {counts[1]} line(s) of format {exp.FORMAT}")
+            return 0
+        try:
+            report = _json.loads(Path(a.from_report).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise exp.ExpectationError(f"{a.from_report}: {e}") from None
+        text, n = exp.draft_from_report(report)
+        if a.out is None:
+            sys.stdout.write(text)
+        elif a.out.exists():
+            raise exp.ExpectationError(f"{a.out} exists: not overwritten (choose another --out)")
+        else:
+            a.out.write_text(text, encoding="utf-8")
+            print(f"wrote {a.out}: {n} draft line(s); fill in every evidence before using it")
+        return 0
+    except exp.ExpectationError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _coverage(examples) -> int:
+    from . import coverage
+    from .generated import DEFAULT_EXAMPLES
+    fields, branches = coverage.report(DEFAULT_EXAMPLES if examples is None else examples)
+    print("parameter fields (golden and generated cases):")
+    for r in fields:
+        print("  " + r.describe())
+    print("branch points:")
+    for r in branches:
+        print("  " + r.describe())
+    gaps = sum(not r.ok for r in fields) + sum(not r.ok for r in branches)
+    print(f"{gaps} gap(s)")
+    return 1 if gaps else 0
 
 
 def _config_import(path: Path) -> int:
@@ -144,7 +211,9 @@ def _list(spec, family) -> int:
             if rows:
                 print(f"  {head}:")
                 for ident, text in rows:
-                    print(f"    {ident:{w}s}{text}")
+                    text = " ".join(text.split())  # a folded YAML block ends in a newline
+                    print(f"    {ident:{w}s}{text}" + (" [superseded]" if ident in spec.divergences
+                                                       and spec.divergences[ident].superseded_by else ""))
     return 0
 
 
@@ -174,9 +243,40 @@ def _show(spec, ident: str) -> int:
         return 2
     data = item.model_dump(mode="json")
     print(f"{data.pop('id', None) or data.pop('name')}  (posenc spec {spec.version})")
+    if getattr(item, "superseded_by", None):
+        print(f"SUPERSEDED by {', '.join(item.superseded_by)}: kept with its meaning since {item.since}; "
+              "no longer checked or diagnosed")
     _print_model(data)
+    _show_domains(spec, key)
     _show_links(spec, key)
     return 0
+
+
+def _show_domains(spec, key: str) -> None:
+    """The declared domains (range or values, default, library defaults) of the parameters a
+    clause names, or of every field of the parameter models an operation's cases use."""
+    from posenc import families as fams
+    if key in spec.operations:
+        models = {type(c.params).__name__ for c in fams.all_cases() if c.op == key}
+        wanted = [(m, f) for m in sorted(models) for f in spec.parameters.get(m, {})]
+    elif key in spec.clauses:
+        names = {p.name for p in spec.clauses[key].parameters}
+        wanted = [(m, f) for m, fields in spec.parameters.items() for f in fields if f in names]
+    else:
+        return
+    if not wanted:
+        return
+    print("parameter domains:")
+    for m, f in wanted:
+        r = spec.parameters[m][f]
+        dom = (f"values {r.values}" if r.values is not None else
+               f"nested {r.nested}" if r.nested else
+               f"range [{r.range[0]:g}, {r.range[1]:g}]" + (" (log)" if r.scale == "log" else "")
+               + (f", multiple of {r.multiple_of}" if r.multiple_of else ""))
+        extra = "".join([f"; default {r.default}" if r.default is not None else "",
+                         f"; library defaults {r.library_defaults}" if r.library_defaults else "",
+                         f"; length {r.length}" if r.length else "", f"; {r.description}" if r.description else ""])
+        print(f"  - {m}.{f}: {dom}{extra}")
 
 
 def _show_case(case_id: str) -> bool:
@@ -221,6 +321,8 @@ def _show_links(spec, key: str) -> None:
     print(f"golden cases ({len(cases)}):")
     for c in cases:
         print(f"  - {c.id} ({c.op}): test_golden[<dtype>-{c.test_id}]")
+    gens = [o.name for o in ops if o.name in fams.generators()]
+    print("generated cases: " + (", ".join(f"test_generated[<dtype>-{o}]" for o in gens) or "none"))
     invs = {inv for cid in clauses for inv in spec.clauses[cid].invariants}
     checks = [c for c in fams.checks().values()
               if (c.invariant in invs and set(c.handlers) & {o.name for o in ops})

@@ -107,6 +107,7 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
             "adapter": name, "framework": rep["framework"],
             "versions": {k: _version(v) for k, v in rep["versions"].items()},
             "expectations": rep["expectations"], "exit_status": rep["exit_status"],
+            "examples": rep.get("examples"),
             "totals": {k: total[k] for k in ("passed", "failed", "diverges", "unsupported")},
             "divergences": sorted({(r["test_id"], r["divergence"]) for r in rep["results"] if r["divergence"]}),
             "failures": sorted(r["test_id"] for r in rep["results"] if r["outcome"] == "failed"),
@@ -132,19 +133,21 @@ def markdown(m: dict) -> str:
         "adapter's expectation file); `diverges: DIV-...` (a recorded, named divergence: see "
         "`posenc spec show DIV-...`); `unsupported` (the adapter cannot express the check; reasons below); "
         "`.` (no verdict on the clause at that dtype: no check of it, or each check ended in a recorded "
-        "divergence, counted under the clause its expectation line names). The `numpy` adapter is the reference itself and "
+        "divergence, counted under the clause its expectation line names). *Generated cases*: drawn cases per "
+        "operation and dtype (`--posenc-examples`, or the adapter's budget). The `numpy` adapter is the reference itself and "
         "proves golden freshness only, so it is not a column. Counts per cell: "
         f"[{JSON_NAME}]({JSON_NAME}).",
         "",
         "## Adapters",
         "",
-        "| adapter | framework | versions | passed | failed | diverges | unsupported | exit |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| adapter | framework | versions | generated cases | passed | failed | diverges | unsupported | exit |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for a in m["adapters"]:
         t = a["totals"]
         vers = ", ".join(f"{k} {v}" for k, v in a["versions"].items())
-        lines.append(f"| `{a['adapter']}` | {a['framework']} | {vers} | {t['passed']} | {t['failed']} | "
+        ex = a.get("examples")
+        lines.append(f"| `{a['adapter']}` | {a['framework']} | {vers} | {'-' if ex is None else ex} | {t['passed']} | {t['failed']} | "
                      f"{t['diverges']} | {t['unsupported']} | {a['exit_status']} |")
     for dtype in m["dtypes"]:
         lines += ["", f"## {dtype}", "", "| clause | " + " | ".join(f"`{n}`" for n in names) + " |",

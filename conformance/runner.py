@@ -185,6 +185,31 @@ class Match:
     ratio: float
 
 
+def _same_non_finite(mut: dict[str, np.ndarray], outputs: dict[str, np.ndarray]):
+    """``(mutant, outputs)`` with their non-finite elements zeroed where the adapter's output is
+    non-finite exactly where the mutant's is (NaN for NaN, +inf for +inf, -inf for -inf); None
+    where the patterns differ.  Outputs without non-finite mutant elements are passed unchanged,
+    so a NaN the mutant does not produce still fails the comparison."""
+    m_out, a_out = dict(mut), dict(outputs)
+    for n, m in mut.items():
+        if n not in outputs or not np.issubdtype(m.dtype, np.floating):
+            continue
+        bad = ~np.isfinite(m)
+        if not bad.any():
+            continue
+        a = np.asarray(outputs[n])
+        if a.shape != m.shape or not np.issubdtype(a.dtype, np.floating):
+            return None
+        a = a.astype(np.float64)
+        if not np.array_equal(~np.isfinite(a), bad):
+            return None
+        inf = bad & ~np.isnan(m)
+        if not (np.array_equal(np.isnan(a), np.isnan(m)) and np.array_equal(a[inf], m[inf])):
+            return None
+        m_out[n], a_out[n] = np.where(bad, 0.0, m), np.where(bad, 0.0, a)
+    return m_out, a_out
+
+
 def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[Match]:
     """Known divergences whose mutant reproduces ``outputs`` within tolerance, best first.
 
@@ -193,7 +218,7 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
     """
     fams = {c.split("-")[0] for c in golden.case.clauses}
     found = []
-    for d in spec.divergences.values():
+    for d in spec.current_divergences.values():
         if not (set(d.violates) & set(golden.case.clauses) or {v.split("-")[0] for v in d.violates} & fams):
             continue
         try:
@@ -208,13 +233,20 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
         if same:
             continue  # indistinguishable from the reference on this case
         mut = {n: np.asarray(v) for n, v in mut.items()}
+        # A mutant that overflows gives inf/NaN: it matches only where the output's non-finite
+        # elements are exactly the mutant's (same NaN / +inf / -inf pattern); the finite ones are
+        # compared under the tolerance as usual.
+        masked = _same_non_finite(mut, outputs)
+        if masked is None:
+            continue
+        mut, outs = masked
         # A mutant may compute where the reference copies (e.g. a rotated tail): widen the
         # scales to the mutant's own magnitudes and to the row's largest angle term.
         ds = {n: np.maximum(v, np.abs(mut[n])) for n, v in golden.dtype_scales.items() if n in mut}
         an = {n: np.maximum(v, v.max(axis=-1, keepdims=True)) if v.ndim else v
               for n, v in golden.angle_scales.items() if n in mut}
         fake = Golden(golden.case, golden.inputs, mut, ds, an, golden.angle_based)
-        cmp = compare_outputs(fake, outputs, dtype)
+        cmp = compare_outputs(fake, outs, dtype)
         if all(c.ok for c in cmp):
             found.append(Match(d.id, tuple(d.violates), d.description, max(c.ratio for c in cmp)))
     return sorted(found, key=lambda m: m.ratio)

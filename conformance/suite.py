@@ -14,6 +14,7 @@ from posenc.spec import load_spec
 
 from . import golden as _golden
 from .cases import Case, all_cases
+from .inference import infer
 from .runner import compare_outputs, diagnose, run_case
 
 _SPEC = load_spec()
@@ -67,18 +68,20 @@ class ConformanceFailure(pytest.fail.Exception):
     expected divergence).
     """
 
-    def __init__(self, msg: str, clauses: Iterable[str], matches: tuple = (), raised: bool = False):
+    def __init__(self, msg: str, clauses: Iterable[str], matches: tuple = (), raised: bool = False,
+                 inferred: Iterable[str] = ()):
         super().__init__(msg, pytrace=False)
         self.clauses = tuple(clauses)
         self.matches = tuple(matches)
         self.raised = raised
+        self.inferred = tuple(inferred)  # what the output is, when no divergence reproduces it
         self.divergences = tuple(m.divergence for m in matches)
         hit = tuple(dict.fromkeys(c for m in matches for c in m.violates))
         self.violated = tuple(c for c in self.clauses if c in hit) or hit or self.clauses
 
 
 def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detail: str, matches=(),
-         raised: bool = False) -> None:
+         raised: bool = False, inferred: Iterable[str] = ()) -> None:
     """Fail a conformance test with a header naming the clauses, adapter, case and dtype."""
     clauses = tuple(clauses)
     lines = [f"{', '.join(clauses)}: {adapter.name} fails case {case.id} ({dtype})", f"  {detail}"]
@@ -86,7 +89,7 @@ def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detai
         lines.append("  diagnosis: the output matches known divergence(s):")
         lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description} "
                   f"[max |err|/bound {m.ratio:.3g}]" for m in matches]
-    raise ConformanceFailure("\n".join(lines), clauses, matches, raised)
+    raise ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred)
 
 
 def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.ndarray], dtype: str,
@@ -98,9 +101,12 @@ def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.n
         return
     matches = diagnose(_SPEC, g, outputs, dtype)
     detail = "\n  ".join(c.message for c in bad)
+    inferred = () if matches else tuple(infer(g, outputs, dtype))
     if not matches:
         detail += "\n  diagnosis: no known divergence reproduces this output"
-    fail(clauses or g.case.clauses, adapter, g.case, dtype, f"{what.strip()}\n  {detail}" if what else detail, matches)
+        detail += "".join(f"\n  inferred: {s}" for s in inferred)
+    fail(clauses or g.case.clauses, adapter, g.case, dtype, f"{what.strip()}\n  {detail}" if what else detail, matches,
+         inferred=inferred)
 
 
 def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str], fn, /, *args, **kwargs):

@@ -14,11 +14,15 @@ register, for those operations, everything the suite derives from them:
 * ``add_cases(*cases)`` -- golden cases (:class:`posenc.conformance.cases.Case`);
 * ``@check(name, invariant=..., ops=...)`` -- an oracle-free check, collected as the pytest test
   ``test_<name>`` over the cases of ``ops`` whose clauses declare ``invariant`` (several
-  families may add handlers for their own operations to one check).
+  families may add handlers for their own operations to one check);
+* ``@generator(op)`` -- a generated-case strategy ``fn(draw) -> Case`` (``draw`` is Hypothesis's;
+  parameters drawn from the spec's declared domains): the suite's ``test_generated`` compares
+  each drawn case with the reference computed on the fly.
 
 The kit's families live in ``posenc.families.<family>`` (reference bindings, error scales,
-mutants, golden cases; NumPy only) and ``posenc.families.<family>_checks`` (checks; pytest),
-found by the name of each ``spec/*.yaml``.  Any other package registers a family with
+mutants, golden cases; NumPy only) and ``posenc.families.<family>_checks`` (checks; pytest) and
+``posenc.families.<family>_generated`` (generators; Hypothesis), found by the name of each
+``spec/*.yaml``.  Any other package registers a family with
 :func:`register_family`, from a module named in the entry-point group ``posenc.families``
 (or by calling it before the suite collects), without editing the kit.
 """
@@ -88,6 +92,8 @@ MUTANTS: dict[str, dict[str, Callable]] = {}
 MUTANT_NAMES: dict[str, Callable] = {}
 CASES: list = []
 CHECKS: dict[str, Check] = {}
+GENERATORS: dict[str, Callable] = {}
+BRANCHES: dict[tuple[str, str], Callable] = {}
 _LOADED: dict[str, bool] = {"discovered": False, "modules": False, "checks": False}
 _SPEC: dict[str, Spec] = {}
 
@@ -147,7 +153,7 @@ def _discover() -> None:
     for name in sorted(found, key=lambda n: (rank.get(n, len(rank)), n)):
         path = found[name]
         mods = tuple(n for n in (f"{__name__}.{name}",) if _module_exists(n))
-        checks = tuple(n for n in (f"{__name__}.{name}_checks",) if _module_exists(n))
+        checks = tuple(n for n in (f"{__name__}.{name}_checks", f"{__name__}.{name}_generated") if _module_exists(n))
         register_family(name, path, mods, checks)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
@@ -283,6 +289,60 @@ def check(name: str, *, ops: Iterable[str], invariant: Optional[str] = None,
     return deco
 
 
+def generator(op: str) -> Callable:
+    """Register ``fn(draw) -> Case`` as the generated-case strategy of ``op`` (one per operation).
+
+    ``draw`` is a Hypothesis ``draw``; the case's float inputs should be ``Gen`` (materialised
+    from the example's seed, so a shrunk case prints short) and its positions explicit arrays.
+    """
+    def deco(fn):
+        if op in GENERATORS and GENERATORS[op] is not fn:
+            raise SpecError(f"operation {op!r} already has a generator ({GENERATORS[op].__module__})")
+        GENERATORS[op] = fn
+        return fn
+    return deco
+
+
+def branch(clause: str, name: str) -> Callable:
+    """Register ``fn(params, inputs) -> bool | None`` as branch point ``name`` of ``clause``: which
+    side of a formula's branch (a clamp active, a threshold crossed, a policy) a case takes, or
+    ``None`` where the branch does not apply.  The coverage rule requires both sides exercised
+    by goldens or generated cases; the clause's ``branches:`` in its spec file declares the name."""
+    def deco(fn):
+        key = (clause, name)
+        if key in BRANCHES and BRANCHES[key] is not fn:
+            raise SpecError(f"branch {name!r} of {clause} is registered twice")
+        BRANCHES[key] = fn
+        return fn
+    return deco
+
+
+def branches() -> dict[tuple[str, str], Callable]:
+    """(clause, branch name) -> predicate; every registered branch must be declared by its clause
+    and every declared branch registered."""
+    load_checks()
+    sp = spec()
+    for clause, name in BRANCHES:
+        c = sp.clauses.get(clause)
+        if c is None or name not in {b.name for b in c.branches}:
+            raise SpecError(f"branch {name!r} is registered for {clause}, whose spec entry does not declare it "
+                            f"(clauses.branches)")
+    for c in sp.clauses.values():
+        for b in c.branches:
+            if (c.id, b.name) not in BRANCHES:
+                raise SpecError(f"{c.id}: branch {b.name!r} has no registered predicate (@posenc.families.branch)")
+    return BRANCHES
+
+
+def generators() -> dict[str, Callable]:
+    """Operation -> its registered generator (the check modules are loaded first)."""
+    load_checks()
+    unknown = sorted(set(GENERATORS) - set(spec().operations))
+    if unknown:
+        raise SpecError(f"generators registered for undeclared operation(s) {', '.join(unknown)}")
+    return GENERATORS
+
+
 # ---- queries -----------------------------------------------------------------------------------
 
 
@@ -335,5 +395,5 @@ def family_of(op: str) -> Family:
 
 
 __all__ = ["Family", "Reference", "Check", "register_family", "discover", "reference", "mutant", "add_cases",
-           "check", "operation", "operations_by_method", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
+           "check", "generator", "generators", "branch", "branches", "operation", "operations_by_method", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
            "load_modules", "load_checks", "ENTRY_POINT_GROUP"]

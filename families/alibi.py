@@ -79,6 +79,54 @@ def alibi_slopes_naive(op, p, x, dtype=None):
     return _alibi_with_slopes(op, p, x, m)
 
 
+def _pow2_slopes(n: int, bias_max: float) -> np.ndarray:
+    """2^(-B k / n), k = 1..n (the power-of-two rule)."""
+    return np.exp2(-bias_max * np.arange(1, n + 1, dtype=np.float64) / n)
+
+
+@mutant("alibi_slopes_next_pow2", *_ALIBI_OPS)
+def alibi_slopes_next_pow2(op, p, x, dtype=None):
+    """The first n slopes of 2^ceil(log2 n) heads (MPT's gen_slopes without its odd/even reorder)."""
+    n = p.num_heads
+    if alibi.is_power_of_two(n):
+        return None
+    big = 1 << n.bit_length()
+    return _alibi_with_slopes(op, p, x, _pow2_slopes(big, p.alibi_bias_max)[:n])
+
+
+@mutant("alibi_slopes_extra_not_strided", *_ALIBI_OPS)
+def alibi_slopes_extra_not_strided(op, p, x, dtype=None):
+    """c = 2^floor(log2 n) slopes, then the first n - c slopes of 2c heads (the [0::2] stride dropped)."""
+    n = p.num_heads
+    if alibi.is_power_of_two(n):
+        return None
+    c = 1 << (n.bit_length() - 1)
+    m = np.concatenate([_pow2_slopes(c, p.alibi_bias_max), _pow2_slopes(2 * c, p.alibi_bias_max)[:n - c]])
+    return _alibi_with_slopes(op, p, x, m)
+
+
+def round_to_dtype(x, dtype) -> np.ndarray:
+    """``x`` rounded to the activation dtype (bfloat16 as torch rounds, float16 by a NumPy cast), float64."""
+    from posenc.reference.rounding import bf16_round
+
+    if dtype == "bfloat16":
+        return bf16_round(x)
+    if dtype == "float16":
+        return np.asarray(x, np.float64).astype(np.float16).astype(np.float64)
+    if dtype == "float32":
+        return np.asarray(x, np.float64).astype(np.float32).astype(np.float64)
+    return np.asarray(x, np.float64)
+
+
+@mutant("alibi_slopes_compute_dtype", *_ALIBI_OPS)
+def alibi_slopes_compute_dtype(op, p, x, dtype=None):
+    """The slopes held in the activation dtype (keras-hub AlibiBias: convert_to_tensor(slopes,
+    dtype=compute_dtype)); the bias is those rounded slopes times the integer distances."""
+    if dtype not in ("bfloat16", "float16"):
+        return None
+    return _alibi_with_slopes(op, p, x, round_to_dtype(alibi.slopes(p), dtype))
+
+
 @mutant("alibi_sign_flipped", "alibi.bias")
 def alibi_sign_flipped(op, p, x, dtype=None):
     out = run(op, p, x)

@@ -74,14 +74,29 @@ def alibi_slopes_geometric(request, adapter, device, dtype, case):
     first = 2.0 ** (-p.alibi_bias_max / n)
     tol0 = bound("float32", first * amp[0], 0.0, True)
     if not abs(m[0] - first) <= tol0:  # NaN fails too
-        fail(cl, adapter, case, dtype, f"the first slope must be 2^(-{p.alibi_bias_max:g}/{n}) = {first!r}, got {m[0]!r}")
+        fail(cl, adapter, case, dtype,
+             f"the first slope must be 2^(-{p.alibi_bias_max:g}/{n}) = {first!r}, got {m[0]!r}",
+             _slope_matches(case, m, dtype))
     got, want = m[1:], m[:-1] * m[0]
     tol = bound("float32", want * (amp[1:] + amp[:-1] + amp[0]), 0.0, True)
     bad = np.flatnonzero(~(np.abs(got - want) <= tol))  # NaN fails too
     if bad.size:
         k = int(bad[0])
         fail(cl, adapter, case, dtype, f"slopes of a power-of-two head count must be geometric with ratio m_1 = "
-             f"{m[0]!r}: m_{k + 2} = {got[k]!r}, m_{k + 1} * m_1 = {want[k]!r} ({bad.size} of {n - 1} ratios off)")
+             f"{m[0]!r}: m_{k + 2} = {got[k]!r}, m_{k + 1} * m_1 = {want[k]!r} ({bad.size} of {n - 1} ratios off)",
+             _slope_matches(case, m, dtype))
+
+
+def _slope_matches(case, slopes, dtype):
+    """The known divergences whose mutant reproduces these slopes on the case's golden (the
+    diagnosis of the golden test, e.g. DIV-ALIBI-SLOPES-COMPUTE-DTYPE for rounded slopes)."""
+    from posenc.conformance.runner import diagnose
+    from posenc.conformance.suite import _SPEC
+
+    try:
+        return diagnose(_SPEC, load_golden(case.id), {"slopes": slopes}, dtype)
+    except Exception:  # noqa: BLE001 - a case without a golden: no diagnosis
+        return ()
 
 
 @check("bias_cache_equals_prefill", invariant="cache_prefill", ops=("alibi.bias",))

@@ -8,7 +8,8 @@ import numpy as np
 
 from posenc.conformance.cases import Case, Gen, pos
 from posenc.reference import learned, position_ids
-from posenc.spec.models import LookupParams
+from posenc.spec.models import (BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams,
+                                 OPTEmbeddingParams, RobertaEmbeddingParams)
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
@@ -138,6 +139,48 @@ def lookup_clamped(op, p, x, dtype=None):
     return {"embeddings": t[np.clip(rows, 0, t.shape[0] - 1)]}
 
 
+@mutant("lookup_take_unchecked", "learned.lookup", "learned.gpt2")
+def lookup_take_unchecked(op, p, x, dtype=None):
+    """An unchecked ``take`` (keras ``ops.take``): a negative row wraps (-1 reads the last row) and
+    a row past the end reads NaN (JAX's fill mode); rows in range equal the reference."""
+    def take(table, rows):
+        t = np.asarray(table, np.float64)
+        r = np.asarray(rows, np.int64)
+        n = t.shape[0]
+        wrapped = np.where((r < 0) & (r >= -n), r + n, r)
+        bad = (wrapped < 0) | (wrapped >= n)
+        out = t[np.clip(wrapped, 0, n - 1)]
+        out[bad] = np.nan
+        return out
+    if op == "learned.lookup":
+        return {"embeddings": take(x["table"], x["rows"])}
+    if x.get("position_ids") is None:
+        return None  # default positions are a slice, not a take
+    return {"embeddings": take(x["wte"], x["input_ids"]) + take(x["wpe"], x["position_ids"])}
+
+
+@mutant("opt_offset_twice", "learned.opt_rows", "learned.opt_embeddings")
+def opt_offset_twice(op, p, x, dtype=None):
+    """OPT's +2 applied twice (a port adds it to positions that already carry it): rows = position + 4."""
+    if op == "learned.opt_rows":
+        return {"rows": learned.opt_rows(x["positions"]) + learned.OPT_OFFSET}
+    rows = learned.opt_rows(learned.opt_positions(x["attention_mask"], int(x["cache_length"]))) + learned.OPT_OFFSET
+    t = np.asarray(x["table"], np.float64)
+    if rows.max() >= t.shape[0]:
+        return None  # past the table: an implementation raises there
+    return {"embeddings": t[rows]}
+
+
+@mutant("learned_cache_ignored", "learned.gpt2", "learned.bert", "learned.bart_embeddings",
+        "learned.roberta_positions", "learned.roberta")
+def learned_cache_ignored(op, p, x, dtype=None):
+    """Default positions computed as if nothing were cached (cache_length taken as 0): after a
+    cache the rows restart at the first row (GPT-2 / BERT 0, BART 2, RoBERTa padding_idx + 1)."""
+    if int(x.get("cache_length", 0)) == 0 or x.get("position_ids") is not None:
+        return None
+    return run(op, p, {**x, "cache_length": np.asarray(0)})
+
+
 @mutant("bert_token_type_ignored", "learned.bert")
 def bert_token_type_ignored(op, p, x, dtype=None):
     tt = np.zeros_like(np.asarray(x["token_type_embeddings"]))
@@ -156,7 +199,18 @@ def _roberta_with_rows(op, p, x, rows):
         return {"positions": rows}
     if x.get("position_ids") is not None:
         return None  # explicit position_ids: the default rule is not exercised
+    if rows.min() < 0 or rows.max() >= np.shape(x["position_embeddings"])[0]:
+        return None  # past the table: an implementation raises there
     return run(op, p, {**x, "position_ids": rows})
+
+
+@mutant("roberta_offset_twice", "learned.roberta_positions", "learned.roberta")
+def roberta_offset_twice(op, p, x, dtype=None):
+    """RoBERTa's padding_idx + 1 start applied twice (rows that already count from padding_idx + 1
+    shifted by padding_idx + 1 again, as a BART-style offset layered on them): real tokens start at
+    2 padding_idx + 2, pads read 2 padding_idx + 1."""
+    rows = _roberta_rows(p, x) + p.padding_idx + 1
+    return _roberta_with_rows(op, p, x, rows)
 
 
 @mutant("roberta_arange_positions", "learned.roberta_positions", "learned.roberta")
@@ -275,4 +329,43 @@ add_cases(
          _BART, {**_BART_W, "input_ids": Gen((2, 4), "ids", high=50),
                  "attention_mask": np.asarray([[0] * 3 + [1] * 1021, [1] * 1024], np.int64), "cache_length": 1020},
          "after 1020 cached slots (one row left-padded) rows 1022 .. 1025 reach the last row"),
+)
+
+# ---- small configurations (every parameter field at a second, non-default value) --------------
+_GPT2_TINY = GPT2EmbeddingParams(vocab_size=50, n_positions=64, n_embd=16)
+_BERT_TINY = BertEmbeddingParams(vocab_size=40, max_position_embeddings=128, type_vocab_size=3, hidden_size=32,
+                                 layer_norm_eps=1e-6)
+_RB_PAD0 = RobertaEmbeddingParams(vocab_size=40, max_position_embeddings=34, type_vocab_size=2, hidden_size=16,
+                                  layer_norm_eps=1e-12, padding_idx=0)
+
+
+def _ln(e):
+    return {"layer_norm_weight": Gen((e,), scale=0.5, offset=1.0), "layer_norm_bias": Gen((e,), scale=0.25)}
+
+
+add_cases(
+    Case("gpt2-tiny-cache", "learned.gpt2", ("LEARNED-GPT2-SUM", "LEARNED-GPT2-POSITIONS", "LEARNED-ROW-RANGE"),
+         _GPT2_TINY, {"wte": Gen((50, 16)), "wpe": Gen((64, 16)), "input_ids": Gen((2, 3), "ids", high=50),
+                      "cache_length": 61}, "n_positions 64, n_embd 16: rows 61 .. 63 reach the last row"),
+    Case("bert-tiny-cache", "learned.bert", ("LEARNED-BERT-SUM", "LEARNED-BERT-TOKEN-TYPE", "LEARNED-BERT-POSITIONS"),
+         _BERT_TINY, {"word_embeddings": Gen((40, 32)), "position_embeddings": Gen((128, 32)),
+                      "token_type_embeddings": Gen((3, 32)), **_ln(32), "input_ids": Gen((2, 4), "ids", high=40),
+                      "token_type_ids": pos([0, 1, 2, 2], [2, 0, 1, 0]), "cache_length": 124},
+         "3 token types, layer_norm_eps 1e-6, rows 124 .. 127 after a cache"),
+    Case("opt-tiny-embeddings-cache", "learned.opt_embeddings", ("LEARNED-OPT-POSITIONS", "LEARNED-OPT-OFFSET",
+                                                                  "LEARNED-ROW-RANGE"),
+         OPTEmbeddingParams(max_position_embeddings=16, hidden_size=8),
+         {"table": Gen((18, 8)), "attention_mask": np.asarray([[0] * 2 + [1] * 16, [1] * 16 + [0] * 2], np.int64),
+          "cache_length": 15},
+         "18-row table after 15 cached slots: rows [[15, 16, 17], [17, 1, 1]] reach the last row 17"),
+    Case("roberta-pad0-embeddings-cache", "learned.roberta", ("LEARNED-ROBERTA-POSITIONS", "LEARNED-ROW-RANGE"),
+         _RB_PAD0, {"word_embeddings": Gen((40, 16)), "position_embeddings": Gen((34, 16)),
+                    "token_type_embeddings": Gen((2, 16)), **_ln(16), "input_ids": pos([0, 5, 7, 9], [3, 4, 6, 0]),
+                    "token_type_ids": pos([0, 1, 1, 0], [1, 1, 0, 0]), "cache_length": 30},
+         "padding_idx 0: rows [[0, 31, 32, 33], [31, 32, 33, 0]], the last row 33 is valid"),
+    Case("bart-tiny-embeddings-cache", "learned.bart_embeddings", ("LEARNED-BART-POSITIONS", "LEARNED-ROW-RANGE"),
+         BartEmbeddingParams(max_position_embeddings=32, hidden_size=8),
+         {"table": Gen((34, 8)), "input_ids": Gen((2, 3), "ids", high=50),
+          "attention_mask": np.asarray([[0] + [1] * 31, [1] * 32], np.int64), "cache_length": 29},
+         "34-row table: rows 31 .. 33 after 29 cached slots, the left padding ignored"),
 )

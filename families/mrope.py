@@ -7,32 +7,38 @@ import numpy as np
 
 from posenc.conformance.cases import Case, Gen, arange_x
 from posenc.reference import mrope, rope
-from posenc.spec.models import MRopeParams
+from posenc.spec.models import MROPE_SCALING_FIELDS, MRopeParams, mrope_axes
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
 from ._common import Outputs
 from .rope import _pair_scales, exponent_amplification
 
-def mrope_outputs(op, p, x, axis_positions=None) -> Outputs:
-    """Outputs of an M-RoPE op; ``axis_positions`` (``[B, T, D/2]``) replaces the recomposed
-    per-frequency positions (mutants)."""
-    ap = mrope.axis_positions(x["position_ids"], p) if axis_positions is None else axis_positions
-    phi = np.asarray(ap, np.float64) * mrope.inv_freq(p)
-    c, s = np.cos(phi), np.sin(phi)
+def mrope_outputs(op, p, x, axis_positions=None, freq=None, rotary_dim=None) -> Outputs:
+    """Outputs of an M-RoPE op.  Mutants substitute: ``axis_positions`` (``[B, T, n]``, the
+    per-frequency positions), ``freq`` (``(inv_freq [n], attention_factor)``), ``rotary_dim``
+    (the rotated width; n = rotary_dim/2)."""
+    pid = x["position_ids"]
+    ap = mrope.axis_positions(pid, p) if axis_positions is None else axis_positions
+    w, a = mrope.inv_freq_and_factor(p, mrope.seq_len_of(pid)) if freq is None else freq
+    phi = np.asarray(ap, np.float64) * w
+    c, s = a * np.cos(phi), a * np.sin(phi)
     if op == "mrope.cos_sin":
         return {"cos": c, "sin": s}
-    return {n: rope.apply_with_cos_sin(x[n], c, s, p.head_dim, "half") for n in ("q", "k")}
+    r = p.rdim if rotary_dim is None else rotary_dim
+    return {n: rope.apply_with_cos_sin(x[n], c, s, r, "half") for n in ("q", "k")}
 
 
 def _mrope_scales_for(op):
     def f(p, x):
-        w = mrope.inv_freq(p)
-        phi = np.abs(mrope.angles(x["position_ids"], p)) * exponent_amplification(w, p.rope_theta, p.head_dim)
+        pid = x["position_ids"]
+        w, a = mrope.inv_freq_and_factor(p, mrope.seq_len_of(pid))
+        phi = np.abs(mrope.axis_positions(pid, p).astype(np.float64) * w) * exponent_amplification(
+            w, p.rope_theta, p.rdim)
         if op == "mrope.cos_sin":
-            sc = (np.ones_like(phi), phi)
+            sc = (np.full_like(phi, a), a * phi)
             return {"cos": sc, "sin": sc}
-        return {n: _pair_scales(x[n], 1.0, phi[:, None], p.head_dim, "half") for n in ("q", "k")}
+        return {n: _pair_scales(x[n], a, phi[:, None], p.rdim, "half") for n in ("q", "k")}
     return f
 
 
@@ -74,7 +80,44 @@ def mrope_interleaved_as_contiguous(op, p, x, dtype=None):
 @mutant("mrope_temporal_only", *_MROPE_OPS)
 def mrope_temporal_only(op, p, x, dtype=None):
     """Only the temporal axis used for every frequency (plain 1-D RoPE at the t position)."""
-    return _mrope_with_axes(op, p, x, [0] * (p.head_dim // 2))
+    return _mrope_with_axes(op, p, x, [0] * (p.rdim // 2))
+
+
+@mutant("mrope_attention_scaling_dropped", *_MROPE_OPS)
+def mrope_attention_scaling_dropped(op, p, x, dtype=None):
+    """The rope_type's frequencies, but cos and sin not multiplied by the attention factor."""
+    w, a = mrope.inv_freq_and_factor(p, mrope.seq_len_of(x["position_ids"]))
+    if a == 1.0:
+        return None
+    return mrope_outputs(op, p, x, freq=(w, 1.0))
+
+
+@mutant("mrope_rope_type_ignored", *_MROPE_OPS)
+def mrope_rope_type_ignored(op, p, x, dtype=None):
+    """The default frequencies ``theta ** (-2k / rotary_dim)`` whatever the rope_type (the scaling
+    fields dropped, an explicit attention_factor kept): the 1-D scaled path not reached."""
+    if p.rope_type == "default":
+        return None
+    q = p.model_copy(update={"rope_type": "default", **{n: None for n in MROPE_SCALING_FIELDS if n != "attention_factor"}})
+    q = MRopeParams.model_validate(q.model_dump())
+    return mrope_outputs(op, q, x)
+
+
+@mutant("mrope_partial_whole_head", "mrope.apply")
+def mrope_partial_whole_head(op, p, x, dtype=None):
+    """Partial rotary ignored: the whole head rotates, ``head_dim/2`` frequencies with the exponent
+    over head_dim; the sections keep their frequencies and the extra ones read the temporal axis
+    (the interleaved rule's default), pairs (i, i + head_dim/2)."""
+    if p.rdim == p.head_dim:
+        return None
+    D = p.head_dim
+    axes = mrope_axes(D // 2, p.mrope_section, p.layout)
+    axes = axes + [0] * (D // 2 - len(axes))  # contiguous: the sections end at rotary_dim/2
+    full = p.rope.model_copy(update={"rotary_dim": None})
+    w, a = rope.inv_freq(full, mrope.seq_len_of(x["position_ids"]))
+    pos = np.asarray(x["position_ids"])
+    ap = np.moveaxis(pos[np.asarray(axes)], 0, -1)
+    return mrope_outputs(op, p, x, axis_positions=ap, freq=(w, a), rotary_dim=D)
 
 
 # ---- golden cases ----------------------------------------------------------------------------
@@ -142,4 +185,101 @@ add_cases(
     Case("mrope-qwen3-vl-text", "mrope.apply", ("MROPE-TEXT-REDUCES", "MROPE-INTERLEAVED"), _QWEN3VL,
          {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _TEXT_POS},
          "text tokens t = h = w up to 131071: 1-D RoPE with theta 5e5"),
+)
+
+# ---- rope_type, attention scaling and partial rotary on M-RoPE (MROPE-ROPE-TYPE,
+# MROPE-ATTENTION-SCALING, MROPE-PARTIAL; spec 0.4.0) -------------------------------------------
+# yarn on Qwen3-VL: factor 3, original 256000 (the config of vLLM PR 25384, "MRoPE + YaRN");
+# yarn factor 4 / original 32768 on Qwen2-VL (Qwen2.5's published yarn block; positions up to
+# 70054 > 32768); Qwen3.5: head_dim 256, partial_rotary_factor 0.25 (rotary_dim 64), interleaved
+# section [11, 11, 10], theta 10000 (Qwen3_5TextConfig / Qwen3_5TextRotaryEmbedding defaults).
+_Q2_YARN = _QWEN2VL.model_copy(update={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+_Q3_YARN = _QWEN3VL.model_copy(update={"rope_type": "yarn", "factor": 3.0, "original_max_position_embeddings": 256000})
+_Q3_YARN_AF = _QWEN3VL.model_copy(update={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768,
+                                          "attention_factor": 0.75})
+_Q2_LINEAR = _QWEN2VL.model_copy(update={"rope_type": "linear", "factor": 4.0})
+_Q3_DYNAMIC = _QWEN3VL.model_copy(update={"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 32768})
+_Q2_LLAMA3 = _QWEN2VL.model_copy(update={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
+_Q35 = MRopeParams(head_dim=256, rotary_dim=64, rope_theta=10000.0, mrope_section=(11, 11, 10), layout="interleaved")
+_Q35_YARN = _Q35.model_copy(update={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+_PARTIAL_CONTIG = MRopeParams(head_dim=128, rotary_dim=96, rope_theta=1000000.0, mrope_section=(12, 18, 18),
+                              rope_type="linear", factor=2.0)
+# longrope: made-up per-frequency divisors (64 of them, rising with k); original 32768, so _VISION
+# (max 70054) takes the long factors and the small grid the short ones
+_Q3_LONGROPE = MRopeParams(head_dim=128, rope_theta=500000.0, mrope_section=(24, 20, 20), layout="interleaved",
+                           rope_type="longrope", factor=4.0, original_max_position_embeddings=32768,
+                           short_factor=tuple(round(1.0 + 0.5 * k / 63, 6) for k in range(64)),
+                           long_factor=tuple(round(1.0 + 7.0 * (k / 63) ** 2, 6) for k in range(64)))
+# yarn with every optional field away from its default: beta 16 / 2, mscale ratio, no truncation
+_Q2_YARN_FIELDS = MRopeParams(head_dim=128, rope_theta=1000000.0, mrope_section=(16, 24, 24), rope_type="yarn",
+                              factor=8.0, original_max_position_embeddings=4096, beta_fast=16.0, beta_slow=2.0,
+                              mscale=1.0, mscale_all_dim=0.5, truncate=False)
+_FIG_LINEAR = _FIG2.model_copy(update={"rope_type": "linear", "factor": 4.0})
+# model_copy does not validate: re-validate every parameter set built by update
+(_Q2_YARN, _Q3_YARN, _Q3_YARN_AF, _Q2_LINEAR, _Q3_DYNAMIC, _Q2_LLAMA3, _Q35_YARN, _FIG_LINEAR) = (
+    MRopeParams.model_validate(v.model_dump()) for v in
+    (_Q2_YARN, _Q3_YARN, _Q3_YARN_AF, _Q2_LINEAR, _Q3_DYNAMIC, _Q2_LLAMA3, _Q35_YARN, _FIG_LINEAR))
+_SCALED = ("MROPE-ROPE-TYPE", "MROPE-ATTENTION-SCALING")
+add_cases(
+    Case("mrope-linear-figure-d16", "mrope.cos_sin", ("MROPE-ROPE-TYPE", "MROPE-SECTIONS"), _FIG_LINEAR,
+         {"position_ids": _thw([(4, 1, 2)])},
+         "the figure with linear factor 4: angles [4, 4, 1, 1, 1, 2, 2, 2] * theta^(-2k/16) / 4"),
+    Case("mrope-qwen2-vl-yarn-vision", "mrope.apply", _SCALED + ("MROPE-SECTIONS",), _Q2_YARN,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "Qwen2-VL with yarn factor 4 / original 32768: attention factor 0.1 ln 4 + 1; image and video rows"),
+    Case("mrope-qwen2-vl-yarn-grid-cos-sin", "mrope.cos_sin", _SCALED + ("MROPE-SECTIONS",), _Q2_YARN,
+         {"position_ids": _GRID}, "yarn cos/sin (scaled by the attention factor), t, h, w up to 131071"),
+    Case("mrope-qwen3-vl-yarn-vision", "mrope.apply", _SCALED + ("MROPE-INTERLEAVED",), _Q3_YARN,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "Qwen3-VL interleaved with yarn factor 3 / original 256000 (vLLM PR 25384's config)"),
+    Case("mrope-qwen3-vl-yarn-grid-cos-sin", "mrope.cos_sin", _SCALED + ("MROPE-INTERLEAVED",), _Q3_YARN,
+         {"position_ids": _GRID}, "Qwen3-VL yarn cos/sin, t, h, w up to 131071"),
+    Case("mrope-qwen3-vl-yarn-attention-factor-text", "mrope.apply",
+         _SCALED + ("MROPE-TEXT-REDUCES", "MROPE-INTERLEAVED"), _Q3_YARN_AF,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _TEXT_POS},
+         "yarn with an explicit attention_factor 0.75 (replaces 0.1 ln 4 + 1); text tokens: 1-D yarn RoPE"),
+    Case("mrope-qwen2-vl-linear-vision", "mrope.apply", ("MROPE-ROPE-TYPE", "MROPE-SECTIONS"), _Q2_LINEAR,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "Qwen2-VL with linear factor 4 (attention factor 1)"),
+    Case("mrope-qwen2-vl-linear-grid-cos-sin", "mrope.cos_sin", ("MROPE-ROPE-TYPE", "MROPE-SECTIONS"), _Q2_LINEAR,
+         {"position_ids": _GRID}, "linear factor 4 cos/sin, t, h, w up to 131071"),
+    Case("mrope-qwen3-vl-dynamic-vision", "mrope.apply", ("MROPE-ROPE-TYPE", "MROPE-INTERLEAVED"), _Q3_DYNAMIC,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "dynamic NTK factor 2, max_position_embeddings 32768: seq_len = max over the three axes + 1 = 70055"),
+    Case("mrope-qwen2-vl-llama3-grid-cos-sin", "mrope.cos_sin", ("MROPE-ROPE-TYPE", "MROPE-SECTIONS"), _Q2_LLAMA3,
+         {"position_ids": _GRID}, "llama3 factor 8 (1, 4, 8192) on Qwen2-VL's sections"),
+    Case("mrope-qwen3.5-partial-vision", "mrope.apply", ("MROPE-PARTIAL", "MROPE-INTERLEAVED"), _Q35,
+         {"q": Gen((2, 4, 7, 256)), "k": Gen((2, 1, 7, 256)), "position_ids": _VISION},
+         "Qwen3.5: 64 of 256 dims rotate (section [11, 11, 10] over 32 frequencies), the tail passes through"),
+    Case("mrope-qwen3.5-partial-cos-sin", "mrope.cos_sin", ("MROPE-PARTIAL", "MROPE-INTERLEAVED"), _Q35,
+         {"position_ids": _GRID}, "Qwen3.5 cos/sin: 32 frequencies theta^(-2k/64)"),
+    Case("mrope-qwen3.5-partial-yarn-text", "mrope.apply",
+         ("MROPE-PARTIAL", "MROPE-TEXT-REDUCES", "MROPE-INTERLEAVED") + _SCALED, _Q35_YARN,
+         {"q": Gen((2, 4, 7, 256)), "k": Gen((2, 1, 7, 256)), "position_ids": _TEXT_POS},
+         "Qwen3.5 with yarn factor 4 over rotary_dim 64; text tokens up to 131071"),
+    Case("mrope-partial-contiguous-linear-vision", "mrope.apply", ("MROPE-PARTIAL", "MROPE-ROPE-TYPE", "MROPE-SECTIONS"),
+         _PARTIAL_CONTIG, {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "contiguous sections [12, 18, 18] over rotary_dim 96 of 128, linear factor 2 (the MROPE-PARTIAL rule on "
+         "Qwen2-VL's layout; transformers' Qwen2-VL apply has no pass-through)"),
+    Case("mrope-qwen3-vl-longrope-vision", "mrope.apply", _SCALED + ("MROPE-INTERLEAVED",), _Q3_LONGROPE,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "longrope factor 4: max over the three axes 70054 > 32768 takes the long factors; "
+         "attention factor sqrt(1 + ln 4 / ln 32768)"),
+    Case("mrope-qwen3-vl-longrope-short-cos-sin", "mrope.cos_sin", _SCALED + ("MROPE-INTERLEAVED",), _Q3_LONGROPE,
+         {"position_ids": _thw([(0, 0, 0), (0, 5, 13), (7, 13, 5), (4095, 4096, 4097)])},
+         "longrope below the original context (max 4097 < 32768): the short factors"),
+    Case("mrope-qwen2-vl-yarn-fields-grid-cos-sin", "mrope.cos_sin", _SCALED + ("MROPE-SECTIONS",), _Q2_YARN_FIELDS,
+         {"position_ids": _GRID}, "yarn factor 8 / original 4096, beta_fast 16, beta_slow 2, truncate false, "
+         "attention factor get_mscale(8, 1) / get_mscale(8, 0.5)"),
+)
+
+# The yarn fields at a second set of values (the coverage rule: two values, one not a default).
+_Q3_YARN_FIELDS = MRopeParams(head_dim=64, rope_theta=5000000.0, mrope_section=(12, 10, 10), layout="interleaved",
+                              rope_type="yarn", factor=4.0, original_max_position_embeddings=8192, beta_fast=24.0,
+                              beta_slow=0.5, mscale=0.8, mscale_all_dim=1.2, truncate=True)
+add_cases(
+    Case("mrope-qwen3-vl-yarn-fields-grid-cos-sin", "mrope.cos_sin", _SCALED + ("MROPE-INTERLEAVED",), _Q3_YARN_FIELDS,
+         {"position_ids": _GRID}, "yarn factor 4 / original 8192, beta_fast 24, beta_slow 0.5, truncate true, "
+         "attention factor get_mscale(4, 0.8) / get_mscale(4, 1.2)"),
 )

@@ -8,7 +8,6 @@ from posenc.adapters import Unsupported
 from posenc.conformance.checks import clauses_of
 from posenc.conformance.runner import native_inputs
 from posenc.conformance.suite import call_adapter, fail, load_golden, require_dtype
-from posenc.spec.models import RopeParams
 from posenc.spec.tolerance import bound
 
 from . import check
@@ -17,7 +16,8 @@ from . import check
 @check("mrope_text_reduces_to_rope", invariant="text_reduces", ops=("mrope.apply",))
 def mrope_text_reduces_to_rope(request, adapter, device, dtype, case):
     """Text tokens (t = h = w): the adapter's M-RoPE equals the SAME adapter's plain half-pairing
-    RoPE (rotary_dim = head_dim, the same rope_theta) at those positions."""
+    RoPE with the same head_dim, rotary_dim, rope_theta, rope_type and scaling fields
+    (``params.rope``) at those positions."""
     require_dtype(adapter, dtype)
     cl = clauses_of(request)
     p = case.params
@@ -25,7 +25,7 @@ def mrope_text_reduces_to_rope(request, adapter, device, dtype, case):
     pid3 = g.inputs["position_ids"]
     if not (np.array_equal(pid3[0], pid3[1]) and np.array_equal(pid3[0], pid3[2])):
         raise Unsupported("case has vision tokens (t, h, w differ)")
-    rp = RopeParams(head_dim=p.head_dim, rope_theta=p.rope_theta, pairing="half")
+    rp = p.rope
 
     def go():
         x = native_inputs(adapter, {"q": g.inputs["q"], "k": g.inputs["k"], "position_ids": pid3}, dtype, device)

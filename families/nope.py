@@ -51,3 +51,8 @@ add_cases(
          {"q": Gen((3, 2, 4, 64)), "k": Gen((3, 1, 4, 64)), "position_ids": pos([5, 6, 7, 8], [0, 1, 2, 3], [9, 9, 9, 9]),
           "layer_idx": 5}, "layer 5 of an explicit list (flag 0)"),
 )
+add_cases(
+    Case("nope-flags-explicit-longer", "nope.layer_flags", ("NOPE-LAYER-FLAGS",),
+         NopeParams(num_hidden_layers=5, no_rope_layers=(0, 1, 1, 0, 1, 1, 0)),
+         note="a list longer than num_hidden_layers: the first 5 count (layers 0 and 3 are NoPE)"),
+)

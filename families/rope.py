@@ -156,14 +156,8 @@ def rope_deinterleave_layout_kept(op, p, x, dtype=None):
 
 
 def _bf16_rope(op, p, x, round_angle: bool):
-    seq_len = rope.seq_len_of(x["position_ids"]) if "position_ids" in x else None
-    w, a = rope.inv_freq(p, seq_len)
-    w = bf16_round(w)
-    if op == "rope.inv_freq":
-        return {"inv_freq": w, "attention_factor": np.float64(a)}
-    pos = np.asarray(x["position_ids"], np.float64)
-    phi = bf16_round(bf16_round(pos)[..., None] * w) if round_angle else pos[..., None] * w
-    return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
+    r = bf16_round if round_angle else _ident
+    return _angles_form(op, p, x, bf16_round, r, r)
 
 
 @mutant("rope_bf16_angles", "rope.apply", "rope.cos_sin", "rope.inv_freq")
@@ -179,10 +173,15 @@ def rope_bf16_inv_freq(op, p, x, dtype=None):
 @mutant("rope_bf16_positions", "rope.apply", "rope.cos_sin")
 def rope_bf16_positions(op, p, x, dtype=None):
     """Positions built in bfloat16 (e.g. ``arange(T, dtype=t.dtype) + offset``); angles and
-    cos/sin then exact: every position p >= 256 becomes a multiple of its bf16 spacing."""
+    cos/sin then exact: every position p >= 256 becomes a multiple of its bf16 spacing.  Linear
+    scaling applied as position interpolation (positions / factor, rotary-embedding-torch's
+    ``interpolate_factor``) holds the interpolated positions in bfloat16 too."""
     seq_len = rope.seq_len_of(x["position_ids"])
     w, a = rope.inv_freq(p, seq_len)
-    phi = bf16_round(np.asarray(x["position_ids"], np.float64))[..., None] * w
+    pos = bf16_round(np.asarray(x["position_ids"], np.float64))
+    if p.rope_type == "linear":
+        pos, w = bf16_round(pos / p.factor), w * p.factor
+    phi = pos[..., None] * w
     return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
 
 
@@ -205,15 +204,229 @@ def rope_exponent_head_dim(op, p, x, dtype=None):
     return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
 
 
-@mutant("rope_arange_positions", "rope.apply", "rope.cos_sin")
+def _with_positions(op, p, x, fn) -> Outputs:
+    """The reference with each call's ``position_ids`` replaced by ``fn(position_ids)``
+    (every call of a ``rope.cos_sin_calls`` sequence)."""
+    keys = call_keys(x) if op == "rope.cos_sin_calls" else ["position_ids"]
+    return run(op, p, {**x, **{k: fn(np.asarray(x[k])) for k in keys}})
+
+
+@mutant("rope_arange_positions", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls")
 def rope_arange_positions(op, p, x, dtype=None):
-    pid = np.asarray(x["position_ids"])
-    return run(op, p, {**x, "position_ids": position_ids.prefill(*pid.shape)})
+    """Each row's positions replaced by 0 .. T-1 (restart at 0 after a cache, padding ignored)."""
+    return _with_positions(op, p, x, lambda pid: position_ids.prefill(*pid.shape))
 
 
 @mutant("rope_factor_ignored", "rope.apply", "rope.cos_sin", "rope.inv_freq")
 def rope_factor_ignored(op, p, x, dtype=None):
     return run(op, p.model_copy(update={"attention_factor": 1.0}), x)
+
+
+
+
+# ---- positions (ROPE-ANGLE) ---------------------------------------------------------------------
+
+
+@mutant("rope_decode_off_by_one", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls")
+def rope_decode_off_by_one(op, p, x, dtype=None):
+    """Every single-token call (T == 1: a decode step after a cache) uses position + 1;
+    calls of several tokens (the prefill) are right."""
+    return _with_positions(op, p, x, lambda pid: pid + 1 if pid.shape[-1] == 1 else pid)
+
+
+@mutant("rope_positions_off_by_one", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls")
+def rope_positions_off_by_one(op, p, x, dtype=None):
+    """Every token at position + 1 (1-based positions)."""
+    return _with_positions(op, p, x, lambda pid: pid + 1)
+
+
+@mutant("rope_row0_positions", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls")
+def rope_row0_positions(op, p, x, dtype=None):
+    """One position vector for the whole batch: row 0's positions used for every row."""
+    return _with_positions(op, p, x, lambda pid: np.broadcast_to(pid[:1], pid.shape).copy())
+
+
+@mutant("rope_decode_batch_row0_only", "rope.apply")
+def rope_decode_batch_row0_only(op, p, x, dtype=None):
+    """A single-token call (T == 1) on a batch of several rows writes row 0 only; the other rows'
+    outputs are left as zeros (mx.fast.rope before ml-explore/mlx#3498)."""
+    pid = np.asarray(x["position_ids"])
+    if pid.shape[-1] != 1 or pid.shape[0] < 2:
+        return None
+    out = run(op, p, x)
+    for n in ("q", "k"):
+        out[n] = out[n].copy()
+        out[n][1:] = 0.0
+    return out
+
+
+# ---- which tensors rotate, and which way -------------------------------------------------------
+
+
+def _one_unrotated(op, p, x, name: str) -> Outputs:
+    out = run(op, p, x)
+    return {**out, name: np.asarray(x[name], np.float64).copy()}
+
+
+@mutant("rope_k_not_rotated", "rope.apply", "rope.apply_with_cos_sin")
+def rope_k_not_rotated(op, p, x, dtype=None):
+    """q rotated, k returned unchanged."""
+    return _one_unrotated(op, p, x, "k")
+
+
+@mutant("rope_q_not_rotated", "rope.apply", "rope.apply_with_cos_sin")
+def rope_q_not_rotated(op, p, x, dtype=None):
+    """k rotated, q returned unchanged."""
+    return _one_unrotated(op, p, x, "q")
+
+
+def _sin_replaced(op, p, x, fn) -> Outputs:
+    """The reference with sin replaced by ``fn(sin)`` wherever sin is formed or given."""
+    if op == "rope.apply_with_cos_sin":
+        return run(op, p, {**x, "sin": fn(np.asarray(x["sin"], np.float64))})
+    if op == "rope.apply":
+        cs = run("rope.cos_sin", p, {"position_ids": x["position_ids"]})
+        return _rope_outputs(op, p, x, cs["cos"], fn(cs["sin"]))
+    return {k: fn(v) if k.split(".")[0] == "sin" else v for k, v in run(op, p, x).items()}
+
+
+@mutant("rope_sin_sign_flipped", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply_with_cos_sin")
+def rope_sin_sign_flipped(op, p, x, dtype=None):
+    """The transposed rotation: every pair rotated by -phi (sin negated)."""
+    return _sin_replaced(op, p, x, lambda s: -s)
+
+
+@mutant("rope_sin_dropped", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply_with_cos_sin")
+def rope_sin_dropped(op, p, x, dtype=None):
+    """sin read as 0 (y = x cos on the rotated dims): the rotation collapses to a scaling."""
+    return _sin_replaced(op, p, x, np.zeros_like)
+
+
+# ---- frequencies and partial rotary --------------------------------------------------------------
+
+
+@mutant("rope_theta_default", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls", "rope.inv_freq")
+def rope_theta_default(op, p, x, dtype=None):
+    """The configured rope_theta not passed on: the library default 10000 used instead."""
+    if p.rope_type != "default" or p.rope_theta == 10000.0:
+        return None
+    return run(op, p.model_copy(update={"rope_theta": 10000.0}), x)
+
+
+@mutant("rope_partial_split_head_dim", "rope.apply")
+def rope_partial_split_head_dim(op, p, x, dtype=None):
+    """Partial half-pair rotary laid out over the whole head: the first rotary_dim/2 pairs are
+    (i, i + head_dim/2) with frequencies theta^(-2i/head_dim) (pie-project/pie#603) instead of
+    (i, i + rotary_dim/2) with theta^(-2i/rotary_dim)."""
+    if p.rope_type != "default" or p.pairing != "half" or p.rdim >= p.head_dim:
+        return None
+    h, n = p.head_dim // 2, p.rdim // 2
+    w = p.rope_theta ** (-np.arange(0, p.rdim, 2, dtype=np.float64) / p.head_dim)
+    af = rope.inv_freq(p)[1]
+    phi = np.asarray(x["position_ids"], np.float64)[..., None] * w
+    c, s = (af * np.cos(phi))[:, None], (af * np.sin(phi))[:, None]
+    i = np.arange(n)
+    out = {}
+    for name in ("q", "k"):
+        v = np.asarray(x[name], np.float64)
+        y = v.copy()
+        y[..., i] = v[..., i] * c - v[..., i + h] * s
+        y[..., i + h] = v[..., i + h] * c + v[..., i] * s
+        out[name] = y
+    return out
+
+
+# ---- precision (ROPE-PRECISION) -------------------------------------------------------------------
+
+
+def _f16_round(a) -> np.ndarray:
+    """Round to float16 (values above 65504 become inf), back in float64."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(a, np.float64).astype(np.float16).astype(np.float64)
+
+
+def _ident(a):
+    return a
+
+
+def _angles_form(op, p, x, w_round=_ident, pos_round=_ident, phi_round=_ident) -> Outputs:
+    """The rope outputs with inv_freq, the positions and the angle rounded by the given functions
+    (cos/sin and the rotation then exact); may hold inf/NaN where a rounding overflows."""
+    if op == "rope.cos_sin_calls":
+        out = {}
+        for key in call_keys(x):
+            k = key.rsplit(".", 1)[1]
+            r = _angles_form("rope.cos_sin", p, {"position_ids": x[key]}, w_round, pos_round, phi_round)
+            out[f"cos.{k}"], out[f"sin.{k}"] = r["cos"], r["sin"]
+        return out
+    seq_len = rope.seq_len_of(x["position_ids"]) if "position_ids" in x else None
+    w, a = rope.inv_freq(p, seq_len)
+    w = w_round(w)
+    if op == "rope.inv_freq":
+        return {"inv_freq": w, "attention_factor": np.float64(a)}
+    pos = np.asarray(x["position_ids"], np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        phi = phi_round(pos_round(pos)[..., None] * w)
+        return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
+
+
+_ANGLE_OPS = ("rope.apply", "rope.cos_sin", "rope.cos_sin_calls")
+
+
+@mutant("rope_f16_angles", *_ANGLE_OPS, "rope.inv_freq")
+def rope_f16_angles(op, p, x, dtype=None):
+    """At float16 activations, the angle computed in float16: ``f16(f16(position) * f16(inv_freq))``
+    (positions above 65504 overflow to inf: NaN outputs)."""
+    if dtype != "float16":
+        return None
+    return _angles_form(op, p, x, w_round=_f16_round, pos_round=_f16_round, phi_round=_f16_round)
+
+
+@mutant("rope_f16_inv_freq", *_ANGLE_OPS, "rope.inv_freq")
+def rope_f16_inv_freq(op, p, x, dtype=None):
+    """At float16 activations, the inv_freq buffer held in float16; positions and the product in float32."""
+    if dtype != "float16":
+        return None
+    return _angles_form(op, p, x, w_round=_f16_round)
+
+
+@mutant("rope_f16_positions", *_ANGLE_OPS)
+def rope_f16_positions(op, p, x, dtype=None):
+    """At float16 activations, the positions cast to float16 before the product: positions above
+    2048 round to their float16 spacing and those above 65504 become inf (NaN outputs)."""
+    if dtype != "float16":
+        return None
+    if p.rope_type == "linear" and "position_ids" in x:  # position interpolation, as the bf16 form
+        w, a = rope.inv_freq(p, rope.seq_len_of(x["position_ids"]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            pos = _f16_round(_f16_round(np.asarray(x["position_ids"], np.float64)) / p.factor)
+            phi = pos[..., None] * (w * p.factor)
+            return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
+    return _angles_form(op, p, x, pos_round=_f16_round)
+
+
+@mutant("rope_f16_cos_sin", *_ANGLE_OPS)
+def rope_f16_cos_sin(op, p, x, dtype=None):
+    """At float16 activations, cos/sin evaluated in float16 from the float32 angle: the angle is
+    rounded to float16 first (angles above 65504 rad become inf: NaN outputs)."""
+    if dtype != "float16":
+        return None
+    return _angles_form(op, p, x, phi_round=_f16_round)
+
+
+@mutant("rope_bf16_angle_rounded", *_ANGLE_OPS)
+def rope_bf16_angle_rounded(op, p, x, dtype=None):
+    """A float32 angle product rounded to bfloat16 afterwards: ``bf16(fl32(position) * fl32(inv_freq))``
+    (inv_freq and the positions exact)."""
+    return _angles_form(op, p, x, phi_round=bf16_round)
+
+
+@mutant("rope_bf16_angle_product", *_ANGLE_OPS, "rope.inv_freq")
+def rope_bf16_angle_product(op, p, x, dtype=None):
+    """DIV-ROPE-BF16-ANGLE-PRODUCT (the 0.2.0 meaning of DIV-ROPE-BF16-ANGLES): the angle product
+    computed in bfloat16, ``bf16(bf16(position) * bf16(inv_freq))`` (the same values as
+    ``rope_bf16_angles``, and a form for ``rope.cos_sin_calls`` too)."""
+    return _angles_form(op, p, x, w_round=bf16_round, pos_round=bf16_round, phi_round=bf16_round)
 
 
 # ---- golden cases ----------------------------------------------------------------------------
@@ -296,3 +509,13 @@ for name, p in (("half", _NEOX), ("interleaved", _GPTJ), ("half-full", _LLAMA3),
               (pair, "ROPE-PARTIAL") if p.rdim < p.head_dim else (pair,), p,
               {"q": Gen((B, 4, T, p.head_dim)), "k": Gen((B, 1, T, p.head_dim)), "cos": c, "sin": s},
               "cos/sin given (the ONNX / flash-attn level)"))
+# decode: a batch of single-token calls (T == 1 after a cache), and a prefill followed by decode steps
+add_cases(
+    Case("rope-decode-batch", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-ANGLE"), _LLAMA3,
+         {"q": Gen((3, 4, 1, 128)), "k": Gen((3, 2, 1, 128)), "position_ids": pos([4096], [17], [65000])},
+         "one decode step (T == 1) for three rows at different positions (per-row positions, every row written)"),
+    Case("rope-cos-sin-calls-decode", "rope.cos_sin_calls", ("ROPE-ANGLE",), _LLAMA3,
+         {"position_ids.0": pos(range(5), range(100, 105)), "position_ids.1": pos([5], [105]),
+          "position_ids.2": pos([6], [106])},
+         "prefill of 5 tokens, then two single-token decode steps, on one prepared RoPE"),
+)

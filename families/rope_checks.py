@@ -8,7 +8,8 @@ import numpy as np
 from posenc.adapters import Unsupported
 from posenc.conformance.checks import clauses_of, step
 from posenc.conformance.runner import native_inputs
-from posenc.conformance.suite import assert_conforms, call_adapter, fail, load_golden, require_dtype
+from posenc.conformance.suite import (assert_conforms, call_adapter, fail, invariant_clauses, load_golden,
+                                     require_dtype)
 from posenc.reference import ops, rope
 from posenc.spec.tolerance import EPS, bound
 
@@ -128,9 +129,24 @@ def pair_norm(request, adapter, device, dtype, case):
              f"(ratio {ny[i] / nx[i] if nx[i] else float('inf'):.6g})")
 
 
-@check("relative", invariant="relative", ops=ROPE)
+#: rope_types whose frequencies depend on the sequence length: a shift of every position changes
+#: them, so <R(m)q, R(n)k> depends on m and n themselves (SCALE-DYNAMIC-NTK, SCALE-LONGROPE-FACTORS)
+LENGTH_DEPENDENT = ("dynamic", "longrope")
+
+
+def _relative_clauses(c):
+    wanted = invariant_clauses("relative")
+    return [x for x in c.clauses if x in wanted]
+
+
+def _relative_cases(c):
+    return c.op in ROPE and bool(_relative_clauses(c)) and c.params.rope_type not in LENGTH_DEPENDENT
+
+
+@check("relative", invariant="relative", ops=ROPE, select=_relative_cases, clauses=_relative_clauses)
 def relative(request, adapter, device, dtype, case):
-    """<R(m)q, R(n)k> depends only on m - n: shift both positions by 1000 and by 65536."""
+    """<R(m)q, R(n)k> depends only on m - n: shift both positions by 1000 and by 65536 (not for the
+    length-dependent rope_types, whose frequencies the shift changes)."""
     require_dtype(adapter, dtype)
     cl = clauses_of(request)
     g = load_golden(case.id)

@@ -1,5 +1,6 @@
-"""RoPE scaling (SCALE-*): the mutants of the scaled frequency rules and their golden cases, and
-the attention.probs operation of SCALE-YARN-SOFTMAX-SCALE.  The rules themselves are
+"""RoPE scaling (SCALE-*): the mutants of the scaled frequency rules (their golden cases are
+:mod:`posenc.families.rope_scaling_cases`), and the attention.probs operation of
+SCALE-YARN-SOFTMAX-SCALE.  The rules themselves are
 :mod:`posenc.reference.rope_scaling`; the rope.* operations that reach them are the rope
 family's (:mod:`posenc.families.rope`)."""
 
@@ -7,14 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, Gen, pos
 from posenc.reference import attention, rope, rope_scaling
-from posenc.spec.models import RopeParams, SoftmaxScaleParams
-from posenc.spec.registry import model_params
+from posenc.spec.models import RopeParams
 
-from . import add_cases, mutant, reference
+from . import mutant, reference
 from ._common import run
-from .rope import rope_outputs
+from .rope import call_keys, rope_outputs
 
 def _attn_probs(p, x):
     return {"probs": attention.probs(x["q"], x["k"], p)}
@@ -168,9 +167,214 @@ def scale_longrope_forced_factor(op, p, x, dtype=None):
 def scale_proportional_as_partial(op, p, x, dtype=None):
     if p.rope_type != "proportional":
         return None
-    partial = p.model_copy(update={"rope_type": "default", "factor": None})
     w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim) / (p.factor or 1.0)
+    if op != "rope.apply":
+        # the frequencies in the operation's layout (pair_dim / 2): the partial rule's, then zeros
+        padded = np.zeros(p.head_dim // 2)
+        padded[: w.size] = w
+        return _with_freq(op, p, x, lambda L: (padded, 1.0))
+    partial = p.model_copy(update={"rope_type": "default", "factor": None})
     return _with_freq(op, partial, x, lambda L: (w, 1.0))
+
+
+# ---- the divergence catalogue by bug kind (spec 0.4.0) ----------------------------------------
+
+
+def _rule(p):
+    """``seq_len -> (inv_freq, attention_factor)`` of the reference (stateless rope_types)."""
+    return lambda L: rope.inv_freq(p, L)
+
+
+def _scaled_w(p, k):
+    """The reference frequencies with every inverse frequency divided by ``k`` once more."""
+    return lambda L: (lambda w, a: (w / k, a))(*rope.inv_freq(p, L))
+
+
+def _rope_factor(p) -> float:
+    """The factor a rope_type divides (some of) its frequencies by; 1 where none applies."""
+    if p.rope_type == "yarn":
+        return rope_scaling.yarn_factor(p)
+    if p.rope_type in ("linear", "proportional"):
+        return p.factor or 1.0
+    return 1.0
+
+
+@mutant("scale_factor_twice", *_ROPE_OPS)
+def scale_factor_twice(op, p, x, dtype=None):
+    """The factor applied twice: inv_freq divided by it *and* positions divided by it again
+    (linear: factor^2; yarn: the blended frequencies / s; proportional: / factor^2)."""
+    if p.rope_type not in ("linear", "yarn", "proportional") or _rope_factor(p) == 1:
+        return None
+    return _with_freq(op, p, x, _scaled_w(p, _rope_factor(p)))
+
+
+@mutant("scale_factor_dropped", *_ROPE_OPS)
+def scale_factor_dropped(op, p, x, dtype=None):
+    """The factor dropped (taken as 1): linear and proportional lose the division, yarn becomes
+    plain RoPE (no blend, attention factor get_mscale(1) = 1 unless given explicitly)."""
+    if p.rope_type not in ("linear", "yarn", "proportional") or _rope_factor(p) == 1:
+        return None
+    if p.rope_type == "proportional":
+        return run(op, p.model_copy(update={"factor": None}), x)
+    af = 1.0 if p.attention_factor is None else p.attention_factor
+    return _with_freq(op, p, x, lambda L: (rope_scaling.base_inv_freq(p.rope_theta, p.rdim), af))
+
+
+def _with_update(op, p, x, **update):
+    q = p.model_copy(update=update)
+    if q == p:
+        return None
+    return run(op, RopeParams(**q.model_dump()), x)
+
+
+@mutant("scale_llama3_factor_defaulted", *_ROPE_OPS)
+def scale_llama3_factor_defaulted(op, p, x, dtype=None):
+    """The configured llama3 factor not forwarded: the default 8 (Llama 3.1's) used instead."""
+    if p.rope_type != "llama3":
+        return None
+    return _with_update(op, p, x, factor=8.0)
+
+
+@mutant("scale_llama3_constants_hardcoded", *_ROPE_OPS)
+def scale_llama3_constants_hardcoded(op, p, x, dtype=None):
+    """Meta's apply_scaling constants hard-coded: factor 8, low 1, high 4, original 8192."""
+    if p.rope_type != "llama3":
+        return None
+    return _with_update(op, p, x, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                        original_max_position_embeddings=8192)
+
+
+@mutant("scale_llama3_bounds_swapped", *_ROPE_OPS)
+def scale_llama3_bounds_swapped(op, p, x, dtype=None):
+    """The two wavelength bounds swapped: unchanged below L_orig / low_freq_factor, divided above
+    L_orig / high_freq_factor (the first test wins, so the blended band disappears)."""
+    if p.rope_type != "llama3":
+        return None
+    w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim)
+    L, lo, hi = p.original_max_position_embeddings, p.low_freq_factor, p.high_freq_factor
+    wavelen = 2 * np.pi / w
+    smooth = (L / wavelen - lo) / (hi - lo)
+    blended = (1 - smooth) * w / p.factor + smooth * w
+    out = np.where(wavelen < L / lo, w, np.where(wavelen > L / hi, w / p.factor, blended))
+    return _with_freq(op, p, x, lambda L_: (out, 1.0 if p.attention_factor is None else p.attention_factor))
+
+
+@mutant("scale_yarn_betas_defaulted", *_ROPE_OPS)
+def scale_yarn_betas_defaulted(op, p, x, dtype=None):
+    """beta_fast / beta_slow not forwarded: the defaults 32 / 1 used instead of the configured ones."""
+    if p.rope_type != "yarn" or (p.beta_fast in (None, 32.0) and p.beta_slow in (None, 1.0)):
+        return None
+    return _with_update(op, p, x, beta_fast=None, beta_slow=None)
+
+
+@mutant("scale_yarn_betas_swapped", *_ROPE_OPS)
+def scale_yarn_betas_swapped(op, p, x, dtype=None):
+    """The correction range taken from beta_slow for the low dim and beta_fast for the high one."""
+    if p.rope_type != "yarn":
+        return None
+    bf, bs = p.beta_fast or 32.0, p.beta_slow or 1.0
+    if bf == bs:
+        return None
+    return _with_update(op, p, x, beta_fast=bs, beta_slow=bf)
+
+
+@mutant("scale_yarn_attention_factor_dropped", *_ROPE_OPS)
+def scale_yarn_attention_factor_dropped(op, p, x, dtype=None):
+    """An explicit attention_factor not forwarded: the computed get_mscale rule used instead."""
+    if p.rope_type != "yarn" or p.attention_factor is None:
+        return None
+    return _with_update(op, p, x, attention_factor=None)
+
+
+@mutant("scale_yarn_mscale_defaulted", *_ROPE_OPS)
+def scale_yarn_mscale_defaulted(op, p, x, dtype=None):
+    """The configured mscale not read (taken as 1) while mscale_all_dim is."""
+    if (p.rope_type != "yarn" or p.attention_factor is not None or not (p.mscale and p.mscale_all_dim)
+            or p.mscale == 1.0):
+        return None
+    return _with_update(op, p, x, mscale=1.0)
+
+
+@mutant("scale_attention_factor_on_qk", "rope.apply")
+def scale_attention_factor_on_qk(op, p, x, dtype=None):
+    """The attention factor multiplies the whole q and k (pass-through dims included) instead of
+    cos and sin; the same as the rule when every dim rotates, wrong with partial rotary."""
+    if p.pair_dim == p.head_dim:
+        return None
+    af = rope.inv_freq(p, rope.seq_len_of(x["position_ids"]))[1]
+    if af == 1:
+        return None
+    out = _with_freq(op, p, x, lambda L: (rope.inv_freq(p, L)[0], 1.0))
+    return {n: v * af for n, v in out.items()}
+
+
+@mutant("scale_longrope_at_init", *_ROPE_OPS)
+def scale_longrope_at_init(op, p, x, dtype=None):
+    """The factors chosen once from the configuration (long when max_position_embeddings >
+    original) where the per-call policy is declared."""
+    if p.rope_type != "longrope" or p.longrope_policy == "at_init" or p.max_position_embeddings is None:
+        return None
+    return run(op, p.model_copy(update={"longrope_policy": "at_init"}), x)
+
+
+@mutant("scale_longrope_per_call", *_ROPE_OPS)
+def scale_longrope_per_call(op, p, x, dtype=None):
+    """The factors chosen per call by seq_len where the at-init policy is declared."""
+    if p.rope_type != "longrope" or p.longrope_policy != "at_init":
+        return None
+    return run(op, p.model_copy(update={"longrope_policy": None}), x)
+
+
+@mutant("scale_longrope_always_long", *_ROPE_OPS)
+def scale_longrope_always_long(op, p, x, dtype=None):
+    """The long factors at every length (the short ones never read)."""
+    if p.rope_type != "longrope":
+        return None
+    w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim) / np.asarray(p.long_factor, dtype=np.float64)
+    af = rope_scaling.longrope_attention_factor(p)
+    return _with_freq(op, p, x, lambda L: (w, af))
+
+
+def _keyed_on_new_tokens(op, p, x):
+    """The reference with the length taken as the call's token count T instead of
+    max(position_ids) + 1 (the cache offset ignored)."""
+    if op == "rope.inv_freq":
+        return None
+    if op == "rope.cos_sin_calls":
+        out = {}
+        for key in call_keys(x):
+            k = key.rsplit(".", 1)[1]
+            r = _keyed_on_new_tokens("rope.cos_sin", p, {"position_ids": x[key]})
+            out[f"cos.{k}"], out[f"sin.{k}"] = r["cos"], r["sin"]
+        return out
+    T = int(np.asarray(x["position_ids"]).shape[-1])
+    return rope_outputs(op, p, x, lambda _: rope.inv_freq(p, T))
+
+
+@mutant("scale_dynamic_new_tokens", *_ROPE_OPS)
+def scale_dynamic_new_tokens(op, p, x, dtype=None):
+    """Dynamic NTK keyed on the number of new tokens of the call, not the total length."""
+    if p.rope_type != "dynamic" or p.dynamic_policy == "grow_until_reset":
+        return None
+    return _keyed_on_new_tokens(op, p, x)
+
+
+@mutant("scale_longrope_new_tokens", *_ROPE_OPS)
+def scale_longrope_new_tokens(op, p, x, dtype=None):
+    """LongRoPE's factors chosen by the number of new tokens of the call, not the total length."""
+    if p.rope_type != "longrope" or p.longrope_policy == "at_init":
+        return None
+    return _keyed_on_new_tokens(op, p, x)
+
+
+@mutant("scale_softmax_attention_factor_twice", "attention.probs")
+def scale_softmax_attention_factor_twice(op, p, x, dtype=None):
+    """The cos/sin attention factor folded into the softmax scale as well (it then enters the
+    logits squared a second time)."""
+    af = rope_scaling.yarn_attention_factor(p.rope)
+    if af == 1:
+        return None
+    return _probs_with_scale(p, x, rope_scaling.yarn_softmax_scale(p.rope, p.qk_head_dim) * af ** 2)
 
 
 # ---- YaRN softmax scale (SCALE-YARN-SOFTMAX-SCALE) ---------------------------------------------
@@ -199,138 +403,5 @@ def scale_softmax_rope_dim(op, p, x, dtype=None):
     return _probs_with_scale(p, x, rope_scaling.yarn_softmax_scale(p.rope, p.rope.head_dim))
 
 
-# ---- golden cases ----------------------------------------------------------------------------
-# ---- RoPE scaling (SCALE-*) ----------------------------------------------------------------
-_ones4 = np.ones((1, 1, 1, 4))
-_Q128 = {"q": Gen((2, 4, 3, 128)), "k": Gen((2, 2, 3, 128))}
-_LLAMA31 = model_params("llama-3.1-8b")
-_QWEN25_YARN = model_params("qwen2.5-7b-yarn")
-_DSV3_YARN = model_params("deepseek-v3-rope")
-_GPT_OSS_YARN = model_params("gpt-oss")
-_LONGROPE = model_params("phi-3.5-mini")
-_GEMMA4 = model_params("gemma-4-full-attention")
-_DYN = dict(head_dim=128, rope_theta=10000.0, rope_type="dynamic", factor=2.0, max_position_embeddings=4096)
-_CALLS = {"position_ids.0": pos([0, 1, 2]), "position_ids.1": pos([8189, 8190, 8191]),
-          "position_ids.2": pos([5997, 5998, 5999]), "position_ids.3": pos([2001, 2002, 2003]),
-          "position_ids.4": pos([5997, 5998, 5999])}
-_LONG_POS = pos([0, 1, 4095], [131069, 131070, 131071])
-add_cases(
-    Case("scale-linear-tiny", "rope.apply", ("SCALE-LINEAR",),
-         RopeParams(head_dim=4, rope_type="linear", factor=2.0), {"q": _ones4, "k": _ones4, "position_ids": pos([1])},
-         "d 4, theta 1e4, factor 2, x = ones, position 1 -> [0.398157, 0.994988, 1.357008, 1.004987]"),
-    Case("scale-linear-factor-4", "rope.apply", ("SCALE-LINEAR",),
-         RopeParams(head_dim=128, rope_type="linear", factor=4.0),
-         {**_Q128, "position_ids": pos([0, 7, 16383], [100, 4096, 12000])}, "16k context by linear factor 4"),
-    Case("scale-dynamic-apply", "rope.apply", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-PER-CALL"), RopeParams(**_DYN),
-         {**_Q128, "position_ids": pos([8189, 8190, 8191], [0, 1, 2])}, "seq_len 8192: theta' 30527.7367488067"),
-    Case("scale-dynamic-per-call", "rope.cos_sin_calls", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-PER-CALL"),
-         RopeParams(**_DYN, dynamic_policy="per_call"), dict(_CALLS),
-         "calls at seq_len 3, 8192, 6000, 2004, 6000 on one object; theta' from each call alone"),
-    Case("scale-dynamic-grow", "rope.cos_sin_calls", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-GROW"),
-         RopeParams(**_DYN, dynamic_policy="grow_until_reset"), dict(_CALLS),
-         "transformers' policy: 6000 after 8192 keeps theta'(8192); 2004 resets; 6000 then grows to theta'(6000)"),
-    Case("scale-yarn-qwen2.5", "rope.apply", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR", "SCALE-YARN-FACTOR"),
-         _QWEN25_YARN, {**_Q128, "position_ids": _LONG_POS},
-         "Qwen2.5 YaRN: low 23, high 40, attention factor 1.138629436111989; factor 4 as configured although "
-         "max_position_embeddings / original = 1"),
-    Case("scale-yarn-qwen2.5-inv-freq", "rope.inv_freq", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), _QWEN25_YARN),
-    Case("scale-yarn-factor-default", "rope.inv_freq", ("SCALE-YARN-FACTOR", "SCALE-YARN-ATTENTION-FACTOR"),
-         RopeParams(head_dim=128, rope_theta=1000000.0, rope_type="yarn", max_position_embeddings=131072,
-                    original_max_position_embeddings=32768), note="no factor: 131072 / 32768 = 4"),
-    Case("scale-yarn-deepseek-v3", "rope.cos_sin", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), _DSV3_YARN,
-         {"position_ids": pos([0, 1, 163839], [4096, 65536, 2])},
-         "DeepSeek-V3 rope part: low 10, high 23, mscale = mscale_all_dim = 1 -> cos/sin factor 1.0"),
-    Case("scale-yarn-gpt-oss", "rope.apply", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), _GPT_OSS_YARN,
-         {"q": Gen((2, 3, 3, 64)), "k": Gen((2, 1, 3, 64)), "position_ids": pos([0, 1, 131071], [4095, 4096, 70000])},
-         "gpt-oss: truncate false, low 8.0928, high 17.3980, attention factor 1.3465735902799727"),
-    Case("scale-yarn-explicit-factor", "rope.cos_sin", ("SCALE-YARN-ATTENTION-FACTOR",),
-         _QWEN25_YARN.model_copy(update={"attention_factor": 1.5}), {"position_ids": pos([0, 1, 100, 40000])},
-         "an explicit attention_factor is used as is"),
-    Case("scale-llama3.1-8b", "rope.apply", ("SCALE-LLAMA3",), _LLAMA31, {**_Q128, "position_ids": _LONG_POS},
-         "Llama 3.1: pairs 0-28 unchanged, 35-63 / 8, 29-34 blended"),
-    Case("scale-llama3.1-8b-inv-freq", "rope.inv_freq", ("SCALE-LLAMA3",), _LLAMA31,
-         note="inv_freq'[40] = 3.4281021959525912e-05"),
-    Case("scale-longrope-switch", "rope.cos_sin_calls", ("SCALE-LONGROPE-FACTORS", "SCALE-LONGROPE-ATTENTION-FACTOR"),
-         _LONGROPE, {"position_ids.0": pos([0, 1, 4095]), "position_ids.1": pos([4094, 4095, 4096]),
-                     "position_ids.2": pos([10, 11, 12])},
-         "short factors up to seq_len 4096, long beyond, short again; attention factor sqrt(1 + ln 32 / ln 4096)"),
-    Case("scale-longrope-apply", "rope.apply", ("SCALE-LONGROPE-FACTORS", "SCALE-LONGROPE-ATTENTION-FACTOR"),
-         _LONGROPE, {"q": Gen((2, 2, 3, 96)), "k": Gen((2, 1, 3, 96)), "position_ids": _LONG_POS},
-         "Phi-3.5-mini: s = 131072 / 4096 = 32, attention factor 1.1902380714238083"),
-    Case("scale-longrope-explicit-factor", "rope.cos_sin", ("SCALE-LONGROPE-ATTENTION-FACTOR",),
-         _LONGROPE.model_copy(update={"factor": 2.0}), {"position_ids": pos([0, 1, 2, 3])},
-         "an explicit factor 2 wins over 131072 / 4096: attention factor sqrt(1 + ln 2 / ln 4096) = sqrt(13 / 12)"),
-    Case("scale-dynamic-partial", "rope.cos_sin_calls", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-GROW", "ROPE-PARTIAL"),
-         RopeParams(**{**_DYN, "rotary_dim": 32}, dynamic_policy="grow_until_reset"),
-         {"position_ids.0": pos([8189, 8190, 8191]), "position_ids.1": pos([10, 11, 12])},
-         "d in theta' = theta (...)^(d/(d-2)) is rotary_dim (32), not head_dim (128)"),
-    Case("scale-dynamic-partial-per-call", "rope.cos_sin", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-PER-CALL", "ROPE-PARTIAL"),
-         RopeParams(**{**_DYN, "rotary_dim": 32}), {"position_ids": pos([8189, 8190, 8191], [0, 1, 2])},
-         "the per-call policy with rotary_dim 32 of head_dim 128"),
-    Case("scale-yarn-partial", "rope.apply", ("SCALE-YARN-RAMP", "ROPE-PARTIAL"),
-         _QWEN25_YARN.model_copy(update={"rotary_dim": 64}),
-         {**_Q128, "position_ids": _LONG_POS}, "correction dims and frequencies over rotary_dim 64 of head_dim 128"),
-    Case("scale-longrope-partial", "rope.cos_sin_calls", ("SCALE-LONGROPE-FACTORS", "ROPE-PARTIAL"),
-         RopeParams(head_dim=128, rotary_dim=96, rope_theta=10000.0, rope_type="longrope",
-                    max_position_embeddings=131072, original_max_position_embeddings=4096,
-                    short_factor=tuple(1.0 + i / 64 for i in range(48)),
-                    long_factor=tuple(1.0 + i for i in range(48))),
-         {"position_ids.0": pos([0, 1, 4095]), "position_ids.1": pos([5000, 5001, 70000])},
-         "Phi-4-mini shape: partial rotary factor 0.75 (head 128, rotary 96), synthetic factors"),
-    Case("scale-llama3-partial", "rope.inv_freq", ("SCALE-LLAMA3", "ROPE-PARTIAL"),
-         _LLAMA31.model_copy(update={"rotary_dim": 64})),
-    Case("scale-proportional-factor", "rope.cos_sin", ("SCALE-PROPORTIONAL",),
-         RopeParams(head_dim=128, rotary_dim=32, rope_theta=1000000.0, rope_type="proportional", factor=8.0),
-         {"position_ids": pos([0, 5, 131071], [4096, 3, 2])}, "factor 8 divides every frequency"),
-    Case("scale-proportional", "rope.apply", ("SCALE-PROPORTIONAL",),
-         RopeParams(head_dim=128, rotary_dim=32, rope_theta=1000000.0, rope_type="proportional"),
-         {**_Q128, "position_ids": pos([0, 5, 131071], [4096, 3, 2])},
-         "rotated share 32 of 128 with denominator 128; the other 48 pairs keep frequency 0"),
-    Case("scale-proportional-gemma4", "rope.apply", ("SCALE-PROPORTIONAL",), _GEMMA4,
-         {"q": Gen((1, 2, 3, 512)), "k": Gen((1, 1, 3, 512)), "position_ids": pos([0, 7, 131071])},
-         "Gemma 4 full attention: head 512, 128 rotated with denominator 512, theta 1e6"),
-)
-
-# ---- YaRN softmax scale through attention probabilities (SCALE-YARN-SOFTMAX-SCALE) ---------
-# DeepSeek-V3 MLA: qk_head_dim 192 = 128 nope + 64 rope; rope part theta 1e4, yarn factor 40,
-# original 4096, mscale = mscale_all_dim = 1 (published config): softmax scale 0.13523377886088009.
-
-
-def _aligned_qk(B, Hq, Hk, Tq, Tk, D, key_signs=(1.0, -1.0, 0.5, -0.5, 0.25, -0.25)):
-    """q and k whose per-dim products share one sign per key, so |q . k_j| = sum |q_d k_jd|: the
-    logits are as large as their rounding allows, and a wrong scale shows even in bf16.  Values
-    are multiples of 1/32 in [1/32, 1/2] (exact in bf16 and f16)."""
-    b, h, d = np.meshgrid(np.arange(B), np.arange(Hk), np.arange(D), indexing="ij")
-    sgn = np.where((d * 7 + h * 3 + b * 5) % 5 < 2, -1.0, 1.0)  # [B, Hk, D]
-    g = Hq // Hk
-    q = np.empty((B, Hq, Tq, D))
-    for hh in range(Hq):
-        for t in range(Tq):
-            q[:, hh, t] = sgn[:, hh // g] * (1 + (np.arange(D) + 3 * t + 5 * hh + 7 * np.arange(B)[:, None]) % 4) / 8
-    k = np.empty((B, Hk, Tk, D))
-    for hh in range(Hk):
-        for j in range(Tk):
-            m = key_signs[j % len(key_signs)]
-            k[:, hh, j] = sgn[:, hh] * m * (1 + (2 * np.arange(D) + j + hh + np.arange(B)[:, None]) % 4) / 8
-    return q, k
-
-
-_DSV3_SOFTMAX = SoftmaxScaleParams(rope=_DSV3_YARN, qk_head_dim=192)
-_MSCALE_RATIO = SoftmaxScaleParams(
-    rope=RopeParams(head_dim=64, rope_theta=10000.0, rope_type="yarn", factor=16.0,
-                    original_max_position_embeddings=4096, mscale=0.707, mscale_all_dim=1.0),
-    qk_head_dim=192)
-_q1, _k1 = _aligned_qk(2, 4, 4, 3, 5, 192)
-_q2, _k2 = _aligned_qk(3, 4, 2, 2, 6, 192)
-add_cases(
-    Case("scale-softmax-deepseek-v3", "attention.probs", ("SCALE-YARN-SOFTMAX-SCALE",), _DSV3_SOFTMAX,
-         {"q": Gen((2, 4, 3, 192), scale=0.5), "k": Gen((2, 4, 5, 192), scale=0.5)},
-         "DeepSeek-V3 MLA shapes: qk_head_dim 192 (128 nope + 64 rope), Tq 3 over Tk 5 keys; "
-         "scale 192^-0.5 * (0.1 ln 40 + 1)^2 = 0.13523377886088009"),
-    Case("scale-softmax-deepseek-v3-aligned", "attention.probs", ("SCALE-YARN-SOFTMAX-SCALE",), _DSV3_SOFTMAX,
-         {"q": _q1, "k": _k1}, "DeepSeek-V3 scale with sign-aligned q and k: logits up to +-2.5"),
-    Case("scale-softmax-mscale-ratio", "attention.probs", ("SCALE-YARN-SOFTMAX-SCALE",), _MSCALE_RATIO,
-         {"q": _q2, "k": _k2},
-         "derivation case (hypothetical config): factor 16, mscale 0.707 != mscale_all_dim 1; the softmax "
-         "scale reads mscale_all_dim only: 192^-0.5 * (0.1 ln 16 + 1)^2; GQA 4 q heads over 2 k heads"),
-)
+# ---- golden cases: families/rope_scaling_cases.py ---------------------------------------------
+from . import rope_scaling_cases  # noqa: E402,F401  (registers the family's cases)

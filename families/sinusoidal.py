@@ -112,6 +112,89 @@ def sin_fairseq_padding_ignored(op, p, x, dtype=None):
     return {"pe": sinusoidal.table(rows, p)}
 
 
+def round_to_dtype(x, dtype) -> np.ndarray:
+    """``x`` rounded to the activation dtype (bfloat16 as torch rounds it, float16 by a NumPy
+    cast: integers above 2048 lose their last bits, values above 65504 become inf), float64."""
+    from posenc.reference.rounding import bf16_round
+
+    x = np.asarray(x, np.float64)
+    if dtype == "bfloat16":
+        return bf16_round(x)
+    if dtype == "float16":
+        with np.errstate(over="ignore"):
+            return x.astype(np.float16).astype(np.float64)
+    if dtype == "float32":
+        return x.astype(np.float32).astype(np.float64)
+    return x
+
+
+def _column_inv_freq(p) -> np.ndarray:
+    """float64 ``[D]``: the inverse frequency of each output column in the variant's layout (0 for
+    t2t / fairseq's zero column)."""
+    phi1 = sinusoidal.column_angles(np.ones((1,), np.int64), p)
+    return phi1[0]
+
+
+def _pe_from_angles(p, phi, position_ids, dtype):
+    with np.errstate(invalid="ignore"):
+        pe = np.where(sinusoidal.is_sin_column(p), np.sin(phi), np.cos(phi))
+    if p.h_minus_1 and p.dim % 2:
+        pe[..., -1] = 0.0
+    if p.variant == "fairseq":
+        pe = np.where((np.asarray(position_ids) == p.padding_idx)[..., None], 0.0, pe)
+    return round_to_dtype(pe, dtype)
+
+
+@mutant("sin_compute_dtype", "sinusoidal.table")
+def sin_compute_dtype(op, p, x, dtype=None):
+    """The table computed in the compute dtype (keras-hub SinePositionEncoding): positions, the
+    base's inverse ``1 / base``, the exponents ``2 floor(j/2) / D``, the frequencies and the angles
+    each rounded to bfloat16 / float16 before sin / cos (position 511 becomes 512 in bfloat16)."""
+    if dtype not in ("bfloat16", "float16"):
+        return None
+    sinusoidal.check_width(p)
+    r = lambda v: round_to_dtype(v, dtype)  # noqa: E731
+    D = p.dim
+    pos = r(np.asarray(x["position_ids"], np.float64))
+    if p.h_minus_1:
+        h = D // 2
+        e = r(r(np.arange(h, dtype=np.float64)) / r(max(h - 1, 1)))
+        w = r(np.exp(-e * r(np.log(p.base))))
+        inv = np.concatenate([w, w, np.zeros(D - 2 * h)])
+    else:
+        if p.layout == "interleaved":
+            k = 2.0 * (np.arange(D) // 2)
+        else:
+            ns = (D + 1) // 2
+            k = 2.0 * np.concatenate([np.arange(ns), np.arange(D - ns)])
+        inv = r(np.power(r(1.0 / p.base), r(r(k) / r(D))))
+    with np.errstate(over="ignore", invalid="ignore"):
+        phi = r(pos[..., None] * inv)
+    return {"pe": _pe_from_angles(p, phi, x["position_ids"], dtype)}
+
+
+@mutant("sin_positions_in_dtype", "sinusoidal.table")
+def sin_positions_in_dtype(op, p, x, dtype=None):
+    """Only the positions cast to the activation dtype before the angles (frequencies, angles and
+    sin / cos in float32 or better): bfloat16 loses integers above 256, float16 above 2048, and
+    float16 positions above 65504 are inf (sin and cos of inf: NaN)."""
+    if dtype not in ("bfloat16", "float16"):
+        return None
+    sinusoidal.check_width(p)
+    pos = round_to_dtype(np.asarray(x["position_ids"], np.float64), dtype)
+    with np.errstate(invalid="ignore"):
+        phi = pos[..., None] * _column_inv_freq(p)
+    return {"pe": _pe_from_angles(p, phi, x["position_ids"], "float64")}
+
+
+@mutant("sin_fairseq_cache_ignored", "sinusoidal.fairseq_positions", "sinusoidal.fairseq")
+def sin_fairseq_cache_ignored(op, p, x, dtype=None):
+    """fairseq / M2M100 rows without cache_length: after a cache the new tokens restart at padding_idx + 1."""
+    if int(x["cache_length"]) == 0:
+        return None
+    return run(op, p, {**x, "cache_length": np.asarray(0)})
+
+
 # ---- golden cases ----------------------------------------------------------------------------
 # ---- sinusoidal ---------------------------------------------------------------------------
 for layout, cl in (("interleaved", "SIN-VASWANI-INTERLEAVED"), ("concat", "SIN-VASWANI-CONCAT")):
@@ -132,7 +215,8 @@ _FS = dict(layout="concat", variant="fairseq", padding_idx=1)
 _WH = dict(layout="concat", variant="whisper")
 _RB_IDS = pos([1, 1, 0, 9, 2], [0, 9, 9, 9, 2])  # encodings-facts B.3: pad 1 -> [[1,1,2,3,4],[2,3,4,5,6]]
 for D, note in ((8, "D 8: lowest frequency 1e-4 (Vaswani 1e-3)"), (7, "odd D: zero column appended"),
-                (2, "h = 1: tensor2tensor clamps the divisor to 1, w = [1]")):
+                (2, "h = 1: tensor2tensor clamps the divisor to 1, w = [1]"),
+                (1, "h = 0: no frequency, one zero column (found by the generated cases: a port returned no column)")):
     add_cases(Case(f"sin-t2t-d{D}", "sinusoidal.table", ("SIN-T2T",), _S(dim=D, **_T2T),
               {"position_ids": pos(range(5), range(100, 105))}, note))
 add_cases(
@@ -158,4 +242,25 @@ add_cases(
          {"position_ids": pos(range(5), range(100, 105))}),
     Case("sin-whisper-tiny", "sinusoidal.table", ("SIN-WHISPER", "SIN-PRECISION"), model_params("whisper-tiny"),
          {"position_ids": pos([0, 1, 2, 1499], [750, 1498, 3, 10])}, "Whisper-tiny encoder: 1500 x 384"),
+)
+
+# ---- long positions, other bases and padding indices ----------------------------------------
+# float16 holds every integer up to 2048 and overflows above 65504; bfloat16 every integer up to
+# 256 (DIV-SIN-POSITIONS-IN-DTYPE, DIV-SIN-COMPUTE-DTYPE).
+add_cases(
+    Case("sin-interleaved-d64-long", "sinusoidal.table", ("SIN-VASWANI-INTERLEAVED", "SIN-PRECISION"),
+         SinusoidalParams(dim=64), {"position_ids": pos([257, 2049, 4097, 65519], [65520, 70001, 100003, 131071])},
+         "positions past bfloat16's 256, float16's 2048 and float16's 65504"),
+    Case("sin-interleaved-d16-base100", "sinusoidal.table", ("SIN-VASWANI-INTERLEAVED",),
+         SinusoidalParams(dim=16, base=100.0), {"position_ids": pos(range(6), [9, 40, 77, 3, 150, 1])},
+         "base 100: lowest frequency 100^(-14/16)"),
+    Case("sin-concat-d10-base1e6", "sinusoidal.table", ("SIN-VASWANI-CONCAT",),
+         SinusoidalParams(dim=10, layout="concat", base=1.0e6), {"position_ids": pos([0, 1, 2, 3], [500, 60, 7, 1000])},
+         "base 1e6"),
+    Case("sin-t2t-d12-base500", "sinusoidal.table", ("SIN-T2T",), _S(dim=12, base=500.0, **_T2T),
+         {"position_ids": pos([0, 1, 2, 3], [30, 60, 90, 99])}, "t2t with max_timescale 500: w = 500^(-i/5)"),
+    Case("sin-fairseq-pad0", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS",),
+         _S(dim=8, layout="concat", variant="fairseq", padding_idx=0),
+         {"input_ids": pos([0, 0, 5, 6, 7], [5, 6, 7, 8, 0]), "cache_length": 3},
+         "padding_idx 0: rows [[0, 0, 4, 5, 6], [4, 5, 6, 7, 0]]"),
 )

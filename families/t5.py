@@ -7,6 +7,7 @@ import numpy as np
 
 from posenc.conformance.cases import Case, Gen, pos
 from posenc.reference import t5
+from posenc.spec.models import T5Params
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
@@ -66,6 +67,39 @@ def t5_no_halving(op, p, x, dtype=None):
     return _t5_with_buckets(op, p, x, buckets)
 
 
+def _round_to(x, dtype):
+    """``x`` (float32 arithmetic) rounded to the activation dtype, as float32."""
+    from posenc.reference.rounding import bf16_round
+
+    x = np.asarray(x, np.float32)
+    if dtype == "bfloat16":
+        return bf16_round(x).astype(np.float32)
+    return x.astype(np.float16).astype(np.float32)
+
+
+def buckets_in_dtype(rel, p, dtype):
+    """The bucket rule with the log branch computed in ``dtype`` (``n.to(dtype) / E``, ``log``,
+    ``/ ln(M / E)``, ``* (nb - E)``, each rounded to bfloat16 / float16, then truncated), as torch
+    does when the relative positions are cast to the activation dtype instead of float32."""
+    out, n, nb = t5.direction_split(rel, p)
+    e = nb // 2
+    x = _round_to(_round_to(n, dtype) / np.float32(e), dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = _round_to(np.log(x), dtype)
+    x = _round_to(x / np.float32(np.log(p.max_distance / e)), dtype)
+    x = _round_to(x * np.float32(nb - e), dtype)
+    large = np.minimum(e + np.trunc(np.where(np.isfinite(x), x, 0.0)).astype(np.int64), nb - 1)
+    return out + np.where(n < e, n, large)
+
+
+@mutant("t5_log_in_dtype", "t5.bias")
+def t5_log_in_dtype(op, p, x, dtype=None):
+    """T5-BIAS with the buckets' log term computed in the activation dtype (bfloat16 / float16)."""
+    if dtype not in ("bfloat16", "float16"):
+        return None
+    return _t5_with_buckets(op, p, x, lambda rel: buckets_in_dtype(rel, p, dtype))
+
+
 @mutant("t5_cache_ignored", "t5.bias")
 def t5_cache_ignored(op, p, x, dtype=None):
     return run(op, p, {**x, "cache_length": np.asarray(0)})
@@ -98,4 +132,23 @@ add_cases(
     Case("t5-base-bias-decoder-prefill", "t5.bias", ("T5-BIAS", "T5-BUCKET-CAUSAL"), _T5_DEC,
          {"table": Gen((32, 12)), "query_length": 7, "key_length": 7, "cache_length": 0},
          "decoder prefill: future keys read bucket 0"),
+)
+
+# ---- odd num_buckets (transformers floors the halving: num_buckets //= 2) ------------------------
+# T5Attention._relative_position_bucket halves with a floor: 33 buckets give 16 per side (bucket
+# 32 is never read); the causal rule uses all 31. max_distance 64 and 100 are not T5Config's 128.
+_T5_ODD_ENC = T5Params(num_buckets=33, max_distance=128)
+_T5_ODD_DEC = T5Params(num_buckets=31, max_distance=64, bidirectional=False)
+add_cases(
+    Case("t5-buckets-odd-33-bidirectional", "t5.buckets", ("T5-BUCKET-BIDIRECTIONAL",), _T5_ODD_ENC,
+         {"relative_position": _T5_RANGE}, "33 buckets: 16 per side (floor), buckets 0 .. 31, 32 never read"),
+    Case("t5-buckets-odd-31-causal", "t5.buckets", ("T5-BUCKET-CAUSAL",), _T5_ODD_DEC,
+         {"relative_position": _T5_RANGE}, "31 causal buckets, max_distance 64: E = 15, buckets 0 .. 30"),
+    Case("t5-bias-odd-33-encoder", "t5.bias", ("T5-BIAS", "T5-BUCKET-BIDIRECTIONAL"),
+         T5Params(num_buckets=33, max_distance=100),
+         {"table": Gen((33, 4)), "query_length": 3, "key_length": 120, "cache_length": 50},
+         "table [33, 4] (row 32 unused), max_distance 100; rel -52 .. 69"),
+    Case("t5-bias-odd-31-decoder", "t5.bias", ("T5-BIAS", "T5-BUCKET-CAUSAL"), _T5_ODD_DEC,
+         {"table": Gen((31, 4)), "query_length": 2, "key_length": 90, "cache_length": 88},
+         "31 causal buckets after 88 cached tokens; rel -89 .. 1"),
 )

@@ -145,10 +145,20 @@ def longrope_factor(p: RopeParams) -> float:
     return p.factor if p.factor is not None else p.max_position_embeddings / p.original_max_position_embeddings
 
 
+def longrope_uses_long(p: RopeParams, seq_len: Optional[int]) -> bool:
+    """SCALE-LONGROPE-FACTORS, the selection policy: ``per_call`` (default) takes the long factors
+    when the call's seq_len > original_max_position_embeddings (``seq_len`` None: the short
+    ones); ``at_init`` takes them for every call when max_position_embeddings >
+    original_max_position_embeddings, whatever the length."""
+    if p.longrope_policy == "at_init":
+        return p.max_position_embeddings > p.original_max_position_embeddings
+    return seq_len is not None and seq_len > p.original_max_position_embeddings
+
+
 def longrope(p: RopeParams, seq_len: Optional[int]) -> np.ndarray:
-    """SCALE-LONGROPE-FACTORS: ``1 / (ext_i * theta ** (2i/d))`` with ext = long_factor when
-    seq_len > original_max_position_embeddings, else short_factor."""
-    long = seq_len is not None and seq_len > p.original_max_position_embeddings
+    """SCALE-LONGROPE-FACTORS: ``1 / (ext_i * theta ** (2i/d))`` with ext = long_factor or
+    short_factor as :func:`longrope_uses_long` selects."""
+    long = longrope_uses_long(p, seq_len)
     ext = np.asarray(p.long_factor if long else p.short_factor, dtype=np.float64)
     return base_inv_freq(p.rope_theta, p.rdim) / ext
 

@@ -18,25 +18,32 @@ import math
 import numpy as np
 
 
+def direction_split(relative_position, p):
+    """``(offset, n, nb)`` of the bucket rule: bidirectional halves ``num_buckets`` with a floor,
+    adds the half for ``rel > 0`` and takes ``n = |rel|``; causal keeps ``num_buckets`` and takes
+    ``n = max(-rel, 0)``.  ``offset`` and ``n`` are int64 arrays of ``rel``'s shape."""
+    rel = np.asarray(relative_position).astype(np.int64)
+    nb = p.num_buckets
+    if p.bidirectional:
+        nb //= 2
+        return (rel > 0).astype(np.int64) * nb, np.abs(rel), nb
+    return np.zeros_like(rel), np.maximum(-rel, 0), nb
+
+
 def buckets(relative_position, p) -> np.ndarray:
     """T5-BUCKET-BIDIRECTIONAL / T5-BUCKET-CAUSAL: int64 buckets of ``rel = key - query``.
 
-    Bidirectional: ``num_buckets`` is halved and ``rel > 0`` adds the half; ``n = |rel|``.
-    Causal: ``n = max(-rel, 0)`` (future keys land in bucket 0).  Then with ``E = nb / 2``:
+    Bidirectional: ``num_buckets`` is halved with a floor (transformers 5.24
+    ``models/t5/modeling_t5.py::T5Attention._relative_position_bucket``: ``num_buckets //= 2``
+    under ``if bidirectional:``; 33 buckets give 16 per side and bucket 32 is never read) and
+    ``rel > 0`` adds the half; ``n = |rel|``.
+    Causal: ``n = max(-rel, 0)`` (future keys land in bucket 0).  Then with ``E = nb // 2``:
     ``n`` if ``n < E``, else ``min(E + trunc(ln(n / E) / ln(M / E) * (nb - E)), nb - 1)``.
     ``log(0)`` is never evaluated: the log branch sees ``max(n, E)``.  (32 buckets, 128 max
     distance, rel -200, -10, -1, 0, 1, 10, 200: bidirectional 15, 8, 1, 0, 17, 24, 31; causal
     31, 10, 1, 0, 0, 0, 0.)
     """
-    rel = np.asarray(relative_position).astype(np.int64)
-    nb = p.num_buckets
-    out = np.zeros_like(rel)
-    if p.bidirectional:
-        nb //= 2
-        out += (rel > 0).astype(np.int64) * nb
-        n = np.abs(rel)
-    else:
-        n = np.maximum(-rel, 0)
+    out, n, nb = direction_split(relative_position, p)
     max_exact = nb // 2
     safe = np.maximum(n, max_exact).astype(np.float64)  # never log(0)
     large = max_exact + np.trunc(

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from .errors import SpecError
 from .models import Clause, Divergence, FamilyFile, Operation
 
-SPEC_VERSION = "0.3.0"
+SPEC_VERSION = "0.4.0"
 SPEC_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = SPEC_DIR / "schema.json"
 #: Spec files of registered families outside the kit (see :func:`register_spec_file`).
@@ -55,6 +55,20 @@ class Spec:
     @cached_property
     def divergences(self) -> dict[str, Divergence]:
         return {d.id: d for f in self.families.values() for d in f.divergences}
+
+    @cached_property
+    def current_divergences(self) -> dict[str, Divergence]:
+        """The divergences that are not superseded: the ones the diagnosis runs and expectations cite."""
+        return {k: d for k, d in self.divergences.items() if not d.superseded_by}
+
+    @cached_property
+    def parameters(self) -> dict[str, dict]:
+        """Per parameter model name, ``{field: ParameterRange}`` merged over the family files."""
+        out: dict[str, dict] = {}
+        for f in self.families.values():
+            for model, fields in f.parameters.items():
+                out.setdefault(model, {}).update(fields)
+        return out
 
     @cached_property
     def operations(self) -> dict[str, Operation]:
@@ -145,7 +159,23 @@ def load_spec(directory: Optional[Path] = None) -> Spec:
             for cid in o.clauses:
                 if cid not in spec.clauses:
                     raise SpecError(f"{files_of[fam_name]}: operations.{j}.clauses: unknown clause {cid!r}")
+        _check_superseded(files_of[fam_name], fam, spec)
+    from .ranges import check_parameters
+    check_parameters(spec, files_of)
     return spec
+
+
+def _check_superseded(fname: str, fam: FamilyFile, spec: Spec) -> None:
+    """``superseded_by`` names IDs of the same kind that exist and are not older than the ID."""
+    for kind, items, known in (("clauses", fam.clauses, spec.clauses), ("divergences", fam.divergences, spec.divergences)):
+        for i, item in enumerate(items):
+            for succ in item.superseded_by:
+                where = f"{fname}: {kind}.{i}.superseded_by"
+                if succ not in known:
+                    raise SpecError(f"{where}: {item.id} is superseded by unknown {kind[:-1]} {succ!r}")
+                if succ == item.id or _version(known[succ].since) < _version(item.since):
+                    raise SpecError(f"{where}: {succ} (since {known[succ].since}) cannot supersede {item.id} "
+                                    f"(since {item.since})")
 
 
 def _check_ids(path: Path, fam: FamilyFile, seen: dict[str, str]) -> None:

@@ -55,6 +55,9 @@ class Source(_Strict):
     provenance: Literal["paper", "library-default", "published-config", "derivation"]
 
 
+VERSION = r"^\d+\.\d+\.\d+$"
+
+
 class ParameterSpec(_Strict):
     name: str
     type: str
@@ -62,10 +65,55 @@ class ParameterSpec(_Strict):
     constraints: Optional[str] = None
 
 
+class ParameterRange(_Strict):
+    """The declared domain of one field of a parameter model (``parameters:`` of a family file).
+
+    Generated cases draw from it and the coverage rule counts against it.  ``range``: inclusive
+    numeric bounds that real configurations use (not the mathematical domain); ``scale``: draw
+    uniformly (``linear``) or log-uniformly (``log``); ``multiple_of``: integers only;
+    ``values``: the allowed values of an enum or bool field (every one must be exercised);
+    ``default``: the model field's default (``null`` for a required field or one whose default
+    is a rule, described in ``description``); ``library_defaults``: values implementations hard-
+    code or default to, by ``"library: context"`` — the coverage rule requires a value that is
+    none of them; ``length``: for tuple fields, the rule of their length.
+    """
+
+    range: Optional[tuple[float, float]] = None
+    scale: Literal["linear", "log"] = "linear"
+    multiple_of: Optional[int] = Field(None, gt=0)
+    values: Optional[list[Any]] = None
+    default: Any = None
+    library_defaults: dict[str, Any] = {}
+    length: Optional[str] = None
+    nested: Optional[str] = Field(None, description="a field holding another parameter model (its name)")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> "ParameterRange":
+        if self.range is not None:
+            lo, hi = self.range
+            if lo > hi:
+                raise ValueError(f"range {list(self.range)}: the lower bound exceeds the upper")
+            if self.scale == "log" and lo <= 0:
+                raise ValueError(f"range {list(self.range)}: a log scale needs a positive lower bound")
+        if self.range is None and self.values is None and self.nested is None:
+            raise ValueError("declare a `range`, the allowed `values`, or the `nested` model")
+        return self
+
+
 class TensorSpec(_Strict):
     name: str
     shape: str = Field(description="Symbolic shape, e.g. '[B, H, T, D]'")
     dtype: str = Field(description="'activation' (the requested dtype), 'int64', 'float32+', ...")
+
+
+class Branch(_Strict):
+    """A branch point of a clause's formula (a clamp active or not, a threshold crossed or not,
+    a policy): the coverage rule requires cases on both sides.  Its predicate is registered by
+    the family (``@posenc.families.branch(clause, name)``)."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str
 
 
 class Clause(_Strict):
@@ -81,8 +129,11 @@ class Clause(_Strict):
     tolerance: ToleranceClass
     invariants: list[Invariant] = Field([], description="oracle-free checks that apply (registered by the families)")
     sources: list[Source] = Field(min_length=1)
-    since: str = Field(pattern=r"^\d+\.\d+\.\d+$")
+    since: str = Field(pattern=VERSION, description="the spec version in which this ID got its meaning")
+    superseded_by: list[str] = Field([], description="IDs that replace this one (with their own since); "
+                                     "a superseded ID keeps its old meaning and is no longer checked")
     required: bool = Field(True, description="False for opt-in clauses (e.g. a required pad fill)")
+    branches: list[Branch] = Field([], description="branch points of the formula the cases must exercise on both sides")
 
 
 class Divergence(_Strict):
@@ -93,8 +144,12 @@ class Divergence(_Strict):
     description: str
     symptom: str
     evidence: list[str] = Field(min_length=1)
-    mutant: str = Field(description="Name of the function in posenc.reference.mutants")
-    since: str = Field(pattern=r"^\d+\.\d+\.\d+$")
+    mutant: str = Field(description="Name of the mutant registered by the family (posenc.families.mutant)")
+    dtypes: list[Dtype] = Field(list(DTYPES), description="the activation dtypes at which the bug is observable "
+                                "(a compute-dtype rounding is invisible at float32 and float64)")
+    since: str = Field(pattern=VERSION, description="the spec version in which this ID got its meaning")
+    superseded_by: list[str] = Field([], description="divergence IDs that replace this one; a superseded "
+                                     "divergence keeps its old meaning, is not diagnosed and cannot be expected")
 
 
 ARG_TOKEN = r"^(params|weights|dtype|device|\*\*inputs|'[a-z_]+'|[a-z_][a-z0-9_]*)$"
@@ -222,3 +277,5 @@ class FamilyFile(_Strict):
     clauses: list[Clause] = Field(min_length=1)
     divergences: list[Divergence] = []
     operations: list[Operation] = Field([], description="the operations of the adapter contract this family defines")
+    parameters: dict[str, dict[str, ParameterRange]] = Field(
+        {}, description="per parameter model (by class name), the declared domain of each of its fields")

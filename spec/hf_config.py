@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from .errors import SpecError
 from .models import (ROPE_TYPE_FIELDS, AlibiParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
-                     OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params)
+                     MRopeParams, OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params)
 
 #: Keys that may appear inside rope_scaling / rope_parameters (besides the type key).
 ROPE_KEYS = {"rope_theta", "partial_rotary_factor", "factor", "original_max_position_embeddings",
@@ -203,6 +203,111 @@ def _pairing(config: dict, rule) -> str:
     return if_true if flag else if_false
 
 
+# ---- M-RoPE: Qwen2-VL, Qwen2.5-VL, Qwen3-VL ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MRopeRule:
+    """How one Qwen-VL ``model_type`` spells its M-RoPE parameters (transformers 5.24)."""
+
+    source: str
+    layout: str
+    section_default: tuple[int, int, int]
+    theta_default: float
+    max_position_default: int
+
+
+MROPE_RULES: dict[str, MRopeRule] = {
+    "qwen2_vl": MRopeRule("models/qwen2_vl/configuration_qwen2_vl.py::Qwen2VLTextConfig (default_theta); "
+                          "modeling_qwen2_vl.py::Qwen2VLRotaryEmbedding (mrope_section default)",
+                          "contiguous", (16, 24, 24), 1000000.0, 32768),
+    "qwen2_5_vl": MRopeRule("models/qwen2_5_vl/configuration_qwen2_5_vl.py::Qwen2_5_VLTextConfig; "
+                            "modeling_qwen2_5_vl.py::Qwen2_5_VLRotaryEmbedding",
+                            "contiguous", (16, 24, 24), 1000000.0, 32768),
+    # Qwen3VLTextRotaryEmbedding interleaves whatever mrope_interleaved says
+    "qwen3_vl": MRopeRule("models/qwen3_vl/configuration_qwen3_vl.py::Qwen3VLTextConfig; "
+                          "modeling_qwen3_vl.py::Qwen3VLTextRotaryEmbedding",
+                          "interleaved", (24, 20, 20), 500000.0, 128000),
+}
+MROPE_RULES.update({f"{k}_text": v for k, v in list(MROPE_RULES.items())})
+#: rope keys the Qwen-VL configs carry besides the scaling ones (ignore_keys_at_rope_validation)
+_MROPE_KEYS = {"mrope_section", "mrope_interleaved"}
+
+
+def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
+    """``MRopeParams`` for a Qwen2-VL / Qwen2.5-VL / Qwen3-VL ``config.json`` (a dict or a path).
+
+    The text model's keys are read from ``text_config`` when present (5.x layout), else from the
+    top level (4.x); the rope dict is ``rope_parameters`` or ``rope_scaling``, whose ``type``
+    ``mrope`` means ``default`` (the config classes' BC rule).  ``mrope_section`` defaults to the
+    rotary module's default; the layout is the model's (Qwen3-VL always interleaves); theta,
+    ``max_position_embeddings`` default to the config class's.  The scaling keys are RopeParams'
+    (MROPE-ROPE-TYPE).  A ``partial_rotary_factor`` other than 1 is an error: these models'
+    ``apply_rotary_pos_emb`` rotates the whole head.  Raises :class:`SpecError` naming the field.
+    """
+    config = read_config(config)
+    model_type = config.get("model_type")
+    rule = MROPE_RULES.get(model_type)
+    if rule is None:
+        raise SpecError(f"config.json: model_type: {model_type!r} has no M-RoPE import rule; known: "
+                        f"{', '.join(sorted(MROPE_RULES))}")
+    text = {**config, **(config.get("text_config") or {})}
+    rope: dict[str, Any] = dict(text.get("rope_parameters") or text.get("rope_scaling") or {})
+    where = "rope_parameters" if text.get("rope_parameters") else "rope_scaling"
+    rope_type = rope.pop("rope_type", None) or rope.pop("type", None) or "default"
+    rope.pop("type", None)
+    if rope_type == "mrope":
+        rope_type = "default"
+    if rope_type not in ROPE_TYPE_FIELDS or rope_type == "proportional":
+        raise SpecError(f"config.json: {where}.rope_type: {rope_type!r} is not an M-RoPE rope_type; known: "
+                        f"{', '.join(t for t in ROPE_TYPE_FIELDS if t != 'proportional')}")
+    unknown = sorted(set(rope) - ROPE_KEYS - _MROPE_KEYS)
+    if unknown:
+        raise SpecError(f"config.json: {where}: unknown key(s) {', '.join(unknown)} for rope_type {rope_type!r}")
+    factor = rope.pop("partial_rotary_factor", None) or text.get("partial_rotary_factor")
+    if factor is not None and float(factor) != 1.0:
+        raise SpecError(f"config.json: {where}.partial_rotary_factor: {factor}: {model_type}'s apply_rotary_pos_emb "
+                        f"rotates the whole head (no partial M-RoPE)")
+    theta = rope.pop("rope_theta", None) or text.get("rope_theta") or rule.theta_default
+    section = tuple(int(v) for v in (rope.pop("mrope_section", None) or rule.section_default))
+    rope.pop("mrope_interleaved", None)
+    class_keys = _TextKeys(text, rule)
+    values: dict[str, Any] = {"head_dim": class_keys.head_dim(model_type), "rope_theta": float(theta),
+                              "mrope_section": section, "layout": rule.layout, "rope_type": rope_type}
+    values.update({k: v for k, v in rope.items() if v is not None})
+    required, optional = ROPE_TYPE_FIELDS[rope_type]
+    if rope_type in ("llama3", "yarn", "longrope"):
+        orig = text.get("original_max_position_embeddings") or values.get("original_max_position_embeddings")
+        values["original_max_position_embeddings"] = orig or class_keys.max_positions()
+    if "max_position_embeddings" in required + optional:
+        values["max_position_embeddings"] = class_keys.max_positions()
+    try:
+        return MRopeParams(**values)
+    except ValidationError as e:
+        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'mrope'}: {err['msg']}" for err in e.errors())
+        raise SpecError(f"config.json ({model_type}, rope_type {rope_type}): {msgs}") from None
+
+
+@dataclass(frozen=True)
+class _TextKeys:
+    """The text model's head_dim and max_position_embeddings, else the config class's defaults."""
+
+    text: dict
+    rule: MRopeRule
+
+    def head_dim(self, model_type) -> int:
+        if self.text.get("head_dim") is not None:
+            return int(self.text["head_dim"])
+        hidden = _first(self.text, ("hidden_size",), "hidden size", model_type)
+        heads = _first(self.text, ("num_attention_heads",), "number of attention heads", model_type)
+        if hidden % heads:
+            raise SpecError(f"config.json: hidden_size {hidden} is not divisible by {heads} heads")
+        return hidden // heads
+
+    def max_positions(self) -> int:
+        return int(self.text.get("max_position_embeddings") or self.rule.max_position_default)
+
+
 # ---- the other families: learned tables, ALiBi, T5 buckets, sinusoids --------------------------
 
 
@@ -289,16 +394,19 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     OPT, BART give ``{"embeddings": ...EmbeddingParams}``; BLOOM and MPT ``{"alibi": AlibiParams}``;
     T5 ``{"encoder": T5Params, "decoder": T5Params}`` (bidirectional and causal buckets); Whisper
     ``{"encoder_positions": SinusoidalParams}``; M2M100 (``m2m_100``) ``{"positions": SinusoidalParams}`` (the
-    fairseq rule).  A key the config lacks takes the transformers 5.24 config class default (see
+    fairseq rule); Qwen2-VL, Qwen2.5-VL, Qwen3-VL (:data:`MROPE_RULES`) ``{"mrope": MRopeParams}``.
+    A key the config lacks takes the transformers 5.24 config class default (see
     the rule's source).  Raises :class:`SpecError` naming the model_type or field.
     """
     config = read_config(config)
     model_type = config.get("model_type")
     if model_type in MODEL_RULES:
         return {"rope": rope_params_from_hf_config(config)}
+    if model_type in MROPE_RULES:
+        return {"mrope": mrope_params_from_hf_config(config)}
     rules = FAMILY_RULES.get(model_type)
     if rules is None:
-        known = sorted(set(MODEL_RULES) | set(FAMILY_RULES))
+        known = sorted(set(MODEL_RULES) | set(FAMILY_RULES) | set(MROPE_RULES))
         raise SpecError(f"config.json: model_type: {model_type!r} has no import rule; known: {', '.join(known)}")
     out = {}
     for name, rule in rules.items():

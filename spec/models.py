@@ -57,12 +57,12 @@ ROPE_TYPE_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
              ("factor", "max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate")),
     "llama3": (("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"), ()),
     "longrope": (("short_factor", "long_factor", "original_max_position_embeddings"),
-                 ("factor", "max_position_embeddings")),
+                 ("factor", "max_position_embeddings", "longrope_policy")),
     "proportional": ((), ("factor",)),
 }
 _SCALING_FIELDS = ("factor", "original_max_position_embeddings", "max_position_embeddings", "beta_fast",
                    "beta_slow", "mscale", "mscale_all_dim", "truncate", "low_freq_factor", "high_freq_factor",
-                   "short_factor", "long_factor", "dynamic_policy")
+                   "short_factor", "long_factor", "dynamic_policy", "longrope_policy")
 
 
 class RopeParams(_Strict):
@@ -97,6 +97,10 @@ class RopeParams(_Strict):
     dynamic_policy: Optional[Literal["per_call", "grow_until_reset"]] = Field(
         None, description="dynamic; per_call (SCALE-DYNAMIC-PER-CALL, default) or transformers' "
                           "grow_until_reset (SCALE-DYNAMIC-GROW)")
+    longrope_policy: Optional[Literal["per_call", "at_init"]] = Field(
+        None, description="longrope; per_call (default: long factors when the call's seq_len exceeds "
+                          "original_max_position_embeddings) or at_init (long factors for every call when "
+                          "max_position_embeddings exceeds original_max_position_embeddings); SCALE-LONGROPE-FACTORS")
 
     @model_validator(mode="after")
     def _check(self) -> "RopeParams":
@@ -125,6 +129,8 @@ class RopeParams(_Strict):
             raise ValueError(f"dynamic rope needs rotary_dim > 2 (the exponent is d / (d - 2)), got {r}")
         if self.rope_type in ("yarn", "longrope") and self.factor is None and self.max_position_embeddings is None:
             raise ValueError(f"{self.rope_type} needs factor, or max_position_embeddings to derive it from")
+        if self.longrope_policy == "at_init" and self.max_position_embeddings is None:
+            raise ValueError("longrope_policy at_init selects the factors by max_position_embeddings, which is unset")
         if self.rope_type == "llama3" and self.high_freq_factor <= self.low_freq_factor:
             raise ValueError("high_freq_factor must exceed low_freq_factor")
         return self
@@ -271,9 +277,10 @@ class T5Params(_Strict):
     """T5 relative position buckets and bias (clauses T5-*); T5Config defaults 32 / 128.
 
     ``bidirectional`` True for the encoder (and encoder-style self-attention), False for the
-    decoder's causal self-attention (``is_decoder``).  ``num_buckets`` must be even when
-    bidirectional (it is halved), and the exact range (half the, possibly halved, buckets) must
-    be below ``max_distance``.
+    decoder's causal self-attention (``is_decoder``).  Bidirectional buckets halve
+    ``num_buckets`` with a floor (transformers ``num_buckets //= 2``): an odd count is allowed and
+    its last bucket is never read.  The exact range (half the, possibly halved, buckets) must be
+    at least 1 and below ``max_distance``.
     """
 
     num_buckets: int = Field(32, ge=2)
@@ -284,9 +291,7 @@ class T5Params(_Strict):
     def _check(self) -> "T5Params":
         n = self.num_buckets
         if self.bidirectional:
-            if n % 2:
-                raise ValueError(f"bidirectional buckets halve num_buckets, which must be even, got {n}")
-            n //= 2
+            n //= 2  # floor, as transformers' _relative_position_bucket (odd counts allowed)
         if n // 2 < 1:
             raise ValueError(f"num_buckets {self.num_buckets} leaves no exact bucket")
         if self.max_distance <= n // 2:
@@ -317,32 +322,72 @@ def mrope_axes(half: int, mrope_section: tuple[int, ...], layout: str) -> list[i
     return out
 
 
-class MRopeParams(_Strict):
-    """Multimodal RoPE of Qwen2-VL / Qwen3-VL text attention (clauses MROPE-*).
+#: rope_types M-RoPE accepts (HF 5.24: the Qwen-VL text rotary modules call
+#: ``ROPE_INIT_FUNCTIONS[rope_type]``; ``proportional`` pairs over the whole head while the
+#: sections split the rotated share, so it has no M-RoPE meaning and is rejected).
+MRopeType = Literal["default", "linear", "dynamic", "yarn", "llama3", "longrope"]
+#: The RopeParams scaling fields an MRopeParams carries (same names and meaning, HF's keys).
+MROPE_SCALING_FIELDS = ("attention_factor", "factor", "original_max_position_embeddings", "max_position_embeddings",
+                        "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate", "low_freq_factor",
+                        "high_freq_factor", "short_factor", "long_factor")
 
-    ``position_ids`` are ``[3, B, T]`` (temporal, height, width).  ``mrope_section`` splits the
-    ``head_dim/2`` frequencies among the three axes and must sum to ``head_dim/2`` (the whole
-    head rotates: rotary_dim == head_dim); ``layout`` contiguous (Qwen2-VL, Qwen2.5-VL) or
-    interleaved (Qwen3-VL).  Each axis must receive exactly ``mrope_section[a]`` frequencies
-    under the layout (for interleaved: ``3 sec[1] <= head_dim/2 + 1`` and ``3 sec[2] <=
-    head_dim/2``).  Pairing is half (``rotate_half`` over ``cat(a, a)``), the only one HF uses.
+
+class MRopeParams(_Strict):
+    """Multimodal RoPE of Qwen2-VL / Qwen3-VL / Qwen3.5 text attention (clauses MROPE-*).
+
+    ``position_ids`` are ``[3, B, T]`` (temporal, height, width).  ``rotary_dim`` (default
+    ``head_dim``; HF ``partial_rotary_factor * head_dim``) is the rotated share of the head: its
+    ``rotary_dim/2`` frequencies are split among the three axes by ``mrope_section``, which must
+    sum to ``rotary_dim/2`` (MROPE-PARTIAL; the dims ``>= rotary_dim`` pass through).  ``layout``
+    contiguous (Qwen2-VL, Qwen2.5-VL) or interleaved (Qwen3-VL, Qwen3.5).  Each axis must receive
+    exactly ``mrope_section[a]`` frequencies under the layout (for interleaved: ``3 sec[1] <=
+    rotary_dim/2 + 1`` and ``3 sec[2] <= rotary_dim/2``).  Pairing is half (``rotate_half`` over
+    ``cat(a, a)``), the only one the Qwen models use.
+
+    ``rope_type`` and the scaling fields (``factor``, ``original_max_position_embeddings``, ...,
+    ``attention_factor``) have exactly the meaning of :class:`RopeParams` over ``rotary_dim``
+    (MROPE-ROPE-TYPE, MROPE-ATTENTION-SCALING); :attr:`rope` is that RopeParams, and the
+    frequencies are computed from it.  A scaling field that does not apply to the rope_type is
+    an error, named as for RopeParams.
     """
 
     head_dim: int = Field(gt=0)
+    rotary_dim: Optional[int] = Field(None, gt=0, description="rotated share (HF partial_rotary_factor * head_dim); "
+                                                              "None means head_dim")
     rope_theta: float = Field(10000.0, gt=0)
     mrope_section: tuple[int, int, int]
     layout: MRopeLayout = "contiguous"
     pairing: Literal["half"] = "half"
+    rope_type: MRopeType = "default"
+    attention_factor: Optional[float] = Field(None, gt=0)
+    factor: Optional[float] = Field(None, gt=0)
+    original_max_position_embeddings: Optional[int] = Field(None, gt=0)
+    max_position_embeddings: Optional[int] = Field(None, gt=0)
+    beta_fast: Optional[float] = Field(None, gt=0)
+    beta_slow: Optional[float] = Field(None, gt=0)
+    mscale: Optional[float] = Field(None, gt=0)
+    mscale_all_dim: Optional[float] = Field(None, gt=0)
+    truncate: Optional[bool] = None
+    low_freq_factor: Optional[float] = Field(None, gt=0)
+    high_freq_factor: Optional[float] = Field(None, gt=0)
+    short_factor: Optional[tuple[float, ...]] = None
+    long_factor: Optional[tuple[float, ...]] = None
 
     @model_validator(mode="after")
     def _check(self) -> "MRopeParams":
         if self.head_dim % 2:
             raise ValueError(f"head_dim must be even, got {self.head_dim}")
+        try:
+            rope = self.rope
+        except ValueError as e:  # pydantic's ValidationError is a ValueError
+            msgs = "; ".join(err["msg"].removeprefix("Value error, ") for err in getattr(e, "errors", lambda: [])()) or str(e)
+            raise ValueError(f"M-RoPE rope parameters: {msgs}") from None
         if any(s < 0 for s in self.mrope_section):
             raise ValueError(f"mrope_section entries must be >= 0, got {list(self.mrope_section)}")
-        half = self.head_dim // 2
+        half = rope.rdim // 2
         if sum(self.mrope_section) != half:
-            raise ValueError(f"mrope_section {list(self.mrope_section)} must sum to head_dim/2 = {half}")
+            what = "rotary_dim/2" if self.rotary_dim is not None else "head_dim/2"
+            raise ValueError(f"mrope_section {list(self.mrope_section)} must sum to {what} = {half}")
         axes = mrope_axes(half, self.mrope_section, self.layout)
         counts = tuple(axes.count(a) for a in range(3))
         if counts != tuple(self.mrope_section):
@@ -351,9 +396,22 @@ class MRopeParams(_Strict):
         return self
 
     @property
+    def rope(self) -> RopeParams:
+        """The 1-D :class:`RopeParams` whose frequencies and attention factor M-RoPE uses:
+        head_dim, rotary_dim, rope_theta, half pairing, rope_type and the scaling fields."""
+        return RopeParams(head_dim=self.head_dim, rotary_dim=self.rotary_dim, rope_theta=self.rope_theta,
+                          pairing="half", rope_type=self.rope_type,
+                          **{n: getattr(self, n) for n in MROPE_SCALING_FIELDS})
+
+    @property
+    def rdim(self) -> int:
+        """The rotated width: ``rotary_dim`` or, when unset, ``head_dim``."""
+        return self.rotary_dim if self.rotary_dim is not None else self.head_dim
+
+    @property
     def axes(self) -> list[int]:
-        """Axis of each frequency index (0 temporal, 1 height, 2 width)."""
-        return mrope_axes(self.head_dim // 2, self.mrope_section, self.layout)
+        """Axis of each frequency index (0 temporal, 1 height, 2 width), ``rotary_dim/2`` of them."""
+        return mrope_axes(self.rdim // 2, self.mrope_section, self.layout)
 
 
 class NopeParams(_Strict):

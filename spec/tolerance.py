@@ -3,7 +3,7 @@
 Integers compare exactly.  A float output ``y`` of an implementation at dtype ``dt`` passes
 against the float64 reference ``y_ref`` element-wise when
 
-    |y - y_ref| <= K_DTYPE[dt] * eps_eff * dtype_scale  +  K_ANGLE * eps_float32 * angle_scale
+    |y - y_ref| <= K_DTYPE[dt] * eps_eff * dtype_scale  +  K_ANGLE * eps_float32 * angle_scale  +  tiny(dt)
 
 * ``dtype_scale`` is the magnitude the operation may lose to rounding (for a rotation the
   pair norm ``|x_pair|`` times the attention factor; for a sum the sum of the summands'
@@ -17,6 +17,10 @@ against the float64 reference ``y_ref`` element-wise when
   ``1 + e_i ln theta``), and the product is rounded once more.  An angle computed in bfloat16
   is wrong by ``eps(bf16) * |phi| = 2**16`` times more and fails, and so does a uniform
   relative angle error of a few float32 eps at the highest frequency.
+
+* ``tiny(dt)`` is the spacing of ``dt``'s subnormals (float16 2^-24, bfloat16 2^-133): a value
+  below it cannot be stored in ``dt`` (an ALiBi bias ``-2^-25`` is ``-0`` in float16).  Found by
+  the generated cases (spec 0.4.0); it changes nothing above the subnormal range.
 
 Calibration (tests/test_tolerance.py): HF transformers 5.24 (cos/sin cast to the activation
 dtype before the multiply), Meta-style fp32 rotation and torchtune-style fp32 caches pass at
@@ -39,6 +43,13 @@ EPS = {
 }
 K_DTYPE = {"float64": 16.0, "float32": 4.0, "bfloat16": 4.0, "float16": 4.0}
 K_ANGLE = 4.0
+#: The spacing of each dtype's subnormals: the representation limit of tiny values.
+TINY = {
+    "float64": float(np.finfo(np.float64).smallest_subnormal),
+    "float32": float(np.finfo(np.float32).smallest_subnormal),
+    "bfloat16": 2.0**-133,
+    "float16": 2.0**-24,
+}
 
 
 def bound(dtype: str, dtype_scale, angle_scale, angle_based: bool) -> np.ndarray:
@@ -46,7 +57,8 @@ def bound(dtype: str, dtype_scale, angle_scale, angle_based: bool) -> np.ndarray
     eps = EPS[dtype]
     if angle_based:
         eps = max(eps, EPS["float32"])
-    return K_DTYPE[dtype] * eps * np.asarray(dtype_scale) + K_ANGLE * EPS["float32"] * np.asarray(angle_scale)
+    return (K_DTYPE[dtype] * eps * np.asarray(dtype_scale) + K_ANGLE * EPS["float32"] * np.asarray(angle_scale)
+            + TINY[dtype])
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import hypothesis.strategies  # noqa: F401 - likewise: a re-imported Hypothesis rejects the first one's strategies
 import torch  # noqa: F401 - imported before pytester's in-process runs snapshot sys.modules
 
 import posenc.adapters.hf_transformers  # noqa: F401 - likewise (C extensions cannot be imported twice)
 import posenc.adapters.torch_adapter  # noqa: F401
 import posenc.conformance
+import posenc.conformance.generated  # noqa: F401
 import posenc.conformance.runner  # noqa: F401
 
 CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent

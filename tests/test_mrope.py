@@ -35,6 +35,55 @@ def test_params_validation():
         MRopeParams(head_dim=16, mrope_section=(2, 3, 4))
     with pytest.raises(ValueError, match="gives the axes"):
         MRopeParams(head_dim=16, mrope_section=(0, 4, 4), layout="interleaved")
+    # MROPE-PARTIAL: the sections split rotary_dim/2, not head_dim/2
+    with pytest.raises(ValueError, match=r"must sum to rotary_dim/2 = 4"):
+        MRopeParams(head_dim=16, rotary_dim=8, mrope_section=(2, 3, 3))
+    assert MRopeParams(head_dim=16, rotary_dim=8, mrope_section=(2, 1, 1)).axes == [0, 0, 1, 2]
+    with pytest.raises(ValueError, match="M-RoPE rope parameters: rotary_dim 18 exceeds head_dim 16"):
+        MRopeParams(head_dim=16, rotary_dim=18, mrope_section=(3, 3, 3))
+    # MROPE-ROPE-TYPE: the scaling fields are RopeParams', validated as there
+    with pytest.raises(ValueError, match="M-RoPE rope parameters: factor is required for rope_type 'linear'"):
+        MRopeParams(head_dim=16, mrope_section=(2, 3, 3), rope_type="linear")
+    with pytest.raises(ValueError, match="factor does not apply to rope_type 'default'"):
+        MRopeParams(head_dim=16, mrope_section=(2, 3, 3), factor=2.0)
+    with pytest.raises(ValueError, match="short_factor must have rotary_dim/2 = 4 entries"):
+        MRopeParams(head_dim=16, rotary_dim=8, mrope_section=(2, 1, 1), rope_type="longrope",
+                    short_factor=(1.0,) * 8, long_factor=(2.0,) * 8, original_max_position_embeddings=64, factor=2.0)
+    with pytest.raises(ValueError):  # proportional has no M-RoPE meaning
+        MRopeParams(head_dim=16, mrope_section=(2, 3, 3), rope_type="proportional")
+    p = MRopeParams(head_dim=16, rotary_dim=8, mrope_section=(2, 1, 1), rope_type="yarn", factor=4.0,
+                    original_max_position_embeddings=256)
+    assert p.rope == RopeParams(head_dim=16, rotary_dim=8, rope_type="yarn", factor=4.0,
+                                original_max_position_embeddings=256)
+
+
+def test_scaled_figure_by_hand():
+    """MROPE-ROPE-TYPE / MROPE-ATTENTION-SCALING figures: linear factor 4 divides the angles by 4;
+    yarn factor 4 multiplies cos and sin by 0.1 ln 4 + 1 (the frequencies of the 1-D rule)."""
+    pid = np.array([[[4]], [[1]], [[2]]])
+    w = 10000.0 ** (-np.arange(0, 16, 2) / 16)
+    lin = MRopeParams(head_dim=16, mrope_section=(2, 3, 3), rope_type="linear", factor=4.0)
+    np.testing.assert_allclose(mrope.angles(pid, lin)[0, 0], np.array([4, 4, 1, 1, 1, 2, 2, 2]) * w / 4, rtol=1e-15)
+    yarn = MRopeParams(head_dim=16, mrope_section=(2, 3, 3), rope_type="yarn", factor=4.0,
+                       original_max_position_embeddings=64)
+    c, s = mrope.cos_sin(pid, yarn)
+    a = 0.1 * np.log(4.0) + 1
+    w_yarn = rope.inv_freq(yarn.rope)[0]
+    np.testing.assert_allclose(c[0, 0], a * np.cos(np.array([4, 4, 1, 1, 1, 2, 2, 2]) * w_yarn), rtol=1e-15)
+    assert mrope.attention_factor(yarn) == pytest.approx(1.1386294361119891)
+
+
+def test_partial_tail_passes_through():
+    """MROPE-PARTIAL: dims >= rotary_dim are returned unchanged; the rotated share is the full-head
+    M-RoPE of a rotary_dim-wide head with the same sections."""
+    p = MRopeParams(head_dim=16, rotary_dim=8, mrope_section=(2, 1, 1), layout="interleaved")
+    x = np.random.default_rng(1).normal(size=(1, 2, 3, 16))
+    pid = np.array([[[0, 4, 9]], [[0, 1, 13]], [[0, 2, 5]]])
+    y, _ = mrope.apply(x, x, pid, p)
+    np.testing.assert_array_equal(y[..., 8:], x[..., 8:])
+    head = MRopeParams(head_dim=8, mrope_section=(2, 1, 1), layout="interleaved")
+    y8, _ = mrope.apply(x[..., :8], x[..., :8], pid, head)
+    np.testing.assert_array_equal(y[..., :8], y8)
 
 
 def test_angles_by_hand():
@@ -89,6 +138,25 @@ def test_hf_multipliers_match_the_figures():
             [round(np.arcsin(np.sin(v)) * 1000) for v in want]
 
 
+def test_new_mutants_are_the_wrong_behaviour():
+    pid = {"position_ids": np.array([[[4]], [[1]], [[2]]])}
+    w = 10000.0 ** (-np.arange(0, 16, 2) / 16)
+    yarn = MRopeParams(head_dim=16, mrope_section=(2, 3, 3), rope_type="yarn", factor=4.0,
+                       original_max_position_embeddings=64)
+    ref = mrope.cos_sin(pid["position_ids"], yarn)[0]
+    out = mutants.run("mrope_attention_scaling_dropped", "mrope.cos_sin", yarn, pid)
+    np.testing.assert_allclose(out["cos"] * mrope.attention_factor(yarn), ref, rtol=1e-15)
+    assert mutants.run("mrope_attention_scaling_dropped", "mrope.cos_sin", FIG2, pid) is None
+    out = mutants.run("mrope_rope_type_ignored", "mrope.cos_sin", yarn, pid)
+    np.testing.assert_allclose(out["cos"][0, 0], np.cos(np.array([4, 4, 1, 1, 1, 2, 2, 2]) * w), rtol=1e-15)
+    assert mutants.run("mrope_rope_type_ignored", "mrope.cos_sin", FIG2, pid) is None
+    part = MRopeParams(head_dim=16, rotary_dim=8, mrope_section=(2, 1, 1), layout="interleaved")
+    x = np.arange(16, dtype=np.float64).reshape(1, 1, 1, 16)
+    out = mutants.run("mrope_partial_whole_head", "mrope.apply", part, {"q": x, "k": x, **pid})
+    assert not np.array_equal(out["q"][..., 8:], x[..., 8:])  # the tail is rotated
+    assert mutants.run("mrope_partial_whole_head", "mrope.apply", FIG2, {"q": x, "k": x, **pid}) is None
+
+
 def test_mutants_are_the_wrong_behaviour():
     pid = {"position_ids": np.array([[[4]], [[1]], [[2]]])}
     w = 10000.0 ** (-np.arange(0, 16, 2) / 16)
@@ -132,3 +200,176 @@ def test_patched_qwen2_vl_apply_fails_the_suite(run_suite, monkeypatch):
     monkeypatch.setattr(hf_qwen2_vl, "apply_rotary_pos_emb", lambda q, k, cos, sin, unsqueeze_dim=1: (q, k))
     r = run_suite("hf-transformers", "-k", "mrope-qwen2-vl-vision")
     assert r.ret == 1 and "MROPE-SECTIONS" in r.stdout.str()
+
+
+# ---- rope_type, attention scaling, partial rotary: transformers 5.24's own modules ---------------
+
+import transformers.models.qwen3_5.modeling_qwen3_5 as hf_qwen3_5  # noqa: E402
+from transformers.models.qwen3_5.configuration_qwen3_5 import Qwen3_5TextConfig  # noqa: E402
+
+_YARN4 = dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=32768)
+SCALED = {
+    "qwen2-vl-yarn": MRopeParams(head_dim=128, rope_theta=1e6, mrope_section=(16, 24, 24), **_YARN4),
+    "qwen2-vl-linear": MRopeParams(head_dim=128, rope_theta=1e6, mrope_section=(16, 24, 24), rope_type="linear", factor=4.0),
+    "qwen2-vl-llama3": MRopeParams(head_dim=128, rope_theta=1e6, mrope_section=(16, 24, 24), rope_type="llama3",
+                                   factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                                   original_max_position_embeddings=8192),
+    "qwen2-vl-yarn-mscale": MRopeParams(head_dim=128, rope_theta=1e6, mrope_section=(16, 24, 24), mscale=1.0,
+                                        mscale_all_dim=0.5, **_YARN4),
+    "qwen3-vl-yarn": MRopeParams(head_dim=128, rope_theta=5e5, mrope_section=(24, 20, 20), layout="interleaved",
+                                 rope_type="yarn", factor=3.0, original_max_position_embeddings=256000),
+    "qwen3-vl-yarn-attention-factor": MRopeParams(head_dim=128, rope_theta=5e5, mrope_section=(24, 20, 20),
+                                                  layout="interleaved", attention_factor=0.75, **_YARN4),
+    "qwen3-vl-dynamic": MRopeParams(head_dim=128, rope_theta=5e5, mrope_section=(24, 20, 20), layout="interleaved",
+                                    rope_type="dynamic", factor=2.0, max_position_embeddings=32768),
+    "qwen3-vl-longrope": MRopeParams(head_dim=16, rope_theta=1e4, mrope_section=(4, 2, 2), layout="interleaved",
+                                     rope_type="longrope", factor=4.0, original_max_position_embeddings=4096,
+                                     short_factor=(1.0, 1.0, 1.5, 2.0, 2.0, 3.0, 4.0, 4.0),
+                                     long_factor=(1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 8.0, 16.0)),
+    "qwen3.5-partial": MRopeParams(head_dim=256, rotary_dim=64, mrope_section=(11, 11, 10), layout="interleaved"),
+    "qwen3.5-partial-yarn": MRopeParams(head_dim=256, rotary_dim=64, mrope_section=(11, 11, 10),
+                                        layout="interleaved", **_YARN4),
+}
+_PID = np.array([[[0, 4, 7, 131071, 3, 70054]], [[0, 1, 13, 0, 4096, 70002]], [[0, 2, 5, 9, 70000, 70003]]], np.int64)
+_PID_SHORT = np.array([[[0, 4, 7, 3000, 3]], [[0, 1, 13, 0, 4000]], [[0, 2, 5, 9, 100]]], np.int64)
+
+
+def _hf_scaled(p: MRopeParams):
+    """The transformers 5.24 text rotary module and apply function a checkpoint with these
+    ``rope_parameters`` gets (built here from the config, independently of the adapter)."""
+    rp = {"rope_type": p.rope_type, "rope_theta": p.rope_theta, "mrope_section": list(p.mrope_section)}
+    for n in ("factor", "original_max_position_embeddings", "attention_factor", "mscale", "mscale_all_dim",
+              "low_freq_factor", "high_freq_factor", "short_factor", "long_factor"):
+        v = getattr(p, n)
+        if v is not None:
+            rp[n] = list(v) if isinstance(v, tuple) else v
+    if p.rdim != p.head_dim:
+        rp["partial_rotary_factor"] = p.rdim / p.head_dim
+    extra = {"max_position_embeddings": p.max_position_embeddings} if p.max_position_embeddings else {}
+    common = dict(hidden_size=p.head_dim, num_attention_heads=1, num_key_value_heads=1, num_hidden_layers=1,
+                  intermediate_size=1, vocab_size=1, pad_token_id=None, **extra)
+    if p.layout == "contiguous":
+        cfg = Qwen2VLTextConfig(bos_token_id=None, eos_token_id=None, rope_parameters=rp, **common)
+        return hf_qwen2_vl.Qwen2VLRotaryEmbedding(cfg), hf_qwen2_vl.apply_rotary_pos_emb
+    rp["mrope_interleaved"] = True
+    if p.rdim != p.head_dim:
+        cfg = Qwen3_5TextConfig(head_dim=p.head_dim, layer_types=["full_attention"], rope_parameters=rp, **common)
+        return hf_qwen3_5.Qwen3_5TextRotaryEmbedding(cfg), hf_qwen3_5.apply_rotary_pos_emb
+    cfg = Qwen3VLTextConfig(head_dim=p.head_dim, rope_parameters=rp, **common)
+    return hf_qwen3_vl.Qwen3VLTextRotaryEmbedding(cfg), hf_qwen3_vl.apply_rotary_pos_emb
+
+
+@pytest.mark.parametrize("pid", [_PID, _PID_SHORT], ids=["long", "short"])
+@pytest.mark.parametrize("name", list(SCALED))
+def test_scaled_reference_matches_transformers(name, pid):
+    """MROPE-ROPE-TYPE / -ATTENTION-SCALING / -PARTIAL: HF 5.24's module (float32 angles, times its
+    attention_scaling) within the suite's float32 bound of the reference; the module's own
+    attention_scaling equals the reference's factor, and it builds rotary_dim/2 frequencies."""
+    p = SCALED[name]
+    rotary, _ = _hf_scaled(p)
+    a = mrope.attention_factor(p, mrope.seq_len_of(pid))
+    assert rotary.attention_scaling == pytest.approx(a, rel=1e-12) and rotary.inv_freq.shape[-1] == p.rdim // 2
+    cos, sin = rotary(torch.empty(0, dtype=torch.float32), torch.from_numpy(pid))
+    h = p.rdim // 2
+    assert cos.shape[-1] == p.rdim and torch.equal(cos[..., :h], cos[..., h:])
+    sc = ops.scales("mrope.cos_sin", p, {"position_ids": pid})["cos"]
+    rc, rs = mrope.cos_sin(pid, p)
+    for got, ref in ((cos[..., :h], rc), (sin[..., :h], rs)):
+        err = np.abs(got.double().numpy() - ref)
+        assert (err <= bound("float32", *sc, True)).all(), float(err.max())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("name", ["qwen2-vl-yarn", "qwen3-vl-yarn-attention-factor", "qwen3.5-partial",
+                                  "qwen3.5-partial-yarn", "qwen3-vl-dynamic"])
+def test_scaled_apply_matches_transformers(name, dtype):
+    """The model's own apply_rotary_pos_emb with its module's cos/sin, q and k in float64 and
+    float32, against the reference (the Qwen3.5 tail passes through bit-exactly)."""
+    p = SCALED[name]
+    rotary, apply_fn = _hf_scaled(p)
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(1, 4, 6, p.head_dim)), rng.normal(size=(1, 1, 6, p.head_dim))
+    tq, tk = torch.from_numpy(q).to(dtype), torch.from_numpy(k).to(dtype)
+    cos, sin = rotary(tq, torch.from_numpy(_PID))
+    yq, yk = apply_fn(tq, tk, cos, sin)
+    rq, rk = mrope.apply(tq.double().numpy(), tk.double().numpy(), _PID, p)
+    x = {"q": tq.double().numpy(), "k": tk.double().numpy(), "position_ids": _PID}
+    sc = ops.scales("mrope.apply", p, x)
+    for n, got, ref in (("q", yq, rq), ("k", yk, rk)):
+        err = np.abs(got.double().numpy() - ref)
+        assert (err <= bound("float32", *sc[n], True)).all(), (n, float(err.max()))
+        np.testing.assert_array_equal(got[..., p.rdim:].double().numpy(), x[n][..., p.rdim:])
+
+
+def test_dropped_attention_scaling_fails_the_suite(run_suite, monkeypatch):
+    """Qwen2-VL's module with its attention_scaling reset to 1 after init: the yarn cases fail and
+    the diagnosis names DIV-MROPE-ATTENTION-SCALING-DROPPED."""
+    assert run_suite("hf-transformers", "-k", "mrope-qwen2-vl-yarn").ret == 0
+    init = hf_qwen2_vl.Qwen2VLRotaryEmbedding.__init__
+
+    def no_scaling(self, config):
+        init(self, config)
+        self.attention_scaling = 1.0
+    monkeypatch.setattr(hf_qwen2_vl.Qwen2VLRotaryEmbedding, "__init__", no_scaling)
+    r = run_suite("hf-transformers", "-k", "mrope-qwen2-vl-yarn")
+    out = r.stdout.str()
+    assert r.ret == 1 and "    DIV-MROPE-ATTENTION-SCALING-DROPPED (violates" in out, out[-2000:]
+
+
+def test_default_rope_init_fails_the_suite(run_suite, monkeypatch):
+    """Qwen3-VL's module forced onto its default rope init whatever the rope_type: the yarn cases
+    fail and the diagnosis names DIV-MROPE-ROPE-TYPE-IGNORED."""
+    assert run_suite("hf-transformers", "-k", "mrope-qwen3-vl-yarn-vision").ret == 0
+    init = hf_qwen3_vl.Qwen3VLTextRotaryEmbedding.__init__
+
+    def default_init(self, config):
+        init(self, config)
+        w, self.attention_scaling = self.compute_default_rope_parameters(config)
+        self.inv_freq = w
+    monkeypatch.setattr(hf_qwen3_vl.Qwen3VLTextRotaryEmbedding, "__init__", default_init)
+    r = run_suite("hf-transformers", "-k", "mrope-qwen3-vl-yarn-vision")
+    out = r.stdout.str()
+    assert r.ret == 1 and "    DIV-MROPE-ROPE-TYPE-IGNORED (violates" in out, out[-2000:]
+
+
+# ---- config.json import (spec.hf_config.mrope_params_from_hf_config) -------------------------------
+
+from posenc.spec.errors import SpecError  # noqa: E402
+from posenc.spec.hf_config import mrope_params_from_hf_config, params_from_hf_config  # noqa: E402
+
+
+def test_import_qwen2_vl_4x_layout():
+    """Qwen2-VL-7B's 4.x config: top-level rope_theta, rope_scaling {type: mrope, mrope_section}."""
+    cfg = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1000000.0,
+           "max_position_embeddings": 32768, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+    assert params_from_hf_config(cfg) == {"mrope": MRopeParams(head_dim=128, rope_theta=1e6, mrope_section=(16, 24, 24))}
+
+
+def test_import_qwen3_vl_yarn_5x_layout_matches_transformers():
+    """A 5.x Qwen3-VL text_config with yarn (vLLM PR 25384's block): the imported parameters give
+    the frequencies and attention scaling transformers' own module builds from the same config."""
+    rp = {"rope_type": "yarn", "mrope_section": [24, 20, 20], "mrope_interleaved": True, "factor": 3.0,
+          "original_max_position_embeddings": 256000, "rope_theta": 5000000.0}
+    cfg = {"model_type": "qwen3_vl", "text_config": {"model_type": "qwen3_vl_text", "head_dim": 128, "hidden_size": 4096,
+                                                     "num_attention_heads": 32, "max_position_embeddings": 1000000,
+                                                     "rope_parameters": rp}}
+    p = mrope_params_from_hf_config(cfg)
+    assert (p.layout, p.rope_type, p.factor, p.rope_theta, p.mrope_section) == ("interleaved", "yarn", 3.0, 5e6, (24, 20, 20))
+    hf = hf_qwen3_vl.Qwen3VLTextRotaryEmbedding(Qwen3VLTextConfig(
+        head_dim=128, hidden_size=4096, num_attention_heads=32, num_key_value_heads=1, num_hidden_layers=1,
+        intermediate_size=1, vocab_size=1, pad_token_id=None, max_position_embeddings=1000000, rope_parameters=dict(rp)))
+    np.testing.assert_allclose(hf.inv_freq.double().numpy(), mrope.inv_freq(p), rtol=1e-6)
+    assert hf.attention_scaling == pytest.approx(mrope.attention_factor(p), rel=1e-12)
+
+
+def test_import_errors_name_the_field():
+    base = {"model_type": "qwen2_5_vl", "hidden_size": 2048, "num_attention_heads": 16}
+    assert mrope_params_from_hf_config(base).mrope_section == (16, 24, 24)  # the module's default, 64 = 128 / 2
+    with pytest.raises(SpecError, match=r"rope_scaling\.partial_rotary_factor"):
+        mrope_params_from_hf_config({**base, "rope_scaling": {"type": "mrope", "partial_rotary_factor": 0.5}})
+    with pytest.raises(SpecError, match=r"rope_parameters: unknown key\(s\) foo"):
+        mrope_params_from_hf_config({**base, "rope_parameters": {"rope_type": "default", "foo": 1}})
+    with pytest.raises(SpecError, match="must sum to head_dim/2 = 64"):
+        mrope_params_from_hf_config({**base, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 16]}})
+    with pytest.raises(SpecError, match="not an M-RoPE rope_type"):
+        mrope_params_from_hf_config({**base, "rope_parameters": {"rope_type": "proportional"}})

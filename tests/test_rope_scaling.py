@@ -249,3 +249,76 @@ def test_suite_catches_and_names_scaling_bug(run_suite, name, divergence):
     out = r.stdout.str()
     assert r.ret == 1 and r.parseoutcomes().get("failed", 0) >= 1, out[-2000:]
     assert f"    {divergence} (violates" in out, out[-3000:]
+
+
+# ---- spec 0.4.0: LongRoPE selection policy, new golden parameter sets against transformers ------
+PHI35 = model_params("phi-3.5-mini")
+
+
+def test_longrope_policy_selection():
+    at_init = PHI35.model_copy(update={"longrope_policy": "at_init"})
+    long_w = rs.base_inv_freq(1e4, 96) / np.asarray(PHI35.long_factor)
+    short_w = rs.base_inv_freq(1e4, 96) / np.asarray(PHI35.short_factor)
+    # per call (default): by the call's seq_len; before any call: short
+    np.testing.assert_array_equal(rs.longrope(PHI35, None), short_w)
+    np.testing.assert_array_equal(rs.longrope(PHI35, 4096), short_w)
+    np.testing.assert_array_equal(rs.longrope(PHI35, 4097), long_w)
+    # at init: 131072 > 4096 -> long at every length; max_position_embeddings == original -> short
+    for L in (None, 3, 4096, 100000):
+        np.testing.assert_array_equal(rs.longrope(at_init, L), long_w)
+    same = RopeParams(**{**at_init.model_dump(), "max_position_embeddings": 4096})
+    np.testing.assert_array_equal(rs.longrope(same, 100000), short_w)
+    # the attention factor does not depend on the policy
+    assert rs.longrope_attention_factor(at_init) == rs.longrope_attention_factor(PHI35)
+
+
+def test_longrope_policy_validation():
+    with pytest.raises(ValueError, match="at_init selects the factors by max_position_embeddings"):
+        RopeParams(head_dim=8, rope_type="longrope", short_factor=[1.0] * 4, long_factor=[2.0] * 4,
+                   original_max_position_embeddings=8, factor=2.0, longrope_policy="at_init")
+    with pytest.raises(ValueError, match="longrope_policy does not apply to rope_type 'yarn'"):
+        RopeParams(head_dim=8, rope_type="yarn", factor=2.0, original_max_position_embeddings=8,
+                   longrope_policy="per_call")
+
+
+def test_hf_wrapper_reports_at_init_unsupported():
+    from posenc.adapters import Unsupported
+    from posenc.adapters.hf_port.rope_scaling import _check_scaling_expressible
+    _check_scaling_expressible(PHI35)
+    with pytest.raises(Unsupported, match="transformers 5.24 selects per call"):
+        _check_scaling_expressible(PHI35.model_copy(update={"longrope_policy": "at_init"}))
+
+
+NEW_HF_CASES = {
+    "llama3.2-1b": RopeParams(head_dim=64, rope_theta=500000.0, rope_type="llama3", factor=32.0, low_freq_factor=1.0,
+                              high_freq_factor=4.0, original_max_position_embeddings=8192),
+    "llama3-bands-2-8": RopeParams(head_dim=128, rope_theta=500000.0, rope_type="llama3", factor=8.0,
+                                   low_freq_factor=2.0, high_freq_factor=8.0, original_max_position_embeddings=4096),
+    "yarn-beta-fast-4": RopeParams(head_dim=128, rope_theta=1e6, rope_type="yarn", factor=64.0,
+                                   original_max_position_embeddings=4096, beta_fast=4.0, beta_slow=1.0),
+    "yarn-betas-16-2": RopeParams(head_dim=128, rope_theta=1e4, rope_type="yarn", factor=8.0,
+                                  original_max_position_embeddings=8192, beta_fast=16.0, beta_slow=2.0, truncate=True),
+    "yarn-low-clamped": RopeParams(head_dim=64, rope_theta=1e4, rope_type="yarn", factor=4.0,
+                                   original_max_position_embeddings=256, beta_fast=64.0),
+    "yarn-high-clamped": RopeParams(head_dim=16, rope_theta=100.0, rope_type="yarn", factor=4.0,
+                                    original_max_position_embeddings=16384, beta_fast=64.0, beta_slow=0.25,
+                                    truncate=False),
+    "yarn-mscale-all-dim": RopeParams(head_dim=64, rope_theta=1e4, rope_type="yarn", factor=40.0,
+                                      original_max_position_embeddings=4096, mscale=1.0, mscale_all_dim=0.707),
+}
+
+
+@pytest.mark.parametrize("name", list(NEW_HF_CASES))
+def test_new_golden_params_match_transformers(name):
+    p = NEW_HF_CASES[name]
+    w_hf, a_hf = _hf_inv_freq(p)
+    w, a = rope.inv_freq(p)
+    assert float(a_hf) == pytest.approx(a, rel=1e-12)
+    tol = 8 * np.finfo(np.float32).eps * (1 + math.log(p.rope_theta)) * np.abs(w) + 1e-30
+    assert (np.abs(w_hf - w) <= tol).all(), np.max(np.abs(w_hf - w) / tol)
+
+
+def test_yarn_clamp_branches():
+    assert rs.yarn_correction_range(NEW_HF_CASES["yarn-low-clamped"]) == (0, 13)
+    low, high = rs.yarn_correction_range(NEW_HF_CASES["yarn-high-clamped"])
+    assert high == 15 and low == pytest.approx(6.440240387814938, rel=1e-12)

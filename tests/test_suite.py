@@ -25,9 +25,9 @@ def test_suite_passes_on_conforming_adapters(run_suite, adapter):
 # (adapter class, dtype, divergence the diagnosis must name, or None where the failure is structural)
 BROKEN_CASES = [
     ("PairingSwapped", "float32", "DIV-ROPE-PAIRING-SWAPPED"),
-    ("Bf16Angles", "float32", "DIV-ROPE-BF16-ANGLES"),
-    ("Bf16Angles", "bfloat16", "DIV-ROPE-BF16-ANGLES"),
-    ("Bf16Angles", "float64", "DIV-ROPE-BF16-ANGLES"),
+    ("Bf16Angles", "float32", "DIV-ROPE-BF16-ANGLE-PRODUCT"),
+    ("Bf16Angles", "bfloat16", "DIV-ROPE-BF16-ANGLE-PRODUCT"),
+    ("Bf16Angles", "float64", "DIV-ROPE-BF16-ANGLE-PRODUCT"),
     ("Bf16InvFreq", "float32", "DIV-ROPE-BF16-INV-FREQ"),
     ("Bf16InvFreq", "bfloat16", "DIV-ROPE-BF16-INV-FREQ"),
     ("TailRotated", "float32", "DIV-ROPE-TAIL-ROTATED"),
@@ -133,14 +133,16 @@ def test_report_header_names_everything(run_suite):
 
 def _write_expectations(tmp_path, lines: str):
     p = tmp_path / "exp.yaml"
-    p.write_text("expected_failures:\n" + lines)
+    p.write_text("format: 2\nexpected_failures:\n" + lines)
     return str(p)
 
 
 def test_expectation_file_turns_known_failure_into_divergence(run_suite, tmp_path):
     import torch
     exp = _write_expectations(tmp_path, f"""
-  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+  - case: rope-tiny-half
+    check: golden
+    dtypes: [float32]
     clause: ROPE-PAIR-HALF
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: deliberately broken adapter
@@ -154,7 +156,9 @@ def test_expectation_file_turns_known_failure_into_divergence(run_suite, tmp_pat
 def test_expectation_that_passes_is_an_error(run_suite, tmp_path):
     import torch
     exp = _write_expectations(tmp_path, f"""
-  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+  - case: rope-tiny-half
+    check: golden
+    dtypes: [float32]
     clause: ROPE-PAIR-HALF
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: claims a failure that does not happen
@@ -168,7 +172,9 @@ def test_expectation_that_passes_is_an_error(run_suite, tmp_path):
 def test_stale_expectation_line_fails(run_suite, tmp_path):
     import torch
     exp = _write_expectations(tmp_path, f"""
-  - test_id: "test_golden[float32-no-such-case@ROPE-PAIR-HALF]"
+  - case: no-such-case
+    check: golden
+    dtypes: [float32]
     clause: ROPE-PAIR-HALF
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: stale
@@ -181,7 +187,9 @@ def test_stale_expectation_line_fails(run_suite, tmp_path):
 
 def test_expectation_for_other_library_version_fails(run_suite, tmp_path):
     exp = _write_expectations(tmp_path, """
-  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+  - case: rope-tiny-half
+    check: golden
+    dtypes: [float32]
     clause: ROPE-PAIR-HALF
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: old
@@ -194,7 +202,9 @@ def test_expectation_for_other_library_version_fails(run_suite, tmp_path):
 
 def test_expectation_with_unknown_clause_fails(run_suite, tmp_path):
     exp = _write_expectations(tmp_path, """
-  - test_id: "x"
+  - case: x
+    check: golden
+    dtypes: [float32]
     clause: ROPE-NOPE
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: e
@@ -230,7 +240,9 @@ def test_expectation_with_the_wrong_divergence_fails(run_suite, tmp_path):
     """A listed failure that fails for another reason is not hidden: the divergence is checked."""
     import torch
     exp = _write_expectations(tmp_path, f"""
-  - test_id: "test_golden[float32-rope-llama3-8b@ROPE-PAIR-HALF+ROPE-ANGLE+ROPE-PRECISION]"
+  - case: rope-llama3-8b
+    check: golden
+    dtypes: [float32]
     clause: ROPE-PAIR-HALF
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: claims a pairing bug where the angles are in bf16
@@ -240,7 +252,7 @@ def test_expectation_with_the_wrong_divergence_fails(run_suite, tmp_path):
     r = run_suite(f"{BROKEN}:Bf16Angles", "-k", "test_golden and llama3-8b and not scattered", "--expectations", exp)
     out = r.stdout.str()
     assert r.ret == 1 and "expected divergence DIV-ROPE-PAIRING-SWAPPED" in out
-    assert "but the output matches DIV-ROPE-BF16-ANGLES" in out
+    assert "but the output matches DIV-ROPE-BF16-ANGLE-PRODUCT" in out
 
 
 @pytest.mark.parametrize("divergence", ["DIV-SIN-LAYOUT-SWAPPED", "DIV-UNNAMED-ANYTHING"])
@@ -249,7 +261,9 @@ def test_expectation_never_explains_an_exception(run_suite, tmp_path, divergence
     no expectation line, named or unnamed, turns that into an expected divergence."""
     import torch
     exp = _write_expectations(tmp_path, f"""
-  - test_id: "test_golden[bfloat16-sin-interleaved-d8@SIN-VASWANI-INTERLEAVED]"
+  - case: sin-interleaved-d8
+    check: golden
+    dtypes: [bfloat16]
     clause: SIN-VASWANI-INTERLEAVED
     divergence: {divergence}
     evidence: claims a divergence where the adapter returns the wrong dtype
@@ -265,7 +279,9 @@ def test_expectation_never_explains_an_exception(run_suite, tmp_path, divergence
 def test_expected_divergence_counts_under_its_recorded_clause(run_suite, tmp_path):
     import torch
     exp = _write_expectations(tmp_path, f"""
-  - test_id: "test_golden[float32-rope-neox-20b@ROPE-PAIR-HALF+ROPE-PARTIAL]"
+  - case: rope-neox-20b
+    check: golden
+    dtypes: [float32]
     clause: ROPE-PAIR-HALF
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: deliberately broken adapter
@@ -281,7 +297,9 @@ def test_expected_divergence_counts_under_its_recorded_clause(run_suite, tmp_pat
 def test_expectation_clause_must_belong_to_the_test(run_suite, tmp_path):
     import torch
     exp = _write_expectations(tmp_path, f"""
-  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+  - case: rope-tiny-half
+    check: golden
+    dtypes: [float32]
     clause: LEARNED-OPT-OFFSET
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: wrong clause
@@ -336,12 +354,20 @@ def test_a_skip_inside_the_adapter_is_a_failure(run_suite):
     assert r.ret == 1 and "only posenc.adapters.Unsupported reports an unsupported case" in out
 
 
+_LINE = "case: x, check: golden, dtypes: [float32], clause: ROPE-PAIR-HALF, divergence: DIV-ROPE-PAIRING-SWAPPED, evidence: e"
+
+
 @pytest.mark.parametrize("body,message", [
-    ("expected_failure: []\n", "expected_failure: Extra inputs are not permitted"),
-    ("expected_failures:\n  - {test_id: 12, clause: ROPE-PAIR-HALF, divergence: DIV-ROPE-PAIRING-SWAPPED, "
-     "evidence: e, library: torch, library_version: '1'}\n", "expected_failures.0.test_id: Input should be a valid string"),
-    ("expected_failures:\n  - {test_id: x, clause: ROPE-PAIR-HALF, divergence: DIV-ROPE-PAIRING-SWAPPED, "
-     "evidence: e, library: flash_attn, library_version: '1'}\n", "reports no version for 'flash_attn'"),
+    ("format: 2\nexpected_failure: []\n", "expected_failure: Extra inputs are not permitted"),
+    ("format: 2\nexpected_failures:\n  - {case: 12, check: golden, dtypes: [float32], clause: ROPE-PAIR-HALF, "
+     "divergence: DIV-ROPE-PAIRING-SWAPPED, evidence: e, library: torch, library_version: '1'}\n",
+     "expected_failures.0.case: Input should be a valid string"),
+    ("format: 2\nexpected_failures:\n  - {" + _LINE + ", library: flash_attn, library_version: '1'}\n",
+     "reports no version for 'flash_attn'"),
+    ("format: 2\nexpected_failures:\n  - {" + _LINE.replace("float32]", "float32, float32]")
+     + ", library: torch, library_version: '1'}\n", "a dtype is listed twice"),
+    ("format: 3\nexpected_failures: []\n", "format: Input should be 2"),
+    ("expected_failures: []\n", "run `posenc expectations convert "),
 ])
 def test_malformed_expectation_files_are_named(run_suite, tmp_path, body, message):
     p = tmp_path / "exp.yaml"
@@ -352,7 +378,9 @@ def test_malformed_expectation_files_are_named(run_suite, tmp_path, body, messag
 
 def test_expectation_for_an_unsupported_test_fails(run_suite, tmp_path):
     exp = _write_expectations(tmp_path, f"""
-  - test_id: "test_golden[float32-rope-tiny-half@ROPE-PAIR-HALF+ROPE-ANGLE]"
+  - case: rope-tiny-half
+    check: golden
+    dtypes: [float32]
     clause: ROPE-PAIR-HALF
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: the adapter cannot even run it
@@ -365,7 +393,9 @@ def test_expectation_for_an_unsupported_test_fails(run_suite, tmp_path):
 
 def test_stale_line_for_a_dtype_not_run_is_still_stale(run_suite, tmp_path):
     exp = _write_expectations(tmp_path, f"""
-  - test_id: "test_golden[bfloat16-no-such-case@ROPE-PAIR-HALF]"
+  - case: no-such-case
+    check: golden
+    dtypes: [bfloat16]
     clause: ROPE-PAIR-HALF
     divergence: DIV-ROPE-PAIRING-SWAPPED
     evidence: stale

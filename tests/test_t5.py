@@ -121,11 +121,58 @@ def test_bias_layout_by_hand():
 
 
 def test_params_validation():
-    with pytest.raises(ValueError, match="must be even"):
-        T5Params(num_buckets=31)
+    T5Params(num_buckets=31)  # odd and bidirectional: halved with a floor (15), as transformers does
     with pytest.raises(ValueError, match="must exceed the exact range"):
         T5Params(num_buckets=32, max_distance=8)
+    with pytest.raises(ValueError, match="leaves no exact bucket"):
+        T5Params(num_buckets=3)  # 3 // 2 = 1 bucket per side, 1 // 2 = 0 exact buckets
     T5Params(num_buckets=31, bidirectional=False)
+
+
+# ---- odd num_buckets: transformers floors the halving -------------------------------------------
+# models/t5/modeling_t5.py::T5Attention._relative_position_bucket: ``num_buckets //= 2`` under
+# ``if bidirectional:`` (transformers 5.24), so 33 buckets give 16 per side and bucket 32 is never
+# read; the causal rule uses all the (odd) buckets.
+
+
+@pytest.mark.parametrize("num_buckets,max_distance", [(33, 128), (31, 128), (17, 40), (65, 300), (5, 8)])
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_odd_num_buckets_match_transformers(bidirectional, num_buckets, max_distance):
+    rel = torch.arange(-400, 401)
+    hf = hf_t5.T5Attention._relative_position_bucket(rel, bidirectional, num_buckets, max_distance).numpy()
+    p = T5Params(num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional)
+    got = t5.buckets(rel.numpy(), p)
+    np.testing.assert_array_equal(got, hf)
+    assert got.max() <= (2 * (num_buckets // 2) - 1 if bidirectional else num_buckets - 1)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_odd_num_buckets_bias_matches_transformers_compute_bias(bidirectional):
+    H, nb = 5, 33
+    table = np.random.default_rng(3).normal(size=(nb, H))
+    cfg = T5Config(d_model=H, d_kv=1, num_heads=H, is_decoder=not bidirectional,
+                   relative_attention_num_buckets=nb, relative_attention_max_distance=100)
+    attn = hf_t5.T5Attention(cfg, has_relative_attention_bias=True, layer_idx=0).double()
+    with torch.no_grad():
+        attn.relative_attention_bias.weight.copy_(torch.from_numpy(table))
+        hf = attn.compute_bias(4, 130, past_seen_tokens=60)[0].numpy()
+    p = T5Params(num_buckets=nb, max_distance=100, bidirectional=bidirectional)
+    np.testing.assert_array_equal(t5.bias(table, p, 4, 130, 60), hf)
+
+
+def test_odd_num_buckets_goldens_match_transformers():
+    """The odd-count golden cases hold transformers' own buckets."""
+    from posenc.conformance import golden
+    from posenc.conformance.cases import by_id
+
+    cases = [c for c in by_id().values() if c.op == "t5.buckets" and c.params.num_buckets % 2]
+    assert {c.params.bidirectional for c in cases} == {True, False}
+    for c in cases:
+        g = golden.load(c)
+        rel = torch.from_numpy(np.asarray(g.inputs["relative_position"]))
+        hf = hf_t5.T5Attention._relative_position_bucket(rel, c.params.bidirectional, c.params.num_buckets,
+                                                         c.params.max_distance).numpy()
+        np.testing.assert_array_equal(g.outputs["buckets"], hf)
 
 
 # ---- mutants ------------------------------------------------------------------------------------

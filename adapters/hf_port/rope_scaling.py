@@ -91,6 +91,10 @@ def _check_scaling_expressible(params) -> None:
         raise Unsupported("dynamic_policy per_call (SCALE-DYNAMIC-PER-CALL): transformers' dynamic_rope_update "
                           "implements only grow-until-reset (SCALE-DYNAMIC-GROW): a grown theta' stays until a "
                           "call shorter than max_position_embeddings")
+    if t == "longrope" and params.longrope_policy == "at_init":
+        raise Unsupported("longrope_policy at_init (factors fixed by max_position_embeddings > original): "
+                          "transformers 5.24 selects per call (dynamic_rope_update / longrope_frequency_update: "
+                          "long factors only while max(position_ids) + 1 > original_max_position_embeddings)")
     if t == "longrope" and params.factor is None and params.max_position_embeddings is None:
         raise Unsupported("longrope without factor and max_position_embeddings: HF would derive the factor from "
                           "the model class's default max_position_embeddings, which the spec does not define")

@@ -8,6 +8,7 @@ runs ``jax.config.update("jax_enable_x64", True)``; see ``adapters/jax_adapter.p
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections import Counter
 
@@ -60,6 +61,21 @@ def jax_device(device: str):
     if i >= len(devs):
         raise ValueError(f"device {device!r} is not available: {len(devs)} {kind} device(s)")
     return devs[i]
+
+
+def on_device(device):
+    """Context placing new arrays on ``device`` (a device string or a JAX device).
+
+    JAX keys its caches of compiled primitives and jitted kernels on the ``jax_default_device``
+    setting, so entering ``jax.default_device(d)`` makes every operation compile once more even when
+    ``d`` is where arrays go anyway.  When ``d`` is the process's default placement (no
+    ``jax_default_device`` set and ``d`` is ``jax.devices()[0]``), nothing is entered: the same arrays
+    land on the same device, computed by the same compiled code, without the second compilation.
+    """
+    d = jax_device(device) if isinstance(device, str) else device
+    if jax.config.jax_default_device is None and d == jax.devices()[0]:
+        return contextlib.nullcontext()
+    return jax.default_device(d)
 
 
 def check_rows(rows, num_rows: int) -> None:

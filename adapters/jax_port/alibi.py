@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
-from ._common import DTYPES, compute_dtype, jax_device, kernel
+from ._common import DTYPES, compute_dtype, kernel, on_device
 
 
 def alibi_exponents(params) -> tuple[float, ...]:
@@ -65,7 +64,7 @@ class Ops:
     def alibi_slopes(self, params, *, dtype, device):
         """ALIBI-SLOPES: exact ``2^(-e)`` from float64 exponents, held in float32 (float64 for
         float64 activations)."""
-        with jax.default_device(jax_device(device)):
+        with on_device(device):
             return self.run(alibi_slopes, exponents=alibi_exponents(params), cd=compute_dtype(DTYPES[dtype]))
 
     def alibi_bias(self, params, *, dtype, device, query_length, key_length=None, attention_mask=None):
@@ -77,5 +76,5 @@ class Ops:
             _check_lengths(query_length, attention_mask.shape[-1])
             return self.run(alibi_bloom, attention_mask, params=params, query_length=query_length, dtype=dt)
         _check_lengths(query_length, key_length)
-        with jax.default_device(jax_device(device)):
+        with on_device(device):
             return self.run(alibi_bias, params=params, query_length=query_length, key_length=key_length, dtype=dt)

@@ -3,12 +3,12 @@ clamp silently), GPT-2, BERT, RoBERTa, BART and OPT embeddings and positions."""
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
 from ..base import roberta_from_bert
-from ._common import _last_columns, arange_positions, check_rows, compute_dtype, kernel, padding_aware_positions
+from ._common import (
+    _last_columns, arange_positions, check_rows, compute_dtype, kernel, on_device, padding_aware_positions)
 
 
 @kernel()
@@ -62,7 +62,7 @@ class Ops:
 
     def _positions(self, input_ids, cache_length):
         B, T = input_ids.shape
-        with jax.default_device(next(iter(input_ids.devices()))):
+        with on_device(next(iter(input_ids.devices()))):
             return self.run(arange_positions, cache_length, batch=B, seq_len=T)
 
     def gpt2_embeddings(self, params, weights, *, dtype, device):

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
-from ._common import jax_device, kernel
+from ._common import kernel, on_device
 
 
 def nope_flags_host(params) -> list[int]:
@@ -37,6 +36,6 @@ class Ops:
 
     def nope_layer_flags(self, params, *, device):
         flags = tuple(params.no_rope_layers) if params.no_rope_layers is not None else None
-        with jax.default_device(jax_device(device)):
+        with on_device(device):
             return self.run(nope_layer_flags, num_hidden_layers=params.num_hidden_layers, flags=flags,
                             interval=params.no_rope_layer_interval)

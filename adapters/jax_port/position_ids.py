@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._common import _last_columns, arange_positions, jax_device, kernel
+from ._common import _last_columns, arange_positions, kernel, on_device
 
 
 @kernel("seq_len")
@@ -30,7 +30,7 @@ class Ops:
     """Position-id operation of :class:`~posenc.adapters.jax_adapter.JaxAdapter`."""
 
     def position_ids(self, rule, *, device, **x):
-        with jax.default_device(jax_device(device)):
+        with on_device(device):
             if rule in ("prefill", "decode"):
                 start = x.get("cache_length", 0) if rule == "decode" else 0
                 return self.run(arange_positions, start, batch=x["batch"], seq_len=x["seq_len"])

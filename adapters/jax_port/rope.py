@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._common import DTYPES, compute_dtype, jax_device, kernel, rotate
+from ._common import DTYPES, compute_dtype, kernel, on_device, rotate
 from .rope_scaling import attention_factor, scaled_inv_freq
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class JaxRope:
         self.cd = compute_dtype(self.dtype)
         self._grow = params.rope_type == "dynamic" and params.dynamic_policy == "grow_until_reset"
         self._cached, self._theta = params.max_position_embeddings, params.rope_theta
-        with jax.default_device(jax_device(device)):
+        with on_device(device):
             self._w = adapter.run(rope_inv_freq, self._theta_arg(), p=params, cd=self.cd)
 
     def _theta_arg(self):

@@ -72,7 +72,10 @@ def scaled_inv_freq(p, seq_len, theta):
         blended = (1 - smooth) * w / p.factor + smooth * w
         return jnp.where(wavelen < L / hi, w, jnp.where(wavelen > L / lo, w / p.factor, blended))
     if t == "longrope":
-        use_long = jnp.asarray(seq_len) > p.original_max_position_embeddings
+        if p.longrope_policy == "at_init":  # SCALE-LONGROPE-FACTORS at_init: fixed by the configuration
+            use_long = jnp.asarray(p.max_position_embeddings > p.original_max_position_embeddings)
+        else:
+            use_long = jnp.asarray(seq_len) > p.original_max_position_embeddings
         ext = jnp.where(use_long, jnp.asarray(p.long_factor, jnp.float64), jnp.asarray(p.short_factor, jnp.float64))
         return base(p.rope_theta, r) / ext
     if t == "proportional":

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 
-from ._common import check_rows, exact_div, jax_device, kernel
+from ._common import check_rows, exact_div, jax_device, kernel, on_device
 
 
 @kernel("params")
@@ -61,7 +60,7 @@ class Ops:
         dev = jax_device(device)
 
         def call(query_length, key_length, cache_length=0):
-            with jax.default_device(dev):
+            with on_device(dev):
                 b = self.run(t5_relative_buckets, cache_length, params=params, query_length=query_length,
                              key_length=key_length)
             check_rows(b, table.shape[0])

@@ -88,7 +88,10 @@ def _scaled_inv_freq(p, seq_len, cached, theta):
         blended = (1 - smooth) * w / p.factor + smooth * w
         return tf.where(wavelen < L / hi, w, tf.where(wavelen > L / lo, w / p.factor, blended)), cached, theta
     if t == "longrope":
-        use_long = seq_len > p.original_max_position_embeddings
+        if p.longrope_policy == "at_init":  # SCALE-LONGROPE-FACTORS at_init: fixed by the configuration
+            use_long = tf.constant(p.max_position_embeddings > p.original_max_position_embeddings)
+        else:
+            use_long = seq_len > p.original_max_position_embeddings
         ext = tf.where(use_long, tf.constant(p.long_factor, F64), tf.constant(p.short_factor, F64))
         return _base(p.rope_theta, r) / ext, cached, theta
     if t == "proportional":

@@ -16,7 +16,9 @@ def k_sinusoidal(position_ids, *, p, dt):
         h = D // 2
         w = tf.cast(tf.pow(tf.constant(p.base, F64), -tf.range(h, dtype=F64) / max(h - 1, 1)), cd)
         phi = tf.cast(position_ids, cd)[..., None] * w
-        parts = [tf.sin(phi), tf.cos(phi)] + ([tf.zeros_like(phi[..., :1])] if D % 2 else [])
+        # the zero column of an odd D (from the positions' shape: at D = 1, phi has no column to copy)
+        zero = tf.zeros(tf.concat([tf.shape(position_ids), [1]], 0), cd)
+        parts = [tf.sin(phi), tf.cos(phi)] + ([zero] if D % 2 else [])
         pe = tf.concat(parts, axis=-1)
         if p.variant == "fairseq":
             pe = tf.where((position_ids == p.padding_idx)[..., None], tf.zeros_like(pe), pe)

@@ -81,7 +81,10 @@ def _llama3(p, seq_len, device, th, theta):
 
 def _longrope(p, seq_len, device, th, theta):
     s = p.factor if p.factor is not None else p.max_position_embeddings / p.original_max_position_embeddings
-    use_long = seq_len is not None and seq_len > p.original_max_position_embeddings
+    if p.longrope_policy == "at_init":  # one choice for every call, from the configuration
+        use_long = p.max_position_embeddings > p.original_max_position_embeddings
+    else:  # per_call (default): the call's seq_len
+        use_long = seq_len is not None and seq_len > p.original_max_position_embeddings
     ext = torch.tensor(p.long_factor if use_long else p.short_factor, dtype=torch.float64, device=device)
     af = p.attention_factor
     if af is None:

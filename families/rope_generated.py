@@ -1,0 +1,121 @@
+"""Generated-case strategies of the RoPE family's operations (``rope.*``): every pairing, full and
+partial rotary, an optional attention factor, every ``rope_type`` with its scaling fields at
+random valid values (:mod:`posenc.families.rope_scaling_generated`), θ from 1e2 to 1e8, and
+positions anywhere up to 2^17 (near powers of two, above 65504, scattered, after a cache)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from posenc.conformance import generated as g
+from posenc.spec.models import RopeParams
+from posenc.spec.ranges import domain
+
+from . import branch, generator, spec
+from .rope_scaling_generated import scale_clauses, scaling_fields
+
+M = "RopeParams"
+OPS = ("rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply", "rope.apply_with_cos_sin")
+
+
+def rope_params(draw, *, scaled: bool = True, favour: tuple[str, ...] = ()) -> RopeParams:
+    """A valid :class:`RopeParams`: head_dim, rotary_dim, θ, pairing, attention factor and
+    (when ``scaled``) a rope_type with its fields, all from the declared domains."""
+    head = g.size(draw, M, "head_dim")
+    rotary = None if draw(st.booleans()) else g.size(draw, M, "rotary_dim", hi=head)
+    types = list(domain(spec(), M, "rope_type").values)
+    rt = draw(st.sampled_from(types + list(favour) * 2)) if scaled else "default"
+    r = rotary or head
+    if rt == "dynamic" and r <= 2:
+        rotary, r = None, max(head, 4)
+        head = max(head, 4)
+    fields = scaling_fields(draw, rt, r // 2)
+    af = None if draw(st.integers(0, 2)) else g.field(draw, M, "attention_factor")
+    return RopeParams(head_dim=head, rotary_dim=rotary, rope_theta=g.field(draw, M, "rope_theta"),
+                      pairing=g.field(draw, M, "pairing"), rope_type=rt, attention_factor=af, **fields)
+
+
+def rope_clauses(p: RopeParams, op: str) -> list[str]:
+    cl = ["ROPE-INV-FREQ" if op == "rope.inv_freq" else "ROPE-ANGLE", f"ROPE-PAIR-{p.pairing.upper()}"]
+    if p.rdim < p.head_dim:
+        cl.append("ROPE-PARTIAL")
+    if p.attention_factor is not None:
+        cl.append("ROPE-ATTENTION-FACTOR")
+    return cl + list(scale_clauses(p)) + ["ROPE-PRECISION"]
+
+
+def _qk(draw, p: RopeParams, b: int, t: int) -> dict:
+    hq, hk = g.shape(draw, (1, 2, 4), (1, 2))
+    return {"q": g.values((b, hq, t, p.head_dim)), "k": g.values((b, hk, t, p.head_dim))}
+
+
+@generator("rope.inv_freq")
+def gen_inv_freq(draw):
+    p = rope_params(draw)
+    return g.case("rope.inv_freq", p, {}, rope_clauses(p, "rope.inv_freq"))
+
+
+@generator("rope.cos_sin")
+def gen_cos_sin(draw):
+    p = rope_params(draw)
+    b, t = g.shape(draw, (1, 2, 3), (1, 2, 5))
+    return g.case("rope.cos_sin", p, {"position_ids": g.positions(draw, b, t, g.MAX_POSITION)},
+                  rope_clauses(p, "rope.cos_sin"))
+
+
+@generator("rope.apply")
+def gen_apply(draw):
+    p = rope_params(draw)
+    b, t = g.shape(draw, (1, 2, 3), (1, 3, 5))
+    x = {**_qk(draw, p, b, t), "position_ids": g.positions(draw, b, t, g.MAX_POSITION)}
+    return g.case("rope.apply", p, x, rope_clauses(p, "rope.apply"))
+
+
+@generator("rope.cos_sin_calls")
+def gen_cos_sin_calls(draw):
+    """A prefill then decode steps (sometimes a new, shorter request): the sequence a cache
+    produces; the stateful rope_types (dynamic, longrope) are drawn more often."""
+    p = rope_params(draw, favour=("dynamic", "longrope"))
+    b, t0 = g.shape(draw, (1, 2), (1, 3, 6))
+    start = draw(st.sampled_from([0, 1000, 8190, 70000, 120000]))
+    calls, nxt = [], start + t0
+    calls.append(np.tile(np.arange(start, nxt, dtype=np.int64), (b, 1)))
+    for _ in range(draw(st.integers(1, 3))):
+        if draw(st.integers(0, 3)) == 0:  # a new, shorter request (the cache was reset)
+            t = draw(st.sampled_from([1, 2, 4]))
+            s0 = draw(st.sampled_from([0, nxt // 2, nxt // 2]))
+            calls.append(np.tile(np.arange(s0, s0 + t, dtype=np.int64), (b, 1)))
+            nxt = s0 + t
+        else:
+            calls.append(np.full((b, 1), nxt, dtype=np.int64))
+            nxt += 1
+    lens = sorted({int(c.max()) + 1 for c in calls})
+    if p.rope_type == "dynamic" and len(lens) > 1 and lens[-1] > 256 and draw(st.integers(0, 3)):
+        # the threshold between the calls' lengths: some calls scale, others do not
+        p = RopeParams(**{**p.model_dump(exclude_defaults=True),
+                          "max_position_embeddings": max(128, draw(st.sampled_from(lens[:-1] + [n - 1 for n in lens[:-1]])))})
+    x = {f"position_ids.{i}": c for i, c in enumerate(calls)}
+    return g.case("rope.cos_sin_calls", p, x, rope_clauses(p, "rope.cos_sin_calls"))
+
+
+@generator("rope.apply_with_cos_sin")
+def gen_apply_with_cos_sin(draw):
+    p = rope_params(draw, scaled=False)
+    b, t = g.shape(draw, (1, 2), (1, 3, 4))
+    x = {**_qk(draw, p, b, t), "cos": g.values((b, t, p.pair_dim // 2), 0.5), "sin": g.values((b, t, p.pair_dim // 2), 0.5)}
+    cl = [f"ROPE-PAIR-{p.pairing.upper()}"] + (["ROPE-PARTIAL"] if p.rdim < p.head_dim else [])
+    return g.case("rope.apply_with_cos_sin", p, x, cl)
+
+
+# ---- branch points (the coverage rule: both sides exercised) -----------------------------------
+
+@branch("ROPE-PARTIAL", "partial")
+def _partial(p, x):
+    return p.rdim < p.head_dim
+
+
+@branch("ROPE-PRECISION", "beyond-float16-range")
+def _beyond_f16(p, x):
+    pos = [np.asarray(v) for k, v in x.items() if k.startswith("position_ids")]
+    return None if not pos else max(int(a.max()) for a in pos) > 65504

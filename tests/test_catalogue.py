@@ -1,0 +1,98 @@
+"""The divergence catalogue: every (current) divergence is caught *and named* at each of its
+dtypes -- by a golden case, through the adapter path (``MutantAdapter``), and by the generated
+cases of at least one of its operations."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from posenc import families
+from posenc.adapters import Unsupported
+from posenc.adapters.reference_adapter import MutantAdapter
+from posenc.conformance import golden
+from posenc.conformance.generated import drawn_examples, example_golden
+from posenc.conformance.runner import compare_outputs, diagnose, run_case
+from posenc.reference import mutants
+from posenc.spec.errors import AdapterError
+
+SPEC = families.spec()
+CURRENT = sorted(SPEC.current_divergences)
+#: observable only on rows outside the table, which no golden can hold (see test_reference)
+ONLY_OUT_OF_RANGE = {"lookup_clamped", "lookup_take_unchecked"}
+PAIRS = [(d, dt) for d in CURRENT for dt in SPEC.divergences[d].dtypes]
+
+
+@functools.lru_cache(maxsize=1)
+def _goldens():
+    m = golden.read_manifest()
+    return [golden.load(c, manifest=m) for c in families.all_cases()]
+
+
+def _fails(g, out, dtype) -> bool:
+    return not all(c.ok for c in compare_outputs(g, out, dtype))
+
+
+@pytest.mark.parametrize("div_id,dtype", PAIRS, ids=[f"{d}-{t}" for d, t in PAIRS])
+def test_golden_catches_and_names(div_id, dtype):
+    """Some golden case run through ``MutantAdapter(div_id)`` at ``dtype`` fails, and the
+    diagnosis names ``div_id`` among the divergences that reproduce the output."""
+    d = SPEC.divergences[div_id]
+    if d.mutant in ONLY_OUT_OF_RANGE:
+        pytest.skip(f"{d.mutant}: observable out of range only (the row_range check and tests/test_reference.py)")
+    adapter = MutantAdapter(div_id)
+    ops = set(mutants.MUTANTS[d.mutant])
+    caught, named = [], []
+    for g in _goldens():
+        if g.case.op not in ops or dtype not in adapter.dtypes:
+            continue
+        try:
+            out = run_case(adapter, g, dtype, "cpu")
+        except Unsupported:
+            continue
+        except AdapterError:  # a mutant form of another shape for this case: not a value verdict
+            continue
+        if not _fails(g, out, dtype):
+            continue
+        caught.append(g.case.id)
+        if div_id in [m.divergence for m in diagnose(SPEC, g, out, dtype)]:
+            named.append(g.case.id)
+            break
+    assert caught, f"{div_id}: no golden case of {sorted(ops)} catches MutantAdapter at {dtype}"
+    assert named, f"{div_id}: caught at {dtype} by {caught[:5]}, but the diagnosis never names it"
+
+
+EXAMPLES = 300
+
+
+@functools.lru_cache(maxsize=None)
+def _examples(op: str, dtype: str):
+    """The first EXAMPLES cases the suite's generator draws for ``op`` at ``dtype``, with goldens."""
+    return [example_golden(c, seed) for c, seed in drawn_examples(op, dtype, EXAMPLES)]
+
+
+def _caught_on(d, g, dtype) -> bool:
+    out = mutants.run(d.mutant, g.case.op, g.case.params, g.inputs, dtype)
+    if out is None or any(np.shape(out[k]) != g.outputs[k].shape for k in out if k in g.outputs):
+        return False
+    return _fails(g, {k: np.asarray(v) for k, v in out.items()}, dtype)
+
+
+@pytest.mark.parametrize("div_id,dtype", PAIRS, ids=[f"{d}-{t}" for d, t in PAIRS])
+def test_generated_cases_catch(div_id, dtype):
+    """Among the first EXAMPLES cases the suite's generators draw (``--posenc-examples``) for one
+    of the divergence's operations at ``dtype``, one puts its mutant out of tolerance."""
+    d = SPEC.divergences[div_id]
+    if d.mutant in ONLY_OUT_OF_RANGE:
+        pytest.skip(f"{d.mutant}: observable out of range only, where the reference raises (the row_range check)")
+    gens = families.generators()
+    ops = [op for op in mutants.MUTANTS[d.mutant] if op in gens]
+    assert ops, f"{div_id}: none of its operations {sorted(mutants.MUTANTS[d.mutant])} has a generator"
+    for op in ops:
+        for k, g in enumerate(_examples(op, dtype)):
+            if _caught_on(d, g, dtype):
+                print(f"{div_id} at {dtype}: caught by generated example #{k} of {op}")
+                return
+    pytest.fail(f"{div_id} ({d.mutant}) is never caught at {dtype} by the first {EXAMPLES} generated cases of {ops}")

@@ -1,0 +1,322 @@
+"""Inference beyond the divergence catalogue (posenc.conformance.inference): planted bugs that no
+registered mutant describes are named by what they are, every claim reproduces the output, a
+conforming output infers nothing, and garbage gives the fallback without raising."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import numpy as np
+import pytest
+
+from posenc import families
+from posenc.conformance.inference import estimate_frequencies, estimate_positions, infer
+from posenc.conformance.suite import load_golden
+from posenc.reference import alibi, rope, t5
+from posenc.spec.models import AlibiParams
+
+
+def _cast(out, dtype="float32"):
+    return {n: np.asarray(v).astype(dtype) if np.asarray(v).dtype.kind == "f" else np.asarray(v)
+            for n, v in out.items() if not n.endswith(".compared")}
+
+
+def _infer(case, params=None, inputs=None, post=None, dtype="float32"):
+    """infer() on the reference of ``case`` computed with other params / inputs, or post-processed."""
+    g = load_golden(case)
+    out = families.reference_of(g.case.op).fn(params or g.case.params, inputs or g.inputs)
+    out = _cast(post(g, out) if post else out, "float32" if dtype == "bfloat16" else dtype)
+    return infer(g, out, dtype)
+
+
+def _one(sentences):
+    assert len(sentences) == 1, sentences
+    assert not sentences[0].startswith("closest fit"), sentences
+    return sentences[0]
+
+
+def _with(case, **update):
+    g = load_golden(case)
+    return g, g.case.params.model_copy(update=update)
+
+
+# ---- RoPE ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_positions_plus_one_on_every_token(dtype):
+    g = load_golden("rope-llama3-8b")
+    s = _one(_infer("rope-llama3-8b", inputs={**g.inputs, "position_ids": g.inputs["position_ids"] + 1}, dtype=dtype))
+    assert "+1 on every token" in s
+
+
+def test_positions_plus_one_on_decode_steps_only():
+    g = load_golden("scale-dynamic-per-call")
+    x = {k: (v + 1 if k != "position_ids.0" else v) for k, v in g.inputs.items()}
+    s = _one(_infer("scale-dynamic-per-call", inputs=x))
+    assert "+1 on decode steps" in s and "first call is right" in s
+
+
+def test_positions_restart_at_zero():
+    g = load_golden("rope-neox-20b")
+    pid = g.inputs["position_ids"]
+    restarted = np.broadcast_to(np.arange(7), pid.shape).copy()
+    s = _one(_infer("rope-neox-20b", inputs={**g.inputs, "position_ids": restarted}))
+    assert "restart at 0" in s and "100.." in s and "2041.." in s
+
+
+def test_rows_use_row_zero_positions():
+    g = load_golden("rope-neox-20b")
+    pid = g.inputs["position_ids"]
+    s = _one(_infer("rope-neox-20b", inputs={**g.inputs, "position_ids": np.repeat(pid[:1] + 5, 3, 0)}))
+    assert "row 0's positions" in s or "per row" in s
+
+
+def test_positions_off_on_the_last_token():
+    g = load_golden("rope-neox-20b")
+    pid = g.inputs["position_ids"].copy()
+    pid[:, -1] += 1
+    assert "+1 on the last token" in _one(_infer("rope-neox-20b", inputs={**g.inputs, "position_ids": pid}))
+
+
+def test_theta_10000_where_500000_is_specified():
+    g, p = _with("rope-llama3-8b", rope_theta=10000.0)
+    s = _one(_infer("rope-llama3-8b", params=p))
+    theta = float(re.search(r"θ \(rope_theta\) ([0-9.e+]+) where 500000", s).group(1))
+    assert abs(theta / 10000 - 1) < 0.01
+
+
+def test_theta_on_cos_sin_and_inv_freq():
+    _, p = _with("rope-cos-sin-neox-20b", rope_theta=50000.0)
+    assert "θ (rope_theta) 50000 where 10000" in _one(_infer("rope-cos-sin-neox-20b", params=p))
+    _, p = _with("rope-inv-freq-llama3", rope_theta=10000.0)
+    assert "θ (rope_theta) 10000 where 500000" in _one(_infer("rope-inv-freq-llama3", params=p))
+
+
+def test_frequencies_times_half():
+    g = load_golden("rope-neox-20b")
+    p = g.case.params
+    w, _ = rope.inv_freq(p)
+
+    def half(g, out):
+        phi = g.inputs["position_ids"][..., None] * w * 0.5
+        return {n: rope.apply_with_cos_sin(g.inputs[n], np.cos(phi), np.sin(phi), p.rdim, p.pairing) for n in "qk"}
+    assert "frequencies × 0.5" in _one(_infer("rope-neox-20b", post=half))
+
+
+def test_linear_factor_applied_twice():
+    _, p = _with("scale-linear-factor-4", factor=16.0)
+    s = _one(_infer("scale-linear-factor-4", params=p))
+    assert "frequencies × 0.25" in s and "applied twice" in s
+
+
+@pytest.mark.parametrize("case,other", [("rope-llama3-8b", "interleaved"), ("rope-gptj-6b", "half")])
+def test_other_pairing(case, other):
+    _, p = _with(case, pairing=other)
+    assert f"{other} pairs applied" in _one(_infer(case, params=p))
+
+
+@pytest.mark.parametrize("case", ["rope-llama3-8b", "rope-apply-cos-sin-half", "mrope-qwen2-vl-vision"])
+def test_k_unrotated(case):
+    assert _one(_infer(case, post=lambda g, o: {"q": o["q"], "k": g.inputs["k"]})).startswith("k is returned unrotated")
+
+
+def test_attention_factor_dropped():
+    _, p = _with("rope-attention-factor", attention_factor=1.0)
+    s = _one(_infer("rope-attention-factor", params=p))
+    assert "attention factor 1 where 1.25 is specified" in s
+
+
+def test_attention_factor_dropped_and_positions_off():
+    g, p = _with("rope-cos-sin-factor", attention_factor=1.0)
+    s = _one(_infer("rope-cos-sin-factor", params=p, inputs={"position_ids": g.inputs["position_ids"] + 2}))
+    assert "attention factor 1 where 1.25" in s and "+2 on every token" in s
+
+
+@pytest.mark.parametrize("case", ["rope-cos-sin-factor", "rope-cos-sin-llama3"])
+def test_sin_sign_flipped_on_cos_sin(case):
+    assert "wrong sign" in _one(_infer(case, post=lambda g, o: {"cos": o["cos"], "sin": -o["sin"]}))
+
+
+def test_sin_sign_flipped_on_apply():
+    g = load_golden("rope-interleaved-factor")
+    p = g.case.params
+    c, s = rope.cos_sin(g.inputs["position_ids"], p)
+    out = {n: rope.apply_with_cos_sin(g.inputs[n], c, -s, p.rdim, p.pairing) for n in "qk"}
+    assert "wrong sign" in _one(infer(g, _cast(out), "float32"))
+
+
+def test_estimators_recover_positions_and_frequencies():
+    w = 500000.0 ** (-np.arange(0, 128, 2) / 128)
+    pid = np.array([0, 1, 7, 4095, 65536, 131071], float)
+    phi = (np.multiply.outer(pid, w) + np.pi) % (2 * np.pi) - np.pi
+    P, res = estimate_positions(phi, w)
+    assert np.allclose(P, pid, atol=1e-3) and res.max() < 1e-6
+    w2, res2 = estimate_frequencies(phi, pid)
+    assert np.allclose(w2, w, rtol=1e-6) and res2 < 1e-6
+
+
+def test_mrope_positions_shifted_on_every_axis():
+    g = load_golden("mrope-qwen2-vl-vision")
+    s = _one(_infer("mrope-qwen2-vl-vision", inputs={**g.inputs, "position_ids": g.inputs["position_ids"] + 2}))
+    assert "+2 on every token and axis" in s
+
+
+def test_a_near_fit_is_a_closest_fit_with_its_residual_then_the_fallback():
+    g = load_golden("rope-llama3-8b")
+
+    def almost(g, out):
+        out["q"][0, 0, 0, 0] += 1e-4  # one element off: +1 no longer reproduces the output exactly
+        return out
+    lines = _infer("rope-llama3-8b", inputs={**g.inputs, "position_ids": g.inputs["position_ids"] + 1}, post=almost)
+    assert lines[0].startswith("closest fit: positions are the specified ones +1 on every token (residual:")
+    assert lines[1].startswith("q: ") and "elements wrong" in lines[1]
+
+
+# ---- tables and biases ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case,table,k", [("gpt2-small-prefill", "wpe", 2), ("opt-125m-embeddings", "table", 2),
+                                          ("bert-base-default-token-types", "position_embeddings", -1),
+                                          ("lookup-gpt2-wpe", "table", 3)])
+def test_learned_rows_shifted(case, table, k):
+    g = load_golden(case)
+    s = _one(_infer(case, inputs={**g.inputs, table: np.roll(g.inputs[table], -k, axis=0)}))
+    assert f"read {abs(k)} row" in s and ("later" if k > 0 else "earlier") in s
+    if case.startswith("opt"):
+        assert "OPT offset applied twice" in s
+
+
+def test_opt_rows_plus_two():
+    assert "+2 everywhere (OPT's offset 2 applied twice?)" in _one(
+        _infer("opt-125m-rows", post=lambda g, o: {"rows": o["rows"] + 2}))
+
+
+def test_sinusoid_rows_shifted():
+    g = load_golden("sin-interleaved-d512")
+    s = _one(_infer("sin-interleaved-d512", inputs={**g.inputs, "position_ids": g.inputs["position_ids"] + 2}))
+    assert "read 2 rows later" in s
+
+
+@pytest.mark.parametrize("case", ["alibi-slopes-12", "alibi-causal-12", "alibi-bloom-mask"])
+def test_alibi_slopes_times_two(case):
+    name = "slopes" if case.startswith("alibi-slopes") else "bias"
+    assert "slopes are the specified ones × 2" in _one(_infer(case, post=lambda g, o: {name: o[name] * 2}))
+
+
+@pytest.mark.parametrize("case", ["alibi-slopes-12", "alibi-causal-12"])
+def test_alibi_slopes_of_16_heads_for_12(case):
+    m, m16 = alibi.slopes(AlibiParams(num_heads=12)), alibi.slopes(AlibiParams(num_heads=16))[:12]
+
+    def wrong(g, o):
+        return {"slopes": m16} if "slopes" in o else {"bias": o["bias"] / m[:, None, None] * m16[:, None, None]}
+    assert "slopes of 16 heads used for 12" in _one(_infer(case, post=wrong))
+
+
+def test_alibi_bias_max():
+    p = AlibiParams(num_heads=12, alibi_bias_max=4.0)
+    assert "alibi_bias_max 4 where 8" in _one(_infer("alibi-causal-12", params=p))
+
+
+def test_t5_buckets_plus_one():
+    assert "buckets are the specified ones +1" in _one(
+        _infer("t5-base-buckets-bidirectional", post=lambda g, o: {"buckets": o["buckets"] + 1}))
+
+
+def test_t5_bias_buckets_plus_one():
+    def plus_one(g, o):
+        x = g.inputs
+        rel = t5.relative_positions(int(x["query_length"]), int(x["key_length"]), int(x["cache_length"]))
+        b = np.minimum(t5.buckets(rel, g.case.params) + 1, 31)
+        return {"bias": np.transpose(x["table"][b], (2, 0, 1))}
+    assert "buckets are the specified ones +1" in _one(_infer("t5-base-bias-decoder", post=plus_one))
+
+
+def test_t5_bias_relative_positions_off():
+    g = load_golden("t5-base-bias-encoder")
+    s = _one(_infer("t5-base-bias-encoder", inputs={**g.inputs, "cache_length": np.asarray(1)}))
+    assert "relative positions off by -1" in s
+
+
+# ---- no inference, fallback, robustness -----------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["rope-llama3-8b", "rope-cos-sin-factor", "gpt2-small-prefill", "alibi-causal-12",
+                                  "t5-base-bias-decoder", "opt-125m-rows", "mrope-qwen2-vl-vision"])
+def test_a_correct_output_infers_nothing(case):
+    assert _infer(case) == []
+
+
+def test_precision_bug_gives_the_position_fallback():
+    g = load_golden("rope-llama3-8b")
+    pid = g.inputs["position_ids"]
+
+    def drift(g, o):
+        return {n: o[n] + 1e-9 * pid[:, None, :, None].astype(float) ** 2 for n in "qk"}
+    lines = _infer("rope-llama3-8b", post=drift)
+    assert lines and all("only positions >= 131067 are wrong (error grows with position" in s for s in lines)
+
+
+@pytest.mark.parametrize("garbage", ["nan", "inf", "random", "shape", "missing", "junk"])
+def test_garbage_gives_the_fallback_without_raising(garbage):
+    g = load_golden("rope-neox-20b")
+    rng = np.random.default_rng(0)
+    ref = g.outputs
+    out = {"nan": {n: np.full(v.shape, np.nan) for n, v in ref.items()},
+           "inf": {n: np.full(v.shape, np.inf) for n, v in ref.items()},
+           "random": {n: rng.normal(size=v.shape) for n, v in ref.items()},
+           "shape": {n: v[:1] for n, v in ref.items()},
+           "missing": {"q": ref["q"]},
+           "junk": {"q": "junk", "k": None}}[garbage]
+    lines = infer(g, out, "float32")
+    assert lines and not any(s.startswith("closest fit") and "e+0" in s for s in lines[1:])
+    assert all(s.startswith(("q", "k")) for s in lines), lines
+
+
+def test_infer_never_raises_on_a_broken_golden():
+    g = load_golden("rope-neox-20b")
+    broken = type(g)(g.case, {}, g.outputs, g.dtype_scales, g.angle_scales, g.angle_based)
+    lines = infer(broken, {n: v + 1 for n, v in g.outputs.items()}, "float32")
+    assert isinstance(lines, list) and all(isinstance(s, str) for s in lines)
+
+
+def test_conformance_failure_carries_the_inferred_sentences():
+    from posenc.adapters.reference_adapter import ReferenceAdapter
+    from posenc.conformance.suite import ConformanceFailure, assert_conforms
+    g = load_golden("rope-llama3-8b")
+    x = {**g.inputs, "position_ids": g.inputs["position_ids"] + 3}
+    out = families.reference_of("rope.apply").fn(g.case.params, x)
+    with pytest.raises(ConformanceFailure) as e:
+        assert_conforms(ReferenceAdapter(), g, _cast(out), "float32")
+    assert e.value.inferred == ("positions are the specified ones +3 on every token",)
+    assert "\n  inferred: positions are the specified ones +3 on every token" in str(e.value.msg)
+    assert ConformanceFailure("m", ("X",)).inferred == ()
+
+
+# ---- end to end: the suite prints the inferred sentence ---------------------------------------------
+
+ADAPTER = '''
+import numpy as np
+from posenc.adapters.reference_adapter import ReferenceAdapter
+
+
+class PlusThree(ReferenceAdapter):
+    """rope.apply at position_ids + 3: a bug no catalogued divergence describes (+1 is catalogued)."""
+    name = "plus-three-rope"
+
+    def compute(self, op, params, inputs, dtype, state=None):
+        if op == "rope.apply":
+            inputs = {**inputs, "position_ids": np.asarray(inputs["position_ids"]) + 3}
+        return super().compute(op, params, inputs, dtype, state)
+
+
+ADAPTER = PlusThree
+'''
+
+
+def test_suite_prints_the_inferred_offset(run_suite, tmp_path):
+    path = tmp_path / "plus_three.py"
+    path.write_text(textwrap.dedent(ADAPTER))
+    r = run_suite(str(path), "-k", "rope")
+    out = r.stdout.str()
+    assert r.ret != 0, out[-3000:]
+    assert "diagnosis: no known divergence reproduces this output" in out, out[-3000:]
+    assert "inferred: positions are the specified ones +3 on every token" in out, out[-3000:]
