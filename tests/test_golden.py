@@ -314,7 +314,7 @@ def test_generated_ids_in_range():
 
 def test_committed_goldens_are_small():
     total = sum(p.stat().st_size for p in GDIR.iterdir() if p.is_file())
-    assert total < 5_000_000, f"committed goldens take {total} bytes (limit 5 MB)"
+    assert total < 8_000_000, f"committed goldens take {total} bytes (limit 8 MB; 5.5 MB at spec 0.4.0, 199 cases)"
 
 
 def test_npz_members_need_no_pickle():
