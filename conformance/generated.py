@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from posenc import families
 from posenc.adapters import Adapter, Unsupported
+from posenc.spec.models import PARAM_MODELS
 from posenc.spec.ranges import domain
 
 from . import golden as _golden
@@ -62,7 +63,6 @@ def field(draw, model: str, name: str, *, lo: Optional[float] = None, hi: Option
         return draw(st.sampled_from(rng.values))
     a, b = rng.range
     a, b = max(a, lo) if lo is not None else a, min(b, hi) if hi is not None else b
-    from posenc.spec.models import PARAM_MODELS
     ann = str(PARAM_MODELS[model].model_fields[name].annotation)
     integer = "int" in ann and "float" not in ann
     if rng.scale == "log" and a > 0:

@@ -112,6 +112,21 @@ def read_config(config: Union[dict, str, Path]) -> dict:
         raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
 
 
+def _rule(config: dict, rules: dict, what: str):
+    """``(model_type, rule)`` of a config; :class:`SpecError` naming the known types otherwise."""
+    model_type = config.get("model_type")
+    rule = rules.get(model_type)
+    if rule is None:
+        raise SpecError(f"config.json: model_type: {model_type!r} has no {what}; known: {', '.join(sorted(rules))}")
+    return model_type, rule
+
+
+def _rope_dict(config: dict) -> tuple[dict[str, Any], str]:
+    """A copy of the rope dict (5.x ``rope_parameters``, else 4.x ``rope_scaling``) and its key."""
+    rope: dict[str, Any] = dict(config.get("rope_parameters") or config.get("rope_scaling") or {})
+    return rope, "rope_parameters" if config.get("rope_parameters") else "rope_scaling"
+
+
 def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     """``RopeParams`` for a model's ``config.json`` (a dict or a path).
 
@@ -120,13 +135,8 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     validate (e.g. ``rotary_pct`` giving an odd rotary width).
     """
     config = read_config(config)
-    model_type = config.get("model_type")
-    rule = MODEL_RULES.get(model_type)
-    if rule is None:
-        raise SpecError(f"config.json: model_type: {model_type!r} has no import rule; known: "
-                        f"{', '.join(sorted(MODEL_RULES))}")
-    rope: dict[str, Any] = dict(config.get("rope_parameters") or config.get("rope_scaling") or {})
-    where = "rope_parameters" if config.get("rope_parameters") else "rope_scaling"
+    model_type, rule = _rule(config, MODEL_RULES, "import rule")
+    rope, where = _rope_dict(config)
     rope_type = rope.pop("rope_type", None) or rope.pop("type", None) or "default"
     rope.pop("type", None)
     rope_type = rule.type_aliases.get(rope_type, rope_type)
@@ -246,14 +256,9 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
     ``apply_rotary_pos_emb`` rotates the whole head.  Raises :class:`SpecError` naming the field.
     """
     config = read_config(config)
-    model_type = config.get("model_type")
-    rule = MROPE_RULES.get(model_type)
-    if rule is None:
-        raise SpecError(f"config.json: model_type: {model_type!r} has no M-RoPE import rule; known: "
-                        f"{', '.join(sorted(MROPE_RULES))}")
+    model_type, rule = _rule(config, MROPE_RULES, "M-RoPE import rule")
     text = {**config, **(config.get("text_config") or {})}
-    rope: dict[str, Any] = dict(text.get("rope_parameters") or text.get("rope_scaling") or {})
-    where = "rope_parameters" if text.get("rope_parameters") else "rope_scaling"
+    rope, where = _rope_dict(text)
     rope_type = rope.pop("rope_type", None) or rope.pop("type", None) or "default"
     rope.pop("type", None)
     if rope_type == "mrope":
