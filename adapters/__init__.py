@@ -24,11 +24,29 @@ def registered() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def _cause(e: BaseException) -> str:
+    """``Type: message (file:line)`` of an exception, on one line."""
+    import traceback
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f" ({tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+    if isinstance(e, SyntaxError) and e.filename:
+        where = f" ({e.filename}:{e.lineno})"
+    return f"{type(e).__name__}: {e}{where}".replace("\n", " ")
+
+
+def _import(what: str, fn):
+    """Run an import (of a module or an adapter file); any exception becomes a one-line UsageError."""
+    try:
+        return fn()
+    except UsageError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a broken adapter file is a usage error with its cause
+        raise UsageError(f"{what} {_cause(e)}") from None
+
+
 def _instantiate(obj, where: str) -> Adapter:
-    if isinstance(obj, type):
-        obj = obj()
-    elif callable(obj) and not isinstance(obj, Adapter):
-        obj = obj()
+    if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Adapter)):
+        obj = _import(f"{where}: constructing the adapter raised", obj)
     if not isinstance(obj, Adapter):
         raise UsageError(f"{where} is not a posenc.adapters.Adapter (got {type(obj).__name__})")
     return obj
@@ -48,7 +66,9 @@ def load_adapter(spec: str) -> Adapter:
             module = importlib.import_module(mod)
         except ImportError as e:
             raise UsageError(f"adapter {spec!r} ({target}) cannot be imported: {e}; install what it wraps "
-                             "(e.g. pip install -e '.[hf]' for hf-transformers)") from e
+                             "(e.g. pip install -e '.[hf]' for hf-transformers)") from None
+        except Exception as e:  # noqa: BLE001
+            raise UsageError(f"adapter {spec!r} ({target}): importing it raised {_cause(e)}") from None
         return _instantiate(getattr(module, attr), f"adapter {spec!r} ({target})")
     path_part, _, attr = spec.partition(".py")
     if spec.endswith(".py") or ".py:" in spec:
@@ -58,7 +78,7 @@ def load_adapter(spec: str) -> Adapter:
             raise UsageError(f"--adapter {spec!r}: file {path} does not exist")
         modspec = importlib.util.spec_from_file_location(f"posenc_user_adapter_{path.stem}", path)
         module = importlib.util.module_from_spec(modspec)
-        modspec.loader.exec_module(module)
+        _import(f"--adapter {spec!r}: importing {path} raised", lambda: modspec.loader.exec_module(module))
         if not hasattr(module, attr):
             raise UsageError(f"--adapter {spec!r}: {path} defines no {attr!r}")
         return _instantiate(getattr(module, attr), f"{path}:{attr}")
@@ -67,7 +87,9 @@ def load_adapter(spec: str) -> Adapter:
         try:
             module = importlib.import_module(mod)
         except ImportError as e:
-            raise UsageError(f"--adapter {spec!r}: cannot import {mod!r}: {e} (is it installed or on PYTHONPATH?)") from e
+            raise UsageError(f"--adapter {spec!r}: cannot import {mod!r}: {e} (is it installed or on PYTHONPATH?)") from None
+        except Exception as e:  # noqa: BLE001
+            raise UsageError(f"--adapter {spec!r}: importing {mod!r} raised {_cause(e)}") from None
         if not hasattr(module, attr):
             raise UsageError(f"--adapter {spec!r}: module {mod} has no attribute {attr!r}")
         return _instantiate(getattr(module, attr), spec)

@@ -10,7 +10,10 @@ failure.
 
 Canonical layouts: q/k ``[B, H, T, D]`` (q and k head counts may differ); ``position_ids``
 int ``[B, T]``; RoPE cos/sin half width ``[B, T, rotary_dim/2]``; embeddings ``[B, T, E]``.
-Float outputs must have exactly the requested dtype; integer outputs any integer dtype.
+Float outputs must have exactly the requested dtype; integer outputs any integer dtype.  Outputs
+are the adapter's own arrays (the type its ``from_numpy`` returns, or a class it shares with it),
+never NumPy arrays from a non-NumPy adapter.  Inputs are private copies that an operation must
+not modify: the kit checks them after every call (an in-place kernel must work on a copy).
 
 Operations (all optional; the default raises :class:`Unsupported`).  The authoritative
 declaration of each -- its calling convention, inputs, outputs and their shapes -- is the

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from posenc.spec import SCHEMA_PATH, json_schema_text, load_spec
-from posenc.spec.errors import PosencError
+from posenc.spec.errors import PosencError, SpecError
 
 from . import golden
 
@@ -97,6 +97,7 @@ def main(argv=None) -> int:
             from posenc import families
             families.load_checks()
         if a.cmd == "validate":
+            _mutants_resolve(spec)
             print(f"spec {spec.version}: {len(spec.clauses)} clauses, {len(spec.divergences)} divergences, "
                   f"{len(spec.operations)} operations: ok")
             return 0
@@ -106,6 +107,21 @@ def main(argv=None) -> int:
     except PosencError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _mutants_resolve(spec) -> None:
+    """Every divergence's ``mutant:`` names a registered mutant (a typo would silently drop the
+    diagnosis of that divergence): a SpecError listing each unresolved one, with a near name."""
+    from posenc import families
+    families.load_modules()
+    known = families.mutants()
+    bad = []
+    for d in spec.divergences.values():
+        if d.mutant not in known:
+            near = difflib.get_close_matches(d.mutant, known, n=1)
+            bad.append(f"{d.id}: mutant {d.mutant!r} is not registered" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    if bad:
+        raise SpecError("; ".join(bad) + " (mutants are registered with @posenc.families.mutant)")
 
 
 def _expectations(a) -> int:

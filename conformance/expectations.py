@@ -37,6 +37,7 @@ from typing import Iterable, Iterator, Literal, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from posenc.spec import read_yaml
 from posenc.spec.models import DTYPES
 
 FORMAT = 2
@@ -146,7 +147,7 @@ class Expectations:
 
 def _read_yaml(path: Path):
     try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return read_yaml(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise ExpectationError(f"expectation file {path}: {e}") from None
 

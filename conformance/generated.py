@@ -14,8 +14,8 @@ rule as the goldens, with the same diagnosis.
 * a failure is shrunk to a minimal case, printed as a Python snippet that replays it
   (:func:`replay`) and with the pytest command that reruns the test;
 * an example the adapter reports unsupported is counted, never a pass, and another is drawn in
-  its place (Hypothesis gives up after many in a row); a test whose every example is
-  unsupported is unsupported, with the reasons;
+  its place; after :data:`GIVE_UP_AFTER` unsupported draws and none checked the test stops
+  drawing and is unsupported, with the reasons;
 * a failure is excused only when its diagnosis names the divergence an expectation line records
   for one of its clauses at its dtype (``excuse_generated`` of the expectation file); excused
   examples are not shrunk and the test reports the expected divergence.
@@ -23,7 +23,9 @@ rule as the goldens, with the same diagnosis.
 
 from __future__ import annotations
 
+import functools
 import math
+import unittest
 from collections import Counter
 from typing import Any, Optional
 
@@ -47,6 +49,18 @@ DEFAULT_EXAMPLES = 6
 #: The largest position a RoPE-style generated case draws (the goldens go to 131071).
 MAX_POSITION = 2 ** 17
 SEEDS = st.integers(0, 2 ** 32 - 1)
+#: Unsupported draws, with none checked, after which a generated test stops drawing (an adapter
+#: that supports a fifth of an operation's draws is missed with odds 0.8 ** 40, about 1e-4).
+GIVE_UP_AFTER = 40
+
+
+class _NothingSupported(unittest.SkipTest):
+    """Stops the Hypothesis engine at once (a skip exception is re-raised, never shrunk)."""
+
+
+class _Stopped(unittest.SkipTest):
+    """An example ran into --posenc-timeout: the engine stops at once (a hung adapter is not
+    called again to shrink the case)."""
 
 
 # ---- drawing helpers for the family generators ------------------------------------------------
@@ -193,6 +207,10 @@ def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str,
         out = run_case(adapter, g, dtype, device)
     except Unsupported as e:
         return f"unsupported:{e.reason}"
+    except pytest.fail.Exception as e:
+        if str(e.msg or "").startswith("Timeout"):  # pytest-timeout (--posenc-timeout): stop, never shrink
+            raise _Stopped(str(e.msg)) from None
+        raise
     except Exception as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
         raise GeneratedFailure(c, seed, f"{type(e).__name__}: {e}", raised=True) from None
     bad = [r for r in compare_outputs(g, out, dtype) if not r.ok]
@@ -218,13 +236,24 @@ def _infer(g, out, dtype) -> tuple[str, ...]:
         return ()
 
 
+@functools.lru_cache(maxsize=None)
+def _strategy(op: str):
+    """``(case, seed)`` of ``op``'s generator: built once per operation (Hypothesis inspects a
+    strategy's function source when it is built)."""
+    gen = families.generators()[op]
+
+    def draw_case(draw):
+        return gen(draw)
+    return st.tuples(st.composite(draw_case)(), SEEDS)
+
+
 def explore(op: str, dtype: str, n: int, chosen: Optional[int], visit) -> None:
     """Call ``visit((case, seed))`` on the ``n`` examples the suite draws for ``op`` at ``dtype``.
 
     Deterministic: the Hypothesis seed is a hash of the operation, the dtype and ``chosen``
     (``--posenc-seed``, default 0), so every run draws the same examples and each dtype others.
     An exception ``visit`` raises is shrunk by Hypothesis and re-raised for the minimal example."""
-    strategy = st.tuples(st.composite(lambda draw: families.generators()[op](draw))(), SEEDS)
+    strategy = _strategy(op)
 
     def one(example):
         visit(example)
@@ -253,6 +282,9 @@ def run_generated(config, adapter: Adapter, device: str, dtype: str, op: str, ex
         verdict = check_example(adapter, c, seed, dtype, device, excuse)
         outcomes[verdict] += 1
         if verdict.startswith("unsupported:"):
+            unsupported = sum(k.startswith("unsupported:") for k in outcomes.elements())
+            if unsupported >= GIVE_UP_AFTER and unsupported == sum(outcomes.values()):
+                raise _NothingSupported(op)
             reject()  # not an example: Hypothesis draws another (the adapter may support part of the operation)
 
     failure = None
@@ -260,8 +292,11 @@ def run_generated(config, adapter: Adapter, device: str, dtype: str, op: str, ex
         explore(op, dtype, generated_examples(config), config.getoption("--posenc-seed", None), visit)
     except GeneratedFailure as e:
         failure = e
-    except Unsatisfiable:
+    except (Unsatisfiable, _NothingSupported):
         pass  # every drawn example was unsupported: reported as unsupported with the reasons
+    except _Stopped as e:
+        from .plugin import TimedOut
+        raise TimedOut(str(e)) from None
     if failure is not None:  # outside the except block: the report is not a chained traceback
         raise_failure(config, adapter, dtype, device, failure)
     return outcomes

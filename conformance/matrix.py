@@ -20,6 +20,7 @@ the unsupported reasons; the Markdown is its summary.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import subprocess
@@ -38,6 +39,7 @@ DOCS_DIR = CONFORMANCE_DIR.parent / "docs"
 MD_NAME, JSON_NAME = "conformance-matrix.md", "conformance-matrix.json"
 #: Not a conforming implementation: it is the reference (golden freshness only).
 EXCLUDED = {"numpy"}
+DIFF_LINES = 120  # of the markdown diff --check prints for a stale matrix
 _SUMMARY = re.compile(r"\d+ (passed|failed|skipped|xfailed|errors?|deselected)\b.* in [\d.]+s")
 
 
@@ -65,6 +67,8 @@ def _cell(c: Counter, divs: set[str]) -> str:
     n = sum(c.values())
     if n == 0:
         return "."
+    if c["error"]:  # the kit's own data failed verification: no verdict on the adapter
+        return f"KIT ERROR {c['error']}/{n}"
     if c["failed"]:
         return f"FAIL {c['failed']}/{n}"
     if c["diverges"]:
@@ -108,9 +112,10 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
             "versions": {k: _version(v) for k, v in rep["versions"].items()},
             "expectations": rep["expectations"], "exit_status": rep["exit_status"],
             "examples": rep.get("examples"),
-            "totals": {k: total[k] for k in ("passed", "failed", "diverges", "unsupported")},
+            "totals": {k: total[k] for k in ("passed", "failed", "diverges", "unsupported")}
+            | ({"error": total["error"]} if total["error"] else {}),
             "divergences": sorted({(r["test_id"], r["divergence"]) for r in rep["results"] if r["divergence"]}),
-            "failures": sorted(r["test_id"] for r in rep["results"] if r["outcome"] == "failed"),
+            "failures": sorted(r["test_id"] for r in rep["results"] if r["outcome"] in ("failed", "error")),
             "unsupported_reasons": sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])),
         })
     return {
@@ -129,7 +134,7 @@ def markdown(m: dict) -> str:
         f"# Conformance matrix (posenc spec {m['spec_version']})",
         "",
         "Written by `posenc matrix` (do not edit): every adapter's `pytest conformance --adapter NAME "
-        f"--dtype all` on device `{m['device']}`, one process each. Cells: `pass`; `FAIL k/n` (not explained by the "
+        f"--dtype all` on device `{m['device']}`, one process each. Cells: `pass`; `KIT ERROR k/n` (a golden failed verification: no verdict); `FAIL k/n` (not explained by the "
         "adapter's expectation file); `diverges: DIV-...` (a recorded, named divergence: see "
         "`posenc spec show DIV-...`); `unsupported` (the adapter cannot express the check; reasons below); "
         "`.` (no verdict on the clause at that dtype: no check of it, or each check ended in a recorded "
@@ -197,6 +202,9 @@ def main(adapters: list[str], dtype: str, out_dir: Path, check: bool, jobs: int,
         summary = next((ln.strip("= ") for ln in reversed(text.splitlines()) if _SUMMARY.search(ln)), "(no summary)")
         status = report["exit_status"] if report else "no report"
         print(f"matrix: {name}: {summary} (exit {status}, {seconds:.0f} s)")
+        if report is not None and not report.get("complete", True):
+            print(f"matrix: {name}: the run was cut short (report complete: false): its cells are not written")
+            report = None
         if report is None or report["exit_status"] != 0:
             ok = False
             print("\n".join(text.splitlines()[-60:]))
@@ -206,9 +214,15 @@ def main(adapters: list[str], dtype: str, out_dir: Path, check: bool, jobs: int,
     if check:
         for name, text in render(m).items():
             path = out_dir / name
-            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            old = path.read_text(encoding="utf-8") if path.is_file() else ""
+            if old != text:
                 ok = False
                 print(f"matrix: {path} is stale: run `posenc matrix` and commit it")
+                if name == MD_NAME:  # what changed, readable in a CI log
+                    diff = list(difflib.unified_diff(old.splitlines(), text.splitlines(), "committed", "this run",
+                                                     n=0, lineterm=""))
+                    print("\n".join(diff[:DIFF_LINES]) + (f"\n... {len(diff) - DIFF_LINES} more lines"
+                                                          if len(diff) > DIFF_LINES else ""))
         print("matrix: fresh" if ok else "matrix: check failed")
     else:
         for path in write(m, out_dir):

@@ -19,6 +19,8 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
+import re
 import shlex
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -29,23 +31,52 @@ import pytest
 from posenc import families
 from posenc.adapters import Adapter, Unsupported, load_adapter, registered
 from posenc.spec import SPEC_VERSION, load_spec
-from posenc.spec.errors import PosencError
+from posenc.spec.errors import GoldenError, PosencError
 from posenc.spec.models import DTYPES
 
 from . import expectations as expectations_mod
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "adapters" / "expectations"
+#: --posenc-timeout's default, seconds: over ten times the slowest registered test (about 15 s,
+#: keras-hub-jax's generated attention.probs at float16 on 2 CPU cores).
+DEFAULT_TIMEOUT = 300.0
 _KEY = pytest.StashKey["State"]()
+
+
+def _versions(adapter: Adapter) -> dict[str, str]:
+    """``adapter.versions()``, checked once at the start: a ``{library: version}`` dict of strings."""
+    try:
+        v = adapter.versions()
+    except Exception as e:  # noqa: BLE001 - a usage error now, not a lost summary at the end
+        raise pytest.UsageError(f"adapter {adapter.name!r}: versions() raised {type(e).__name__}: {e}") from None
+    if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
+        raise pytest.UsageError(f"adapter {adapter.name!r}: versions() must return a dict of library name to "
+                                f"version string, got {v!r}")
+    return dict(v)
+
+
+def _report_path(config) -> None:
+    """``--report-json PATH`` must be writable: checked before the run, not after it."""
+    path = config.getoption("--report-json")
+    if not path:
+        return
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        why = ("is a directory" if p.is_dir() else f"folder {parent} does not exist" if not parent.is_dir()
+               else "is not writable")
+        raise pytest.UsageError(f"--report-json {path}: {why}")
 
 
 class State:
     def __init__(self, adapter: Adapter, device: str, dtypes: list[str], expectations: Optional[Path]):
         self.adapter, self.device, self.dtypes = adapter, device, dtypes
+        self.versions = _versions(adapter)
         self.spec = load_spec()
         self.expectations_path = expectations
         try:
             #: the loaded expectation file: ``lookup(case_id, check, dtype)``, ``excuse_generated(...)``
-            self.expectations = (expectations_mod.load(expectations, self.spec, adapter.versions()) if expectations
+            self.expectations = (expectations_mod.load(expectations, self.spec, self.versions) if expectations
                                  else expectations_mod.Expectations())
         except expectations_mod.ExpectationError as e:
             raise pytest.UsageError(str(e))
@@ -56,6 +87,8 @@ class State:
         self.stale: list[str] = []
         self.records: list[dict] = []  # one verdict per test, for --report-json
         self.partly_unsupported: list[str] = []  # generated tests that passed with unsupported draws
+        self.kit_errors: list[str] = []  # a golden or kit fault: named, never counted against a clause
+        self.complete = True  # false when the session was interrupted or stopped early
 
 
 def pytest_addoption(parser):
@@ -76,6 +109,9 @@ def pytest_addoption(parser):
                 help="generated cases per operation and dtype (default 6, or the adapter's generated_examples; 0: none)")
     g.addoption("--posenc-seed", type=int, default=None, metavar="N",
                 help="draw other generated cases (default 0: the same cases on every run)")
+    g.addoption("--posenc-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                help=f"fail a conformance test that runs longer than S seconds (default {DEFAULT_TIMEOUT:g}; "
+                     "0: no limit); with -n N the hung worker is killed and restarted")
 
 
 def _parse_dtypes(text: str) -> list[str]:
@@ -114,11 +150,14 @@ def pytest_configure(config):
         raise pytest.UsageError(f"--device {device}: not available on this machine (adapter {adapter.name!r}); "
                                 "the kit never falls back to the CPU silently")
     dtypes = _parse_dtypes(config.getoption("--dtype"))
+    _report_path(config)
     exp = config.getoption("--expectations")
     if exp is None:
         default = EXPECTATIONS_DIR / f"{adapter.name}.yaml"
         exp = default if default.is_file() else None
-    config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None)
+    st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None)
+    if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
+        config.pluginmanager.register(_Booker(st), "posenc-booker")
 
 
 @pytest.fixture(scope="session")
@@ -140,7 +179,7 @@ def pytest_report_header(config):
     if st is None:
         return None
     a = st.adapter
-    vers = ", ".join(f"{k} {v}" for k, v in a.versions().items()) or "n/a"
+    vers = ", ".join(f"{k} {v}" for k, v in st.versions.items()) or "n/a"
     return [
         f"posenc spec {SPEC_VERSION}: adapter {a.name} ({a.framework}; {vers})",
         f"posenc device {st.device}, dtypes {', '.join(st.dtypes)}" + (f"; policy: {a.notes}" if a.notes else ""),
@@ -176,6 +215,22 @@ def pytest_collection_modifyitems(session, config, items):
             items[:] = [i for i in items if getattr(i, "originalname", "") != "test_generated"]
     _select_by_clause(config, st.spec, items)
     _mark_expected(st, items)
+    _mark_timeout(config, items)
+
+
+def _mark_timeout(config, items) -> None:
+    """--posenc-timeout through pytest-timeout: SIGALRM in a serial run (the hung call raises; a
+    hang that never returns to Python is only stopped with -n N), a timer thread that ends the
+    process in a pytest-xdist worker (the controller books the crash and starts another worker)."""
+    limit = config.getoption("--posenc-timeout")
+    if limit is None or limit < 0:
+        raise pytest.UsageError(f"--posenc-timeout {limit}: must be 0 (no limit) or more seconds")
+    if limit == 0:
+        return
+    method = "thread" if hasattr(config, "workerinput") else "signal"
+    for item in items:
+        if _clauses_of(item) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(limit, method=method))
 
 
 def _entry(st: State, item):
@@ -230,12 +285,18 @@ def _select_by_clause(config, spec, items) -> None:
         items[:] = keep
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist sends a worker's collected IDs
 def pytest_collection_finish(session):
     st = session.config.stash.get(_KEY, None)
     opt = session.config.getoption
     selected = opt("keyword") or opt("markexpr") or opt("--clause") or opt("--family")
     if st and st.stale and not selected:
+        if hasattr(session.config, "workerinput"):
+            session.items.clear()  # a pytest-xdist worker runs nothing; the controller reports the lines
+            return
         raise pytest.UsageError("\n".join(st.stale))
+    if st:
+        st.stale = []  # a selection: stale lines are not judged
 
 
 @pytest.hookimpl(wrapper=True)
@@ -247,13 +308,37 @@ def pytest_pyfunc_call(pyfuncitem):
     """
     if pyfuncitem.get_closest_marker("clauses") is None:
         return (yield)
+    from .runner import check_inputs, forget_inputs
+    forget_inputs()
     try:
-        return (yield)
+        try:
+            return (yield)
+        finally:  # an input modified in place is the failure, whatever the test concluded from it
+            _inputs_unchanged(pyfuncitem, check_inputs)
     except Unsupported as e:
         pytest.skip(f"unsupported: {e.reason}")
+    except pytest.fail.Exception as e:
+        if isinstance(e, TimedOut) or str(e.msg or "").startswith("Timeout"):  # pytest-timeout's SIGALRM
+            from .suite import ConformanceFailure
+            clauses = _clauses_of(pyfuncitem)
+            raise ConformanceFailure(
+                f"{', '.join(clauses)}: {state(pyfuncitem.config).adapter.name} did not finish {pyfuncitem.name} "
+                f"within {pyfuncitem.config.getoption('--posenc-timeout'):g} s (--posenc-timeout): a hung or far too "
+                "slow adapter call", clauses, raised=True) from None
+        raise
     except pytest.skip.Exception as e:
         pytest.fail(f"the adapter raised a pytest skip ({e.msg}); only posenc.adapters.Unsupported "
                     "reports an unsupported case, and a missing library is a failure", pytrace=False)
+
+
+def _inputs_unchanged(item, check_inputs) -> None:
+    """Fail the test, naming its clauses, when a check handed the adapter an input it then
+    modified in place (``run_case`` checks its own call at once)."""
+    try:
+        check_inputs()
+    except PosencError as e:
+        from .suite import ConformanceFailure
+        raise ConformanceFailure(f"{', '.join(_clauses_of(item))}: {e}", _clauses_of(item), raised=True) from None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -270,26 +355,100 @@ def pytest_runtest_makereport(item, call):
         _judge_expected(item, rep, exc, entry, st.expectations_path)
     if rep.when == "call" and rep.outcome == "skipped" and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
         rep.longrepr = (str(item.path), (item.location[1] or 0) + 1, rep.longrepr[2])  # point at the test
+    if isinstance(exc, GoldenError) and rep.when == "call":  # the kit's data, not the adapter: never a clause
+        _unexpect(rep, f"posenc kit error (not counted against {item.config.getoption('--adapter')} or a clause): "
+                       f"{exc}")
     if rep.when == "call" or rep.outcome == "failed" or (rep.when == "setup" and rep.outcome == "skipped"):
-        if hasattr(rep, "wasxfail"):
+        if isinstance(exc, GoldenError):
+            kind = "kit error"
+        elif hasattr(rep, "wasxfail"):
             kind = "diverges (expected)" if rep.outcome == "skipped" else "failed"
         elif rep.outcome == "skipped":
             kind = "unsupported"
         else:
             kind = rep.outcome
-        if kind in ("passed", "diverges (expected)"):
-            st.checked += 1
         if kind == "failed":
-            st.failed += 1
             rep.sections.append(("posenc rerun", rerun_command(item)))
         if kind == "diverges (expected)":
             clauses = [entry.clause]  # the clause the expectation file records
         else:
             clauses = getattr(exc, "violated", None) if kind != "passed" else None
-        for c in clauses or _clauses_of(item):
-            st.outcomes[c][kind] += 1
-        st.records.append(_record(item, rep, kind, entry, clauses, exc))
+        props = dict(item.user_properties)
+        # What the summary and the report count, attached to the report so that it travels with it
+        # from a pytest-xdist worker to the controller (plain JSON data): booked by _book.
+        rep.posenc = {"kind": kind, "clauses": list(clauses or _clauses_of(item)),
+                      "record": _record(item, rep, kind, entry, clauses, exc),
+                      "partly_unsupported": props.get("posenc_partly_unsupported"),
+                      "kit_error": f"{item.nodeid}: {exc}" if kind == "kit error" else None}
     return rep
+
+
+_TEST_ID = re.compile(r"test_(?P<check>\w+)\[(?P<dtype>[a-z0-9]+)-(?P<case>[^@\]]+)(?:@(?P<clauses>[^\]]+))?\]")
+
+
+def _crash_payload(st: State, report) -> Optional[dict]:
+    """The verdict of a test whose worker process died (an exit, a signal, an OOM kill, a
+    --posenc-timeout): failed under the clauses of its ID, by ID, with the cause; the report's
+    text gets the clause header."""
+    name = report.nodeid.rsplit("::", 1)[-1]
+    m = _TEST_ID.fullmatch(name)
+    if m is None:
+        return None
+    check, dtype, case = m["check"], m["dtype"], m["case"]
+    clauses = m["clauses"].split("+") if m["clauses"] else []
+    if not clauses and check == "generated":
+        try:
+            clauses = list(families.operation(case).clauses)
+        except KeyError:
+            pass
+    cause = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "the worker process died"
+    text = (f"{', '.join(clauses)}: {st.adapter.name} crashed its process on case {case} ({dtype}): {cause}; "
+            "an exit, a signal, an out-of-memory kill or a --posenc-timeout. The worker was restarted and the "
+            "run went on")
+    report.longrepr = text
+    record = {"test_id": name, "case": case, "check": check, "dtype": dtype, "clauses": clauses,
+              "outcome": "failed", "violated": clauses, "divergence": None, "expected_reason": None,
+              "diagnosis": [], "inferred": [], "raised": True, "reason": text[:300], "generated": None}
+    return {"kind": "failed", "clauses": clauses, "record": record, "partly_unsupported": None, "kit_error": None}
+
+
+def _book(st: State, payload: dict) -> None:
+    """Count one test's verdict (``rep.posenc`` of its report) in the run's state."""
+    kind = payload["kind"]
+    if kind in ("passed", "diverges (expected)"):
+        st.checked += 1
+    if kind in ("failed", "kit error"):
+        st.failed += 1
+    if kind == "kit error":
+        st.kit_errors.append(payload["kit_error"])
+    else:
+        for c in payload["clauses"]:
+            st.outcomes[c][kind] += 1
+    st.records.append(payload["record"])
+    if payload["partly_unsupported"]:
+        st.partly_unsupported.append(payload["partly_unsupported"])
+
+
+class _Booker:
+    """Books every report where the run is summarised: the pytest process itself, or, under
+    pytest-xdist, the controller (a worker only attaches ``rep.posenc`` and forwards the report)."""
+
+    def __init__(self, st: State):
+        self.st = st
+
+    @pytest.hookimpl(tryfirst=True)  # before the terminal reporter prints a crash report
+    def pytest_runtest_logreport(self, report):
+        payload = getattr(report, "posenc", None)
+        if payload is None and report.failed and report.when not in ("setup", "call", "teardown"):
+            payload = _crash_payload(self.st, report)  # pytest-xdist: the worker died inside the test
+        if payload is not None:
+            _book(self.st, payload)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):  # pytest-xdist controller: a worker's stale lines
+        for line in getattr(node, "workeroutput", {}).get("posenc_stale", []):
+            if line not in self.st.stale:
+                self.st.stale.append(line)
 
 
 def _unexpect(rep, longrepr: str) -> None:
@@ -359,6 +518,10 @@ def excuse_generated(config) -> _Excuses:
     return _Excuses(getattr(state(config).expectations, "excuse_generated", None))
 
 
+class TimedOut(pytest.fail.Exception):
+    """A generated example ran into --posenc-timeout (stops the search: nothing is shrunk)."""
+
+
 class GeneratedDivergence(pytest.xfail.Exception):
     """A generated test whose failing examples are all excused: the expected divergence(s)."""
 
@@ -377,9 +540,10 @@ def report_generated(request, op: str, dtype: str, outcomes, excuses: Optional[_
     request.node.user_properties.append(("generated", dict(counts, examples=sum(outcomes.values()))))
     reasons = sorted({k.split(":", 1)[1] for k in outcomes if k.startswith("unsupported:")})
     if counts["unsupported"] and counts["passed"]:
-        state(request.config).partly_unsupported.append(
+        request.node.user_properties.append((
+            "posenc_partly_unsupported",
             f"{request.node.name}: {counts['passed']} checked, {counts['unsupported']} unsupported "
-            f"({'; '.join(r[:120] for r in reasons[:3])}{' ...' if len(reasons) > 3 else ''})")
+            f"({'; '.join(r[:120] for r in reasons[:3])}{' ...' if len(reasons) > 3 else ''})"))
     if excuses is not None and excuses.entries:
         ids = ", ".join(dict.fromkeys(e.divergence for e in excuses.entries))
         raise GeneratedDivergence(f"expected divergence {ids} ({counts['excused']} of {sum(outcomes.values())} "
@@ -416,6 +580,8 @@ def _record(item, rep, kind: str, entry, violated, exc=None) -> dict:
     reason = ""
     if kind == "unsupported" and isinstance(rep.longrepr, tuple):
         reason = rep.longrepr[2].removeprefix("Skipped: ").removeprefix("unsupported: ")
+    elif kind == "kit error":
+        reason = str(exc)[:300]
     elif kind == "failed":
         reason = str(getattr(rep, "longreprtext", "") or "").strip().splitlines()[-1:] or [""]
         reason = reason[0][:300]
@@ -426,7 +592,7 @@ def _record(item, rep, kind: str, entry, violated, exc=None) -> dict:
         "check": check,
         "dtype": callspec.params.get("dtype") if callspec else dtype,
         "clauses": _clauses_of(item),
-        "outcome": {"diverges (expected)": "diverges"}.get(kind, kind),
+        "outcome": {"diverges (expected)": "diverges", "kit error": "error"}.get(kind, kind),
         "violated": list(violated or []),
         "divergence": entry.divergence if entry and diverges else None,
         "expected_reason": entry.evidence if entry and diverges else None,
@@ -458,19 +624,31 @@ def report(config, st: State, exit_status: int) -> dict:
     a = st.adapter
     return {
         "report_format": REPORT_FORMAT,
-        "adapter": a.name, "framework": a.framework, "versions": a.versions(), "device": st.device,
+        "adapter": a.name, "framework": a.framework, "versions": st.versions, "device": st.device,
         "dtypes": st.dtypes, "spec_version": SPEC_VERSION, "exit_status": int(exit_status),
         "expectations": _expectations_given(config, st),
         "examples": generated_examples(config),
+        # false for a run cut short (Ctrl-C, -x / --maxfail, an internal error): its results are
+        # the tests that ran; posenc matrix refuses it
+        "complete": st.complete,
         "results": st.records,
     }
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     st = config.stash.get(_KEY, None)
-    if st is None or not st.outcomes:
+    if st is None or hasattr(config, "workerinput"):
         return
     tr = terminalreporter
+    if st.stale and getattr(config.option, "numprocesses", None):  # pytest-xdist: found by the workers
+        tr.write_line("\n".join(st.stale), red=True)
+    if st.kit_errors:
+        tr.write_line(f"posenc: {len(st.kit_errors)} kit error(s): the kit's own data or code is at fault, "
+                      "not the adapter (not counted under any clause):", red=True)
+        for line in st.kit_errors:
+            tr.write_line(f"  {line}")
+    if not st.outcomes:
+        return
     tr.section(f"posenc conformance: {st.adapter.name} on {st.device} ({', '.join(st.dtypes)})")
     kinds = ["passed", "failed", "diverges (expected)", "unsupported"]
     w = max(len(c) for c in st.outcomes) + 2
@@ -483,14 +661,25 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line(f"  {line}")
     if st.checked == 0 and st.failed == 0:
         tr.write_line("posenc: no conformance check ran to a verdict: a run that checks nothing fails", red=True)
+    if not st.complete:  # set by pytest_sessionfinish, which runs before this summary
+        tr.write_line(f"posenc: the run was cut short: these counts cover the {len(st.records)} tests that ran"
+                      + (" (the --report-json report says complete: false)" if config.getoption("--report-json") else ""),
+                      red=True)
 
 
 def pytest_sessionfinish(session, exitstatus):
     st = session.config.stash.get(_KEY, None)
     if st is None:
         return
-    if st.outcomes and st.checked == 0 and st.failed == 0 and exitstatus == 0:
+    if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: its controller reports
+        session.config.workeroutput["posenc_stale"] = st.stale
+        return
+    if st.stale and getattr(session.config.option, "numprocesses", None):
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR  # the serial run refuses these at collection
+    elif st.outcomes and st.checked == 0 and st.failed == 0 and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    st.complete = not (exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+                       or session.shouldstop or session.shouldfail)
     path = session.config.getoption("--report-json")
     if path:
         Path(path).write_text(json.dumps(report(session.config, st, session.exitstatus), indent=1) + "\n",

@@ -26,21 +26,99 @@ from .golden import Golden
 
 
 
+# ---- inputs: private copies, checked unchanged after the call ---------------------------------
+#
+# Every array an adapter receives is made by ``native`` from a fresh copy (``from_numpy`` may share
+# memory with its argument -- ``torch.from_numpy`` at float64 does -- so nothing an adapter does
+# reaches the kit's cached goldens) and is recorded with a snapshot of its value.
+# ``check_inputs`` (after each adapter call in ``run_case``; the plugin calls it at the end of
+# every conformance test for the checks that call adapters directly) fails when one changed.
+
+_HANDED: list[tuple[Adapter, str, Any, Optional[np.ndarray]]] = []
+
+
+def native(adapter: Adapter, a: np.ndarray, dtype: str, device: str, name: str = "input"):
+    """``adapter.from_numpy`` of a private copy of ``a``, recorded for :func:`check_inputs`."""
+    x = adapter.from_numpy(np.array(a, copy=True), dtype, device)
+    try:
+        snap = np.array(adapter.to_numpy(x), copy=True)
+    except Exception:  # noqa: BLE001 - a broken to_numpy fails where the outputs are converted
+        snap = None
+    _HANDED.append((adapter, name, x, snap))
+    return x
+
+
 def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, device: str) -> dict[str, Any]:
-    """Floats become ``dtype`` arrays, integer arrays int64 arrays, 0-d integers Python ints."""
+    """Floats become ``dtype`` arrays, integer arrays int64 arrays, 0-d integers Python ints
+    (each array a private copy: :func:`native`)."""
     out: dict[str, Any] = {}
     for name, a in inputs.items():
         a = np.asarray(a)
         if a.ndim == 0 and np.issubdtype(a.dtype, np.integer):
             out[name] = int(a)
         elif np.issubdtype(a.dtype, np.floating):
-            out[name] = adapter.from_numpy(a, dtype, device)
+            out[name] = native(adapter, a, dtype, device, name)
         else:
-            out[name] = adapter.from_numpy(a.astype(np.int64), "int64", device)
+            out[name] = native(adapter, a.astype(np.int64), "int64", device, name)
     return out
 
 
+def forget_inputs() -> None:
+    """Drop the record of handed-out inputs (the plugin calls it before each test)."""
+    _HANDED.clear()
+
+
+def check_inputs(what: str = "") -> None:
+    """Raise :class:`AdapterError` when an input handed out since the last check was modified
+    (in place: the adapter wrote into the kit's array); the record is cleared either way."""
+    handed = list(_HANDED)
+    _HANDED.clear()
+    for adapter, name, x, snap in handed:
+        if snap is None:
+            continue
+        try:
+            now = np.asarray(adapter.to_numpy(x))
+        except Exception:  # noqa: BLE001 - reported where the outputs are converted
+            continue
+        if now.shape != snap.shape:
+            changed = snap.size
+        else:
+            same = now == snap
+            if np.issubdtype(snap.dtype, np.floating):
+                same |= np.isnan(now) & np.isnan(snap)
+            changed = int(np.count_nonzero(~same))
+        if changed:
+            raise AdapterError(
+                f"{adapter.name}{'.' + what if what else ''}: the adapter modified its input {name!r} in place "
+                f"({changed} of {snap.size} elements changed); the kit hands every call private copies and checks them "
+                "afterwards. A kernel that is in-place by design must be wrapped to work on a copy (e.g. "
+                "`q = q.clone()` / `q.copy()` before the kernel) and return the result")
+
+
+_NATIVE: dict[tuple[int, str], type] = {}
+
+
+def _native_type(adapter: Adapter, device: str) -> type:
+    """The type of the adapter's own arrays (what its ``from_numpy`` gives), per adapter and device."""
+    key = (id(adapter), device)
+    if key not in _NATIVE:
+        _NATIVE[key] = type(adapter.from_numpy(np.zeros(1, np.float32), "float32", device))
+    return _NATIVE[key]
+
+
+def _is_native(x, native_type: type) -> bool:
+    """``x`` is of the adapter's array type, or shares a class of it other than ``object`` (a
+    framework's variable or subclass of its tensor)."""
+    shared = set(type(x).__mro__) & set(native_type.__mro__)
+    return bool(shared - {object})
+
+
 def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, device: str) -> np.ndarray:
+    want = _native_type(adapter, device)
+    if not _is_native(x, want):
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is a {type(x).__module__}.{type(x).__qualname__}, "
+                           f"not the adapter's native array type ({want.__module__}.{want.__qualname__}, what its "
+                           "from_numpy returns): return framework arrays, the kit converts them with to_numpy")
     try:
         got = adapter.dtype_of(x)
     except Exception as e:  # noqa: BLE001 - report what the adapter returned
@@ -141,20 +219,29 @@ def run_case(adapter: Adapter, golden: Golden, dtype: str, device: str,
     dtype, device and the shape the operation table declares (a malformed output is an
     :class:`AdapterError`, never compared)."""
     case = golden.case
-    numpy_inputs = golden.inputs if inputs is None else inputs
-    x = native_inputs(adapter, numpy_inputs, dtype, device)
-    raw = call_op(adapter, case.op, case.params, x, dtype, device)
-    shapes = output_shapes(families.operation(case.op), case.params, numpy_inputs)
+    return run_op(adapter, case.op, case.params, golden.inputs if inputs is None else inputs, dtype, device)
+
+
+def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
+           device: str) -> dict[str, np.ndarray]:
+    """Call operation ``op`` with ``params`` on NumPy ``inputs`` (private copies, checked unchanged
+    afterwards) and return its outputs as NumPy, contract-checked: native array type, dtype, device
+    and the shape the operation table declares.  The one entry point of golden, generated and
+    invariant checks alike; a malformed output is an :class:`AdapterError`, never compared."""
+    x = native_inputs(adapter, inputs, dtype, device)
+    raw = call_op(adapter, op, params, x, dtype, device)
+    check_inputs(op)
+    shapes = output_shapes(families.operation(op), params, inputs)
     out = {}
     for name, (val, kind) in raw.items():
         if kind == "scalar":
             if not isinstance(val, (int, float, np.floating, np.integer)):
-                raise AdapterError(f"{adapter.name}.{case.op}: {name!r} must be a Python number, got {type(val).__name__}")
+                raise AdapterError(f"{adapter.name}.{op}: {name!r} must be a Python number, got {type(val).__name__}")
             out[name] = np.float64(val)
             continue
-        out[name] = _check(adapter, case.op, name, val, kind, dtype, device)
+        out[name] = _check(adapter, op, name, val, kind, dtype, device)
         if name in shapes and tuple(out[name].shape) != shapes[name]:
-            raise AdapterError(f"{adapter.name}.{case.op}: output {name!r} has shape {list(out[name].shape)}, "
+            raise AdapterError(f"{adapter.name}.{op}: output {name!r} has shape {list(out[name].shape)}, "
                                f"the operation table says {list(shapes[name])}")
     return out
 
@@ -222,31 +309,42 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
         if not (set(d.violates) & set(golden.case.clauses) or {v.split("-")[0] for v in d.violates} & fams):
             continue
         try:
-            mut = mutants.run(d.mutant, golden.case.op, golden.case.params, golden.inputs, dtype)
-        except Exception:  # noqa: BLE001 - a mutant that cannot run on this case does not match
+            m = _match(d, golden, outputs, dtype)
+        except Exception:  # noqa: BLE001 - the diagnosis never raises: a mutant that cannot judge does not match
             continue
-        if mut is None:
-            continue
-        if any(np.shape(mut[n]) != golden.outputs[n].shape for n in mut if n in golden.outputs):
-            continue  # a mutant of another shape (a form that does not apply to this case) cannot match
-        same = all(np.array_equal(np.asarray(mut[n]), golden.outputs[n]) for n in mut if n in golden.outputs)
-        if same:
-            continue  # indistinguishable from the reference on this case
-        mut = {n: np.asarray(v) for n, v in mut.items()}
-        # A mutant that overflows gives inf/NaN: it matches only where the output's non-finite
-        # elements are exactly the mutant's (same NaN / +inf / -inf pattern); the finite ones are
-        # compared under the tolerance as usual.
-        masked = _same_non_finite(mut, outputs)
-        if masked is None:
-            continue
-        mut, outs = masked
-        # A mutant may compute where the reference copies (e.g. a rotated tail): widen the
-        # scales to the mutant's own magnitudes and to the row's largest angle term.
-        ds = {n: np.maximum(v, np.abs(mut[n])) for n, v in golden.dtype_scales.items() if n in mut}
-        an = {n: np.maximum(v, v.max(axis=-1, keepdims=True)) if v.ndim else v
-              for n, v in golden.angle_scales.items() if n in mut}
-        fake = Golden(golden.case, golden.inputs, mut, ds, an, golden.angle_based)
-        cmp = compare_outputs(fake, outs, dtype)
-        if all(c.ok for c in cmp):
-            found.append(Match(d.id, tuple(d.violates), d.description, max(c.ratio for c in cmp)))
+        if m is not None:
+            found.append(m)
     return sorted(found, key=lambda m: m.ratio)
+
+
+def _match(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> Optional[Match]:
+    """``d``'s match when its mutant reproduces ``outputs`` on this case within tolerance, else None."""
+    try:
+        mut = mutants.run(d.mutant, golden.case.op, golden.case.params, golden.inputs, dtype)
+    except Exception:  # noqa: BLE001 - a mutant that cannot run on this case does not match
+        return None
+    if mut is None:
+        return None
+    if any(np.shape(mut[n]) != golden.outputs[n].shape for n in mut if n in golden.outputs):
+        return None  # a mutant of another shape (a form that does not apply to this case) cannot match
+    same = all(np.array_equal(np.asarray(mut[n]), golden.outputs[n]) for n in mut if n in golden.outputs)
+    if same:
+        return None  # indistinguishable from the reference on this case
+    mut = {n: np.asarray(v) for n, v in mut.items()}
+    # A mutant that overflows gives inf/NaN: it matches only where the output's non-finite
+    # elements are exactly the mutant's (same NaN / +inf / -inf pattern); the finite ones are
+    # compared under the tolerance as usual.
+    masked = _same_non_finite(mut, outputs)
+    if masked is None:
+        return None
+    mut, outs = masked
+    # A mutant may compute where the reference copies (e.g. a rotated tail): widen the
+    # scales to the mutant's own magnitudes and to the row's largest angle term.
+    ds = {n: np.maximum(v, np.abs(mut[n])) for n, v in golden.dtype_scales.items() if n in mut}
+    an = {n: np.maximum(v, v.max(axis=-1, keepdims=True)) if v.ndim else v
+          for n, v in golden.angle_scales.items() if n in mut}
+    fake = Golden(golden.case, golden.inputs, mut, ds, an, golden.angle_based)
+    cmp = compare_outputs(fake, outs, dtype)
+    if all(c.ok for c in cmp):
+        return Match(d.id, tuple(d.violates), d.description, max(c.ratio for c in cmp))
+    return None

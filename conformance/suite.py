@@ -11,6 +11,7 @@ import pytest
 
 from posenc.adapters import Adapter, Unsupported
 from posenc.spec import load_spec
+from posenc.spec.errors import AdapterError
 
 from . import golden as _golden
 from .cases import Case, all_cases
@@ -121,7 +122,8 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
              raised=True)
     except Exception as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
         tb = traceback.extract_tb(e.__traceback__)
-        where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb else ""
+        # an AdapterError is the kit's verdict on what the adapter did: its message says it all
+        where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb and not isinstance(e, AdapterError) else ""
         fail(clauses, adapter, case, dtype, f"{type(e).__name__}: {e}{where}", raised=True)
 
 

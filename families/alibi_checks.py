@@ -9,7 +9,7 @@ from posenc.adapters import Unsupported
 from posenc.conformance.cases import Gen
 from posenc.conformance.checks import clauses_of, rows
 from posenc.conformance.golden import generate
-from posenc.conformance.runner import native_inputs
+from posenc.conformance.runner import run_op
 from posenc.conformance.suite import assert_conforms, call_adapter, fail, invariant_clauses, load_golden, require_dtype
 from posenc.reference import alibi
 from posenc.spec.tolerance import EPS, bound
@@ -20,9 +20,8 @@ from .alibi import slope_amplification
 
 def _alibi_bias(adapter, case, dtype, device, cl, inputs) -> np.ndarray:
     """The adapter's ALiBi bias for NumPy ``inputs``, as float64 NumPy."""
-    def go():
-        x = native_inputs(adapter, inputs, dtype, device)
-        return adapter.to_numpy(adapter.alibi_bias(case.params, dtype=dtype, device=device, **x)).astype(np.float64)
+    def go():  # contract-checked (type, dtype, device, shape) before any check reads the output
+        return run_op(adapter, "alibi.bias", case.params, inputs, dtype, device)["bias"].astype(np.float64)
     return call_adapter(adapter, case, dtype, cl, go)
 
 

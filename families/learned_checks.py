@@ -8,7 +8,7 @@ import numpy as np
 
 from posenc.adapters import Unsupported
 from posenc.conformance.checks import clauses_of, exact_decode_steps, left_pad_rows, step
-from posenc.conformance.runner import native_inputs
+from posenc.conformance.runner import native, native_inputs
 from posenc.conformance.suite import assert_conforms, call_adapter, fail, load_golden, require_dtype
 
 from . import check
@@ -110,7 +110,7 @@ def _gpt2_rows(adapter, case, dtype, device, cl, g, x):
     n = g.inputs["wpe"].shape[0]
     f = call_adapter(adapter, case, dtype, cl, adapter.gpt2_embeddings, case.params,
                      {"wte": x["wte"], "wpe": x["wpe"]}, dtype=dtype, device=device)
-    ids = adapter.from_numpy(np.zeros((1, 2), np.int64), "int64", device)
+    ids = native(adapter, np.zeros((1, 2), np.int64), "int64", device)
     for bad in (n, -1):
         pos = np.array([[0, bad]], np.int64)
         probe = ("learned.gpt2", case.params, {"wte": _as_run(adapter, g.inputs["wte"], dtype, device),
@@ -118,12 +118,12 @@ def _gpt2_rows(adapter, case, dtype, device, cl, g, x):
                                                 "input_ids": np.zeros((1, 2), np.int64), "position_ids": pos,
                                                 "cache_length": np.asarray(0)})
         _must_raise(adapter, case, dtype, cl, f"position {bad} of a {n}-row wpe", f, ids,
-                    position_ids=adapter.from_numpy(pos, "int64", device), probe=probe)
+                    position_ids=native(adapter, pos, "int64", device), probe=probe)
 
 
 def _as_run(adapter, table, dtype, device):
     """A NumPy table as the adapter holds it in ``dtype`` (float64), for the mutants of a probe."""
-    return adapter.to_numpy(adapter.from_numpy(np.asarray(table), dtype, device)).astype(np.float64)
+    return adapter.to_numpy(native(adapter, np.asarray(table), dtype, device)).astype(np.float64)
 
 
 def _bart_rows(adapter, case, dtype, device, cl, g, x):
@@ -131,9 +131,9 @@ def _bart_rows(adapter, case, dtype, device, cl, g, x):
     n = table.shape[0]
     f = call_adapter(adapter, case, dtype, cl, adapter.bart_embeddings, case.params, {"table": x["table"]},
                      dtype=dtype, device=device)
-    ids = adapter.from_numpy(np.zeros((1, 1), np.int64), "int64", device)
+    ids = native(adapter, np.zeros((1, 1), np.int64), "int64", device)
     last = adapter.to_numpy(call_adapter(adapter, case, dtype, cl, f, ids, cache_length=n - 3))
-    if not np.array_equal(last[0, 0], adapter.to_numpy(adapter.from_numpy(table[n - 1], dtype, device))):
+    if not np.array_equal(last[0, 0], adapter.to_numpy(native(adapter, table[n - 1], dtype, device))):
         fail(cl, adapter, case, dtype, f"cache_length {n - 3} must read the last valid row {n - 1} as is")
     _must_raise(adapter, case, dtype, cl, f"cache_length {n - 2} (row {n} of a {n}-row BART table)", f, ids,
                 cache_length=n - 2)
@@ -142,23 +142,23 @@ def _bart_rows(adapter, case, dtype, device, cl, g, x):
 def _lookup_rows(adapter, case, dtype, device, cl, g, x):
     table = g.inputs["table"]
     n = table.shape[0]
-    rows = adapter.from_numpy(np.array([[n - 1]]), "int64", device)
+    rows = native(adapter, np.array([[n - 1]]), "int64", device)
     last = adapter.to_numpy(call_adapter(adapter, case, dtype, cl, adapter.lookup, x["table"], rows))
-    tab_last = adapter.to_numpy(adapter.from_numpy(table[n - 1], dtype, device))
+    tab_last = adapter.to_numpy(native(adapter, table[n - 1], dtype, device))
     if not np.array_equal(last[0, 0], tab_last):
         fail(cl, adapter, case, dtype, f"the last valid row {n - 1} must be returned as is")
     for bad in (n, -1):
         rows = np.array([[0, bad]], np.int64)
         probe = ("learned.lookup", case.params, {"table": _as_run(adapter, table, dtype, device), "rows": rows})
         _must_raise(adapter, case, dtype, cl, f"row {bad} of a {n}-row table", adapter.lookup, x["table"],
-                    adapter.from_numpy(rows, "int64", device), probe=probe)
+                    native(adapter, rows, "int64", device), probe=probe)
 
 
 def _opt_rows(adapter, case, dtype, device, cl, g, x):
     n = g.inputs["table"].shape[0]
     f = call_adapter(adapter, case, dtype, cl, adapter.opt_embeddings, case.params, {"table": x["table"]},
                      dtype=dtype, device=device)
-    mask = adapter.from_numpy(np.ones((1, n - 1), np.int64), "int64", device)  # rows 2 .. n: one past the end
+    mask = native(adapter, np.ones((1, n - 1), np.int64), "int64", device)  # rows 2 .. n: one past the end
     _must_raise(adapter, case, dtype, cl, f"{n - 1} real tokens (row {n} of a {n}-row OPT table)", f, mask,
                 cache_length=n - 2)
 

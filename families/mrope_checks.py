@@ -6,7 +6,7 @@ import numpy as np
 
 from posenc.adapters import Unsupported
 from posenc.conformance.checks import clauses_of
-from posenc.conformance.runner import native_inputs
+from posenc.conformance.runner import run_op
 from posenc.conformance.suite import call_adapter, fail, load_golden, require_dtype
 from posenc.spec.tolerance import bound
 
@@ -27,12 +27,11 @@ def mrope_text_reduces_to_rope(request, adapter, device, dtype, case):
         raise Unsupported("case has vision tokens (t, h, w differ)")
     rp = p.rope
 
-    def go():
-        x = native_inputs(adapter, {"q": g.inputs["q"], "k": g.inputs["k"], "position_ids": pid3}, dtype, device)
-        x1 = native_inputs(adapter, {"position_ids": pid3[0]}, dtype, device)
-        mq, mk = adapter.mrope(p, dtype=dtype, device=device).apply(x["q"], x["k"], x["position_ids"])
-        rq, rk = adapter.rope(rp, dtype=dtype, device=device).apply(x["q"], x["k"], x1["position_ids"])
-        return [adapter.to_numpy(t).astype(np.float64) for t in (mq, mk, rq, rk)]
+    def go():  # both contract-checked (type, dtype, device, shape) before they are compared
+        m = run_op(adapter, "mrope.apply", p, {"q": g.inputs["q"], "k": g.inputs["k"], "position_ids": pid3}, dtype, device)
+        r = run_op(adapter, "rope.apply", rp, {"q": g.inputs["q"], "k": g.inputs["k"], "position_ids": pid3[0]},
+                   dtype, device)
+        return [t.astype(np.float64) for t in (m["q"], m["k"], r["q"], r["k"])]
     mq, mk, rq, rk = call_adapter(adapter, case, dtype, cl, go)
     for name, m, r in (("q", mq, rq), ("k", mk, rk)):
         sc, an = g.dtype_scales[name], g.angle_scales[name]

@@ -7,7 +7,7 @@ import numpy as np
 
 from posenc.adapters import Unsupported
 from posenc.conformance.checks import clauses_of, step
-from posenc.conformance.runner import native_inputs
+from posenc.conformance.runner import native, native_inputs, run_op
 from posenc.conformance.suite import (assert_conforms, call_adapter, fail, invariant_clauses, load_golden,
                                      require_dtype)
 from posenc.reference import ops, rope
@@ -22,10 +22,9 @@ def _rope(adapter, case, dtype, device, q, k, pid, params=None, clauses=()):
     """Run the adapter's prepared RoPE on NumPy inputs; returns float64 NumPy (q, k)."""
     p = params or case.params
 
-    def go():
-        x = native_inputs(adapter, {"q": q, "k": k, "position_ids": pid}, dtype, device)
-        yq, yk = adapter.rope(p, dtype=dtype, device=device).apply(x["q"], x["k"], x["position_ids"])
-        return adapter.to_numpy(yq).astype(np.float64), adapter.to_numpy(yk).astype(np.float64)
+    def go():  # contract-checked (type, dtype, device, shape) before any check reads the outputs
+        out = run_op(adapter, "rope.apply", p, {"q": q, "k": k, "position_ids": pid}, dtype, device)
+        return out["q"].astype(np.float64), out["k"].astype(np.float64)
     return call_adapter(adapter, case, dtype, clauses or case.clauses, go)
 
 
@@ -99,7 +98,7 @@ def passthrough_tail(request, adapter, device, dtype, case):
     g = load_golden(case.id)
     yq, yk = _rope(adapter, case, dtype, device, g.inputs["q"], g.inputs["k"], g.inputs["position_ids"], clauses=cl)
     for name, y in (("q", yq), ("k", yk)):
-        x = adapter.to_numpy(adapter.from_numpy(g.inputs[name], dtype, device)).astype(np.float64)
+        x = adapter.to_numpy(native(adapter, g.inputs[name], dtype, device)).astype(np.float64)
         bad = np.argwhere(y[..., p.rdim:] != x[..., p.rdim:])
         if bad.size:
             i = tuple(int(v) for v in bad[0])

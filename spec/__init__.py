@@ -90,10 +90,18 @@ class Spec:
             raise SpecError(f"unknown clause ID {clause_id!r}") from None
 
 
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it: 4x faster
+
+
+def read_yaml(text: str):
+    """``yaml.safe_load`` with libyaml's loader where PyYAML has it (the same documents, faster)."""
+    return yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
+
+
 def load_family(path: Path) -> FamilyFile:
     """Load and validate one YAML file; errors name the file and the field."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = read_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise SpecError(f"{path.name}: not UTF-8 text: {e}") from None
     except yaml.YAMLError as e:

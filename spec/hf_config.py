@@ -121,10 +121,52 @@ def _rule(config: dict, rules: dict, what: str):
     return model_type, rule
 
 
+#: Keys transformers 5.24 requires in the rope dict per rope_type (``_validate_<type>_rope_parameters``;
+#: ``rope_theta`` and ``original_max_position_embeddings`` are filled in by ``standardize_rope_params``).
+HF_REQUIRED = {"linear": ("factor",), "dynamic": ("factor",), "yarn": ("factor",),
+               "llama3": ("factor", "low_freq_factor", "high_freq_factor"), "longrope": ("short_factor", "long_factor")}
+_NUMBER_KEYS = ROPE_KEYS - {"truncate", "short_factor", "long_factor"}
+
+
 def _rope_dict(config: dict) -> tuple[dict[str, Any], str]:
-    """A copy of the rope dict (5.x ``rope_parameters``, else 4.x ``rope_scaling``) and its key."""
-    rope: dict[str, Any] = dict(config.get("rope_parameters") or config.get("rope_scaling") or {})
-    return rope, "rope_parameters" if config.get("rope_parameters") else "rope_scaling"
+    """A copy of the rope dict and its key, as transformers 5.24 chooses it
+    (``convert_rope_params_to_dict``: ``rope_scaling or rope_parameters`` -- a non-empty 4.x
+    ``rope_scaling`` wins, and the other dict, its ``rope_theta`` included, is dropped)."""
+    for key in ("rope_scaling", "rope_parameters"):
+        v = config.get(key)
+        if v is not None and not isinstance(v, dict):
+            raise SpecError(f"config.json: {key}: expected an object, got {type(v).__name__} {v!r}")
+    key = "rope_scaling" if config.get("rope_scaling") else "rope_parameters"
+    return dict(config.get(key) or {}), key
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_types(config: dict, rope: dict, where: str, top_keys=()) -> None:
+    """Numbers where transformers computes with numbers (a string ``rope_theta: "1e6"`` fails its
+    rotary construction), booleans and lists where it reads them: :class:`SpecError` naming the field."""
+    for k, v in rope.items():
+        if v is None:
+            continue
+        if k in _NUMBER_KEYS and not _is_number(v):
+            raise SpecError(f"config.json: {where}.{k}: expected a number, got {type(v).__name__} {v!r}")
+        if k == "truncate" and not isinstance(v, bool):
+            raise SpecError(f"config.json: {where}.truncate: expected true or false, got {v!r}")
+        if k in ("short_factor", "long_factor") and not (isinstance(v, list) and all(_is_number(x) for x in v)):
+            raise SpecError(f"config.json: {where}.{k}: expected a list of numbers, got {v!r}")
+    for k in top_keys:
+        v = config.get(k)
+        if v is not None and not _is_number(v):
+            raise SpecError(f"config.json: {k}: expected a number, got {type(v).__name__} {v!r}")
+
+
+def _check_required(rope: dict, rope_type: str, where: str) -> None:
+    missing = [k for k in HF_REQUIRED.get(rope_type, ()) if rope.get(k) is None]
+    if missing:
+        raise SpecError(f"config.json: {where}.{missing[0]}: required for rope_type {rope_type!r} (transformers "
+                        f"5.24 refuses the config without {', '.join(missing)})")
 
 
 def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
@@ -148,6 +190,9 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
         raise SpecError(f"config.json: {where}: unknown key(s) {', '.join(unknown)} for rope_type {rope_type!r}")
     if rope_type != "default" and not rule.allows_scaling:
         raise SpecError(f"config.json: {where}.rope_type: {model_type} has no RoPE scaling ({rule.source})")
+    _check_types(config, rope, where, rule.theta_keys + rule.partial_keys
+                 + ("original_max_position_embeddings", "max_position_embeddings"))
+    _check_required(rope, rope_type, where)
 
     theta = _theta(config, rope, rule, model_type)
     head_dim = _head_dim(config, rule, model_type)
@@ -269,6 +314,9 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
     unknown = sorted(set(rope) - ROPE_KEYS - _MROPE_KEYS)
     if unknown:
         raise SpecError(f"config.json: {where}: unknown key(s) {', '.join(unknown)} for rope_type {rope_type!r}")
+    _check_types(text, rope, where, ("rope_theta", "partial_rotary_factor", "original_max_position_embeddings",
+                                     "max_position_embeddings"))
+    _check_required(rope, rope_type, where)
     factor = rope.pop("partial_rotary_factor", None) or text.get("partial_rotary_factor")
     if factor is not None and float(factor) != 1.0:
         raise SpecError(f"config.json: {where}.partial_rotary_factor: {factor}: {model_type}'s apply_rotary_pos_emb "

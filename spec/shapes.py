@@ -11,6 +11,7 @@ parameters' fields and properties (``pair_dim // 2``, ``form == 'bloom'``), eval
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from typing import Any, Mapping
 
@@ -27,7 +28,7 @@ class ShapeError(ValueError):
 
 def bind(declared: str, shape: tuple[int, ...], env: dict[str, Any]) -> None:
     """Bind the symbols of ``declared`` (``[B, T]`` or ``[*R]``) to ``shape``; first binding wins."""
-    node = ast.parse(declared, mode="eval").body
+    node = _parse(declared).body
     if not isinstance(node, ast.List):
         raise ShapeError(f"input shape {declared!r} is not a list of symbols")
     if len(node.elts) == 1 and isinstance(node.elts[0], ast.Starred):
@@ -38,6 +39,12 @@ def bind(declared: str, shape: tuple[int, ...], env: dict[str, Any]) -> None:
     for elt, n in zip(node.elts, shape):
         if isinstance(elt, ast.Name):
             env.setdefault(elt.id, int(n))
+
+
+@functools.lru_cache(maxsize=None)
+def _parse(expr: str) -> ast.Expression:
+    """The parsed shape expression (the operation table has few; every call evaluates one)."""
+    return ast.parse(expr, mode="eval")
 
 
 def evaluate(expr: str, env: Mapping[str, Any], params=None) -> tuple[int, ...]:
@@ -90,10 +97,11 @@ _ALLOWED = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.List, ast.Star
             ast.USub, ast.Subscript, ast.Compare, ast.IfExp, *_BIN, *_CMP)
 
 
+@functools.lru_cache(maxsize=None)  # few distinct expressions, evaluated on every call
 def parse(expr: str) -> ast.expr:
     """Parse a shape expression, allowing only the syntax :func:`evaluate` knows (``ShapeError``)."""
     try:
-        tree = ast.parse(expr, mode="eval")
+        tree = _parse(expr)
     except SyntaxError as e:
         raise ShapeError(f"shape {expr!r}: {e.msg}") from None
     for node in ast.walk(tree):

@@ -292,3 +292,45 @@ class NopeStillRotates(TorchAdapter):
         from posenc.spec.models import RopeParams
         r = TorchRope(RopeParams(head_dim=q.shape[-1]), q.dtype, str(q.device))
         return r.apply(q, k, position_ids)
+
+
+class _InPlaceRope(TorchRope):
+    def apply(self, q, k, position_ids):
+        rq, rk = super().apply(q, k, position_ids)
+        q.copy_(rq)  # a correct kernel that rotates in place (as fused kernels do) and returns its input
+        k.copy_(rk)
+        return q, k
+
+
+class InPlaceRope(TorchAdapter):
+    """Right values, written into the kit's q and k: the suite must name the in-place write, and
+    the kit's cached goldens must stay intact (torch.from_numpy shares memory at float64)."""
+    name = "broken-in-place-rope"
+
+    def rope(self, params, *, dtype, device):
+        return _InPlaceRope(params, DTYPES[dtype], device)
+
+
+class NumpyOutput(TorchAdapter):
+    """Returns a NumPy array where a torch tensor is due: a contract violation, named as such."""
+
+    name = "broken-numpy-output"
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        return self.to_numpy(super().sinusoidal(position_ids, params, dtype=dtype, device=device))
+
+
+class ExitsInOneCase(TorchAdapter):
+    """Kills its process (``os._exit``) on the concat sinusoid table of width 7, hangs on width 10 when
+    ``POSENC_TEST_HANG`` is set: under ``-n N`` the crashed case fails by ID and the run goes on."""
+
+    name = "broken-exits"
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        import os
+        import time
+        if params.dim == 7 and params.layout == "concat" and params.variant == "vaswani":
+            os._exit(3)
+        if params.dim == 10 and os.environ.get("POSENC_TEST_HANG"):
+            time.sleep(3600)
+        return super().sinusoidal(position_ids, params, dtype=dtype, device=device)

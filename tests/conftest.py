@@ -13,6 +13,7 @@ import posenc.adapters.torch_adapter  # noqa: F401
 import posenc.conformance
 import posenc.conformance.generated  # noqa: F401
 import posenc.conformance.runner  # noqa: F401
+import posenc.conformance.suite  # noqa: F401 - one module for the tests that patch its golden loading
 
 CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
 

@@ -275,7 +275,9 @@ def test_the_structural_check_catches_a_bad_report():
             "dtypes": ["float32"], "spec_version": "0", "exit_status": 0, "expectations": None, "examples": 6,
             "results": []}
     _structural(good, schema, schema)
+    _structural({**good, "complete": False}, schema, schema)
     for bad in ({**good, "report_format": 2}, {**good, "dtypes": ["float8"]}, {**good, "exit_status": "0"},
+                {**good, "complete": "no"},
                 {k: v for k, v in good.items() if k != "results"}, {**good, "results": [{"test_id": "x"}]}):
         with pytest.raises(AssertionError):
             _structural(bad, schema, schema)
@@ -286,7 +288,7 @@ def test_report_validates_against_its_schema_and_feeds_the_matrix(run_suite, tmp
     r, rep = _report(run_suite, tmp_path, f"{BROKEN}:PairingSwapped", "-k", "rope-tiny-half or sin-interleaved-d8",
                      "--dtype", "float32,bfloat16", "--expectations", p)
     _check_schema(rep)
-    assert rep["report_format"] == 1 and rep["expectations"] == p and rep["examples"] == 6
+    assert rep["report_format"] == 1 and rep["expectations"] == p and rep["examples"] == 6 and rep["complete"] is True
     by = {(x["check"], x["case"], x["dtype"]): x for x in rep["results"]}
     div = by[("golden", "rope-tiny-half", "float32")]
     assert div["outcome"] == "diverges" and div["expected_reason"] == "deliberately broken adapter"

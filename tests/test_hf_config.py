@@ -84,7 +84,7 @@ def test_published_values_come_through():
      "gptj has no RoPE scaling"),
     ({"model_type": "llama", "num_attention_heads": 1}, "hidden size: none of hidden_size is set"),
     ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1,
-      "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "is required for rope_type 'llama3'"),
+      "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling.low_freq_factor: required for rope_type 'llama3'"),
 ])
 def test_bad_configs_name_the_field(config, message):
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -198,3 +198,62 @@ def test_cli_prints_named_param_sets(tmp_path, capsys):
     assert main(["config", "import", str(f)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["decoder"] == {"params_model": "T5Params", "num_buckets": 32, "max_distance": 128, "bidirectional": False}
+
+
+# ---- a corpus read by transformers 5.24 itself: what it refuses, the importer refuses ---------
+
+_BASE = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096}
+REFUSED = {  # config -> the field the importer's error names
+    "yarn without factor": ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}}, "rope_parameters.factor"),
+    "linear without factor": ({"rope_scaling": {"rope_type": "linear"}}, "rope_scaling.factor"),
+    "llama3 without low_freq_factor": ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                                                         "high_freq_factor": 4.0}}, "rope_scaling.low_freq_factor"),
+    "rope_theta a numeric string": ({"rope_theta": "1e6"}, "rope_theta: expected a number"),
+    "rope_theta not a number": ({"rope_theta": "abc"}, "rope_theta: expected a number"),
+    "factor a string": ({"rope_parameters": {"rope_type": "linear", "factor": "2"}}, "rope_parameters.factor"),
+    "rope_theta a string inside rope_parameters": ({"rope_parameters": {"rope_type": "default", "rope_theta": "1e6"}},
+                                                   "rope_parameters.rope_theta"),
+}
+
+
+def _transformers_rotary(d: dict):
+    """transformers 5.24: the config class, then the Llama rotary module (inv_freq, attention scaling)."""
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    hf_d = json.loads(json.dumps(d))
+    cfg = AutoConfig.for_model(hf_d.pop("model_type"), **hf_d)
+    rot = LlamaRotaryEmbedding(cfg)
+    return rot.inv_freq.double().numpy(), float(rot.attention_scaling)
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_what_transformers_refuses_the_importer_refuses(name):
+    extra, field = REFUSED[name]
+    d = {**_BASE, **extra}
+    with pytest.raises((KeyError, TypeError, ValueError)):
+        _transformers_rotary(d)  # at config load or at rotary construction
+    with pytest.raises(SpecError) as e:
+        imp(d)
+    assert field in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("extra", [
+    # both dicts: transformers 5.24 takes a non-empty rope_scaling and drops rope_parameters whole
+    {"rope_scaling": {"rope_type": "linear", "factor": 2.0},
+     "rope_parameters": {"rope_type": "linear", "factor": 4.0, "rope_theta": 5e5}},
+    {"rope_scaling": {"type": "linear", "factor": 2.0}, "rope_theta": 1e6,
+     "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}},
+    {"rope_scaling": {}, "rope_parameters": {"rope_type": "linear", "factor": 3.0, "rope_theta": 2e5}},
+    {"rope_theta": 5e5, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}},
+    {"rope_theta": 5e5},
+], ids=["both-scaling-wins", "both-legacy-type", "empty-scaling", "dict-theta-wins", "top-level-theta"])
+def test_the_importer_reads_what_transformers_reads(extra):
+    """The frequencies transformers' rotary module builds from the config are the importer's."""
+    import numpy as np
+
+    from posenc.reference import rope
+    d = {**_BASE, **extra}
+    inv_hf, af_hf = _transformers_rotary(d)
+    p = imp(d)
+    inv, af = rope.inv_freq(p, p.rdim)
+    np.testing.assert_allclose(inv, inv_hf, rtol=1e-6)
+    assert af == pytest.approx(af_hf)

@@ -52,3 +52,33 @@ def test_cell_verdicts():
     assert matrix._cell(Counter(unsupported=2), set()) == "unsupported"
     assert matrix._cell(Counter(passed=1, diverges=1), {"DIV-X"}) == "diverges: DIV-X (1/2 pass)"
     assert matrix._cell(Counter(passed=5, failed=1, diverges=1), {"DIV-X"}) == "FAIL 1/7"
+
+
+def test_check_prints_what_changed(run_suite, tmp_path, monkeypatch, capsys):
+    """``posenc matrix --check`` on stale files fails and prints the markdown diff (a CI log must
+    say which cell changed), and passes on the files it wrote itself."""
+    r, good = _report(run_suite, tmp_path, "torch", "--dtype", "float32", "-k", "test_golden and rope-llama3-8b")
+    good["exit_status"] = 0
+    monkeypatch.setattr(matrix, "run_adapter", lambda name, *a, **k: (good, "1 passed in 0.1s", 0.1))
+    out = tmp_path / "docs"
+    assert matrix.main(["torch"], "float32", out, check=False, jobs=1) == 0
+    assert matrix.main(["torch"], "float32", out, check=True, jobs=1) == 0
+    assert "matrix: fresh" in capsys.readouterr().out
+    md = out / matrix.MD_NAME
+    md.write_text(md.read_text().replace("| pass |", "| FAIL 1/1 |", 1))
+    assert matrix.main(["torch"], "float32", out, check=True, jobs=1) == 1
+    text = capsys.readouterr().out
+    assert "is stale" in text and "-| " in text and "FAIL 1/1" in text and "+| " in text
+
+
+def test_a_run_cut_short_is_marked_and_refused(run_suite, tmp_path, monkeypatch, capsys):
+    """-x stops at the first failure: the summary says the run was cut short, the report says
+    complete: false, and posenc matrix fails rather than write its cells."""
+    r, rep = _report(run_suite, tmp_path, f"{BROKEN}:PairingSwapped", "--dtype", "float32", "-x",
+                     "-k", "test_golden and (rope-llama3-8b or sin-)")
+    assert r.ret == 1 and rep["complete"] is False
+    assert "posenc: the run was cut short" in r.stdout.str()
+    monkeypatch.setattr(matrix, "run_adapter", lambda name, *a, **k: (rep, "1 failed in 0.1s", 0.1))
+    assert matrix.main(["broken"], "float32", tmp_path / "docs", check=False, jobs=1) == 1
+    out = capsys.readouterr().out
+    assert "cut short" in out and not (tmp_path / "docs" / matrix.MD_NAME).read_text().count("broken-pairing")

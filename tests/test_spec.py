@@ -216,6 +216,16 @@ def test_cli_validate_reports_error(spec_copy, capsys):
     assert cli.main(["spec", "validate", str(SPEC_DIR)]) == 0
 
 
+def test_cli_validate_refuses_an_unregistered_mutant(spec_copy, capsys):
+    """A typo in a divergence's ``mutant:`` would silently drop its diagnosis: validate names it."""
+    def typo(d):
+        d["divergences"][0]["mutant"] += "_typo"
+    _edit(spec_copy / "rope.yaml", typo)
+    assert cli.main(["spec", "validate", str(spec_copy)]) == 2
+    err = capsys.readouterr().err
+    assert "mutant '" in err and "_typo' is not registered (did you mean" in err
+
+
 # =============================================================================================
 # Schema freshness
 # =============================================================================================

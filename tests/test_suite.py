@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import posenc.conformance
@@ -236,6 +237,46 @@ def test_tampered_golden_is_named(run_suite, monkeypatch, tmp_path):
     assert r.ret == 1 and "rope-tiny-half.npz: sha256 does not match the manifest" in r.stdout.str()
 
 
+def test_golden_edited_with_its_manifest_is_a_kit_error(run_suite, monkeypatch, tmp_path):
+    """An output scaled in the npz with the manifest's sha256 rewritten (so only a recomputation
+    can tell) is refused on load: a kit error naming the file, in the summary and the report, never
+    a failure of the adapter or a clause; an adapter that matches the edit gains nothing."""
+    import hashlib
+    import io
+    import json
+    import shutil
+
+    from posenc.conformance import golden, suite
+    d = tmp_path / "golden"
+    shutil.copytree(golden.GOLDEN_DIR, d)
+    f = d / "rope-tiny-half.npz"
+    with np.load(f, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["output/q"] = arrays["output/q"] * 2
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    f.write_bytes(buf.getvalue())
+    m = json.loads((d / "manifest.json").read_text())
+    next(e for e in m["cases"] if e["id"] == "rope-tiny-half")["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    (d / "manifest.json").write_text(json.dumps(m))
+    suite._manifest.cache_clear()
+    suite.load_golden.cache_clear()
+    monkeypatch.setattr(suite, "_manifest", lambda directory: golden.read_manifest(d))
+    orig = golden.load
+    monkeypatch.setattr(golden, "load", lambda case, directory=d, manifest=None: orig(case, d, manifest))
+    rep = tmp_path / "r.json"
+    r = run_suite("torch", "--report-json", str(rep), "-k", "test_golden and (rope-tiny-half or rope-llama3-8b)")
+    suite.load_golden.cache_clear()
+    out = r.stdout.str()
+    assert r.ret == 1, out[-2000:]
+    assert "posenc kit error" in out and "rope-tiny-half.npz: output 'q' differs from the reference's recomputation" in out
+    assert "1 kit error(s)" in out
+    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines() if ln.startswith("ROPE-PAIR-HALF ")}
+    assert rows["ROPE-PAIR-HALF"][1] == "0", rows  # not booked as a failure of the clause
+    recs = [x for x in json.loads(rep.read_text())["results"] if x["case"] == "rope-tiny-half"]
+    assert recs and all(x["outcome"] == "error" and "recomputation" in x["reason"] for x in recs), recs
+
+
 def test_expectation_with_the_wrong_divergence_fails(run_suite, tmp_path):
     """A listed failure that fails for another reason is not hidden: the divergence is checked."""
     import torch
@@ -404,3 +445,56 @@ def test_stale_line_for_a_dtype_not_run_is_still_stale(run_suite, tmp_path):
 """)
     r = run_suite("torch", "--expectations", exp)
     assert r.ret == 4 and "stale line" in r.stderr.str()
+
+
+def test_in_place_adapter_is_named_and_cannot_touch_the_goldens(run_suite):
+    """A RoPE kernel that writes its (correct) result into q and k fails with the in-place message
+    at every dtype, and the kit's cached golden inputs are unchanged afterwards: float64 included,
+    where torch.from_numpy would share memory with them."""
+    from posenc.conformance import golden, suite
+    r = run_suite(f"{BROKEN}:InPlaceRope", "--dtype", "float64,float32", "-k", "rope-llama3-8b and not generated")
+    out = r.stdout.str()
+    assert r.ret == 1 and "modified its input 'q' in place" in out, out[-3000:]
+    assert "ROPE-PAIR-HALF" in out and "posenc rerun" in out
+    failed = r.parseoutcomes()["failed"]
+    assert failed >= 2 and out.count("modified its input") >= failed
+    g = suite.load_golden("rope-llama3-8b")
+    fresh = golden.case_inputs(g.case)
+    for name, a in g.inputs.items():
+        assert np.array_equal(a, fresh[name]), name
+        assert not a.flags.writeable
+
+
+def test_non_native_output_is_a_contract_failure(run_suite):
+    """A NumPy array from a torch adapter: a clause-named failure saying what the output is, in
+    golden and generated tests alike (no AttributeError from inside the kit)."""
+    r = run_suite(f"{BROKEN}:NumpyOutput", "-k", "(sin- and test_golden) or (test_generated and sinusoidal.table)")
+    out = r.stdout.str()
+    assert r.ret == 1 and r.parseoutcomes()["failed"] >= 2
+    assert "output 'pe' is a numpy.ndarray, not the adapter's native array type (torch.Tensor" in out, out[-3000:]
+    assert "AttributeError" not in out
+
+
+@pytest.mark.parametrize("source,message", [
+    ("def broken(:\n", "importing {path} raised SyntaxError"),
+    ("import no_such_module_posenc\n", "importing {path} raised ModuleNotFoundError: No module named 'no_such_module_posenc'"),
+    ("from posenc.adapters.torch_adapter import TorchAdapter\n"
+     "class A(TorchAdapter):\n    def __init__(self):\n        raise RuntimeError('no GPU context')\nADAPTER = A\n",
+     "constructing the adapter raised RuntimeError: no GPU context"),
+    ("from posenc.adapters.torch_adapter import TorchAdapter\n"
+     "class A(TorchAdapter):\n    def versions(self):\n        raise OSError('no metadata')\nADAPTER = A\n",
+     "versions() raised OSError: no metadata"),
+])
+def test_a_broken_adapter_file_is_a_one_line_usage_error(run_suite, tmp_path, source, message):
+    path = tmp_path / "my_adapter.py"
+    path.write_text(source)
+    r = run_suite(str(path))
+    err = r.stderr.str()
+    assert r.ret == 4 and message.format(path=path) in err, err
+    assert "INTERNALERROR" not in err and "Traceback" not in err
+
+
+def test_an_unwritable_report_path_is_refused_before_the_run(run_suite, tmp_path):
+    r = run_suite("torch", "--report-json", str(tmp_path / "no" / "such" / "dir" / "r.json"))
+    assert r.ret == 4 and "--report-json" in r.stderr.str() and "does not exist" in r.stderr.str()
+    assert "passed" not in r.stdout.str()

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SpecError
+from .. import read_yaml
 from ..models import PARAM_MODELS, Source
 
 REGISTRY_PATH = Path(__file__).resolve().parent / "models.yaml"
@@ -39,7 +40,7 @@ class Registry(BaseModel):
 def load(path: Path = REGISTRY_PATH) -> dict[str, ModelEntry]:
     """Load and validate the registry; errors name the file and field."""
     try:
-        reg = Registry.model_validate(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+        reg = Registry.model_validate(read_yaml(Path(path).read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError) as e:
         raise SpecError(f"{Path(path).name}: {e}") from None
     except ValidationError as e:

@@ -1,0 +1,104 @@
+"""``pytest conformance -n N`` (pytest-xdist) gives what a serial run gives: the per-clause
+summary, the ``--report-json`` verdicts, the exit code and the expectation strictness.
+
+The workers attach each test's verdict to its report (``rep.posenc``); the controller books the
+reports it receives (``plugin._Booker``).  Runs in subprocesses, as a user runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import posenc.conformance
+
+CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
+BROKEN = Path(__file__).resolve().parent / "broken_adapters.py"
+
+
+def _run(pytester, adapter, *args, n=None):
+    extra = ("-n", str(n)) if n else ("-p", "no:xdist")
+    return pytester.runpytest_subprocess(str(CONFORMANCE_DIR), "--adapter", adapter, "-p", "no:cacheprovider",
+                                         "--import-mode=importlib", *extra, *args)
+
+
+def _table(text: str) -> list[str]:
+    """The per-clause summary rows (clause and four counts)."""
+    return sorted(ln for ln in text.splitlines() if re.fullmatch(r"[A-Z0-9-]+( +\d+){4}", ln.strip()))
+
+
+def _expectation_file(tmp_path: Path, case: str, evidence: str) -> Path:
+    """One golden expectation line: float32 pairing swapped (ROPE-PAIR-HALF) of ``case``."""
+    import torch
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(f"""format: 2
+expected_failures:
+  - case: {case}
+    check: golden
+    dtypes: [float32]
+    clause: ROPE-PAIR-HALF
+    divergence: DIV-ROPE-PAIRING-SWAPPED
+    evidence: {evidence}
+    library: torch
+    library_version: "{torch.__version__}"
+""")
+    return exp
+
+
+def _results(path: Path) -> list[dict]:
+    return sorted(json.loads(path.read_text())["results"], key=lambda r: r["test_id"])
+
+
+def test_xdist_run_equals_serial_run(pytester, tmp_path):
+    """A failing adapter, golden + invariant + generated tests at two dtypes: the same exit code,
+    summary rows, partly-unsupported lines and report records with -n 2 as without."""
+    sel = ["--dtype", "float32,bfloat16", "-k", "rope-llama3-8b or (test_generated and rope.apply)"]
+    runs = {}
+    for n in (None, 2):
+        out = tmp_path / f"r{n}.json"
+        r = _run(pytester, f"{BROKEN}:PairingSwapped", "--report-json", str(out), *sel, n=n)
+        runs[n] = (r.ret, _table(r.stdout.str()), _results(out), r.stdout.str())
+    (ret1, table1, res1, text1), (ret2, table2, res2, text2) = runs[None], runs[2]
+    assert ret1 == ret2 == 1
+    assert table1 and table1 == table2, (table1, table2)
+    assert any(" 0 " not in row.split(None, 1)[1][:12] for row in table1)  # some clause has failures
+    assert res1 == res2
+    assert {r["outcome"] for r in res1} >= {"passed", "failed"}
+    assert "posenc conformance: broken-pairing-swapped" in text2
+
+
+def test_xdist_nothing_checked_fails(pytester):
+    """An adapter that supports nothing exits 1 under -n 2, as in a serial run."""
+    for n in (None, 2):
+        r = _run(pytester, f"{BROKEN}:NothingSupported", "-k", "rope-llama3-8b", n=n)
+        assert r.ret == 1, (n, r.stdout.str()[-1500:])
+        assert "a run that checks nothing fails" in r.stdout.str()
+
+
+def test_xdist_stale_expectation_line_is_a_usage_error(pytester, tmp_path):
+    """A stale expectation line stops both runs with exit code 4 and the line named (no
+    INTERNALERROR, no test run)."""
+    exp = _expectation_file(tmp_path, "rope-no-such-case", "a line whose case was renamed")
+    for n in (None, 2):
+        r = _run(pytester, "torch", "--expectations", str(exp), n=n)
+        text = r.stdout.str() + r.stderr.str()
+        assert r.ret == 4, (n, text[-1500:])
+        assert "rope-no-such-case" in text and "stale line" in text and "INTERNALERROR" not in text
+        assert " passed" not in r.stdout.str().splitlines()[-1]
+
+
+@pytest.mark.parametrize("n", [None, 2])
+def test_xdist_expected_divergence_is_booked_once(pytester, tmp_path, n):
+    """An expectation line that holds: xfail booked under the line's clause, exit 0."""
+    exp = _expectation_file(tmp_path, "rope-llama3-8b", "the planted pairing bug of tests/broken_adapters.py")
+    out = tmp_path / "r.json"
+    r = _run(pytester, f"{BROKEN}:PairingSwapped", "--expectations", str(exp), "--report-json", str(out),
+             "-k", "test_golden and rope-llama3-8b and not scattered", n=n)
+    assert r.ret == 0, r.stdout.str()[-2000:]
+    rows = {row.split()[0]: row.split()[1:] for row in _table(r.stdout.str())}
+    assert rows["ROPE-PAIR-HALF"] == ["0", "0", "1", "0"], rows
+    recs = _results(out)
+    assert [x["outcome"] for x in recs] == ["diverges"] and recs[0]["divergence"] == "DIV-ROPE-PAIRING-SWAPPED"
