@@ -76,6 +76,15 @@ def _expectations_parser(sub) -> None:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `posenc spec show ... | head`: the reader stopped; not an error of ours
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv=None) -> int:
     a = _parser().parse_args(argv)
     try:
         if a.group == "expectations":

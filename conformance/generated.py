@@ -271,16 +271,31 @@ def drawn_examples(op: str, dtype: str, n: int = DEFAULT_EXAMPLES, chosen: Optio
     return out
 
 
-def run_generated(config, adapter: Adapter, device: str, dtype: str, op: str, excuse=None) -> Counter:
+class Outcomes(Counter):
+    """Verdict counts of a generated test (``passed``, ``unsupported:<reason>``, ``excused:<ID>``)
+    and ``by_clause``: per clause of the drawn cases, the verdict kinds its examples got -- a
+    clause only unsupported draws reached is not credited with the others' passes."""
+
+    def __init__(self):
+        super().__init__()
+        self.by_clause: dict[str, Counter] = {}
+
+    def add(self, verdict: str, clauses) -> None:
+        self[verdict] += 1
+        for cl in clauses:
+            self.by_clause.setdefault(cl, Counter())[verdict.split(":", 1)[0]] += 1
+
+
+def run_generated(config, adapter: Adapter, device: str, dtype: str, op: str, excuse=None) -> Outcomes:
     """Check ``--posenc-examples`` drawn cases of ``op``; fail with the shrunk case."""
     from .plugin import generated_examples
     getattr(adapter, families.operation(op).method)  # an adapter without the method: Unsupported, at once
-    outcomes: Counter = Counter()
+    outcomes = Outcomes()
 
     def visit(example):
         c, seed = example
         verdict = check_example(adapter, c, seed, dtype, device, excuse)
-        outcomes[verdict] += 1
+        outcomes.add(verdict, c.clauses)
         if verdict.startswith("unsupported:"):
             unsupported = sum(k.startswith("unsupported:") for k in outcomes.elements())
             if unsupported >= GIVE_UP_AFTER and unsupported == sum(outcomes.values()):

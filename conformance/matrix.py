@@ -95,9 +95,12 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
         divs: dict = defaultdict(set)
         reasons: Counter = Counter()
         for r in rep["results"]:
-            clauses = r["violated"] if r["outcome"] in ("failed", "diverges") and r["violated"] else r["clauses"]
-            for c in clauses:
-                counts[(r["dtype"], c)][r["outcome"]] += 1
+            counted = r.get("counted")  # what the run's summary counted, per clause
+            if counted is None:  # a report from before `counted`
+                clauses = r["violated"] if r["outcome"] in ("failed", "diverges") and r["violated"] else r["clauses"]
+                counted = {c: r["outcome"] for c in clauses}
+            for c, outcome in counted.items():
+                counts[(r["dtype"], c)][outcome] += 1
                 if r["divergence"]:
                     divs[(r["dtype"], c)].add(r["divergence"])
             if r["outcome"] == "unsupported":

@@ -69,8 +69,8 @@ def _report_path(config) -> None:
 
 
 class State:
-    def __init__(self, adapter: Adapter, device: str, dtypes: list[str], expectations: Optional[Path]):
-        self.adapter, self.device, self.dtypes = adapter, device, dtypes
+    def __init__(self, adapter: Adapter, device: str, dtypes: list[str], expectations: Optional[Path], config=None):
+        self.adapter, self.device, self.dtypes, self.config = adapter, device, dtypes, config
         self.versions = _versions(adapter)
         self.spec = load_spec()
         self.expectations_path = expectations
@@ -89,6 +89,10 @@ class State:
         self.partly_unsupported: list[str] = []  # generated tests that passed with unsupported draws
         self.kit_errors: list[str] = []  # a golden or kit fault: named, never counted against a clause
         self.complete = True  # false when the session was interrupted or stopped early
+        self.booked: set[str] = set()  # node IDs with a verdict
+        self.scheduled: Optional[set[str]] = None  # pytest-xdist: the node IDs the workers collected
+        self.crashes: list[str] = []  # pytest-xdist: node IDs whose worker died
+        self.not_run: list[str] = []  # pytest-xdist: scheduled, never booked (the run was ended)
 
 
 def pytest_addoption(parser):
@@ -131,6 +135,14 @@ def normalize_device(device: str) -> str:
     return ("cuda" if kind == "gpu" else kind) + sep + index
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """With -n N and no --max-worker-restart: the third crashed worker ends the run (two restarts;
+    the rest is reported as not run, naming the first crash), not pytest-xdist's 4 x N restarts."""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "maxworkerrestart", "") is None:
+        config.option.maxworkerrestart = "2"
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "posenc: a conformance test (parametrized over --dtype)")
     config.addinivalue_line("markers", "clauses(*ids): the spec clauses a conformance test checks")
@@ -155,7 +167,7 @@ def pytest_configure(config):
     if exp is None:
         default = EXPECTATIONS_DIR / f"{adapter.name}.yaml"
         exp = default if default.is_file() else None
-    st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None)
+    st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
     if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
         config.pluginmanager.register(_Booker(st), "posenc-booker")
 
@@ -374,10 +386,15 @@ def pytest_runtest_makereport(item, call):
         else:
             clauses = getattr(exc, "violated", None) if kind != "passed" else None
         props = dict(item.user_properties)
+        # a kit error is counted apart (the matrix's KIT ERROR cell), never as the adapter's failure
+        counted = {c: kind for c in (clauses or _clauses_of(item))}
+        gen = props.get("posenc_clauses")
+        if gen and kind == "passed":  # a generated test: only the clauses its passing examples exercised
+            counted = {c: "unsupported" for c in gen["unsupported"]} | {c: "passed" for c in gen["passed"]}
         # What the summary and the report count, attached to the report so that it travels with it
         # from a pytest-xdist worker to the controller (plain JSON data): booked by _book.
-        rep.posenc = {"kind": kind, "clauses": list(clauses or _clauses_of(item)),
-                      "record": _record(item, rep, kind, entry, clauses, exc),
+        rep.posenc = {"kind": kind, "counted": counted, "nodeid": item.nodeid,
+                      "record": _record(item, rep, kind, entry, clauses, exc, counted),
                       "partly_unsupported": props.get("posenc_partly_unsupported"),
                       "kit_error": f"{item.nodeid}: {exc}" if kind == "kit error" else None}
     return rep
@@ -402,14 +419,21 @@ def _crash_payload(st: State, report) -> Optional[dict]:
         except KeyError:
             pass
     cause = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "the worker process died"
+    limit = st.config.getoption("--posenc-timeout")
     text = (f"{', '.join(clauses)}: {st.adapter.name} crashed its process on case {case} ({dtype}): {cause}; "
-            "an exit, a signal, an out-of-memory kill or a --posenc-timeout. The worker was restarted and the "
-            "run went on")
+            f"an exit, a signal, an out-of-memory kill{f' or --posenc-timeout ({limit:g} s)' if limit else ''} "
+            "(the worker's stderr above says which). The worker was restarted")
     report.longrepr = text
+    node = report.nodeid if Path(report.nodeid.split("::")[0]).is_absolute() else \
+        str(Path(str(st.config.rootpath)) / report.nodeid)
+    report.sections.append(("posenc rerun", _rerun(st.config, node, dtype)))
     record = {"test_id": name, "case": case, "check": check, "dtype": dtype, "clauses": clauses,
               "outcome": "failed", "violated": clauses, "divergence": None, "expected_reason": None,
-              "diagnosis": [], "inferred": [], "raised": True, "reason": text[:300], "generated": None}
-    return {"kind": "failed", "clauses": clauses, "record": record, "partly_unsupported": None, "kit_error": None}
+              "diagnosis": [], "inferred": [], "raised": True, "reason": text[:300], "generated": None,
+              "counted": {c: "failed" for c in clauses}}
+    st.crashes.append(report.nodeid)
+    return {"kind": "failed", "counted": {c: "failed" for c in clauses}, "record": record, "partly_unsupported": None,
+            "kit_error": None, "nodeid": report.nodeid}
 
 
 def _book(st: State, payload: dict) -> None:
@@ -421,10 +445,10 @@ def _book(st: State, payload: dict) -> None:
         st.failed += 1
     if kind == "kit error":
         st.kit_errors.append(payload["kit_error"])
-    else:
-        for c in payload["clauses"]:
-            st.outcomes[c][kind] += 1
+    for c, k in payload["counted"].items():
+        st.outcomes[c][k] += 1
     st.records.append(payload["record"])
+    st.booked.add(payload["nodeid"])
     if payload["partly_unsupported"]:
         st.partly_unsupported.append(payload["partly_unsupported"])
 
@@ -443,6 +467,10 @@ class _Booker:
             payload = _crash_payload(self.st, report)  # pytest-xdist: the worker died inside the test
         if payload is not None:
             _book(self.st, payload)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):  # what the workers will run
+        self.st.scheduled = set(ids)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):  # pytest-xdist controller: a worker's stale lines
@@ -538,6 +566,11 @@ def report_generated(request, op: str, dtype: str, outcomes, excuses: Optional[_
     for k, n in outcomes.items():
         counts[k.split(":", 1)[0]] += n
     request.node.user_properties.append(("generated", dict(counts, examples=sum(outcomes.values()))))
+    by_clause = getattr(outcomes, "by_clause", None)
+    if by_clause:  # a pass counts under the clauses of the examples that passed, and no others
+        request.node.user_properties.append(("posenc_clauses", {
+            "passed": sorted(c for c, k in by_clause.items() if k["passed"]),
+            "unsupported": sorted(c for c, k in by_clause.items() if not k["passed"] and not k["excused"])}))
     reasons = sorted({k.split(":", 1)[1] for k in outcomes if k.startswith("unsupported:")})
     if counts["unsupported"] and counts["passed"]:
         request.node.user_properties.append((
@@ -554,12 +587,18 @@ def report_generated(request, op: str, dtype: str, outcomes, excuses: Optional[_
 
 def rerun_command(item) -> str:
     """A command that reruns exactly this test, as pasted (same adapter, device, dtype, options)."""
-    opt = item.config.getoption
-    cmd = ["pytest", f"{item.path}::{item.name}", "--adapter", opt("--adapter"), "--device", opt("--device"),
-           "--dtype", item.callspec.params.get("dtype", "float32") if hasattr(item, "callspec") else "float32"]
+    dtype = item.callspec.params.get("dtype", "float32") if hasattr(item, "callspec") else "float32"
+    return _rerun(item.config, f"{item.path}::{item.name}", dtype)
+
+
+def _rerun(config, node: str, dtype: str) -> str:
+    opt = config.getoption
+    cmd = ["pytest", node, "--adapter", opt("--adapter"), "--device", opt("--device"), "--dtype", dtype]
     for name in ("--expectations", "--left-pad-fill", "--posenc-examples", "--posenc-seed"):
         if opt(name) is not None:
             cmd += [name, str(opt(name))]
+    if opt("--posenc-timeout") != DEFAULT_TIMEOUT:
+        cmd += ["--posenc-timeout", f"{opt('--posenc-timeout'):g}"]
     return " ".join(shlex.quote(str(c)) for c in cmd)
 
 
@@ -573,7 +612,10 @@ def _ratio(x) -> Optional[float]:
     return x if math.isfinite(x) else None
 
 
-def _record(item, rep, kind: str, entry, violated, exc=None) -> dict:
+_OUTCOME = {"diverges (expected)": "diverges", "kit error": "error"}  # report names of the kinds
+
+
+def _record(item, rep, kind: str, entry, violated, exc=None, counted=None) -> dict:
     """One test's verdict for ``--report-json`` (and ``posenc matrix``); fields: docs/report-json.md."""
     callspec = getattr(item, "callspec", None)
     case_id, check, dtype = expectations_mod.key_of(item)
@@ -592,7 +634,7 @@ def _record(item, rep, kind: str, entry, violated, exc=None) -> dict:
         "check": check,
         "dtype": callspec.params.get("dtype") if callspec else dtype,
         "clauses": _clauses_of(item),
-        "outcome": {"diverges (expected)": "diverges", "kit error": "error"}.get(kind, kind),
+        "outcome": _OUTCOME.get(kind, kind),
         "violated": list(violated or []),
         "divergence": entry.divergence if entry and diverges else None,
         "expected_reason": entry.evidence if entry and diverges else None,
@@ -602,6 +644,7 @@ def _record(item, rep, kind: str, entry, violated, exc=None) -> dict:
         "raised": bool(getattr(exc, "raised", True)) if kind == "failed" and exc is not None else False,
         "reason": reason,
         "generated": dict(item.user_properties).get("generated"),
+        "counted": {c: _OUTCOME.get(k, k) for c, k in (counted or {}).items()},
     }
 
 
@@ -661,8 +704,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line(f"  {line}")
     if st.checked == 0 and st.failed == 0:
         tr.write_line("posenc: no conformance check ran to a verdict: a run that checks nothing fails", red=True)
+    if st.not_run:
+        tr.write_line(f"posenc: {len(st.not_run)} test(s) did not run: pytest-xdist stopped after "
+                      f"{len(st.crashes)} crashed worker(s) (--max-worker-restart, default 2 restarts here); first crash: "
+                      f"{st.crashes[0] if st.crashes else '?'}", red=True)
     if not st.complete:  # set by pytest_sessionfinish, which runs before this summary
-        tr.write_line(f"posenc: the run was cut short: these counts cover the {len(st.records)} tests that ran"
+        tr.write_line(f"posenc: the run was cut short: these counts cover the {len(st.records)} test(s) that ran"
                       + (" (the --report-json report says complete: false)" if config.getoption("--report-json") else ""),
                       red=True)
 
@@ -678,8 +725,11 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.USAGE_ERROR  # the serial run refuses these at collection
     elif st.outcomes and st.checked == 0 and st.failed == 0 and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    st.not_run = sorted((st.scheduled or set()) - st.booked)  # xdist stopped restarting crashed workers
     st.complete = not (exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-                       or session.shouldstop or session.shouldfail)
+                       or session.shouldstop or session.shouldfail or st.not_run)
+    if st.not_run and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     path = session.config.getoption("--report-json")
     if path:
         Path(path).write_text(json.dumps(report(session.config, st, session.exitstatus), indent=1) + "\n",

@@ -51,7 +51,7 @@ def pairing_probe(request, adapter, device, dtype, case):
     want = a * np.sin(1.0)
     tol = 8 * max(EPS[dtype], EPS["float32"]) * a + 0.01 * a
     lit = [int(i) for i in np.flatnonzero(np.abs(y) > tol) if i != 0]
-    if lit == [expect] and abs(y[expect] - want) <= tol:
+    if lit == [expect]:  # the pairing is right; the angle's value is the goldens' and ROPE-ANGLE's to judge
         _probe_e1(adapter, case, dtype, device, cl, tol)
         return
     if not lit:
@@ -64,7 +64,8 @@ def pairing_probe(request, adapter, device, dtype, case):
         verdict = f"indices {lit} are lit"
     fail(cl, adapter, case, dtype,
          f"{p.pairing} pairing: e_0 at position 1 must light index {expect} with {want:.4f} "
-         f"(and index 0 with {a * np.cos(1.0):.4f}); got {np.round(y[:max(lit + [expect]) + 1], 4).tolist()}: {verdict}")
+         f"(and index 0 with {a * np.cos(1.0):.4f}); got "
+         + ", ".join(f"[{i}] {y[i]:.4f}" for i in ([0] + lit)[:8]) + (" ..." if len(lit) > 7 else "") + f": {verdict}")
 
 
 def _probe_e1(adapter, case, dtype, device, cl, tol):

@@ -321,15 +321,17 @@ class NumpyOutput(TorchAdapter):
 
 
 class ExitsInOneCase(TorchAdapter):
-    """Kills its process (``os._exit``) on the concat sinusoid table of width 7, hangs on width 10 when
-    ``POSENC_TEST_HANG`` is set: under ``-n N`` the crashed case fails by ID and the run goes on."""
+    """Kills its process (``os._exit``) on the concat sinusoid table of width 7 (on every table when
+    ``POSENC_TEST_CRASH_ALL`` is set), hangs on width 10 when ``POSENC_TEST_HANG`` is set: under
+    ``-n N`` a crashed case fails by ID and the run goes on."""
 
     name = "broken-exits"
 
     def sinusoidal(self, position_ids, params, *, dtype, device):
         import os
         import time
-        if params.dim == 7 and params.layout == "concat" and params.variant == "vaswani":
+        if os.environ.get("POSENC_TEST_CRASH_ALL") or (
+                params.dim == 7 and params.layout == "concat" and params.variant == "vaswani"):
             os._exit(3)
         if params.dim == 10 and os.environ.get("POSENC_TEST_HANG"):
             time.sleep(3600)

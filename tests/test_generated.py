@@ -139,3 +139,22 @@ def test_generated_failure_excused_by_the_diagnosed_divergence_only(run_suite, t
     other = run_suite(f"{BROKEN}:PairingSwapped", "-k", "generated and rope.apply and not cos",
                       "--expectations", _expectation_file(tmp_path, "DIV-ROPE-TAIL-ROTATED"))
     assert other.ret == 1 and "generated case (shrunk" in other.stdout.str()
+
+
+def test_a_partly_supported_generated_test_counts_only_what_passed(run_suite, tmp_path):
+    """The README's example adapter does plain half pairing only: its generated rope.apply test
+    passes on those draws, and the summary and the report credit ROPE-PAIR-HALF with the pass,
+    never ROPE-PAIR-INTERLEAVED or a scaling clause (those are unsupported)."""
+    import json
+    example = Path(__file__).resolve().parent.parent / "docs" / "example_adapter.py"
+    out = tmp_path / "r.json"
+    r = run_suite(str(example), "--report-json", str(out), "-k", "test_generated and rope.apply and not cos")
+    rows = {ln.split()[0]: [int(v) for v in ln.split()[1:]] for ln in r.stdout.str().splitlines()
+            if re.fullmatch(r"[A-Z0-9-]+( +\d+){4}", ln.strip())}
+    assert rows["ROPE-PAIR-HALF"][0] == 1, rows
+    for clause in ("ROPE-PAIR-INTERLEAVED", "SCALE-YARN-RAMP", "ROPE-PARTIAL"):
+        assert rows[clause][0] == 0 and rows[clause][3] == 1, (clause, rows[clause])
+    rec = next(x for x in json.loads(out.read_text())["results"] if x["test_id"].startswith("test_generated"))
+    assert rec["outcome"] == "passed" and rec["counted"]["ROPE-PAIR-HALF"] == "passed"
+    assert rec["counted"]["ROPE-PAIR-INTERLEAVED"] == "unsupported"
+    assert rec["generated"]["unsupported"] > 0

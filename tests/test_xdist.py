@@ -102,3 +102,45 @@ def test_xdist_expected_divergence_is_booked_once(pytester, tmp_path, n):
     assert rows["ROPE-PAIR-HALF"] == ["0", "0", "1", "0"], rows
     recs = _results(out)
     assert [x["outcome"] for x in recs] == ["diverges"] and recs[0]["divergence"] == "DIV-ROPE-PAIRING-SWAPPED"
+
+
+def test_a_crashed_or_hung_worker_fails_its_test_by_id_and_the_run_goes_on(pytester, tmp_path, monkeypatch):
+    """-n 1: os._exit inside one case and a sleep past --posenc-timeout inside another each fail
+    that test, under the clauses of its ID, in the summary and the report; the others pass."""
+    monkeypatch.setenv("POSENC_TEST_HANG", "1")
+    out = tmp_path / "r.json"
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--posenc-timeout", "5", "--report-json", str(out),
+             "-k", "test_golden and (sin-concat-d7 or sin-concat-d10 or sin-interleaved-d8 or sin-concat-d8)", n=1)
+    text = r.stdout.str()
+    assert r.ret == 1, text[-2000:]
+    assert "SIN-VASWANI-CONCAT: broken-exits crashed its process on case sin-concat-d7 (float32)" in text
+    assert "crashed its process on case sin-concat-d10-base1e6" in text  # the timer thread ended the worker
+    rows = {row.split()[0]: row.split()[1:] for row in _table(text)}
+    assert rows["SIN-VASWANI-CONCAT"] == ["1", "2", "0", "0"] and rows["SIN-VASWANI-INTERLEAVED"][:2] == ["1", "0"]
+    rep = json.loads(out.read_text())
+    failed = sorted(x["case"] for x in rep["results"] if x["outcome"] == "failed")
+    assert failed == ["sin-concat-d10-base1e6", "sin-concat-d7"] and rep["complete"] is True
+    assert all(x["raised"] and x["violated"] == ["SIN-VASWANI-CONCAT"] for x in rep["results"] if x["outcome"] == "failed")
+
+
+def test_the_third_crash_ends_the_run_naming_the_first(pytester, tmp_path, monkeypatch):
+    """An adapter that dies on every case: after three crashed workers the rest is not run, the
+    summary names the first crash, the report is incomplete and the run fails."""
+    monkeypatch.setenv("POSENC_TEST_CRASH_ALL", "1")
+    out = tmp_path / "r.json"
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--report-json", str(out), "-k", "test_golden and sin-", n=1)
+    text = r.stdout.str()
+    assert r.ret == 1
+    assert "did not run: pytest-xdist stopped after 3 crashed worker(s)" in text and "first crash: conformance/" in text
+    rep = json.loads(out.read_text())
+    assert rep["complete"] is False and [x["outcome"] for x in rep["results"]].count("failed") == 3
+
+
+def test_serial_timeout_names_the_test(pytester, monkeypatch):
+    """Without -n: SIGALRM ends the hung call, the test fails with the clause header, the run goes on."""
+    monkeypatch.setenv("POSENC_TEST_HANG", "1")
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--posenc-timeout", "3",
+             "-k", "test_golden and (sin-concat-d10 or sin-concat-d8)")
+    text = r.stdout.str()
+    assert r.ret == 1 and "SIN-VASWANI-CONCAT: broken-exits did not finish test_golden[float32-sin-concat-d10" in text
+    assert "within 3 s (--posenc-timeout)" in text and "1 passed" in text
