@@ -17,7 +17,7 @@ from posenc import families
 from posenc.adapters import Unsupported
 
 from .golden import Golden
-from .runner import native_inputs
+from .runner import checked_outputs, native_inputs
 from .suite import call_adapter, fail, params, with_invariant
 
 
@@ -40,11 +40,11 @@ def rows(g: Golden, t: int, tk: int, inputs: dict) -> Golden:
     return Golden(g.case, inputs, cut(g.outputs), cut(g.dtype_scales), cut(g.angle_scales), g.angle_based)
 
 
-def exact_decode_steps(adapter, case, dtype, cl, g: Golden, name: str, steps, call) -> None:
+def exact_decode_steps(adapter, case, dtype, device, cl, g: Golden, name: str, steps, call) -> None:
     """Integer outputs decoded one step at a time (``call(t)``) equal the prefill's column ``t``."""
     c0 = int(g.inputs.get("cache_length", 0))
     for t in steps:
-        got = adapter.to_numpy(call_adapter(adapter, case, dtype, cl, call, t))
+        got = call_adapter(adapter, case, dtype, cl, lambda: checked_outputs(adapter, case.op, call(t), dtype, device))[name]
         want = g.outputs[name][:, t:t + 1]
         if got.shape != want.shape or not np.array_equal(got, want):
             fail(cl, adapter, case, dtype, f"decode step {t} (cache_length {c0 + t}): got {got.tolist()}, "
@@ -64,7 +64,8 @@ def left_pad_rows(adapter, case, dtype, device, cl, g: Golden, positions) -> Non
         outs = []
         for mask in (m[b:b + 1], m[b:b + 1, first:]):
             nm = native_inputs(adapter, {"m": mask}, dtype, device)["m"]
-            outs.append(adapter.to_numpy(call_adapter(adapter, case, dtype, cl, positions, nm)))
+            outs.append(next(iter(call_adapter(adapter, case, dtype, cl, lambda: checked_outputs(
+                adapter, case.op, positions(nm), dtype, device)).values())))
         if not np.array_equal(outs[0][:, first:], outs[1]):
             fail(cl, adapter, case, dtype, f"row {b}: the left-padded positions {outs[0].tolist()} differ at the "
                  f"real tokens from the unpadded row's {outs[1].tolist()}")

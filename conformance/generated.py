@@ -210,8 +210,10 @@ def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str,
     except pytest.fail.Exception as e:
         if str(e.msg or "").startswith("Timeout"):  # pytest-timeout (--posenc-timeout): stop, never shrink
             raise _Stopped(str(e.msg)) from None
+        raise GeneratedFailure(c, seed, f"the adapter raised pytest's {type(e).__name__} ({e.msg})", raised=True) from None
+    except KeyboardInterrupt:
         raise
-    except Exception as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
+    except BaseException as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
         raise GeneratedFailure(c, seed, f"{type(e).__name__}: {e}", raised=True) from None
     bad = [r for r in compare_outputs(g, out, dtype) if not r.ok]
     if not bad:

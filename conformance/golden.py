@@ -30,6 +30,7 @@ import hashlib
 import io
 import json
 from dataclasses import dataclass
+from types import MappingProxyType
 from pathlib import Path
 from typing import Optional
 
@@ -100,7 +101,7 @@ def case_inputs(case: Case, seed: int = SEED) -> dict[str, np.ndarray]:
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Golden:
     """One loaded golden case: inputs, reference outputs and error scales (all NumPy)."""
 
@@ -257,10 +258,17 @@ def load(case: Case, directory: Optional[Path] = None, manifest: Optional[dict] 
         families.operation(case.op).eps_floor_float32,
     )
     _verify_against_reference(case, path, g)
-    for arrays in (g.inputs, g.outputs, g.dtype_scales, g.angle_scales):
-        for a in arrays.values():
-            a.flags.writeable = False  # cached for the whole run: nothing may write into it
-    return g
+    return _frozen(g)
+
+
+def _frozen(g: Golden) -> Golden:
+    """The golden with read-only mappings of arrays over immutable ``bytes``: cached for the whole
+    run, nothing may write into it (such an array cannot be made writeable again)."""
+    def freeze(d):
+        return MappingProxyType({k: np.frombuffer(np.ascontiguousarray(a).tobytes(), dtype=a.dtype).reshape(a.shape)
+                                 for k, a in d.items()})
+    return Golden(g.case, freeze(g.inputs), freeze(g.outputs), freeze(g.dtype_scales), freeze(g.angle_scales),
+                  g.angle_based)
 
 
 def _verify_against_reference(case: Case, path: Path, g: Golden) -> None:
@@ -268,6 +276,10 @@ def _verify_against_reference(case: Case, path: Path, g: Golden) -> None:
     definition (outputs within a few float64 ulp of the error scale, integers exactly): a golden
     edited together with its manifest is refused, never checked against."""
     outs, scl = _compute(case, g.inputs)
+    extra = sorted(set(g.outputs) - set(outs))
+    if extra:  # an added output or .compared mask would be checked against, or would mask elements
+        raise GoldenError(f"{path}: stored output(s) {', '.join(extra)} that the reference does not give "
+                          f"(tampered, or stale: `{regenerate_hint(case)}`)")
     for name, (ds, an) in scl.items():
         for kind, stored, ref in (("scale", g.dtype_scales, ds), ("angle", g.angle_scales, an)):
             got = stored.get(name)

@@ -47,12 +47,31 @@ def _versions(adapter: Adapter) -> dict[str, str]:
     """``adapter.versions()``, checked once at the start: a ``{library: version}`` dict of strings."""
     try:
         v = adapter.versions()
-    except Exception as e:  # noqa: BLE001 - a usage error now, not a lost summary at the end
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - a usage error now, not a lost summary at the end
         raise pytest.UsageError(f"adapter {adapter.name!r}: versions() raised {type(e).__name__}: {e}") from None
     if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
         raise pytest.UsageError(f"adapter {adapter.name!r}: versions() must return a dict of library name to "
                                 f"version string, got {v!r}")
     return dict(v)
+
+
+def _adapter_attributes(adapter: Adapter) -> None:
+    """The attributes the plugin reads, read once at the start: a raising or ill-typed one is a
+    usage error here, not an INTERNALERROR later."""
+    from posenc.spec.errors import UsageError
+    try:
+        checks = {"name": adapter.name, "framework": adapter.framework, "devices": tuple(adapter.devices),
+                  "dtypes": tuple(adapter.dtypes), "notes": adapter.notes,
+                  "generated_examples": getattr(adapter, "generated_examples", None)}
+        adapter.device_available("cpu")
+    except (Exception, SystemExit) as e:  # noqa: BLE001
+        raise UsageError(f"adapter {type(adapter).__name__}: reading its attributes raised {type(e).__name__}: {e}") from None
+    for key in ("name", "framework"):
+        if not isinstance(checks[key], str) or not checks[key]:
+            raise UsageError(f"adapter {type(adapter).__name__}: {key} must be a non-empty string, got {checks[key]!r}")
+    ge = checks["generated_examples"]
+    if ge is not None and (isinstance(ge, bool) or not isinstance(ge, int)):
+        raise UsageError(f"adapter {checks['name']!r}: generated_examples must be an integer, got {ge!r}")
 
 
 def _report_path(config) -> None:
@@ -152,6 +171,7 @@ def pytest_configure(config):
     try:
         families.load_checks()  # every registered family, validated: a broken one is named here
         adapter = load_adapter(name)
+        _adapter_attributes(adapter)
     except PosencError as e:
         raise pytest.UsageError(str(e))
     device = normalize_device(config.getoption("--device"))
@@ -373,8 +393,8 @@ def pytest_runtest_makereport(item, call):
     if rep.when == "call" or rep.outcome == "failed" or (rep.when == "setup" and rep.outcome == "skipped"):
         if isinstance(exc, GoldenError):
             kind = "kit error"
-        elif hasattr(rep, "wasxfail"):
-            kind = "diverges (expected)" if rep.outcome == "skipped" else "failed"
+        elif hasattr(rep, "wasxfail"):  # only an expectation line may make an expected divergence
+            kind = "diverges (expected)" if rep.outcome == "skipped" and entry is not None else "failed"
         elif rep.outcome == "skipped":
             kind = "unsupported"
         else:

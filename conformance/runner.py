@@ -213,6 +213,19 @@ def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: st
     return {n: (v, kinds[n.split(".")[0]]) for n, v in raw.items()}
 
 
+def checked_outputs(adapter: Adapter, op_name: str, result, dtype: str, device: str) -> dict[str, np.ndarray]:
+    """What an operation (or its prepared callable) returned, as ``{output: NumPy}`` after the
+    contract checks of :func:`run_op` but the shape (native array type, dtype, device; the tuple's
+    arity): for the checks that call a prepared object step by step.  :class:`AdapterError` otherwise."""
+    op = families.operation(op_name)
+    kinds = {o.name: o.kind for o in op.outputs}
+    out = {}
+    for name, val in _returned(adapter, op, result).items():
+        out[name] = (np.float64(val) if kinds[name] == "scalar" else
+                     _check(adapter, op_name, name, val, kinds[name], dtype, device))
+    return out
+
+
 def run_case(adapter: Adapter, golden: Golden, dtype: str, device: str,
              inputs: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
     """Run a case (optionally with other inputs) and return NumPy outputs, contract-checked:
@@ -229,7 +242,7 @@ def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dty
     and the shape the operation table declares.  The one entry point of golden, generated and
     invariant checks alike; a malformed output is an :class:`AdapterError`, never compared."""
     x = native_inputs(adapter, inputs, dtype, device)
-    raw = call_op(adapter, op, params, x, dtype, device)
+    raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device)  # the case's own params stay the kit's
     check_inputs(op)
     shapes = output_shapes(families.operation(op), params, inputs)
     out = {}

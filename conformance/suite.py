@@ -114,13 +114,18 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
     """Call into the adapter; any exception but ``Unsupported`` fails with the clauses named."""
     try:
         return fn(*args, **kwargs)
-    except (Unsupported, pytest.fail.Exception):
-        raise
+    except (Unsupported, ConformanceFailure, KeyboardInterrupt):
+        raise  # the kit's own verdicts; Ctrl-C is the user's
+    except pytest.fail.Exception as e:
+        if str(e.msg or "").startswith("Timeout"):  # pytest-timeout (--posenc-timeout): the plugin names it
+            raise
+        fail(clauses, adapter, case, dtype, f"the adapter raised pytest's {type(e).__name__} ({e.msg}): an "
+             "operation reports a result, Unsupported, or an exception", raised=True)
     except pytest.skip.Exception as e:
         fail(clauses, adapter, case, dtype, f"the adapter raised a pytest skip ({e.msg}); only "
              "posenc.adapters.Unsupported reports an unsupported case, and a missing library is a failure",
              raised=True)
-    except Exception as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
+    except BaseException as e:  # noqa: BLE001 - SystemExit, GeneratorExit ... too: a failure, reported precisely
         tb = traceback.extract_tb(e.__traceback__)
         # an AdapterError is the kit's verdict on what the adapter did: its message says it all
         where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb and not isinstance(e, AdapterError) else ""

@@ -9,7 +9,7 @@ from posenc.adapters import Unsupported
 from posenc.conformance.cases import Gen
 from posenc.conformance.checks import clauses_of, rows
 from posenc.conformance.golden import generate
-from posenc.conformance.runner import run_op
+from posenc.conformance.runner import checked_outputs, run_op
 from posenc.conformance.suite import assert_conforms, call_adapter, fail, invariant_clauses, load_golden, require_dtype
 from posenc.reference import alibi
 from posenc.spec.tolerance import EPS, bound
@@ -64,8 +64,9 @@ def alibi_slopes_geometric(request, adapter, device, dtype, case):
     require_dtype(adapter, dtype)
     cl = clauses_of(request)
     p = case.params
-    m = call_adapter(adapter, case, dtype, cl, lambda: adapter.to_numpy(
-        adapter.alibi_slopes(p, dtype=dtype, device=device)).astype(np.float64))
+    m = call_adapter(adapter, case, dtype, cl, lambda: checked_outputs(
+        adapter, "alibi.slopes", adapter.alibi_slopes(p, dtype=dtype, device=device), dtype, device)["slopes"]
+        ).astype(np.float64)
     n = p.num_heads
     if m.shape != (n,):
         fail(cl, adapter, case, dtype, f"slopes have shape {list(m.shape)}, expected [{n}]")

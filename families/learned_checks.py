@@ -8,7 +8,7 @@ import numpy as np
 
 from posenc.adapters import Unsupported
 from posenc.conformance.checks import clauses_of, exact_decode_steps, left_pad_rows, step
-from posenc.conformance.runner import native, native_inputs
+from posenc.conformance.runner import checked_outputs, native, native_inputs
 from posenc.conformance.suite import assert_conforms, call_adapter, fail, load_golden, require_dtype
 
 from . import check
@@ -30,7 +30,8 @@ def gpt2_cache_equals_prefill(request, adapter, device, dtype, case):
     for t in range(x["input_ids"].shape[1]):
         xt = {**x, "input_ids": x["input_ids"][:, t:t + 1], "cache_length": np.asarray(cl + t)}
         ni = native_inputs(adapter, {"i": xt["input_ids"]}, dtype, device)["i"]
-        out = {"embeddings": adapter.to_numpy(call_adapter(adapter, case, dtype, cl_ids, f, ni, cache_length=cl + t))}
+        out = call_adapter(adapter, case, dtype, cl_ids,
+                           lambda: checked_outputs(adapter, case.op, f(ni, cache_length=cl + t), dtype, device))
         assert_conforms(adapter, step(g, t, xt, {"embeddings": 1}), out, dtype,
                         f"decode step {t} with cache_length {cl + t}", cl_ids)
 
@@ -44,7 +45,7 @@ def opt_cache_equals_prefill(request, adapter, device, dtype, case):
 
     def call(t):
         return adapter.opt_positions(native_inputs(adapter, {"m": m[:, :cl + t + 1]}, dtype, device)["m"], cl + t)
-    exact_decode_steps(adapter, case, dtype, clauses_of(request), g, "positions", range(m.shape[1] - cl), call)
+    exact_decode_steps(adapter, case, dtype, device, clauses_of(request), g, "positions", range(m.shape[1] - cl), call)
 
 
 @check("left_pad_equals_unpadded", invariant="left_pad", ops=("learned.opt_positions",))
@@ -88,7 +89,7 @@ def _row_range_matches(adapter, case, dtype, probe, got):
     return found
 
 
-def _must_raise(adapter, case, dtype, cl, what, fn, *args, probe=None, **kwargs):
+def _must_raise(adapter, case, dtype, device, cl, what, fn, *args, probe=None, **kwargs):
     """``fn(*args, **kwargs)`` must raise IndexError; ``probe`` (op, params, NumPy inputs) names the
     known divergence whose mutant returns the same value when it does not."""
     try:
@@ -98,12 +99,18 @@ def _must_raise(adapter, case, dtype, cl, what, fn, *args, probe=None, **kwargs)
     except Exception as e:  # noqa: BLE001
         fail(cl, adapter, case, dtype, f"{what}: expected an IndexError (PositionOutOfRange), got "
              f"{type(e).__name__}: {e}")
-    got = adapter.to_numpy(out)
+    got = _one(adapter, case, dtype, device, cl, out)
     matches = _row_range_matches(adapter, case, dtype, probe, got) if probe is not None else []
     detail = f"{what} returned a value instead of raising (clamped or wrapped: shape {tuple(got.shape)})"
     if probe is not None and not matches:
         detail += "\n  diagnosis: no known divergence reproduces this output"
     fail(cl, adapter, case, dtype, detail, matches)
+
+
+def _one(adapter, case, dtype, device, cl, out) -> np.ndarray:
+    """The single output of ``case.op`` as NumPy, contract-checked (a clause-named failure otherwise)."""
+    return next(iter(call_adapter(adapter, case, dtype, cl, checked_outputs, adapter, case.op, out, dtype,
+                                  device).values()))
 
 
 def _gpt2_rows(adapter, case, dtype, device, cl, g, x):
@@ -117,7 +124,7 @@ def _gpt2_rows(adapter, case, dtype, device, cl, g, x):
                                                 "wpe": _as_run(adapter, g.inputs["wpe"], dtype, device),
                                                 "input_ids": np.zeros((1, 2), np.int64), "position_ids": pos,
                                                 "cache_length": np.asarray(0)})
-        _must_raise(adapter, case, dtype, cl, f"position {bad} of a {n}-row wpe", f, ids,
+        _must_raise(adapter, case, dtype, device, cl, f"position {bad} of a {n}-row wpe", f, ids,
                     position_ids=native(adapter, pos, "int64", device), probe=probe)
 
 
@@ -132,10 +139,10 @@ def _bart_rows(adapter, case, dtype, device, cl, g, x):
     f = call_adapter(adapter, case, dtype, cl, adapter.bart_embeddings, case.params, {"table": x["table"]},
                      dtype=dtype, device=device)
     ids = native(adapter, np.zeros((1, 1), np.int64), "int64", device)
-    last = adapter.to_numpy(call_adapter(adapter, case, dtype, cl, f, ids, cache_length=n - 3))
+    last = _one(adapter, case, dtype, device, cl, call_adapter(adapter, case, dtype, cl, f, ids, cache_length=n - 3))
     if not np.array_equal(last[0, 0], adapter.to_numpy(native(adapter, table[n - 1], dtype, device))):
         fail(cl, adapter, case, dtype, f"cache_length {n - 3} must read the last valid row {n - 1} as is")
-    _must_raise(adapter, case, dtype, cl, f"cache_length {n - 2} (row {n} of a {n}-row BART table)", f, ids,
+    _must_raise(adapter, case, dtype, device, cl, f"cache_length {n - 2} (row {n} of a {n}-row BART table)", f, ids,
                 cache_length=n - 2)
 
 
@@ -143,14 +150,14 @@ def _lookup_rows(adapter, case, dtype, device, cl, g, x):
     table = g.inputs["table"]
     n = table.shape[0]
     rows = native(adapter, np.array([[n - 1]]), "int64", device)
-    last = adapter.to_numpy(call_adapter(adapter, case, dtype, cl, adapter.lookup, x["table"], rows))
+    last = _one(adapter, case, dtype, device, cl, call_adapter(adapter, case, dtype, cl, adapter.lookup, x["table"], rows))
     tab_last = adapter.to_numpy(native(adapter, table[n - 1], dtype, device))
     if not np.array_equal(last[0, 0], tab_last):
         fail(cl, adapter, case, dtype, f"the last valid row {n - 1} must be returned as is")
     for bad in (n, -1):
         rows = np.array([[0, bad]], np.int64)
         probe = ("learned.lookup", case.params, {"table": _as_run(adapter, table, dtype, device), "rows": rows})
-        _must_raise(adapter, case, dtype, cl, f"row {bad} of a {n}-row table", adapter.lookup, x["table"],
+        _must_raise(adapter, case, dtype, device, cl, f"row {bad} of a {n}-row table", adapter.lookup, x["table"],
                     native(adapter, rows, "int64", device), probe=probe)
 
 
@@ -159,7 +166,7 @@ def _opt_rows(adapter, case, dtype, device, cl, g, x):
     f = call_adapter(adapter, case, dtype, cl, adapter.opt_embeddings, case.params, {"table": x["table"]},
                      dtype=dtype, device=device)
     mask = native(adapter, np.ones((1, n - 1), np.int64), "int64", device)  # rows 2 .. n: one past the end
-    _must_raise(adapter, case, dtype, cl, f"{n - 1} real tokens (row {n} of a {n}-row OPT table)", f, mask,
+    _must_raise(adapter, case, dtype, device, cl, f"{n - 1} real tokens (row {n} of a {n}-row OPT table)", f, mask,
                 cache_length=n - 2)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from posenc.conformance.checks import clauses_of, rows
-from posenc.conformance.runner import native_inputs
+from posenc.conformance.runner import checked_outputs, native_inputs
 from posenc.conformance.suite import assert_conforms, call_adapter, load_golden, require_dtype
 
 from . import check
@@ -26,6 +26,7 @@ def t5_cache_equals_prefill(request, adapter, device, dtype, case):
     tk, c0 = int(x["key_length"]), int(x["cache_length"])
     for t in range(tq):
         xt = {**x, "query_length": np.asarray(1), "cache_length": np.asarray(c0 + t)}
-        out = {"bias": adapter.to_numpy(call_adapter(adapter, case, dtype, cl, f, 1, tk, cache_length=c0 + t))}
+        out = call_adapter(adapter, case, dtype, cl,
+                           lambda: checked_outputs(adapter, case.op, f(1, tk, cache_length=c0 + t), dtype, device))
         assert_conforms(adapter, rows(g, t, tk, xt), out, dtype,
                         f"decode step {t} with cache_length {c0 + t} on one prepared callable", cl)

@@ -336,3 +336,36 @@ class ExitsInOneCase(TorchAdapter):
         if params.dim == 10 and os.environ.get("POSENC_TEST_HANG"):
             time.sleep(3600)
         return super().sinusoidal(position_ids, params, dtype=dtype, device=device)
+
+
+class _UpcastOnDecodeRope(TorchRope):
+    calls = 0
+
+    def apply(self, q, k, position_ids):
+        self.calls += 1
+        yq, yk = super().apply(q, k, position_ids)
+        return (yq.float(), yk.float()) if self.calls > 1 else (yq, yk)
+
+
+class UpcastOnDecode(TorchAdapter):
+    """Right values in the wrong dtype, from the second call of a prepared RoPE on (decode steps)."""
+    name = "broken-upcast-on-decode"
+
+    def rope(self, params, *, dtype, device):
+        return _UpcastOnDecodeRope(params, DTYPES[dtype], device)
+
+
+class RaisesPytestOutcomes(TorchAdapter):
+    """The sinusoid table raises pytest.xfail, the interleaved ALiBi bias SystemExit, T5 buckets
+    GeneratorExit: each a clause-named failure, never an expected divergence or a lost run."""
+    name = "broken-raises-outcomes"
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        import pytest
+        pytest.xfail("not today")
+
+    def alibi_slopes(self, params, *, dtype, device):
+        raise SystemExit(3)
+
+    def t5_buckets(self, relative_position, params):
+        raise GeneratorExit()

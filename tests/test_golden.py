@@ -377,3 +377,28 @@ def test_corrupt_npz_is_named(regenerated):
     (regenerated / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(GoldenError, match="rope-tiny-half.npz: not a readable npz"):
         golden.load(by_id()["rope-tiny-half"], regenerated)
+
+
+def test_an_added_output_or_mask_is_refused(regenerated):
+    """A .compared mask (all False: nothing compared) or an output the reference does not give,
+    added with the sha256 fixed: refused on load, before any adapter is compared with it."""
+    def add_masks(arrays):
+        arrays["output/q.compared"] = np.zeros(arrays["output/q"].shape, bool)
+    _rewrite_output(regenerated, "rope-tiny-half", add_masks)
+    m = json.loads((regenerated / "manifest.json").read_text())
+    e = next(e for e in m["cases"] if e["id"] == "rope-tiny-half")
+    e["outputs"]["q.compared"] = {"shape": e["outputs"]["q"]["shape"], "dtype": "bool"}  # the manifest edited too
+    (regenerated / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(GoldenError, match=r"stored output\(s\) q.compared that the reference does not give"):
+        golden.load(by_id()["rope-tiny-half"], regenerated)
+
+
+def test_loaded_goldens_cannot_be_written(golden_copy):
+    g = golden.load(by_id()["rope-tiny-half"], golden_copy)
+    with pytest.raises(TypeError):
+        g.outputs["q.compared"] = np.zeros(1, bool)  # a read-only mapping
+    a = g.inputs["q"]
+    with pytest.raises(ValueError):
+        a[...] = 0
+    with pytest.raises(ValueError):
+        a.flags.writeable = True  # a view of a read-only base

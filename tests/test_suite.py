@@ -498,3 +498,23 @@ def test_an_unwritable_report_path_is_refused_before_the_run(run_suite, tmp_path
     r = run_suite("torch", "--report-json", str(tmp_path / "no" / "such" / "dir" / "r.json"))
     assert r.ret == 4 and "--report-json" in r.stderr.str() and "does not exist" in r.stderr.str()
     assert "passed" not in r.stdout.str()
+
+
+def test_wrong_dtype_on_decode_steps_is_a_contract_failure(run_suite):
+    """The decode check calls one prepared RoPE step by step: its outputs are contract-checked too."""
+    r = run_suite(f"{BROKEN}:UpcastOnDecode", "--dtype", "bfloat16", "-k", "cache_equals_prefill and rope-llama3-8b")
+    out = r.stdout.str()
+    assert r.ret == 1 and "output 'q' has dtype float32, requested bfloat16" in out, out[-2000:]
+
+
+def test_pytest_outcomes_and_base_exceptions_from_an_operation_are_failures(run_suite, tmp_path):
+    import json
+    rep = tmp_path / "r.json"
+    r = run_suite(f"{BROKEN}:RaisesPytestOutcomes", "--report-json", str(rep),
+                  "-k", "test_golden and (sin-interleaved-d8 or alibi-slopes-8 or t5-buckets-figures-bidirectional)")
+    out = r.stdout.str()
+    assert r.ret == 1 and "INTERNALERROR" not in out + r.stderr.str()
+    assert "the adapter raised pytest's XFailed (not today)" in out
+    assert "SystemExit: 3" in out and "GeneratorExit" in out
+    recs = json.loads(rep.read_text())["results"]
+    assert recs and all(x["outcome"] == "failed" and x["raised"] for x in recs), recs
