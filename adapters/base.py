@@ -80,7 +80,7 @@ last T columns.
 
 Parameters are the pydantic models of :mod:`posenc.spec.models`: ``RopeParams`` (``head_dim``,
 ``rotary_dim`` -- None means head_dim; use the ``rdim`` property --, ``rope_theta``,
-``pairing`` 'half' | 'interleaved', ``attention_factor``, ``rope_type``); ``SinusoidalParams``
+``pairing`` 'half' | 'interleaved' | 'deinterleave', ``attention_factor``, ``rope_type``); ``SinusoidalParams``
 (``dim``, ``layout`` 'interleaved' | 'concat', ``base``, ``variant`` 'vaswani' | 't2t' | 'fairseq' |
 'whisper' -- the h-1 divisor variants are [sin | cos] --, ``padding_idx`` for fairseq; widths a
 variant cannot build raise ``posenc.spec.errors.DegenerateWidth``); ``RobertaEmbeddingParams``

@@ -182,7 +182,11 @@ def _config_import(path: Path) -> int:
     import json as _json
 
     from posenc.spec.hf_config import params_from_hf_config
-    found = params_from_hf_config(path)
+    try:
+        found = params_from_hf_config(path)
+    except SpecError as e:  # the messages name the field as config.json: ...; say which file it was
+        msg = str(e)
+        raise SpecError(f"{path}: {msg.removeprefix('config.json: ')}" if msg.startswith("config.json") else msg) from None
     if set(found) == {"rope"}:  # RoPE models: the RopeParams themselves
         print(found["rope"].model_dump_json(indent=2, exclude_none=True))
     else:

@@ -30,8 +30,8 @@ import hashlib
 import io
 import json
 from dataclasses import dataclass
-from types import MappingProxyType
 from pathlib import Path
+from types import MappingProxyType
 from typing import Optional
 
 import numpy as np

@@ -9,6 +9,7 @@ message naming the operation and the output.  ``diagnose`` runs the registered m
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -95,15 +96,18 @@ def check_inputs(what: str = "") -> None:
                 "`q = q.clone()` / `q.copy()` before the kernel) and return the result")
 
 
-_NATIVE: dict[tuple[int, str], type] = {}
+_NATIVE: "weakref.WeakKeyDictionary[Adapter, dict[str, type]]" = weakref.WeakKeyDictionary()
 
 
 def _native_type(adapter: Adapter, device: str) -> type:
     """The type of the adapter's own arrays (what its ``from_numpy`` gives), per adapter and device."""
-    key = (id(adapter), device)
-    if key not in _NATIVE:
-        _NATIVE[key] = type(adapter.from_numpy(np.zeros(1, np.float32), "float32", device))
-    return _NATIVE[key]
+    try:
+        per_device = _NATIVE.setdefault(adapter, {})
+    except TypeError:  # an adapter that cannot be weakly referenced: no cache
+        per_device = {}
+    if device not in per_device:
+        per_device[device] = type(adapter.from_numpy(np.zeros(1, np.float32), "float32", device))
+    return per_device[device]
 
 
 def _is_native(x, native_type: type) -> bool:
