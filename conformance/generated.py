@@ -45,6 +45,7 @@ from posenc.spec.ranges import domain
 from . import golden as _golden
 from .cases import Case, Gen
 from .runner import compare_outputs, diagnose, run_case
+from .suite import is_timeout
 
 DEFAULT_EXAMPLES = 6
 #: The largest position a RoPE-style generated case draws (the goldens go to 131071).
@@ -212,7 +213,7 @@ def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str,
     except Unsupported as e:
         return f"unsupported:{e.reason}"
     except pytest.fail.Exception as e:
-        if str(e.msg or "").startswith("Timeout"):  # pytest-timeout (--posenc-timeout): stop, never shrink
+        if is_timeout(e):  # stop, never shrink
             raise _Stopped(str(e.msg)) from None
         raise GeneratedFailure(c, seed, f"the adapter raised pytest's {type(e).__name__} ({e.msg})", raised=True) from None
     except KeyboardInterrupt:

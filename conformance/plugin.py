@@ -340,18 +340,18 @@ def pytest_pyfunc_call(pyfuncitem):
     """
     if pyfuncitem.get_closest_marker("clauses") is None:
         return (yield)
-    from .runner import check_inputs, forget_inputs
+    from .runner import forget_inputs
     forget_inputs()
     try:
         try:
             return (yield)
         finally:  # an input modified in place is the failure, whatever the test concluded from it
-            _inputs_unchanged(pyfuncitem, check_inputs)
+            _inputs_unchanged(pyfuncitem)
     except Unsupported as e:
         pytest.skip(f"unsupported: {e.reason}")
     except pytest.fail.Exception as e:
-        if isinstance(e, TimedOut) or str(e.msg or "").startswith("Timeout"):  # pytest-timeout's SIGALRM
-            from .suite import ConformanceFailure
+        from .suite import ConformanceFailure, is_timeout
+        if isinstance(e, TimedOut) or is_timeout(e):
             clauses = _clauses_of(pyfuncitem)
             raise ConformanceFailure(
                 f"{', '.join(clauses)}: {state(pyfuncitem.config).adapter.name} did not finish {pyfuncitem.name} "
@@ -363,9 +363,10 @@ def pytest_pyfunc_call(pyfuncitem):
                     "reports an unsupported case, and a missing library is a failure", pytrace=False)
 
 
-def _inputs_unchanged(item, check_inputs) -> None:
+def _inputs_unchanged(item) -> None:
     """Fail the test, naming its clauses, when a check handed the adapter an input it then
-    modified in place (``run_case`` checks its own call at once)."""
+    modified in place (``run_op`` checks its own call at once)."""
+    from .runner import check_inputs
     try:
         check_inputs()
     except PosencError as e:

@@ -47,7 +47,7 @@ def _manifest(directory):
     return _golden.read_manifest(directory)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=None)  # each golden is verified once per process (~110 MB for all of them)
 def load_golden(case_id: str) -> _golden.Golden:
     case = next(c for c in all_cases() if c.id == case_id)
     directory = _golden.golden_dir(case)
@@ -110,6 +110,11 @@ def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.n
          inferred=inferred)
 
 
+def is_timeout(e: BaseException) -> bool:
+    """``e`` is pytest-timeout's failure (``--posenc-timeout``, SIGALRM in a serial run)."""
+    return isinstance(e, pytest.fail.Exception) and str(e.msg or "").startswith("Timeout")
+
+
 def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str], fn, /, *args, **kwargs):
     """Call into the adapter; any exception but ``Unsupported`` fails with the clauses named."""
     try:
@@ -117,7 +122,7 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
     except (Unsupported, ConformanceFailure, KeyboardInterrupt):
         raise  # the kit's own verdicts; Ctrl-C is the user's
     except pytest.fail.Exception as e:
-        if str(e.msg or "").startswith("Timeout"):  # pytest-timeout (--posenc-timeout): the plugin names it
+        if is_timeout(e):  # the plugin names it
             raise
         fail(clauses, adapter, case, dtype, f"the adapter raised pytest's {type(e).__name__} ({e.msg}): an "
              "operation reports a result, Unsupported, or an exception", raised=True)
