@@ -7,6 +7,8 @@
     posenc spec show ID           a clause, divergence or operation and what it links to (for a review)
     posenc spec list [FAMILY]     list clause and divergence IDs with their titles
     posenc config import FILE     a HF config.json as the spec's parameter models (JSON)
+    posenc config survey [--check]  read every transformers model type (spec/registry/hf_model_types.json,
+                                  docs/model-coverage.md); needs the [hf] extra
     posenc matrix [--check]       run every adapter, write docs/conformance-matrix.{md,json}
     posenc expectations convert FILE...          rewrite old expectation files (test_id lines) as format 2
     posenc expectations init --from-report R     draft an expectation file from a --report-json report
@@ -51,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("config", help="model configs").add_subparsers(dest="cmd", required=True)
     p = c.add_parser("import", help="read a HF config.json (4.x or 5.x) into the spec's parameter models")
     p.add_argument("file", type=Path)
+    p = c.add_parser("survey", help="read every model type of the installed transformers: write "
+                     "spec/registry/hf_model_types.json and docs/model-coverage.md (needs the [hf] extra)")
+    p.add_argument("--check", action="store_true", help="fail if either differs from what transformers gives")
     p = sub.add_parser("matrix", help="run every adapter (one process each) and write the conformance matrix")
     p.add_argument("--adapter", action="append", dest="adapters", metavar="NAME",
                    help="only this adapter (repeatable); default: every registered adapter but numpy")
@@ -94,6 +99,9 @@ def _main(argv=None) -> int:
             return matrix.main(a.adapters or matrix.default_adapters(), a.dtype, a.out or matrix.DOCS_DIR,
                                a.check, a.jobs, a.device)
         if a.group == "config":
+            if a.cmd == "survey":
+                from . import hf_models
+                return hf_models.main(a.check)
             return _config_import(a.file)
         if a.group == "golden":
             return _golden(a)
@@ -181,14 +189,23 @@ def _coverage(examples) -> int:
 def _config_import(path: Path) -> int:
     import json as _json
 
-    from posenc.spec.hf_config import params_from_hf_config
+    from posenc.spec.hf_config import FAMILY_RULES, MROPE_RULES, params_from_hf_config, read_config, rope_import
     try:
-        found = params_from_hf_config(path)
+        config = read_config(path)
+        model_type = config.get("model_type")
+        if model_type in FAMILY_RULES or model_type in MROPE_RULES:
+            found, imported = params_from_hf_config(config), None
+        else:
+            imported = rope_import(config)
+            found = {}
     except SpecError as e:  # the messages name the field as config.json: ...; say which file it was
         msg = str(e)
         raise SpecError(f"{path}: {msg.removeprefix('config.json: ')}" if msg.startswith("config.json") else msg) from None
-    if set(found) == {"rope"}:  # RoPE models: the RopeParams themselves
-        print(found["rope"].model_dump_json(indent=2, exclude_none=True))
+    if imported is not None and set(imported.sets) == {"all_layers"} and not imported.provenance \
+            and not imported.where:  # one RoPE set, nothing defaulted: the RopeParams themselves
+        print(imported.sets["all_layers"].model_dump_json(indent=2, exclude_none=True))
+    elif imported is not None:  # per layer type, read from text_config, or with defaults: say so
+        print(_json.dumps(imported.as_json(), indent=2))
     else:
         print(_json.dumps({k: {"params_model": type(v).__name__, **v.model_dump(mode="json", exclude_none=True)}
                            for k, v in found.items()}, indent=2))

@@ -1,7 +1,12 @@
 """Import a Hugging Face ``config.json`` into the spec's parameter models.
 
-RoPE models give :class:`~posenc.spec.models.RopeParams` (this docstring); learned-embedding,
-ALiBi, T5 and sinusoid models go through :func:`params_from_hf_config` (its own rule table).
+RoPE models give :class:`~posenc.spec.models.RopeParams`, one set per layer type where the config
+nests them (:func:`rope_import`); learned-embedding, ALiBi, T5 and sinusoid models go through
+:func:`params_from_hf_config` (its own rule table).  Every transformers model type is known from
+``registry/hf_model_types.json``, read from transformers 5.24 by ``posenc config survey``
+(``posenc.conformance.hf_models``): class defaults, ``attribute_map`` aliases, the sub-config the
+RoPE keys live in, the pairing probed from the model's own apply function, the 4.x layout of the
+per-layer-type models.  The hand rules below remain where a model deviates.
 
 Reads both layouts: transformers 4.x (top-level ``rope_theta`` / ``partial_rotary_factor`` and a
 ``rope_scaling`` dict whose type key may be ``type``) and 5.x (``rope_parameters`` holding
@@ -17,6 +22,7 @@ module named in :data:`MODEL_RULES`.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +33,11 @@ from pydantic import ValidationError
 from .errors import SpecError
 from .models import (ROPE_TYPE_FIELDS, AlibiParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
                      MRopeParams, OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params)
+
+#: transformers' model types, read from transformers by ``posenc config survey`` (conformance/hf_models.py)
+HF_TABLE_PATH = Path(__file__).resolve().parent / "registry" / "hf_model_types.json"
+#: the RoPE model types whose default config the import refuses, each with its reason
+HF_EXCEPTIONS_PATH = Path(__file__).resolve().parent / "registry" / "hf_exceptions.yaml"
 
 #: Keys that may appear inside rope_scaling / rope_parameters (besides the type key).
 ROPE_KEYS = {"rope_theta", "partial_rotary_factor", "factor", "original_max_position_embeddings",
@@ -67,10 +78,12 @@ MODEL_RULES: dict[str, ModelRule] = {
                       type_aliases={"su": "longrope", "yarn": "longrope"}),
     "gpt_oss": ModelRule("models/gpt_oss/configuration_gpt_oss.py", theta_default=150000.0,
                          theta_provenance="GptOssConfig.default_theta (library default)"),
+    # head width: DeepseekV3Config.__post_init__ sets head_dim = qk_rope_head_dim, then a config's own
+    # head_dim (a kwarg) overrides it, and DeepseekV3RotaryEmbedding reads head_dim.
     # rope_interleave (default true): apply_rotary_pos_emb_interleave (pairs (2i, 2i+1) written
     # de-interleaved, ROPE-PAIR-DEINTERLEAVE); false: the Llama apply_rotary_pos_emb (half pairs)
     "deepseek_v3": ModelRule("models/deepseek_v3/configuration_deepseek_v3.py", theta_default=10000.0,
-                             theta_provenance=_MIXIN, head_dim_keys=("qk_rope_head_dim",),
+                             theta_provenance=_MIXIN, head_dim_keys=("head_dim", "qk_rope_head_dim"),
                              pairing_flag=("rope_interleave", True, "deinterleave", "half")),
     "gpt_neox": ModelRule("models/gpt_neox/configuration_gpt_neox.py", theta_default=10000.0,
                           theta_provenance="GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base default)",
@@ -169,16 +182,267 @@ def _check_required(rope: dict, rope_type: str, where: str) -> None:
                         f"5.24 refuses the config without {', '.join(missing)})")
 
 
-def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
-    """``RopeParams`` for a model's ``config.json`` (a dict or a path).
+@dataclass(frozen=True)
+class RopeImport:
+    """A config's RoPE as transformers 5.24 reads it: one parameter set per layer type.
 
-    Raises :class:`SpecError` naming the field for an unknown model_type, an unknown rope_type
-    or rope key, a missing theta without a model-type default, or parameters that do not
-    validate (e.g. ``rotary_pct`` giving an odd rotary width).
+    ``sets``: ``{"all_layers": RopeParams}`` for one set, else ``{layer_type: RopeParams or None}``
+    (a nested ``rope_parameters``; ``None``: that layer type has no RoPE).  ``layer_types``: the
+    config's per-layer list (which layer uses which set), or ``None``.  ``provenance``: where each
+    value came from that the config did not state (a class default, a rule, the probed pairing).
+    """
+
+    model_type: str
+    where: str
+    sets: dict
+    layer_types: Optional[tuple[str, ...]]
+    source: str
+    provenance: dict
+
+    def layers(self, name: str) -> list[int]:
+        """Indices of the layers that use set ``name`` (all layers for ``all_layers``)."""
+        if self.layer_types is None:
+            return []
+        return [i for i, lt in enumerate(self.layer_types) if name in ("all_layers", lt)]
+
+    def as_json(self) -> dict:
+        out: dict[str, Any] = {"model_type": self.model_type, "rule": self.source}
+        if self.where:
+            out["read_from"] = self.where
+        out["sets"] = {k: None if v is None else v.model_dump(mode="json", exclude_none=True)
+                       for k, v in self.sets.items()}
+        if self.layer_types is not None:
+            out["layers"] = {k: self.layers(k) for k in self.sets}
+        if self.provenance:
+            out["provenance"] = dict(self.provenance)
+        return out
+
+
+@functools.lru_cache(maxsize=None)
+def _hf_table() -> dict:
+    try:
+        table = json.loads(HF_TABLE_PATH.read_text(encoding="utf-8"))
+        return {"transformers": str(table["transformers"]), "model_types": dict(table["model_types"])}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SpecError(f"{HF_TABLE_PATH}: unreadable model-type table: {e}") from None
+
+
+def hf_model_types() -> dict:
+    """``{model_type: row}`` of :data:`HF_TABLE_PATH` (read from transformers by ``posenc config survey``)."""
+    return _hf_table()["model_types"]
+
+
+def hf_table_version() -> str:
+    """The transformers version :data:`HF_TABLE_PATH` was read from."""
+    return _hf_table()["transformers"]
+
+
+def _table_rule(model_type: str, row: dict) -> ModelRule:
+    """The generic rule of a model type the hand rules do not list: the standard keys (through
+    the class's ``attribute_map`` aliases), the pairing probed from its modeling module, its
+    config class's defaults (from the table)."""
+    flag = row.get("pairing_flag")
+    theta = _default_theta(row)
+    return ModelRule(source=f"transformers {hf_table_version()} {row['config_class']} "
+                     f"({row.get('rotary_class', 'no rotary module')}; spec/registry/{HF_TABLE_PATH.name})",
+                     pairing=row.get("pairing") or "", theta_default=theta,
+                     theta_provenance=f"{row['config_class']} default rope_theta",
+                     pairing_flag=(flag["key"], bool(row.get("defaults", {}).get(flag["key"], True)), flag["true"],
+                                   flag["false"]) if flag else None)
+
+
+def _default_theta(row: dict) -> Optional[float]:
+    rope = (row.get("defaults") or {}).get("rope_parameters") or {}
+    return rope.get("rope_theta") if isinstance(rope, dict) else None
+
+
+def _nested(rope: dict) -> bool:
+    """A ``rope_parameters`` keyed by layer type (every value a dict or null)."""
+    return bool(rope) and not ({"rope_type", "type", "rope_theta"} & set(rope)) and any(
+        v is None or isinstance(v, dict) for v in rope.values())
+
+
+def _locate(config: dict, table: dict) -> tuple[str, dict, str, ModelRule, Optional[dict]]:
+    """``(model_type, RoPE config, where, rule, table row)`` of a config's RoPE parameters: the top
+    level, or the sub-config the table names (``text_config`` of a multimodal model, a speech
+    model's ``encoder_config``), by the table and the hand rules."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        raise SpecError(f"config.json: model_type: expected a string, got {model_type!r}")
+    if model_type in MODEL_RULES:
+        return model_type, config, "", MODEL_RULES[model_type], table.get(model_type)
+    row = table.get(model_type)
+    where = (row.get("where") or "") if row is not None else (
+        "text_config" if isinstance(config.get("text_config"), dict) else "")
+    cfg = config
+    if where:
+        sub = config.get(where)
+        if sub is not None and not isinstance(sub, dict):
+            raise SpecError(f"config.json: {where}: expected an object, got {type(sub).__name__}")
+        cfg = dict(sub or {})
+        sub_type = cfg.get("model_type") or (row or {}).get("text_model_type")
+        sub_row = table.get(sub_type)
+        if sub_type in MODEL_RULES or (sub_row is not None and "defaults" in sub_row and not sub_row.get("where")):
+            cfg["model_type"] = sub_type
+            mt, cfg, _, rule, sub_row = _locate(cfg, table)
+            return mt, cfg, where, rule, sub_row
+        if row is None:  # an unknown wrapper: its text_config read in the standard layout
+            cfg.setdefault("model_type", sub_type or f"{model_type}_text")
+            mt, cfg, _, rule, sub_row = _locate(cfg, table)
+            return mt, cfg, where, rule, sub_row
+        # the sub-config has no row of its own: the wrapper's row describes it
+    if row is None:
+        if any(cfg.get(k) is not None for k in ("rope_parameters", "rope_scaling", "rope_theta")):
+            rule = ModelRule(f"standard layout (model_type {model_type!r} is not a transformers "
+                             f"{hf_table_version()} model type: pairing assumed half)")
+            return model_type, cfg, where, rule, None
+        raise SpecError(f"config.json: model_type: {model_type!r} is not a transformers {hf_table_version()} "
+                        f"model type and carries no rope_parameters, rope_scaling or rope_theta")
+    if "error" in row:
+        raise SpecError(f"config.json: model_type: {model_type!r}: transformers {hf_table_version()} cannot "
+                        f"build its default config ({row['error']})")
+    if "defaults" not in row:
+        raise SpecError(f"config.json: model_type: {model_type!r} has no RoPE parameters in transformers "
+                        f"{hf_table_version()} (see docs/model-coverage.md)")
+    if "not_covered" in row:
+        raise SpecError(f"config.json: model_type: {model_type!r}: not covered: {row['not_covered']}")
+    if not row.get("pairing") and not row.get("pairing_flag"):
+        raise SpecError(f"config.json: model_type: {model_type!r}: pairing unknown (its apply function was not "
+                        f"recognised: {'; '.join(row.get('pairing_evidence', []))})")
+    return model_type, cfg, where, _table_rule(model_type, row), row
+
+
+def rope_import(config: Union[dict, str, Path]) -> RopeImport:
+    """The RoPE parameter sets of a model's ``config.json`` (a dict or a path), per layer type.
+
+    Reads the standard layouts of transformers 4.x and 5.x for every model type in
+    :data:`HF_TABLE_PATH` (read from transformers 5.24's config classes and modeling modules),
+    with the hand rules of :data:`MODEL_RULES` where a model deviates; a multimodal config's
+    ``text_config``; a ``rope_parameters`` nested per layer type with ``layer_types``.  A key the
+    config omits takes its config class's default (listed in ``provenance``).  Raises
+    :class:`SpecError` naming the field, or the model type and why it is not covered.
     """
     config = read_config(config)
-    model_type, rule = _rule(config, MODEL_RULES, "import rule")
-    rope, where = _rope_dict(config)
+    model_type, cfg, where, rule, row = _locate(config, hf_model_types())
+    provenance: dict[str, str] = {}
+    defaults = dict((row or {}).get("defaults") or {}) if model_type not in MODEL_RULES else {}
+    default_rope = defaults.pop("rope_parameters", None)
+    eff = dict(cfg)
+    for k, alias in ((row or {}).get("aliases") or {}).items():  # transformers' attribute_map
+        if eff.get(k) is None and eff.get(alias) is not None:
+            eff[k] = eff[alias]
+            provenance[k] = f"{alias} ({row['config_class']}.attribute_map)"
+    for k, v in defaults.items():
+        if eff.get(k) is None:
+            eff[k] = v
+            provenance[k] = f"{row['config_class']} default"
+    if not rule.pairing_flag and not MODEL_RULES.get(model_type) and row is not None:
+        provenance["pairing"] = "; ".join(row.get("pairing_evidence", []))
+    legacy = default_rope is not None and _nested(default_rope) and not _nested(eff.get("rope_parameters") or {}) \
+        and any(eff.get(k) is not None for k in LEGACY_THETA_KEYS + ("rope_scaling", "rope_parameters"))
+    if legacy and (row or {}).get("legacy_not_covered"):
+        raise SpecError(f"config.json: rope_parameters: the 4.x layout of {model_type} is not covered: "
+                        f"{row['legacy_not_covered']}; write rope_parameters per layer type ({', '.join(default_rope)})")
+    if legacy and (row or {}).get("legacy_layout"):
+        eff["rope_parameters"] = _legacy_sets(eff, default_rope, row, provenance)
+        eff.pop("rope_scaling", None)
+    has_rope = any(eff.get(k) for k in ("rope_parameters", "rope_scaling")) or any(
+        eff.get(k) is not None for k in rule.theta_keys)
+    if not has_rope and default_rope is not None:
+        eff["rope_parameters"] = default_rope
+        provenance["rope_parameters"] = f"{row['config_class']} default"
+    rope, key = _rope_dict(eff)
+    layer_types = eff.get("layer_types")
+    if layer_types is not None and not (isinstance(layer_types, list) and all(isinstance(x, str) for x in layer_types)):
+        raise SpecError(f"config.json: layer_types: expected a list of strings, got {layer_types!r}")
+    prefix = f"{where}." if where else ""
+    if _nested(rope):
+        sets = {}
+        for lt, sub in rope.items():
+            if sub is not None and not isinstance(sub, dict):
+                raise SpecError(f"config.json: {prefix}{key}.{lt}: expected an object or null, got {sub!r}")
+            over = _layer_overrides(eff, lt, row, provenance)
+            sets[lt] = None if sub is None else _rope_set({**eff, **over}, dict(sub), rule, model_type,
+                                                          f"{prefix}{key}.{lt}", provenance)
+    else:
+        sets = {"all_layers": _rope_set(eff, rope, rule, model_type, f"{prefix}{key}", provenance)}
+    return RopeImport(model_type, where, sets, tuple(layer_types) if layer_types else None, rule.source, provenance)
+
+
+def _legacy_sets(config: dict, default_rope: dict, row: dict, provenance: dict) -> dict:
+    """The per-layer-type sets of a 4.x config (Gemma 3's ``rope_theta`` / ``rope_local_base_freq``
+    / ``rope_scaling``, ModernBERT's ``global_rope_theta`` / ``local_rope_theta``), mapped as the
+    config class maps them (``legacy_layout`` in the table, read from transformers)."""
+    layout = row["legacy_layout"]
+    flat = config.get("rope_parameters")
+    if flat:
+        raise SpecError(f"config.json: rope_parameters: {config.get('model_type')} takes one set per layer type "
+                        f"({', '.join(default_rope)}), got a single set")
+    sets = {lt: {"rope_type": "default"} if st is not None else None for lt, st in default_rope.items()}
+    scaling = config.get("rope_scaling")
+    if scaling is not None and not isinstance(scaling, dict):
+        raise SpecError(f"config.json: rope_scaling: expected an object, got {type(scaling).__name__} {scaling!r}")
+    for lt in layout.get("rope_scaling", []) if scaling else []:
+        sets[lt].update(scaling)
+    for k in LEGACY_THETA_KEYS:
+        for lt in layout.get(k, []) if config.get(k) is not None else []:
+            sets[lt].setdefault("rope_theta", config[k])
+    for lt, st in sets.items():
+        if st is not None and "rope_theta" not in st:
+            st["rope_theta"] = default_rope[lt]["rope_theta"]
+            provenance[f"{lt}.rope_theta"] = f"{row['config_class']} default"
+    provenance["rope_parameters"] = (f"4.x layout mapped per layer type as {row['config_class']} maps it: "
+                                     + "; ".join(f"{k} -> {', '.join(v)}" for k, v in layout.items()))
+    return sets
+
+
+LEGACY_THETA_KEYS = ("rope_theta", "rope_local_base_freq", "global_rope_theta", "local_rope_theta")
+
+#: the ``per_layer_config`` keys a RoPE parameter set depends on
+LAYER_OVERRIDE_KEYS = ("head_dim", "partial_rotary_factor", "hidden_size", "num_attention_heads")
+
+
+def _layer_overrides(config: dict, layer_type: str, row: Optional[dict], provenance: dict) -> dict:
+    """The keys one layer type's layers override (transformers' ``per_layer_config``: Gemma 4's
+    full-attention ``head_dim``): from the config's ``per_layer_config`` (every layer of the type
+    alike), else its ``global_head_dim`` (full-attention layers), else the config class default."""
+    per_layer, types = config.get("per_layer_config"), config.get("layer_types")
+    if isinstance(per_layer, dict) and types:
+        seen = {json.dumps({k: v for k, v in (per_layer.get(f"{i:02d}", per_layer.get(str(i))) or {}).items()
+                            if k in LAYER_OVERRIDE_KEYS}, sort_keys=True)
+                for i, t in enumerate(types) if t == layer_type}
+        if len(seen) > 1:
+            raise SpecError(f"config.json: per_layer_config: the {layer_type} layers differ ({', '.join(sorted(seen))})")
+        return json.loads(seen.pop()) if seen else {}
+    if layer_type == "full_attention" and config.get("global_head_dim") is not None:
+        return {"head_dim": config["global_head_dim"]}
+    over = ((row or {}).get("layer_type_defaults") or {}).get(layer_type) or {}
+    if over:
+        provenance[f"{layer_type}.head_dim"] = f"{row['config_class']} default per_layer_config"
+    return dict(over)
+
+
+def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
+    """``RopeParams`` for a model's ``config.json`` (a dict or a path) with one RoPE parameter set.
+
+    Raises :class:`SpecError` naming the field for an unknown model_type, an unknown rope_type
+    or rope key, a missing theta without a model-type default, parameters that do not validate
+    (e.g. ``rotary_pct`` giving an odd rotary width), or a config with one set per layer type
+    (use :func:`rope_import`).
+    """
+    imported = rope_import(config)
+    if set(imported.sets) != {"all_layers"}:
+        raise SpecError(f"config.json: rope_parameters: one set per layer type ({', '.join(imported.sets)}); "
+                        f"read it with rope_import")
+    return imported.sets["all_layers"]
+
+
+def _rope_set(config: dict, rope: dict, rule: ModelRule, model_type: str, where: str,
+              provenance: Optional[dict] = None) -> RopeParams:
+    """One RoPE parameter set: ``rope`` (a copy of the rope dict or one layer type's) over ``config``;
+    the values the rule supplies (not the config) are added to ``provenance``."""
+    if provenance is not None:
+        _rule_provenance(config, rope, rule, where, provenance)
     rope_type = rope.pop("rope_type", None) or rope.pop("type", None) or "default"
     rope.pop("type", None)
     rope_type = rule.type_aliases.get(rope_type, rope_type)
@@ -217,7 +481,20 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
         return RopeParams(**values)
     except ValidationError as e:
         msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'rope'}: {err['msg']}" for err in e.errors())
-        raise SpecError(f"config.json ({model_type}, rope_type {rope_type}): {msgs}") from None
+        raise SpecError(f"config.json ({model_type}, {where}, rope_type {rope_type}): {msgs}") from None
+
+
+def _rule_provenance(config: dict, rope: dict, rule: ModelRule, where: str, provenance: dict) -> None:
+    key = where.split(".", 1)[1] + "." if "." in where else ""
+    if rule.fixed_theta is not None:
+        provenance[f"{key}rope_theta"] = f"fixed by the model code ({rule.source})"
+    elif rope.get("rope_theta") is None and all(config.get(k) is None for k in rule.theta_keys):
+        provenance[f"{key}rope_theta"] = rule.theta_provenance or rule.source
+    if (not rule.rotary_dim_key and rule.partial_default != 1.0 and rope.get("partial_rotary_factor") is None
+            and all(config.get(k) is None for k in rule.partial_keys)):
+        provenance[f"{key}partial_rotary_factor"] = f"{rule.partial_default} ({rule.source})"
+    if rule.pairing not in ("half", "") and "pairing" not in provenance:
+        provenance["pairing"] = f"{rule.pairing} ({rule.source})"
 
 
 def _theta(config: dict, rope: dict, rule, model_type) -> float:
@@ -250,7 +527,7 @@ def _rotary_dim(config: dict, rope: dict, rule, head_dim: int) -> int:
 
 def _pairing(config: dict, rule) -> str:
     if not rule.pairing_flag:
-        return rule.pairing
+        return rule.pairing or "half"
     key, default, if_true, if_false = rule.pairing_flag
     flag = config.get(key, default)
     if not isinstance(flag, bool):
@@ -443,7 +720,9 @@ def _lookup(config: dict, dotted: str):
 def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     """The spec parameter models a model's ``config.json`` implies, by name.
 
-    RoPE model types (:data:`MODEL_RULES`) give ``{"rope": RopeParams}``; GPT-2, BERT, RoBERTa,
+    RoPE model types (:data:`MODEL_RULES` and every model type of :data:`HF_TABLE_PATH`, through
+    :func:`rope_import`) give ``{"rope": RopeParams}``, or ``{"rope.<layer_type>": RopeParams or
+    None}`` where ``rope_parameters`` holds one set per layer type; GPT-2, BERT, RoBERTa,
     OPT, BART give ``{"embeddings": ...EmbeddingParams}``; BLOOM and MPT ``{"alibi": AlibiParams}``;
     T5 ``{"encoder": T5Params, "decoder": T5Params}`` (bidirectional and causal buckets); Whisper
     ``{"encoder_positions": SinusoidalParams}``; M2M100 (``m2m_100``) ``{"positions": SinusoidalParams}`` (the
@@ -453,14 +732,14 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     """
     config = read_config(config)
     model_type = config.get("model_type")
-    if model_type in MODEL_RULES:
-        return {"rope": rope_params_from_hf_config(config)}
     if model_type in MROPE_RULES:
         return {"mrope": mrope_params_from_hf_config(config)}
     rules = FAMILY_RULES.get(model_type)
     if rules is None:
-        known = sorted(set(MODEL_RULES) | set(FAMILY_RULES) | set(MROPE_RULES))
-        raise SpecError(f"config.json: model_type: {model_type!r} has no import rule; known: {', '.join(known)}")
+        imported = rope_import(config)
+        if set(imported.sets) == {"all_layers"}:
+            return {"rope": imported.sets["all_layers"]}
+        return {f"rope.{lt}": p for lt, p in imported.sets.items()}
     out = {}
     for name, rule in rules.items():
         values = dict(rule.fixed)

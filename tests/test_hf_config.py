@@ -75,7 +75,7 @@ def test_published_values_come_through():
 
 
 @pytest.mark.parametrize("config,message", [
-    ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type: 'bert' has no import rule"),
+    ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "model_type: 'bert' has no RoPE parameters in transformers 5.24.0"),
     ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1, "rope_scaling": {"rope_type": "yarnn"}},
      "rope_scaling.rope_type: unknown rope_type 'yarnn'"),
     ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1,
@@ -185,7 +185,7 @@ def test_missing_keys_take_the_transformers_config_class_defaults(model_type):
 
 def test_rope_models_and_errors_through_the_general_entry_point():
     assert set(params_from_hf_config(CONFIGS["mistral default theta"])) == {"rope"}
-    with pytest.raises(SpecError, match="model_type: 'nope' has no import rule"):
+    with pytest.raises(SpecError, match="model_type: 'nope' is not a transformers 5.24.0 model type"):
         params_from_hf_config({"model_type": "nope"})
     with pytest.raises(SpecError, match=r"bloom, alibi\): num_heads"):
         params_from_hf_config({"model_type": "bloom", "n_head": 0})

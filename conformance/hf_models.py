@@ -1,0 +1,642 @@
+"""Every transformers model type, read from transformers itself: the table the config import uses
+(``spec/registry/hf_model_types.json``) and the coverage table (``docs/model-coverage.md``).
+
+``posenc config survey`` writes both; ``posenc config survey --check`` fails when either differs
+from what the pinned transformers gives (CI).  Needs the ``[hf]`` extra (torch, transformers).
+
+What is read, per model type (no weights, no download: config classes and modules only):
+
+* the default config of its config class (``CONFIG_MAPPING[model_type]()``, ``to_dict()``), and
+  where its RoPE parameters live (top level or ``text_config``: the text model's type);
+* the RoPE keys' class defaults (``rope_parameters``, ``hidden_size``, ``num_attention_heads``,
+  ``head_dim``, ``partial_rotary_factor``, ``max_position_embeddings``, ``layer_types``), which
+  the import falls back on when a ``config.json`` omits a key (``save_pretrained`` writes only
+  the keys that differ from the class defaults);
+* the pairing, probed: the model's own ``apply_rotary_pos_emb(q, k, cos, sin)`` run on random q
+  with its own rotary module's cos/sin, compared with the reference's three pairings
+  (ROPE-PAIR-HALF / -INTERLEAVED / -DEINTERLEAVE) on those cos/sin;
+* the positional-encoding family of every other model type, from the config keys and the names
+  in its modeling module (evidence listed per row).
+
+The frequencies themselves are *not* copied from transformers: the import computes them with the
+reference, and ``tests/test_hf_model_types.py`` compares them with each rotary module's
+``inv_freq`` and ``attention_scaling``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import re
+import typing
+import warnings
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from posenc.spec.hf_config import HF_TABLE_PATH, LEGACY_THETA_KEYS, _hf_table, _nested, hf_model_types
+
+COVERAGE_PATH = Path(__file__).resolve().parents[1] / "docs" / "model-coverage.md"
+#: keys of a config that the import reads, kept as class defaults in the table
+DEFAULT_KEYS = ("rope_parameters", "hidden_size", "num_attention_heads", "head_dim", "partial_rotary_factor",
+                "max_position_embeddings", "original_max_position_embeddings", "layer_types", "rope_interleave")
+#: keys whose transformers ``attribute_map`` alias the table records
+ALIAS_KEYS = ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings")
+#: sub-configs searched for RoPE parameters, in order (the text model first)
+SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config", "decoder_config")
+
+
+def _quiet():
+    warnings.filterwarnings("ignore")
+    import transformers
+    transformers.logging.set_verbosity_error()
+    return transformers
+
+
+def _jsonable(v):
+    return json.loads(json.dumps(v, default=str))
+
+
+def _modeling(model_type: str):
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+    mod = model_type_to_module_name(model_type)
+    try:
+        return importlib.import_module(f"transformers.models.{mod}.modeling_{mod}"), mod
+    except Exception as e:  # noqa: BLE001 - a model type without a modeling module is a listed row
+        return None, f"{mod} ({type(e).__name__})"
+
+
+def _config_hint(cls):
+    try:
+        return typing.get_type_hints(cls.__init__).get("config")
+    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to trying the class
+        return None
+
+
+def rotary_modules(module, sub_config) -> list[tuple[str, Any]]:
+    """``[(class name, instance)]`` of the module's ``*RotaryEmbedding`` classes built from
+    ``sub_config``: those annotated with the sub-config's class, else every one that builds."""
+    classes = {n: c for n, c in vars(module).items()
+               if n.endswith("RotaryEmbedding") and inspect.isclass(c) and c.__module__ == module.__name__}
+    typed = [n for n, c in classes.items() if _config_hint(c) is type(sub_config)]
+    built = []
+    for name in typed or sorted(classes):
+        try:
+            built.append((name, classes[name](sub_config)))
+        except Exception:  # noqa: BLE001 - a class for another sub-config
+            continue
+    return [(n, r) for n, r in built if any(b.endswith("inv_freq") for b, _ in r.named_buffers())]
+
+
+def rotary_frequencies(rotary) -> dict[Optional[str], tuple[np.ndarray, float]]:
+    """``{layer_type or None: (inv_freq float64, attention_scaling)}`` of a built rotary module."""
+    out = {}
+    for name, buf in rotary.named_buffers():
+        if not name.endswith("inv_freq") or "original" in name or "." in name:
+            continue
+        lt = name[: -len("inv_freq")].rstrip("_") or None
+        scaling = getattr(rotary, f"{lt}_attention_scaling" if lt else "attention_scaling", 1.0)
+        out[lt] = (buf.detach().double().numpy().copy(), float(scaling))
+    return out
+
+
+def _cos_sin(rotary, layer_type, seq: int):
+    import torch
+    x = torch.zeros(1, seq, 8, dtype=torch.float32)
+    pos = torch.arange(seq)[None]
+    kwargs = {"layer_type": layer_type} if layer_type else {}
+    return rotary(x, pos, **kwargs)
+
+
+#: the modeling modules' apply functions probed: name -> the leading parameters it may have
+APPLY_FUNCTIONS = {"apply_rotary_pos_emb_interleave": (("q", "k", "cos", "sin"),),
+                   "apply_rotary_pos_emb": (("q", "k", "cos", "sin"), ("x", "cos", "sin")),
+                   # Llama 4, DeepSeek-V2: q times a complex freqs_cis [B, T, D/2]
+                   "apply_rotary_emb": (("xq", "xk", "freqs_cis"),)}
+
+
+def apply_functions(module) -> dict:
+    """``{name: (function, kind)}`` of the module's own apply functions (:data:`APPLY_FUNCTIONS`);
+    kind ``qk`` (q, k, cos, sin), ``x`` (x, cos, sin) or ``complex`` (xq, xk, freqs_cis)."""
+    out = {}
+    for name, leads in APPLY_FUNCTIONS.items():
+        fn = getattr(module, name, None)
+        if fn is None or getattr(fn, "__module__", None) != module.__name__:
+            continue
+        params = tuple(inspect.signature(fn).parameters)
+        for lead in leads:
+            if params[:len(lead)] == lead:
+                out[name] = (fn, "complex" if lead[0] == "xq" else {4: "qk", 3: "x"}[len(lead)])
+    return out
+
+
+def _apply(fn, kind: str, rotary, layer_type, q, seq: int) -> list[np.ndarray]:
+    """The outputs of one apply function on ``q [1, 1, T, r]`` with the rotary module's own
+    cos/sin (or freqs_cis), each as ``[1, 1, T, r]`` float64: both layouts for a complex one
+    (DeepSeek-V2 takes q [B, H, T, D], Llama 4 [B, T, H, D])."""
+    import torch
+    with torch.no_grad():
+        if kind == "complex":
+            freqs = _cos_sin(rotary, layer_type, seq)
+            if not torch.is_complex(freqs):
+                raise TypeError("the rotary module does not return a complex freqs_cis")
+            outs = [fn(q, q.clone(), freqs)[0], fn(q.transpose(1, 2), q.transpose(1, 2), freqs)[0].transpose(1, 2)]
+        else:
+            cos, sin = _cos_sin(rotary, layer_type, seq)
+            out = fn(q, q.clone(), cos, sin) if kind == "qk" else fn(q, cos, sin)
+            outs = [out[0] if kind == "qk" else out]
+    return [o.double().numpy() for o in outs if tuple(o.shape) == tuple(q.shape)]
+
+
+def _matches(outs: list, want: np.ndarray) -> bool:
+    tol = 1e-5 * max(1.0, float(np.abs(want).max()))
+    return any(np.allclose(o, want, rtol=0, atol=tol) for o in outs)
+
+
+def probe_pairing(module, rotary, layer_type=None, function: str = "apply_rotary_pos_emb",
+                  seq: int = 12) -> tuple[Optional[str], str]:
+    """The pairing of one of the model's apply functions (:data:`APPLY_FUNCTIONS`) with this rotary
+    module's cos/sin: ``(pairing or None, evidence)``.  q is random (seeded) and the output is
+    compared with the reference's three pairings (ROPE-PAIR-HALF / -INTERLEAVED / -DEINTERLEAVE)
+    on the module's own frequencies (float32 tolerance); a rotation by -phi, or anything else,
+    matches none."""
+    import torch
+    from posenc.reference.rope import apply_with_cos_sin
+    short = module.__name__.removeprefix("transformers.models.")
+    found = apply_functions(module)
+    if function not in found:
+        return None, f"no {function}(q, k, cos, sin) or (x, cos, sin) in {short}"
+    fn, kind = found[function]
+    where = f"{short}.{function}"
+    w, a = rotary_frequencies(rotary)[layer_type]
+    r = 2 * len(w)
+    q = torch.randn(1, 1, seq, r, generator=torch.Generator().manual_seed(0), dtype=torch.float32)
+    try:
+        outs = _apply(fn, kind, rotary, layer_type, q, seq)
+    except Exception as e:  # noqa: BLE001 - recorded as the row's evidence
+        return None, f"{where}: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
+    phi = np.arange(seq, dtype=np.float64)[None, :, None] * w
+    matches = [pairing for pairing in ("half", "interleaved", "deinterleave")
+               if _matches(outs, apply_with_cos_sin(q.double().numpy(), a * np.cos(phi), a * np.sin(phi), r, pairing))]
+    if len(matches) != 1:
+        return None, f"{where}: matches {matches or 'no pairing'} of the reference"
+    return matches[0], f"{where} probed (ROPE-PAIR-{matches[0].upper()})"
+
+
+def _rope_location(cfg_dict: dict) -> Optional[str]:
+    if cfg_dict.get("rope_parameters") is not None:
+        return ""
+    for sub in SUB_CONFIGS:
+        s = cfg_dict.get(sub)
+        if isinstance(s, dict) and s.get("rope_parameters") is not None:
+            return sub
+    return None
+
+
+def _is_axial(rope: dict) -> bool:
+    sets = rope.values() if _nested(rope) else [rope]
+    return any(isinstance(s, dict) and s.get("rope_type") == "axial" for s in sets)
+
+
+def _class_value(obj, key):
+    """A config attribute (a class-level default that ``to_dict`` leaves out included)."""
+    try:
+        return getattr(obj, key, None)
+    except Exception:  # noqa: BLE001 - transformers' per-layer attributes refuse a global read
+        return None
+
+
+def _layer_type_overrides(sub: dict) -> dict:
+    """``{layer_type: overrides}`` of a default config's ``per_layer_config`` (Gemma 4: the
+    full-attention layers' ``head_dim``), where every layer of the type has the same overrides."""
+    per_layer, types = sub.get("per_layer_config"), sub.get("layer_types")
+    if not isinstance(per_layer, dict) or not types:
+        return {}
+    out = {}
+    for lt in sorted(set(types)):
+        seen = [json.dumps(per_layer.get(f"{i:02d}", per_layer.get(str(i), {})), sort_keys=True)
+                for i, t in enumerate(types) if t == lt]
+        if len(set(seen)) == 1 and seen[0] != "{}":
+            out[lt] = json.loads(seen[0])
+    return out
+
+
+def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
+    where = _rope_location(cfg_dict)
+    sub_obj = cfg if where == "" else getattr(cfg, where)
+    sub = cfg_dict if where == "" else cfg_dict[where]
+    text_type = sub.get("model_type") or model_type
+    row: dict[str, Any] = {"config_class": type(sub_obj).__name__, "where": where}
+    if where:
+        row["text_model_type"] = text_type
+    defaults = {}
+    aliases = getattr(type(sub_obj), "attribute_map", {}) or {}
+    for k in DEFAULT_KEYS:
+        # a class-level default, not an alias of another key (Zamba2's head_dim is its derived
+        # attention_head_dim, which the class recomputes from hidden_size)
+        v = sub.get(k) if sub.get(k) is not None else (None if k in aliases else _class_value(sub_obj, k))
+        if v is not None:
+            defaults[k] = _jsonable(v)
+    row["defaults"] = defaults
+    # transformers' attribute_map: the class reads these keys under another name (Moonshine's
+    # num_attention_heads is decoder_num_attention_heads, DBRX's hidden_size d_model)
+    alias = {k: v for k, v in aliases.items() if k in DEFAULT_KEYS + ALIAS_KEYS and isinstance(v, str)}
+    if alias:
+        row["aliases"] = dict(sorted(alias.items()))
+    overrides = _layer_type_overrides(sub)
+    if overrides:
+        row["layer_type_defaults"] = overrides
+    rope = sub["rope_parameters"]
+    if _is_axial(rope):
+        row["not_covered"] = "axial (two-dimensional) RoPE of a vision encoder"
+        return row
+    module, modname = _modeling(text_type)
+    if module is None:
+        row["not_covered"] = f"no modeling module {modname}"
+        return row
+    built = rotary_modules(module, sub_obj)
+    if not built:
+        row["not_covered"] = f"no *RotaryEmbedding of {module.__name__} builds from {type(sub_obj).__name__}"
+        return row
+    name, rotary = built[0]
+    row["rotary_class"] = f"{module.__name__.removeprefix('transformers.models.')}.{name}"
+    functions = apply_functions(module)
+    probed = {f: [probe_pairing(module, rotary, lt, f) for lt in rotary_frequencies(rotary)]
+              for f in functions or ("apply_rotary_pos_emb",)}
+    pairing = {f: ({p for p, _ in got if p}.pop() if len({p for p, _ in got if p}) == 1
+                   and all(p for p, _ in got) else None) for f, got in probed.items()}
+    row["pairing_evidence"] = sorted({e for got in probed.values() for _, e in got})
+    plain, inter = pairing.get("apply_rotary_pos_emb"), pairing.get("apply_rotary_pos_emb_interleave")
+    if "rope_interleave" in defaults and plain and inter:
+        # the attention chooses by the flag (DeepSeek-V3's layout: `if self.config.rope_interleave`)
+        row["pairing_flag"] = {"key": "rope_interleave", "true": inter, "false": plain}
+    elif "apply_rotary_pos_emb_interleave" in functions:
+        if inter:  # the main attention's function where a module defines both (MLA models)
+            row["pairing"] = inter
+    elif plain:
+        row["pairing"] = plain
+    elif pairing.get("apply_rotary_emb"):
+        row["pairing"] = pairing["apply_rotary_emb"]
+    return row
+
+
+def legacy_layout(model_type: str) -> dict:
+    """``{legacy key: [layer types it lands in]}`` of a per-layer-type model's config class, read by
+    building the class with each 4.x key (``rope_theta``, ``rope_local_base_freq``, ...,
+    ``rope_scaling``) at a marker value and seeing which layer type's set receives it."""
+    from transformers import CONFIG_MAPPING
+    out = {}
+    trials = {k: {k: 12345.0} for k in LEGACY_THETA_KEYS}
+    trials["rope_scaling"] = {"rope_scaling": {"rope_type": "linear", "factor": 3.25}}
+    for key, kwargs in trials.items():
+        try:
+            rope = CONFIG_MAPPING[model_type](**kwargs).to_dict()["rope_parameters"]
+        except Exception:  # noqa: BLE001 - the class refuses the key: not part of its layout
+            continue
+        if not _nested(rope):
+            continue
+        hit = sorted(lt for lt, st in rope.items() if st and (
+            st.get("rope_theta") == 12345.0 if key != "rope_scaling" else st.get("factor") == 3.25))
+        if hit:
+            out[key] = hit
+    return out
+
+
+def legacy_trial(layout: dict) -> dict:
+    """Constructor kwargs setting every key of a 4.x layout at once, each at its own value."""
+    kwargs: dict[str, Any] = {k: 1000.0 * (i + 3) for i, k in enumerate(k for k in layout if k != "rope_scaling")}
+    if "rope_scaling" in layout:
+        kwargs["rope_scaling"] = {"rope_type": "linear", "factor": 2.5}
+    return kwargs
+
+
+def _legacy_layouts(rows: dict) -> None:
+    """Second pass: the 4.x layout of each per-layer-type model (:func:`legacy_layout`), kept
+    only where mapping every key at once as the single-key trials say reproduces what the config
+    class does with them together (DOTS3's rope_scaling replaces every set, theta included)."""
+    from transformers import CONFIG_MAPPING
+    from posenc.spec.hf_config import _legacy_sets
+    for model_type, row in rows.items():
+        if "rotary_class" not in row or row.get("where") or not _nested(row["defaults"]["rope_parameters"]):
+            continue
+        layout = legacy_layout(model_type)
+        if not layout:
+            continue
+        kwargs = legacy_trial(layout)
+        theirs = CONFIG_MAPPING[model_type](**json.loads(json.dumps(kwargs))).to_dict()["rope_parameters"]
+        ours = _legacy_sets(kwargs, row["defaults"]["rope_parameters"], {**row, "legacy_layout": layout}, {})
+        same = all((st or {}).get(k) == (ours.get(lt) or {}).get(k) for lt, st in theirs.items()
+                   for k in ("rope_theta", "rope_type", "factor"))
+        if same:
+            row["legacy_layout"] = layout
+        else:
+            row["legacy_not_covered"] = (f"its 4.x keys interact ({', '.join(layout)} together do not map as each "
+                                         f"alone does in {row['config_class']}.convert_rope_params_to_dict)")
+
+
+def survey() -> dict:
+    """The table ``spec/registry/hf_model_types.json`` holds, from the installed transformers."""
+    transformers = _quiet()
+    from transformers import CONFIG_MAPPING
+    rows = {}
+    for model_type in sorted(CONFIG_MAPPING.keys()):
+        try:
+            cfg = CONFIG_MAPPING[model_type]()
+            cfg_dict = cfg.to_dict()
+        except Exception as e:  # noqa: BLE001 - the default config does not build: a listed row
+            rows[model_type] = {"error": f"default config: {type(e).__name__}: {str(e).splitlines()[0][:160]}"}
+            continue
+        if _rope_location(cfg_dict) is None:
+            rows[model_type] = {"config_class": type(cfg).__name__}
+            continue
+        rows[model_type] = _rope_row(model_type, cfg, cfg_dict)
+    _legacy_layouts(rows)
+    return {"transformers": transformers.__version__, "model_types": rows}
+
+
+def table_text(table: dict) -> str:
+    return json.dumps(table, indent=1, sort_keys=True) + "\n"
+
+
+def main(check: bool) -> int:
+    """``posenc config survey [--check]``: write (or check) the model-type table and the coverage table."""
+    table = survey()
+    texts = {HF_TABLE_PATH: table_text(table)}
+    if not check:  # the coverage rows import through the table: write it first
+        HF_TABLE_PATH.write_text(texts[HF_TABLE_PATH])
+        _hf_table.cache_clear()
+    texts[COVERAGE_PATH] = coverage_text(table)
+    stale = [p for p, t in texts.items() if not p.is_file() or p.read_text() != t]
+    if check:
+        for p in stale:
+            print(f"{p} is stale for transformers {table['transformers']}: run `posenc config survey`")
+        if not stale:
+            print(f"{HF_TABLE_PATH.name} and {COVERAGE_PATH.name} are fresh (transformers {table['transformers']})")
+        return 1 if stale else 0
+    COVERAGE_PATH.write_text(texts[COVERAGE_PATH])
+    rows = table["model_types"]
+    rope = [r for r in rows.values() if "defaults" in r]
+    print(f"wrote {HF_TABLE_PATH} and {COVERAGE_PATH}: {len(rows)} model types, {len(rope)} with RoPE parameters")
+    return 0
+
+
+# ---- agreement: the import (reference math) against each model's own rotary module -----------
+
+def _sets(found: dict) -> dict:
+    """``{layer_type or None: params}`` of :func:`~posenc.spec.hf_config.params_from_hf_config`'s result."""
+    return {None if k in ("rope", "mrope") else k.split(".", 1)[1]: v for k, v in found.items()}
+
+
+def _reference_freq(p) -> tuple[np.ndarray, float]:
+    from posenc.reference import mrope, rope
+    from posenc.spec.models import MRopeParams
+    if isinstance(p, MRopeParams):
+        return mrope.inv_freq(p), mrope.attention_factor(p)
+    return rope.inv_freq(p)
+
+
+def compare_frequencies(found: dict, truth: dict) -> list[str]:
+    """What differs between the imported parameter sets (reference ``inv_freq`` and attention
+    factor) and a rotary module's buffers, one line per layer type; ``[]`` when they agree
+    (float32 buffers: relative 4e-6)."""
+    sets, problems = _sets(found), []
+    for lt, (w, a) in truth.items():
+        p = sets.get(lt, sets.get(None))
+        if p is None:
+            problems.append(f"{lt or 'all layers'}: no imported parameter set (has {', '.join(map(str, sets))})")
+            continue
+        rw, ra = _reference_freq(p)
+        if rw.shape != w.shape:
+            problems.append(f"{lt or 'all layers'}: {len(rw)} frequencies imported, the module has {len(w)}")
+        elif not np.allclose(rw, w, rtol=4e-6, atol=0):
+            i = int(np.argmax(np.abs(rw - w) / np.abs(w)))
+            problems.append(f"{lt or 'all layers'}: inv_freq[{i}] {rw[i]:.9g} imported, the module has {w[i]:.9g}")
+        if abs(ra - a) > 4e-6 * max(1.0, abs(a)):
+            problems.append(f"{lt or 'all layers'}: attention factor {ra:.9g} imported, the module has {a:.9g}")
+    return problems
+
+
+def compare_apply(module, rotary, found: dict, seq: int = 12) -> list[str]:
+    """The model's own apply function on random q with its own cos/sin, against the reference's
+    RoPE with the *imported* parameters (their frequencies and pairing), per layer type."""
+    import torch
+    from posenc.reference.rope import apply_with_cos_sin
+    from posenc.spec.models import MRopeParams
+    sets, problems = _sets(found), []
+    functions = apply_functions(module)
+    for lt in rotary_frequencies(rotary):
+        p = sets.get(lt, sets.get(None))
+        if p is None or isinstance(p, MRopeParams) or p.rope_type in ("dynamic", "longrope", "proportional"):
+            continue
+        name = next((f for f in ("apply_rotary_pos_emb_interleave", "apply_rotary_pos_emb", "apply_rotary_emb")
+                     if f in functions and (f != "apply_rotary_pos_emb_interleave" or p.pairing == "deinterleave")),
+                    None)
+        if name is None:
+            continue
+        fn, kind = functions[name]
+        rw, ra = _reference_freq(p)
+        r = 2 * len(rw)
+        q = torch.randn(1, 1, seq, r, generator=torch.Generator().manual_seed(1), dtype=torch.float32)
+        phi = np.arange(seq, dtype=np.float64)[None, :, None] * rw
+        want = apply_with_cos_sin(q.double().numpy(), ra * np.cos(phi), ra * np.sin(phi), r, p.pairing)
+        try:
+            outs = _apply(fn, kind, rotary, lt, q, seq)
+        except Exception as e:  # noqa: BLE001 - reported
+            problems.append(f"{lt or 'all layers'}: {name}: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+            continue
+        if not _matches(outs, want):
+            problems.append(f"{lt or 'all layers'}: {name} differs from the reference RoPE with the imported "
+                            f"parameters (pairing {p.pairing})")
+    return problems
+
+
+def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dict] = None) -> tuple[str, str]:
+    """``(status, detail)`` of one RoPE model type: ``agrees`` (frequencies, attention factor and
+    the apply function match the reference on the imported parameters), ``disagrees``,
+    ``import error`` or ``not covered``.  ``config``: constructor overrides (a perturbed config)."""
+    from transformers import CONFIG_MAPPING
+    from posenc.spec.errors import SpecError
+    from posenc.spec.hf_config import hf_model_types, params_from_hf_config
+    row = (rows or hf_model_types())[model_type]
+    if "not_covered" in row:
+        return "not covered", row["not_covered"]
+    cfg = CONFIG_MAPPING[model_type](**(config or {}))
+    try:
+        found = params_from_hf_config(cfg.to_dict())
+    except SpecError as e:
+        return "import error", str(e)
+    where = row.get("where")
+    sub = getattr(cfg, where) if where else cfg
+    module, _ = _modeling(row.get("text_model_type") or model_type)
+    built = rotary_modules(module, sub)
+    if not built:
+        return "not covered", f"no rotary module builds from {type(sub).__name__}"
+    rotary = built[0][1]
+    problems = compare_frequencies(found, rotary_frequencies(rotary)) or compare_apply(module, rotary, found)
+    return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
+
+
+# ---- the coverage table of every model type (docs/model-coverage.md) ---------------------------
+
+#: positional encodings recognised in a modeling module's source, in order: (family, what the spec
+#: covers of it or None, pattern).  A module may match several (a learned table and a sinusoid).
+SOURCE_FAMILIES = (
+    ("ALiBi", "ALIBI-*", r"alibi"),
+    ("T5 relative buckets", "T5-*", r"relative_attention_num_buckets|_relative_position_bucket"),
+    ("DeBERTa disentangled relative attention", None, r"DisentangledSelfAttention|pos_att_type"),
+    ("Swin / BEiT relative position bias table", None, r"relative_position_bias_table"),
+    ("Transformer-XL / XLNet relative sinusoid", None, r"r_w_bias|RelPartialLearnable|relative_positional_encoding"),
+    ("Reformer axial learned embeddings", None, r"AxialPositionEmbeddings"),
+    ("convolutional positional embedding", None, r"PositionalConvEmbedding|pos_conv_embed"),
+    ("RoPE without rope_parameters", "ROPE-*", r"RotaryEmbedding|rotate_every_two|apply_rotary_pos_emb"
+                                               r"|create_sinusoidal_positions"),
+    ("2-D sine position embedding (DETR-style)", None, r"SinePositionEmbedding|PositionEmbeddingSine"),
+    ("sinusoidal table", "SIN-*", r"SinusoidalPositionalEmbedding|def sinusoids|_get_sinusoid|sinusoidal_embedding"
+                                  r"|def positional_encoding|SinusoidsPositionEmbedding"),
+    ("learned patch position parameter (vision, interpolated)", None,
+     r"position_embeddings = nn\.Parameter|pos_embed = nn\.Parameter|position_embedding = nn\.Parameter"),
+    ("learned absolute table", "LEARNED-*", r"nn\.Embedding\(\s*config\.max_position_embeddings|position_embeddings = nn\.Embedding"
+                                            r"|position_embedding = nn\.Embedding|nn\.Embedding\(self\.num_positions"
+                                            r"|LearnedPositionalEmbedding"),
+    ("other relative position scheme", None, r"relative_position_embeddings|rel_pos_|relative_position_index"),
+    ("state-space / recurrent (no positions)", None, r"selective_scan|MambaMixer|ssm_state|RwkvLinearAttention"),
+)
+
+
+def default_config(model_type: str) -> dict:
+    """The default config of a model type's transformers config class, as a ``config.json`` dict."""
+    from transformers import CONFIG_MAPPING
+    return CONFIG_MAPPING[model_type]().to_dict()
+
+
+def _source(model_type: str) -> Optional[str]:
+    import importlib.util
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+    mod = model_type_to_module_name(model_type)
+    spec = importlib.util.find_spec(f"transformers.models.{mod}")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / f"modeling_{mod}.py"
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def source_families(model_type: str) -> list[tuple[str, Optional[str], str]]:
+    """``[(family, spec clauses or None, evidence)]`` found in the model type's modeling source."""
+    text = _source(model_type)
+    if text is None:
+        return []
+    out = []
+    for family, clauses, pattern in SOURCE_FAMILIES:
+        m = re.search(pattern, text)
+        if m:
+            out.append((family, clauses, m.group(0)))
+    return out
+
+
+def _sub_config_families(model_type: str) -> list[tuple[str, Optional[str], str]]:
+    """The families of a composite model's sub-configs' model types (a wrapper whose modeling
+    module builds its parts from other model types)."""
+    try:
+        d = default_config(model_type)
+    except Exception:  # noqa: BLE001 - listed as found nothing
+        return []
+    out = []
+    for key, sub in sorted(d.items()):
+        if isinstance(sub, dict) and isinstance(sub.get("model_type"), str) and sub["model_type"] != model_type:
+            for family, clauses, evidence in source_families(sub["model_type"]):
+                if all(f != family for f, _, _ in out):
+                    out.append((family, clauses, f"{key} {sub['model_type']}: {evidence}"))
+    return out
+
+
+def _exceptions() -> dict:
+    import yaml
+    from posenc.spec.hf_config import HF_EXCEPTIONS_PATH
+    return yaml.safe_load(HF_EXCEPTIONS_PATH.read_text(encoding="utf-8"))["exceptions"]
+
+
+def coverage_rows(table: dict) -> list[dict]:
+    """One row per model type: family, variant, status and evidence (see docs/model-coverage.md)."""
+    from posenc.spec.errors import SpecError
+    from posenc.spec.hf_config import FAMILY_RULES, MODEL_RULES, MROPE_RULES, params_from_hf_config
+    exceptions = _exceptions()
+    rows = table["model_types"]
+    out = []
+    for mt, row in sorted(rows.items()):
+        r = {"model_type": mt, "config_class": row.get("config_class", "")}
+        if "error" in row:
+            r.update(family="unknown", variant="", status="default config does not build", evidence=row["error"])
+        elif "defaults" in row:
+            rope = row["defaults"]["rope_parameters"]
+            types = sorted({s.get("rope_type", "default") for s in (rope.values() if _nested(rope) else [rope]) if s})
+            variant = ", ".join(types) + (" per layer type" if _nested(rope) else "")
+            variant += f" ({row['where']})" if row.get("where") else ""
+            r.update(family="M-RoPE" if mt in MROPE_RULES or "mrope_section" in json.dumps(rope) else "RoPE",
+                     variant=variant, evidence=row.get("rotary_class", ""))
+            if "not_covered" in row:
+                r["status"] = f"not covered: {row['not_covered']}"
+            elif mt in exceptions:
+                e = exceptions[mt]
+                r["status"] = f"{'not covered' if e['kind'] == 'not-covered' else 'transformers defect'}: {e['what']}"
+            else:
+                status, detail = agreement(mt, rows)
+                r["status"] = "agrees" if status == "agrees" else f"{status}: {detail}"
+        else:
+            found = source_families(mt) or _sub_config_families(mt)
+            r["family"] = "; ".join(f for f, _, _ in found) or "none found"
+            r["variant"] = ""
+            r["evidence"] = "; ".join(f"`{e}`" for _, _, e in found) or "no positional code matched"
+            covered = [c for _, c, _ in found if c]
+            if mt in FAMILY_RULES or mt in MODEL_RULES:
+                try:
+                    params_from_hf_config(default_config(mt))
+                    r["status"] = "imported"
+                except SpecError as e:
+                    r["status"] = f"import error: {e}"
+            elif covered and len(covered) == len(found):
+                r["status"] = f"covered by {', '.join(covered)}; no import rule"
+            elif found:
+                r["status"] = "not covered: " + ", ".join(f for f, c, _ in found if not c)
+            else:
+                r["status"] = "no positional encoding recognised (convolutional and recurrent models have none)"
+        out.append(r)
+    return out
+
+
+def counts(results: dict) -> dict:
+    """``{status: n}`` of :func:`agreement` results, and the RoPE model types' total."""
+    c: dict[str, int] = {}
+    for status, _ in results.values():
+        c[status] = c.get(status, 0) + 1
+    return {"rope_model_types": len(results), **dict(sorted(c.items()))}
+
+
+def coverage_text(table: dict) -> str:
+    rows = coverage_rows(table)
+    rope = [r for r in rows if r.get("family") in ("RoPE", "M-RoPE")]
+    agree = sum(r["status"] == "agrees" for r in rope)
+    fam: dict[str, int] = {}
+    for r in rows:
+        for f in r["family"].split("; "):
+            fam[f] = fam.get(f, 0) + 1
+    lines = [
+        f"# Model coverage (transformers {table['transformers']})", "",
+        "Written by `posenc config survey` (do not edit): every model type transformers registers, its "
+        "positional encoding and what the kit does with it. RoPE rows: the config import of the type's default "
+        "config, computed by the reference, against the model's own rotary module (`inv_freq`, attention "
+        "scaling, per layer type) and its apply function (`agrees`; tests/test_hf_model_types.py). Other rows: "
+        "the family recognised in the modeling source (evidence: the matched name), `imported` where the config "
+        "import has a rule. Exceptions and their reasons: `spec/registry/hf_exceptions.yaml` and the survey's "
+        "`not_covered` (`spec/registry/hf_model_types.json`).", "",
+        f"**{len(rows)} model types; {len(rope)} carry RoPE parameters, {agree} of them "
+        f"({100 * agree / max(1, len(rope)):.1f} %) import and agree with transformers.**", "",
+        "| family | model types |", "|---|---:|",
+        *(f"| {f} | {n} |" for f, n in sorted(fam.items(), key=lambda kv: (-kv[1], kv[0]))), "",
+        "| model type | config class | family | variant | status | evidence |", "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cells = [f"`{r['model_type']}`", r["config_class"], r["family"], r["variant"], r["status"], r["evidence"]]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,185 @@
+"""Every transformers 5.24 RoPE model type: the config import, computed by the reference, against
+that model's own rotary module and apply function (conformance/hf_models.py), on its default
+config and on a perturbed one; the model-type table and the coverage table fresh."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from posenc.conformance import hf_models
+from posenc.spec.hf_config import (HF_EXCEPTIONS_PATH, HF_TABLE_PATH, MROPE_RULES, _nested, hf_model_types,
+                                   params_from_hf_config, rope_import)
+from posenc.spec.errors import SpecError
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+EXCEPTIONS = yaml.safe_load(HF_EXCEPTIONS_PATH.read_text())["exceptions"]
+ROWS = hf_model_types()
+ROPE_TYPES = sorted(mt for mt, row in ROWS.items() if "defaults" in row)
+
+
+@pytest.fixture(scope="module")
+def results():
+    hf_models._quiet()
+    return {mt: hf_models.agreement(mt) for mt in ROPE_TYPES}
+
+
+def test_the_tables_are_what_the_pinned_transformers_gives():
+    table = hf_models.survey()
+    assert hf_models.table_text(table) == HF_TABLE_PATH.read_text(), "run `posenc config survey`"
+    assert hf_models.coverage_text(table) == hf_models.COVERAGE_PATH.read_text(), "run `posenc config survey`"
+
+
+def test_every_rope_model_type_agrees_or_is_a_listed_exception(results):
+    unexplained = {mt: r for mt, r in results.items()
+                   if r[0] != "agrees" and mt not in EXCEPTIONS and "not_covered" not in ROWS[mt]}
+    assert not unexplained, "\n".join(f"{mt}: {s}: {d}" for mt, (s, d) in unexplained.items())
+    stale = sorted(mt for mt in EXCEPTIONS if mt not in results or results[mt][0] == "agrees")
+    assert not stale, f"listed in {HF_EXCEPTIONS_PATH.name} but agree (or are no RoPE model type): {stale}"
+    assert all(e["kind"] in ("not-covered", "transformers-defect") and e["what"] for e in EXCEPTIONS.values())
+    counts = hf_models.counts(results)
+    print(json.dumps(counts))
+    agree, total = counts["agrees"], counts["rope_model_types"]
+    kinds = [e["kind"] for e in EXCEPTIONS.values()]
+    readme = README.read_text()
+    for figure in (f"of the {total} RoPE model types,\n**{agree} ({100 * agree / total:.1f} %) import and agree**",
+                   f"The other {total - agree} are listed exceptions",
+                   f"{sum('axial' in ROWS[m].get('not_covered', '') for m in results)} axial (2-D) RoPE",
+                   f"{sum('not_covered' in ROWS[m] and 'axial' not in ROWS[m]['not_covered'] for m in results)} without "
+                   f"a usable rotary module", f"{kinds.count('not-covered')} encodings the spec does not cover",
+                   f"{kinds.count('transformers-defect')} transformers defaults"):
+        assert " ".join(figure.split()) in " ".join(readme.split()), f"README's config figures: {figure!r}"
+    # the hand rules, the probed pairings and the head-width rules all reached
+    agreeing = [mt for mt, (s, _) in results.items() if s == "agrees"]
+    for mt in ("llama", "deepseek_v3", "gpt_neox", "phi3", "gemma3_text", "cohere", "glm", "llama4_text",
+               "deepseek_v2", "jetmoe", "zamba2", "gemma4_text"):
+        assert mt in agreeing, (mt, results.get(mt))
+    pairings = {rope_import(hf_models.default_config(mt)).sets.popitem()[1].pairing
+                for mt in agreeing if mt not in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+                and set(params_from_hf_config(hf_models.default_config(mt))) == {"rope"}}
+    assert pairings == {"half", "interleaved", "deinterleave"}
+
+
+def _perturbed(mt: str):
+    """Constructor overrides that move every value the import reads: each parameter set's theta
+    by its own factor, and the head width (head_dim, else the head count halved)."""
+    row = ROWS[mt]
+    d = hf_models.default_config(mt)
+    rope = copy.deepcopy(d["rope_parameters"])
+    sets = rope.values() if _nested(rope) else [rope]
+    for i, s in enumerate(x for x in sets if x):
+        s["rope_theta"] = float(s.get("rope_theta", 10000.0)) * (1.7 + 0.6 * i)
+    over = {"rope_parameters": rope}
+    if "mrope_section" in json.dumps(rope) or mt in MROPE_RULES:
+        return over  # the sections must still sum to the head width: theta only
+    width = ["head_dim"] if d.get("head_dim") else ["hidden_size", "num_attention_heads"]
+    if len(width) == 1 and isinstance(d.get(width[0]), int):
+        factor = max([float(s.get("partial_rotary_factor", 1.0)) for s in sets if s] + [1.0])
+        over[width[0]] = next(d[width[0]] + k for k in (32, 64, 128, 16) if int((d[width[0]] + k) * factor) % 2 == 0
+                              and int((d[width[0]] + k) * min(float(s.get("partial_rotary_factor", 1.0))
+                                                               for s in sets if s)) % 2 == 0)
+    elif len(width) == 2 and isinstance(d.get(width[1]), int) and d[width[1]] % 2 == 0:
+        over[width[1]] = d[width[1]] // 2
+    return over
+
+
+def test_perturbed_configs_agree_too(results):
+    """A default config could agree by coincidence (theta 10000 hard-coded, a head width read from
+    the wrong key with the same value): each agreeing top-level model type is rebuilt with every
+    set's theta and its head width changed, and must still agree."""
+    built, failures = 0, {}
+    for mt, (status, _) in results.items():
+        if status != "agrees" or ROWS[mt].get("where"):
+            continue
+        try:
+            over = _perturbed(mt)
+            status, detail = hf_models.agreement(mt, config=over)
+        except Exception:  # noqa: BLE001 - a config class that refuses the perturbation: counted
+            continue
+        if status == "disagrees" and re.search(r": apply_\w+: \w+Error", detail):
+            continue  # the model's own code refuses the perturbed config (its sections, its shapes)
+        built += 1
+        if status != "agrees":
+            failures[mt] = f"{status}: {detail}"
+    assert not failures, "\n".join(f"{k}: {v}" for k, v in failures.items())
+    print(f"{built} perturbed configs agree")
+    assert f"{built}\nconfigs" in README.read_text() or f"{built} configs" in " ".join(README.read_text().split())
+    assert built >= 0.8 * sum(1 for mt, (s, _) in results.items() if s == "agrees" and not ROWS[mt].get("where"))
+
+
+def test_a_nested_config_gives_a_set_per_layer_type():
+    imp = rope_import({"model_type": "gemma3_text", "hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256,
+                       "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+                       "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                           "full_attention": {"rope_type": "linear", "factor": 8.0,
+                                                              "rope_theta": 1e6}}})
+    assert imp.sets["sliding_attention"].rope_theta == 10000.0 and imp.sets["full_attention"].factor == 8.0
+    assert imp.layers("sliding_attention") == [0, 2] and imp.layers("full_attention") == [1]
+    assert imp.as_json()["layers"] == {"sliding_attention": [0, 2], "full_attention": [1]}
+
+
+def test_omitted_keys_take_the_config_class_defaults_with_provenance():
+    imp = rope_import({"model_type": "qwen3"})
+    p = imp.sets["all_layers"]
+    d = hf_models.default_config("qwen3")
+    assert (p.head_dim, p.rope_theta) == (d["head_dim"], d["rope_parameters"]["rope_theta"])
+    assert "Qwen3Config default" in imp.provenance["head_dim"] and "probed" in imp.provenance["pairing"]
+
+
+def test_a_multimodal_config_reads_its_text_config():
+    imp = rope_import({"model_type": "llava", "text_config": {"model_type": "llama", "hidden_size": 4096,
+                                                             "num_attention_heads": 32, "rope_theta": 5e5}})
+    assert imp.where == "text_config" and imp.model_type == "llama" and imp.sets["all_layers"].rope_theta == 5e5
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"model_type": "pixtral"}, "not covered: axial"),
+    ({"model_type": "bert"}, "no RoPE parameters"),
+    ({"model_type": "gemma3_text", "layer_types": "full_attention"}, "layer_types: expected a list"),
+    ({"model_type": "gemma3_text", "rope_parameters": {"full_attention": 5, "sliding_attention": None}},
+     "rope_parameters.full_attention: expected an object"),
+    ({"model_type": "nanochat"}, "pairing unknown"),
+    ({"model_type": 7}, "model_type: expected a string"),
+    ({"model_type": "my_new_model", "hidden_size": 64, "num_attention_heads": 2}, "carries no rope_parameters"),
+])
+def test_what_the_import_refuses_it_names(config, message):
+    with pytest.raises(SpecError, match=message):
+        rope_import(config)
+
+
+def test_an_unknown_model_type_in_the_standard_layout_says_what_it_assumed():
+    imp = rope_import({"model_type": "my_new_model", "hidden_size": 64, "num_attention_heads": 2, "rope_theta": 5e5})
+    assert imp.sets["all_layers"].pairing == "half" and "pairing assumed half" in imp.source
+
+
+LEGACY = sorted(mt for mt, row in ROWS.items() if row.get("legacy_layout"))
+
+
+def test_a_4x_layout_whose_keys_interact_is_refused():
+    assert ROWS["dots3_note_text"].get("legacy_not_covered")
+    with pytest.raises(SpecError, match="4.x layout of dots3_note_text is not covered"):
+        rope_import({"model_type": "dots3_note_text", "rope_theta": 1e6})
+
+
+@pytest.mark.parametrize("mt", LEGACY)
+def test_a_4x_config_of_a_per_layer_type_model_is_mapped_as_transformers_maps_it(mt):
+    """A raw 4.x ``config.json`` (Gemma 3's rope_theta / rope_local_base_freq / rope_scaling,
+    ModernBERT's global_rope_theta / local_rope_theta) against the config class reading it."""
+    from transformers import CONFIG_MAPPING
+    layout = ROWS[mt]["legacy_layout"]
+    kwargs = hf_models.legacy_trial(layout)
+    kwargs.update({k: v * 1.5 for k, v in kwargs.items() if k != "rope_scaling"})  # not the survey's values
+    theirs = CONFIG_MAPPING[mt](**copy.deepcopy(kwargs)).to_dict()["rope_parameters"]
+    ours = rope_import({"model_type": mt, **kwargs}).sets
+    assert set(ours) == {k for k, v in theirs.items()}
+    for lt, st in theirs.items():
+        if st is None:
+            assert ours[lt] is None
+            continue
+        assert (ours[lt].rope_theta, ours[lt].rope_type, ours[lt].factor) == (
+            st["rope_theta"], st["rope_type"], st.get("factor")), lt
