@@ -51,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("family", nargs="?", help="only this family (rope, rope_scaling, sinusoidal, learned, "
                    "position_ids, alibi, t5, mrope, nope, or a registered one)")
     c = sub.add_parser("config", help="model configs").add_subparsers(dest="cmd", required=True)
-    p = c.add_parser("import", help="read a HF config.json (4.x or 5.x) into the spec's parameter models")
+    p = c.add_parser("import", help="read a HF config.json (4.x or 5.x) into the spec's parameter models; RoPE "
+                     "models print {model_type, rule, read_from, sets: {all_layers | <layer type>: RopeParams}, "
+                     "layers, provenance}, the other families {name: {params_model, ...}}")
     p.add_argument("file", type=Path)
     p = c.add_parser("survey", help="read every model type of the installed transformers: write "
                      "spec/registry/hf_model_types.json and docs/model-coverage.md (needs the [hf] extra)")
@@ -200,11 +202,9 @@ def _config_import(path: Path) -> int:
             found = {}
     except SpecError as e:  # the messages name the field as config.json: ...; say which file it was
         msg = str(e)
-        raise SpecError(f"{path}: {msg.removeprefix('config.json: ')}" if msg.startswith("config.json") else msg) from None
-    if imported is not None and set(imported.sets) == {"all_layers"} and not imported.provenance \
-            and not imported.where:  # one RoPE set, nothing defaulted: the RopeParams themselves
-        print(imported.sets["all_layers"].model_dump_json(indent=2, exclude_none=True))
-    elif imported is not None:  # per layer type, read from text_config, or with defaults: say so
+        raise SpecError(f"{path}: {msg.removeprefix('config.json: ')}" if msg.startswith("config.json: ") else
+                        f"{path}{msg.removeprefix('config.json')}" if msg.startswith("config.json") else msg) from None
+    if imported is not None:  # RoPE: the sets (per layer type or all_layers), the rule, the provenance
         print(_json.dumps(imported.as_json(), indent=2))
     else:
         print(_json.dumps({k: {"params_model": type(v).__name__, **v.model_dump(mode="json", exclude_none=True)}

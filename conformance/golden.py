@@ -70,12 +70,23 @@ def splitmix64(state: int, n: int) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def generate(case_id: str, name: str, gen: Gen, seed: int = SEED) -> np.ndarray:
-    """Regenerate input ``name`` of ``case_id`` by rule ``splitmix64-v1`` (module docstring)."""
+#: dtypes whose generated cases draw full-precision float inputs (see :func:`case_inputs`)
+FULL_PRECISION_DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+def generate(case_id: str, name: str, gen: Gen, seed: int = SEED, full_precision: bool = False) -> np.ndarray:
+    """Regenerate input ``name`` of ``case_id`` by rule ``splitmix64-v1`` (module docstring).
+
+    ``full_precision``: values add the low 53 bits of each draw as a fraction of the 1/64 step,
+    ``offset + scale * (byte - 128 + frac) / 64``, so they are no longer exact in bf16 or f16
+    (the generated cases at float32 / float64: an adapter that rounds its inputs to bf16 fails)."""
     n = int(np.prod(gen.shape))
     z = splitmix64(seed ^ _fnv1a64(f"{case_id}/{name}"), n)
     if gen.kind == "values":
-        v = gen.offset + gen.scale * ((z >> np.uint64(56)).astype(np.float64) - 128.0) / 64.0
+        step = (z >> np.uint64(56)).astype(np.float64) - 128.0
+        if full_precision:
+            step = step + (z & np.uint64((1 << 53) - 1)).astype(np.float64) / float(1 << 53)
+        v = gen.offset + gen.scale * step / 64.0
         return v.reshape(gen.shape)
     if gen.kind == "ids":
         return (z % np.uint64(gen.high)).astype(np.int64).reshape(gen.shape)
@@ -88,12 +99,18 @@ def sha256_array(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(canon).tobytes()).hexdigest()
 
 
-def case_inputs(case: Case, seed: int = SEED) -> dict[str, np.ndarray]:
-    """All inputs of a case as NumPy arrays (scalars become 0-d int64 arrays)."""
+def case_inputs(case: Case, seed: int = SEED, dtype: Optional[str] = None) -> dict[str, np.ndarray]:
+    """All inputs of a case as NumPy arrays (scalars become 0-d int64 arrays).
+
+    ``dtype`` float32 or float64 (a generated case at that dtype): float values at full precision,
+    rounded to the dtype (so the reference sees exactly what the adapter receives); otherwise,
+    and for every golden, values on the 1/64 grid, exact in every dtype."""
+    full = FULL_PRECISION_DTYPES.get(dtype or "")
     out = {}
     for name, v in case.inputs.items():
         if isinstance(v, Gen):
-            out[name] = generate(case.id, name, v, seed)
+            a = generate(case.id, name, v, seed, full_precision=full is not None)
+            out[name] = a.astype(full).astype(np.float64) if full is not None and v.kind == "values" else a
         elif isinstance(v, (int, np.integer)):
             out[name] = np.asarray(v, dtype=np.int64)
         else:

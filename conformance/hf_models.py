@@ -7,16 +7,21 @@ from what the pinned transformers gives (CI).  Needs the ``[hf]`` extra (torch, 
 What is read, per model type (no weights, no download: config classes and modules only):
 
 * the default config of its config class (``CONFIG_MAPPING[model_type]()``, ``to_dict()``), and
-  where its RoPE parameters live (top level or ``text_config``: the text model's type);
-* the RoPE keys' class defaults (``rope_parameters``, ``hidden_size``, ``num_attention_heads``,
-  ``head_dim``, ``partial_rotary_factor``, ``max_position_embeddings``, ``layer_types``), which
-  the import falls back on when a ``config.json`` omits a key (``save_pretrained`` writes only
-  the keys that differ from the class defaults);
-* the pairing, probed: the model's own ``apply_rotary_pos_emb(q, k, cos, sin)`` run on random q
+  where its RoPE parameters live (the top level, ``text_config``, a speech model's
+  ``encoder_config``);
+* the class defaults of the keys the import reads (:data:`DEFAULT_KEYS`), which it falls back on
+  when a ``config.json`` omits a key (``save_pretrained`` writes only the keys that differ from
+  the class defaults), the ``attribute_map`` aliases, and by rebuilding the class with one key
+  changed: the defaults it derives from others (:func:`derived_defaults`), the layer types whose
+  default rope function ignores ``partial_rotary_factor`` (:func:`ignores_partial`), the factor it
+  puts into a set written without one (:func:`partial_field_defaults`), whether it validates
+  ``layer_types``, the 4.x layout of per-layer-type models (:func:`legacy_layout`);
+* the pairing, probed (:func:`probe_pairing`): the model's own apply function run on random q
   with its own rotary module's cos/sin, compared with the reference's three pairings
-  (ROPE-PAIR-HALF / -INTERLEAVED / -DEINTERLEAVE) on those cos/sin;
-* the positional-encoding family of every other model type, from the config keys and the names
-  in its modeling module (evidence listed per row).
+  (ROPE-PAIR-HALF / -INTERLEAVED / -DEINTERLEAVE) on those cos/sin; for axial (2-D) RoPE, which
+  known layout it computes (:func:`axial_layout`, for the record);
+* the positional-encoding family of every other model type, from the names in its modeling
+  source (:data:`SOURCE_FAMILIES`; evidence listed per row).
 
 The frequencies themselves are *not* copied from transformers: the import computes them with the
 reference, and ``tests/test_hf_model_types.py`` compares them with each rotary module's
@@ -41,7 +46,7 @@ from posenc.spec.hf_config import HF_TABLE_PATH, LEGACY_THETA_KEYS, _hf_table, _
 COVERAGE_PATH = Path(__file__).resolve().parents[1] / "docs" / "model-coverage.md"
 #: keys of a config that the import reads, kept as class defaults in the table
 DEFAULT_KEYS = ("rope_parameters", "hidden_size", "num_attention_heads", "head_dim", "partial_rotary_factor",
-                "max_position_embeddings", "original_max_position_embeddings", "layer_types", "rope_interleave")
+                "max_position_embeddings", "original_max_position_embeddings", "rope_interleave")
 #: keys whose transformers ``attribute_map`` alias the table records
 ALIAS_KEYS = ("hidden_size", "num_attention_heads", "head_dim", "max_position_embeddings")
 #: sub-configs searched for RoPE parameters, in order (the text model first)
@@ -49,7 +54,9 @@ SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config",
 
 
 def _quiet():
-    warnings.filterwarnings("ignore")
+    """transformers, imported with its own warnings and logging silenced (the survey builds 822
+    default configs, many of which warn about their own defaults)."""
+    warnings.filterwarnings("ignore", module=r"(transformers|torch|torchao)(\.|$)")
     import transformers
     transformers.logging.set_verbosity_error()
     return transformers
@@ -185,6 +192,46 @@ def probe_pairing(module, rotary, layer_type=None, function: str = "apply_rotary
     return matches[0], f"{where} probed (ROPE-PAIR-{matches[0].upper()})"
 
 
+#: the axial (2-D) layouts the survey recognises, for the record (no spec clause covers them yet)
+AXIAL_LAYOUTS = {
+    "split": "split layout: D/4 frequencies theta^(-2k/(D/2)) shared by the axes, angles [h w, w w], "
+             "cat(a, a) with rotate_half (Qwen2-VL vision)",
+    "alternate": "alternate layout: theta^(-2k/D), even frequencies to h and odd to w, cat(a, a) "
+                 "with rotate_half (Pixtral)",
+}
+
+
+def axial_layout(module, sub_config, n: int = 9) -> tuple[Optional[str], str]:
+    """Which of :data:`AXIAL_LAYOUTS` a vision encoder's axial rotary module computes: its cos on a
+    random (h, w) grid (positions ``[N, 2]``) against both, from the config's theta and head width."""
+    import torch
+    d = sub_config.to_dict()
+    theta = (d.get("rope_parameters") or {}).get("rope_theta")
+    hidden = d.get("hidden_size") or d.get("embed_dim")
+    heads = d.get("num_attention_heads") or d.get("num_heads")
+    dim = d.get("head_dim") or (hidden // heads if hidden and heads and hidden % heads == 0 else None)
+    for name, rotary in rotary_modules(module, sub_config):
+        g = torch.Generator().manual_seed(0)
+        pos = torch.randint(0, 40, (n, 2), generator=g)
+        try:
+            with torch.no_grad():
+                cos = rotary(torch.zeros(1, n, 8), pos)[0].double().numpy().reshape(n, -1)
+        except Exception as e:  # noqa: BLE001 - recorded
+            return None, f"{name}.forward: {type(e).__name__}"
+        if not theta or not dim or dim % 4:
+            return None, f"{name}: head width or theta unknown"
+        h, w = pos.double().numpy().T
+        split = theta ** (-np.arange(0, dim // 2, 2) / (dim // 2))
+        full = theta ** (-np.arange(0, dim, 2) / dim)
+        for layout, (fh, fw) in (("split", (split, split)), ("alternate", (full[0::2], full[1::2]))):
+            a = np.concatenate([h[:, None] * fh, w[:, None] * fw], -1)
+            want = np.cos(np.concatenate([a, a], -1))
+            if want.shape == cos.shape and np.allclose(want, cos, atol=1e-5):
+                return layout, f"{module.__name__.removeprefix('transformers.models.')}.{name} probed"
+        return None, f"{name}: neither layout (cos width {cos.shape[-1]}, head width {dim})"
+    return None, "no rotary module builds"
+
+
 def _rope_location(cfg_dict: dict) -> Optional[str]:
     if cfg_dict.get("rope_parameters") is not None:
         return ""
@@ -245,12 +292,19 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     alias = {k: v for k, v in aliases.items() if k in DEFAULT_KEYS + ALIAS_KEYS and isinstance(v, str)}
     if alias:
         row["aliases"] = dict(sorted(alias.items()))
+    for k, target in alias.items():  # the default under the name the import reads (DBRX's d_model)
+        if k not in defaults and sub.get(target) is not None:
+            defaults[k] = _jsonable(sub[target])
     overrides = _layer_type_overrides(sub)
     if overrides:
         row["layer_type_defaults"] = overrides
     rope = sub["rope_parameters"]
     if _is_axial(rope):
-        row["not_covered"] = "axial (two-dimensional) RoPE of a vision encoder"
+        module, _ = _modeling(text_type)
+        layout, evidence = axial_layout(module, sub_obj) if module is not None else (None, "no modeling module")
+        row["axial_layout"] = layout or "other"
+        row["axial_evidence"] = evidence
+        row["not_covered"] = f"axial (two-dimensional) RoPE of a vision encoder ({AXIAL_LAYOUTS.get(layout, 'other layout')})"
         return row
     module, modname = _modeling(text_type)
     if module is None:
@@ -312,13 +366,97 @@ def legacy_trial(layout: dict) -> dict:
     return kwargs
 
 
+def _frequency_count(model_type: str, row: dict, overrides: dict) -> Optional[dict]:
+    """``{layer type: number of frequencies}`` of the model's rotary module built from its config
+    class with ``overrides`` (on the sub-config the RoPE lives in), or None when it does not build."""
+    from transformers import CONFIG_MAPPING
+    where = row.get("where")
+    try:
+        cfg = CONFIG_MAPPING[model_type](**({where: overrides} if where else overrides))
+        sub = getattr(cfg, where) if where else cfg
+        module, _ = _modeling(row.get("text_model_type") or model_type)
+        built = rotary_modules(module, sub)
+    except Exception:  # noqa: BLE001 - the class refuses the change
+        return None
+    return {lt: len(w) for lt, (w, _) in rotary_frequencies(built[0][1]).items()} if built else None
+
+
+def derived_defaults(model_type: str, row: dict) -> list[str]:
+    """The class defaults that the class derives from other keys (Llama's head_dim = hidden_size //
+    num_attention_heads, Falcon's head_dim property): the rotary module rebuilt with hidden_size
+    doubled has another width.  The import must not take those as defaults when the config sets
+    what they derive from."""
+    defaults = row["defaults"]
+    if "head_dim" not in defaults or not isinstance(defaults.get("hidden_size"), int):
+        return []
+    base = _frequency_count(model_type, row, {})
+    bigger = _frequency_count(model_type, row, {"hidden_size": 2 * defaults["hidden_size"]})
+    return ["head_dim"] if base and bigger and base != bigger else []
+
+
+def _default_type_sets(rope: dict, partial: Optional[float]) -> dict:
+    """The default rope dict with every set made rope_type default (theta kept), at ``partial``."""
+    def one(st):
+        out = {"rope_type": "default", "rope_theta": st.get("rope_theta", 10000.0)}
+        return out if partial is None else {**out, "partial_rotary_factor": partial}
+    return {lt: one(st) if st else st for lt, st in rope.items()} if _nested(rope) else one(rope)
+
+
+def ignores_partial(model_type: str, row: dict) -> list:
+    """The layer types (``"all_layers"`` for one set) whose rotary module ignores
+    ``partial_rotary_factor`` for rope_type default (``modeling_rope_utils`` reads it; many models'
+    own ``compute_default_rope_parameters`` do not): rebuilt with the factor 0.5 and without it,
+    does the frequency count change?"""
+    rope = row["defaults"]["rope_parameters"]
+    full = _frequency_count(model_type, row, {"rope_parameters": _default_type_sets(rope, 1.0)})  # not None:
+    half = _frequency_count(model_type, row, {"rope_parameters": _default_type_sets(rope, 0.5)})  # a field default
+    if not full or not half:
+        return []
+    return sorted("all_layers" if lt is None else lt for lt in full if full[lt] == half.get(lt))
+
+
+def partial_field_defaults(model_type: str, row: dict) -> dict:
+    """``{layer type or "all_layers": factor}`` the config class puts into a ``rope_parameters``
+    the config writes without ``partial_rotary_factor`` (Phi's field default 0.5; not Gemma 4's,
+    whose 0.25 lives only in its default rope dict)."""
+    from transformers import CONFIG_MAPPING
+    rope = row["defaults"]["rope_parameters"]
+    where = row.get("where")
+    trial = _default_type_sets(rope, None)
+    try:
+        cfg = CONFIG_MAPPING[model_type](**({where: {"rope_parameters": trial}} if where else {"rope_parameters": trial}))
+        got = (getattr(cfg, where) if where else cfg).to_dict()["rope_parameters"]
+    except Exception:  # noqa: BLE001 - the class refuses a default-type set: nothing known
+        return {}
+    sets = got.items() if _nested(got) else [("all_layers", got)]
+    return {lt: st["partial_rotary_factor"] for lt, st in sets
+            if isinstance(st, dict) and st.get("partial_rotary_factor") not in (None, 1.0)}
+
+
 def _legacy_layouts(rows: dict) -> None:
-    """Second pass: the 4.x layout of each per-layer-type model (:func:`legacy_layout`), kept
+    """Second pass: the derived defaults of each row (:func:`derived_defaults`) and the 4.x layout
+    of each per-layer-type model (:func:`legacy_layout`), kept
     only where mapping every key at once as the single-key trials say reproduces what the config
     class does with them together (DOTS3's rope_scaling replaces every set, theta included)."""
     from transformers import CONFIG_MAPPING
     from posenc.spec.hf_config import _legacy_sets
     for model_type, row in rows.items():
+        if "defaults" in row and not row.get("where") and model_type in CONFIG_MAPPING:
+            try:  # does the class run transformers' validate_layer_type?
+                CONFIG_MAPPING[model_type](layer_types=["no_such_attention"], num_hidden_layers=1)
+            except Exception as e:  # noqa: BLE001 - refused: it validates
+                if "layer_types" in str(e):
+                    row["validates_layer_types"] = True
+        if "rotary_class" in row:
+            derived = derived_defaults(model_type, row)
+            if derived:
+                row["derived"] = derived
+            ignored = ignores_partial(model_type, row)
+            if ignored:
+                row["ignores_partial_rotary_factor"] = ignored
+            field_defaults = partial_field_defaults(model_type, row)
+            if field_defaults:
+                row["partial_field_defaults"] = field_defaults
         if "rotary_class" not in row or row.get("where") or not _nested(row["defaults"]["rope_parameters"]):
             continue
         layout = legacy_layout(model_type)
@@ -353,7 +491,9 @@ def survey() -> dict:
             continue
         rows[model_type] = _rope_row(model_type, cfg, cfg_dict)
     _legacy_layouts(rows)
-    return {"transformers": transformers.__version__, "model_types": rows}
+    from transformers.configuration_utils import ALLOWED_LAYER_TYPES, _LEGACY_LAYER_TYPE_REMAP
+    return {"transformers": transformers.__version__, "layer_types": list(ALLOWED_LAYER_TYPES),
+            "legacy_layer_types": dict(_LEGACY_LAYER_TYPE_REMAP), "model_types": rows}
 
 
 def table_text(table: dict) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -87,7 +88,7 @@ MODEL_RULES: dict[str, ModelRule] = {
                              pairing_flag=("rope_interleave", True, "deinterleave", "half")),
     "gpt_neox": ModelRule("models/gpt_neox/configuration_gpt_neox.py", theta_default=10000.0,
                           theta_provenance="GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base default)",
-                          theta_keys=("rope_theta", "rotary_emb_base"),
+                          theta_keys=("rotary_emb_base",),  # a top-level rope_theta is ignored by GPTNeoXConfig
                           partial_keys=("partial_rotary_factor", "rotary_pct"), partial_default=0.25),
     "gptj": ModelRule("models/gptj/modeling_gptj.py::create_sinusoidal_positions", pairing="interleaved",
                       fixed_theta=10000.0, theta_keys=(), partial_keys=(), rotary_dim_key="rotary_dim",
@@ -96,22 +97,55 @@ MODEL_RULES: dict[str, ModelRule] = {
 }
 
 
+def _msg(err: dict) -> str:
+    """A pydantic error's message without its ``Value error, `` prefix."""
+    return str(err["msg"]).removeprefix("Value error, ")
+
+
 def _first(cfg: dict, keys, what: str, model_type: str):
     for k in keys:
         if cfg.get(k) is not None:
             return cfg[k]
-    raise SpecError(f"config.json: {what}: none of {', '.join(keys)} is set (model_type {model_type!r})")
+    also = f" (or {', '.join(keys[1:])})" if len(keys) > 1 else ""
+    raise SpecError(f"config.json: {keys[0]}: missing{also}, the {what} of model_type {model_type!r}, "
+                    f"and no default")
+
+
+def _positive_int(v, key: str) -> int:
+    """A config's integer (not a bool, a string or a float): :class:`SpecError` naming ``key``."""
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise SpecError(f"config.json: {key}: expected a positive integer, got {type(v).__name__} {v!r}")
+    return v
 
 
 def _head_dim(cfg: dict, rule: ModelRule, model_type: str) -> int:
     for k in rule.head_dim_keys:
         if cfg.get(k) is not None:
-            return int(cfg[k])
-    hidden = _first(cfg, rule.hidden_keys, "hidden size", model_type)
-    heads = _first(cfg, rule.heads_keys, "number of attention heads", model_type)
+            return _positive_int(cfg[k], k)
+    hidden = _positive_int(_first(cfg, rule.hidden_keys, "hidden size", model_type), rule.hidden_keys[0])
+    heads = _positive_int(_first(cfg, rule.heads_keys, "number of attention heads", model_type), rule.heads_keys[0])
     if hidden % heads:
         raise SpecError(f"config.json: {rule.hidden_keys[0]} {hidden} is not divisible by {heads} heads")
     return hidden // heads
+
+
+def _named_errors(fn):
+    """The import's last net: an exception a malformed value raises where no check named it
+    (a list where a number goes, a number where an object goes) becomes a one-line
+    :class:`SpecError` naming the model type, never a traceback."""
+    @functools.wraps(fn)
+    def wrapper(config, *args, **kwargs):
+        try:
+            return fn(config, *args, **kwargs)
+        except SpecError:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,
+                RecursionError) as e:
+            mt = config.get("model_type") if isinstance(config, dict) else None
+            where = f"model_type {mt!r}" if mt is not None else str(config)
+            raise SpecError(f"config.json: {where}: a value has the wrong type or form "
+                            f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''})") from None
+    return wrapper
 
 
 def read_config(config: Union[dict, str, Path]) -> dict:
@@ -120,9 +154,12 @@ def read_config(config: Union[dict, str, Path]) -> dict:
         return config
     path = Path(config)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a JSON object (a config.json), got {type(data).__name__}")
+    return data
 
 
 def _rule(config: dict, rules: dict, what: str):
@@ -154,7 +191,7 @@ def _rope_dict(config: dict) -> tuple[dict[str, Any], str]:
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300
 
 
 def _check_types(config: dict, rope: dict, where: str, top_keys=()) -> None:
@@ -163,16 +200,16 @@ def _check_types(config: dict, rope: dict, where: str, top_keys=()) -> None:
     for k, v in rope.items():
         if v is None:
             continue
-        if k in _NUMBER_KEYS and not _is_number(v):
-            raise SpecError(f"config.json: {where}.{k}: expected a number, got {type(v).__name__} {v!r}")
+        if k in _NUMBER_KEYS and not (_is_number(v) and math.isfinite(v)):
+            raise SpecError(f"config.json: {where}.{k}: expected a finite number, got {type(v).__name__} {v!r}")
         if k == "truncate" and not isinstance(v, bool):
             raise SpecError(f"config.json: {where}.truncate: expected true or false, got {v!r}")
         if k in ("short_factor", "long_factor") and not (isinstance(v, list) and all(_is_number(x) for x in v)):
             raise SpecError(f"config.json: {where}.{k}: expected a list of numbers, got {v!r}")
     for k in top_keys:
         v = config.get(k)
-        if v is not None and not _is_number(v):
-            raise SpecError(f"config.json: {k}: expected a number, got {type(v).__name__} {v!r}")
+        if v is not None and not (_is_number(v) and math.isfinite(v)):
+            raise SpecError(f"config.json: {k}: expected a finite number, got {type(v).__name__} {v!r}")
 
 
 def _check_required(rope: dict, rope_type: str, where: str) -> None:
@@ -222,7 +259,8 @@ class RopeImport:
 def _hf_table() -> dict:
     try:
         table = json.loads(HF_TABLE_PATH.read_text(encoding="utf-8"))
-        return {"transformers": str(table["transformers"]), "model_types": dict(table["model_types"])}
+        return {"transformers": str(table["transformers"]), "model_types": dict(table["model_types"]),
+                "layer_types": tuple(table["layer_types"]), "legacy_layer_types": dict(table["legacy_layer_types"])}
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise SpecError(f"{HF_TABLE_PATH}: unreadable model-type table: {e}") from None
 
@@ -312,6 +350,7 @@ def _locate(config: dict, table: dict) -> tuple[str, dict, str, ModelRule, Optio
     return model_type, cfg, where, _table_rule(model_type, row), row
 
 
+@_named_errors
 def rope_import(config: Union[dict, str, Path]) -> RopeImport:
     """The RoPE parameter sets of a model's ``config.json`` (a dict or a path), per layer type.
 
@@ -325,19 +364,24 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
     config = read_config(config)
     model_type, cfg, where, rule, row = _locate(config, hf_model_types())
     provenance: dict[str, str] = {}
-    defaults = dict((row or {}).get("defaults") or {}) if model_type not in MODEL_RULES else {}
+    defaults = dict((row or {}).get("defaults") or {})
     default_rope = defaults.pop("rope_parameters", None)
     eff = dict(cfg)
     for k, alias in ((row or {}).get("aliases") or {}).items():  # transformers' attribute_map
         if eff.get(k) is None and eff.get(alias) is not None:
             eff[k] = eff[alias]
             provenance[k] = f"{alias} ({row['config_class']}.attribute_map)"
+    groups = (rule.theta_keys, rule.partial_keys, rule.head_dim_keys, rule.hidden_keys, rule.heads_keys)
     for k, v in defaults.items():
-        if eff.get(k) is None:
+        # a class default only where the config sets none of the keys the rule reads for it
+        # (GPT-NeoX's rotary_pct is partial_rotary_factor: the default must not shadow it)
+        group = next((g for g in groups if k in g), (k,))
+        if k in ((row or {}).get("derived") or ()):  # derived from hidden_size / heads by the class
+            group = rule.head_dim_keys + rule.hidden_keys + rule.heads_keys
+        if all(eff.get(x) is None for x in group):
             eff[k] = v
             provenance[k] = f"{row['config_class']} default"
-    if not rule.pairing_flag and not MODEL_RULES.get(model_type) and row is not None:
-        provenance["pairing"] = "; ".join(row.get("pairing_evidence", []))
+    _pairing_provenance(eff, rule, row, model_type, provenance)
     legacy = default_rope is not None and _nested(default_rope) and not _nested(eff.get("rope_parameters") or {}) \
         and any(eff.get(k) is not None for k in LEGACY_THETA_KEYS + ("rope_scaling", "rope_parameters"))
     if legacy and (row or {}).get("legacy_not_covered"):
@@ -346,27 +390,87 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
     if legacy and (row or {}).get("legacy_layout"):
         eff["rope_parameters"] = _legacy_sets(eff, default_rope, row, provenance)
         eff.pop("rope_scaling", None)
+    elif legacy:  # a per-layer-type class that maps no 4.x key (Gemma 4): it keeps its default sets
+        ignored = [k for k in LEGACY_THETA_KEYS + ("rope_scaling", "rope_parameters") if eff.get(k) is not None]
+        eff["rope_parameters"] = default_rope
+        eff.pop("rope_scaling", None)
+        provenance["rope_parameters"] = (f"{row['config_class']} default per layer type; {', '.join(ignored)} "
+                                         f"ignored (the class reads rope_parameters per layer type only)")
     has_rope = any(eff.get(k) for k in ("rope_parameters", "rope_scaling")) or any(
         eff.get(k) is not None for k in rule.theta_keys)
     if not has_rope and default_rope is not None:
-        eff["rope_parameters"] = default_rope
+        stated = any(eff.get(k) is not None and k not in defaults for k in rule.partial_keys)
+        eff["rope_parameters"] = {k: v for k, v in default_rope.items()
+                                  if not (stated and k == "partial_rotary_factor")}  # the config's factor wins
         provenance["rope_parameters"] = f"{row['config_class']} default"
     rope, key = _rope_dict(eff)
-    layer_types = eff.get("layer_types")
-    if layer_types is not None and not (isinstance(layer_types, list) and all(isinstance(x, str) for x in layer_types)):
-        raise SpecError(f"config.json: layer_types: expected a list of strings, got {layer_types!r}")
+    layer_types = _layer_types(eff, provenance, row)
+    if layer_types is None and _nested(rope):
+        provenance["layer_types"] = ("not in the config: which layers use which set is not known here "
+                                     "(transformers derives it from num_hidden_layers and the model's pattern)")
     prefix = f"{where}." if where else ""
     if _nested(rope):
+        if default_rope is not None and _nested(default_rope):
+            rope = _complete_sets(rope, default_rope, eff, row, provenance)
         sets = {}
         for lt, sub in rope.items():
             if sub is not None and not isinstance(sub, dict):
                 raise SpecError(f"config.json: {prefix}{key}.{lt}: expected an object or null, got {sub!r}")
             over = _layer_overrides(eff, lt, row, provenance)
             sets[lt] = None if sub is None else _rope_set({**eff, **over}, dict(sub), rule, model_type,
-                                                          f"{prefix}{key}.{lt}", provenance)
+                                                          f"{prefix}{key}.{lt}", provenance, row)
     else:
-        sets = {"all_layers": _rope_set(eff, rope, rule, model_type, f"{prefix}{key}", provenance)}
+        sets = {"all_layers": _rope_set(eff, rope, rule, model_type, f"{prefix}{key}", provenance, row)}
     return RopeImport(model_type, where, sets, tuple(layer_types) if layer_types else None, rule.source, provenance)
+
+
+def _layer_types(config: dict, provenance: dict, row: Optional[dict] = None) -> Optional[list]:
+    """The config's ``layer_types``, checked as transformers 5.24 checks them where the config
+    class does (``validate_layer_type``: known names, one per layer; the survey's
+    ``validates_layer_types``), after its renames of legacy names (``attention`` -> ``full_attention``)."""
+    layer_types = config.get("layer_types")
+    if layer_types is None:
+        return None
+    if not (isinstance(layer_types, list) and all(isinstance(x, str) for x in layer_types)):
+        raise SpecError(f"config.json: layer_types: expected a list of strings, got {layer_types!r}")
+    table = _hf_table()
+    renamed = [table["legacy_layer_types"].get(x, x) for x in layer_types]
+    if renamed != layer_types:
+        provenance["layer_types"] = "legacy names renamed as transformers renames them: " + ", ".join(
+            sorted({f"{a} -> {b}" for a, b in zip(layer_types, renamed) if a != b}))
+    if not (row or {}).get("validates_layer_types"):
+        return renamed
+    unknown = sorted(set(renamed) - set(table["layer_types"]))
+    if unknown:
+        raise SpecError(f"config.json: layer_types: unknown layer type(s) {', '.join(unknown)}; transformers "
+                        f"{table['transformers']} knows {', '.join(table['layer_types'])}")
+    n = config.get("num_hidden_layers")
+    if isinstance(n, int) and not isinstance(n, bool) and n != len(renamed):
+        raise SpecError(f"config.json: layer_types: {len(renamed)} entries, num_hidden_layers is {n}")
+    return renamed
+
+
+def _complete_sets(rope: dict, default_rope: dict, config: dict, row: Optional[dict], provenance: dict) -> dict:
+    """A per-layer-type ``rope_parameters`` completed as the config class completes it: a layer
+    type it lacks takes the class's default set, a set without ``rope_theta`` the 4.x key mapped to
+    it (Gemma 3's top-level ``rope_theta`` for full attention) or the class default's theta."""
+    rope = {lt: (dict(v) if isinstance(v, dict) else v) for lt, v in rope.items()}
+    for lt, st in default_rope.items():
+        if rope.get(lt) is None and st is not None:  # absent or null: the class fills its default set
+            rope[lt] = dict(st) if isinstance(st, dict) else st
+            provenance[f"{lt}"] = f"{(row or {}).get('config_class', 'the class')} default set"
+    layout = (row or {}).get("legacy_layout") or {}
+    for lt, st in rope.items():
+        if not isinstance(st, dict) or st.get("rope_theta") is not None:
+            continue
+        key = next((k for k in LEGACY_THETA_KEYS if lt in layout.get(k, ()) and config.get(k) is not None), None)
+        if key is not None:
+            st["rope_theta"] = config[key]
+            provenance[f"{lt}.rope_theta"] = f"{key} (mapped as {(row or {}).get('config_class')} maps it)"
+        elif isinstance(default_rope.get(lt), dict) and default_rope[lt].get("rope_theta") is not None:
+            st["rope_theta"] = default_rope[lt]["rope_theta"]
+            provenance[f"{lt}.rope_theta"] = f"{(row or {}).get('config_class')} default"
+    return rope
 
 
 def _legacy_sets(config: dict, default_rope: dict, row: dict, provenance: dict) -> dict:
@@ -408,20 +512,23 @@ def _layer_overrides(config: dict, layer_type: str, row: Optional[dict], provena
     alike), else its ``global_head_dim`` (full-attention layers), else the config class default."""
     per_layer, types = config.get("per_layer_config"), config.get("layer_types")
     if isinstance(per_layer, dict) and types:
-        seen = {json.dumps({k: v for k, v in (per_layer.get(f"{i:02d}", per_layer.get(str(i))) or {}).items()
-                            if k in LAYER_OVERRIDE_KEYS}, sort_keys=True)
-                for i, t in enumerate(types) if t == layer_type}
+        entries = [per_layer.get(f"{i:02d}", per_layer.get(str(i))) or {} for i, t in enumerate(types) if t == layer_type]
+        bad = next((e for e in entries if not isinstance(e, dict)), None)
+        if bad is not None:
+            raise SpecError(f"config.json: per_layer_config: expected an object per layer, got {bad!r}")
+        seen = {json.dumps({k: v for k, v in e.items() if k in LAYER_OVERRIDE_KEYS}, sort_keys=True) for e in entries}
         if len(seen) > 1:
             raise SpecError(f"config.json: per_layer_config: the {layer_type} layers differ ({', '.join(sorted(seen))})")
         return json.loads(seen.pop()) if seen else {}
     if layer_type == "full_attention" and config.get("global_head_dim") is not None:
-        return {"head_dim": config["global_head_dim"]}
+        return {"head_dim": _positive_int(config["global_head_dim"], "global_head_dim")}
     over = ((row or {}).get("layer_type_defaults") or {}).get(layer_type) or {}
     if over:
         provenance[f"{layer_type}.head_dim"] = f"{row['config_class']} default per_layer_config"
     return dict(over)
 
 
+@_named_errors
 def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     """``RopeParams`` for a model's ``config.json`` (a dict or a path) with one RoPE parameter set.
 
@@ -438,11 +545,32 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
 
 
 def _rope_set(config: dict, rope: dict, rule: ModelRule, model_type: str, where: str,
-              provenance: Optional[dict] = None) -> RopeParams:
+              provenance: Optional[dict] = None, row: Optional[dict] = None) -> RopeParams:
     """One RoPE parameter set: ``rope`` (a copy of the rope dict or one layer type's) over ``config``;
-    the values the rule supplies (not the config) are added to ``provenance``."""
-    if provenance is not None:
-        _rule_provenance(config, rope, rule, where, provenance)
+    the values the rule supplies (not the config) are added to ``provenance``.  ``row``: the
+    table row (``partial_field_defaults``: the factor the class puts into a set written without
+    one; ``ignores_partial_rotary_factor``: the layer types whose default rope function rotates
+    the whole head whatever the factor)."""
+    for key in ("rope_type", "type"):
+        if rope.get(key) is not None and not isinstance(rope[key], str):
+            raise SpecError(f"config.json: {where}.{key}: expected a string, got {type(rope[key]).__name__} {rope[key]!r}")
+    provenance = {} if provenance is None else provenance
+    label = where.split(".", 1)[1] + "." if "." in where else ""
+    layer = where.rsplit(".", 1)[1] if label else "all_layers"
+    field_default = ((row or {}).get("partial_field_defaults") or {}).get(layer)
+    if rope.get("partial_rotary_factor") is None and all(config.get(k) is None for k in rule.partial_keys) \
+            and field_default is not None:
+        rope["partial_rotary_factor"] = field_default
+        provenance[f"{label}partial_rotary_factor"] = f"{(row or {}).get('config_class', 'the class')} default"
+    if layer in ((row or {}).get("ignores_partial_rotary_factor") or ()) \
+            and (rope.get("rope_type") or rope.get("type") or "default") == "default":
+        stated = rope.pop("partial_rotary_factor", None)
+        stated = stated if stated is not None else next((config[k] for k in rule.partial_keys if config.get(k) is not None), None)
+        if stated is not None and stated != 1.0:
+            provenance[f"{label}partial_rotary_factor"] = (
+                f"{stated} ignored: {row.get('rotary_class')} computes rope_type default over the whole head")
+        config = {k: v for k, v in config.items() if k not in rule.partial_keys}
+    _rule_provenance(config, rope, rule, where, provenance)
     rope_type = rope.pop("rope_type", None) or rope.pop("type", None) or "default"
     rope.pop("type", None)
     rope_type = rule.type_aliases.get(rope_type, rope_type)
@@ -480,8 +608,26 @@ def _rope_set(config: dict, rope: dict, rule: ModelRule, model_type: str, where:
     try:
         return RopeParams(**values)
     except ValidationError as e:
-        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'rope'}: {err['msg']}" for err in e.errors())
-        raise SpecError(f"config.json ({model_type}, {where}, rope_type {rope_type}): {msgs}") from None
+        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'rope'}: {_msg(err)}" for err in e.errors())
+        raise SpecError(f"config.json: {where} ({model_type}, rope_type {rope_type}): {msgs}") from None
+
+
+def _pairing_provenance(config: dict, rule: ModelRule, row: Optional[dict], model_type: str,
+                        provenance: dict) -> None:
+    """Where the pairing comes from: the probe of the model's apply function, a config flag (or its
+    class default), a hand rule, or an assumption (a model type transformers does not know)."""
+    if rule.pairing_flag:
+        key, default, if_true, if_false = rule.pairing_flag
+        value = config.get(key)
+        said = f"{key} = {str(value).lower()} (config)" if value is not None else \
+            f"{key} = {str(default).lower()} (its default)"
+        provenance["pairing"] = f"{said}: true {if_true}, false {if_false} ({rule.source})"
+    elif model_type in MODEL_RULES:
+        provenance["pairing"] = f"{rule.pairing} (hand rule: {rule.source})"
+    elif row is not None:
+        provenance["pairing"] = "; ".join(row.get("pairing_evidence", []))
+    else:
+        provenance["pairing"] = f"assumed half: model_type {model_type!r} is not a transformers model type"
 
 
 def _rule_provenance(config: dict, rope: dict, rule: ModelRule, where: str, provenance: dict) -> None:
@@ -493,8 +639,6 @@ def _rule_provenance(config: dict, rope: dict, rule: ModelRule, where: str, prov
     if (not rule.rotary_dim_key and rule.partial_default != 1.0 and rope.get("partial_rotary_factor") is None
             and all(config.get(k) is None for k in rule.partial_keys)):
         provenance[f"{key}partial_rotary_factor"] = f"{rule.partial_default} ({rule.source})"
-    if rule.pairing not in ("half", "") and "pairing" not in provenance:
-        provenance["pairing"] = f"{rule.pairing} ({rule.source})"
 
 
 def _theta(config: dict, rope: dict, rule, model_type) -> float:
@@ -514,7 +658,8 @@ def _theta(config: dict, rope: dict, rule, model_type) -> float:
 def _rotary_dim(config: dict, rope: dict, rule, head_dim: int) -> int:
     """The rotated width: the rule's key (GPT-J's rotary_dim), else head_dim x partial_rotary_factor."""
     if rule.rotary_dim_key:
-        rotary_dim = int(config.get(rule.rotary_dim_key) or head_dim)
+        v = config.get(rule.rotary_dim_key)
+        rotary_dim = head_dim if v is None else _positive_int(v, rule.rotary_dim_key)
     else:
         factor = rope.pop("partial_rotary_factor", None)
         for k in rule.partial_keys:
@@ -566,6 +711,7 @@ MROPE_RULES.update({f"{k}_text": v for k, v in list(MROPE_RULES.items())})
 _MROPE_KEYS = {"mrope_section", "mrope_interleaved"}
 
 
+@_named_errors
 def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
     """``MRopeParams`` for a Qwen2-VL / Qwen2.5-VL / Qwen3-VL ``config.json`` (a dict or a path).
 
@@ -579,7 +725,10 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
     """
     config = read_config(config)
     model_type, rule = _rule(config, MROPE_RULES, "M-RoPE import rule")
-    text = {**config, **(config.get("text_config") or {})}
+    sub = config.get("text_config")
+    if sub is not None and not isinstance(sub, dict):
+        raise SpecError(f"config.json: text_config: expected an object, got {type(sub).__name__}")
+    text = {**config, **(sub or {})}
     rope, where = _rope_dict(text)
     rope_type = rope.pop("rope_type", None) or rope.pop("type", None) or "default"
     rope.pop("type", None)
@@ -594,12 +743,18 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
     _check_types(text, rope, where, ("rope_theta", "partial_rotary_factor", "original_max_position_embeddings",
                                      "max_position_embeddings"))
     _check_required(rope, rope_type, where)
-    factor = rope.pop("partial_rotary_factor", None) or text.get("partial_rotary_factor")
+    factor = next((v for v in (rope.pop("partial_rotary_factor", None), text.get("partial_rotary_factor"))
+                   if v is not None), None)
     if factor is not None and float(factor) != 1.0:
         raise SpecError(f"config.json: {where}.partial_rotary_factor: {factor}: {model_type}'s apply_rotary_pos_emb "
                         f"rotates the whole head (no partial M-RoPE)")
-    theta = rope.pop("rope_theta", None) or text.get("rope_theta") or rule.theta_default
-    section = tuple(int(v) for v in (rope.pop("mrope_section", None) or rule.section_default))
+    theta = next((v for v in (rope.pop("rope_theta", None), text.get("rope_theta")) if v is not None),
+                 rule.theta_default)
+    section = rope.pop("mrope_section", None)
+    if section is not None and not (isinstance(section, list) and len(section) == 3
+                                    and all(isinstance(v, int) and not isinstance(v, bool) for v in section)):
+        raise SpecError(f"config.json: {where}.mrope_section: expected a list of 3 integers, got {section!r}")
+    section = tuple(section or rule.section_default)
     rope.pop("mrope_interleaved", None)
     class_keys = _TextKeys(text, rule)
     values: dict[str, Any] = {"head_dim": class_keys.head_dim(model_type), "rope_theta": float(theta),
@@ -614,7 +769,7 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
     try:
         return MRopeParams(**values)
     except ValidationError as e:
-        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'mrope'}: {err['msg']}" for err in e.errors())
+        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'mrope'}: {_msg(err)}" for err in e.errors())
         raise SpecError(f"config.json ({model_type}, rope_type {rope_type}): {msgs}") from None
 
 
@@ -710,13 +865,35 @@ FAMILY_RULES: dict[str, dict[str, FamilyRule]] = {
 
 def _lookup(config: dict, dotted: str):
     value: Any = config
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        if i and not isinstance(value, dict):
+            raise SpecError(f"config.json: {'.'.join(parts[:i])}: expected an object, got {type(value).__name__} {value!r}")
+        if part not in value:
             return None
         value = value[part]
     return value
 
 
+def _typed(value, model, name: str, key: str):
+    """``value`` checked against the parameter model's field type (an int is not a bool or a
+    string, a float is a finite number): :class:`SpecError` naming ``key``."""
+    ann = str(model.model_fields[name].annotation)
+    if "bool" in ann and "int" not in ann:
+        ok = isinstance(value, bool)
+    elif "int" in ann and "float" not in ann:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif "float" in ann:
+        ok = _is_number(value) and math.isfinite(value)
+    else:
+        return value
+    if not ok:
+        raise SpecError(f"config.json: {key}: expected {ann.replace('<class ', '').replace('>', '')}, "
+                        f"got {type(value).__name__} {value!r}")
+    return value
+
+
+@_named_errors
 def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     """The spec parameter models a model's ``config.json`` implies, by name.
 
@@ -744,13 +921,16 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     for name, rule in rules.items():
         values = dict(rule.fixed)
         for fname, fr in rule.fields.items():
-            found = next((v for v in (_lookup(config, k) for k in fr.keys) if v is not None), None)
+            found, key = next(((v, k) for v, k in ((_lookup(config, k), k) for k in fr.keys) if v is not None),
+                              (None, fr.keys[0]))
+            if found is not None:
+                _typed(found, rule.model, fname, key)
             if found is None and fr.default is None:
                 raise SpecError(f"config.json: {fr.keys[0]}: missing, and {model_type} defines no default")
             values[fname] = fr.default if found is None else found
         try:
             out[name] = rule.model(**values)
         except ValidationError as e:
-            msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())
+            msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {_msg(err)}" for err in e.errors())
             raise SpecError(f"config.json ({model_type}, {name}): {msgs}") from None
     return out

@@ -369,3 +369,13 @@ class RaisesPytestOutcomes(TorchAdapter):
 
     def t5_buckets(self, relative_position, params):
         raise GeneratorExit()
+
+
+class RoundsInputsToBf16(TorchAdapter):
+    """Every float input rounded to bfloat16 on the way in, whatever the run's dtype (a kernel that
+    casts its activations to bf16 internally and back): exact on inputs that are bf16-exact."""
+    name = "broken-rounds-inputs-to-bf16"
+
+    def from_numpy(self, x, dtype, device):
+        t = super().from_numpy(x, dtype, device)
+        return t.to(torch.bfloat16).to(t.dtype) if t.is_floating_point() else t

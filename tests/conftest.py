@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import hypothesis.strategies  # noqa: F401 - likewise: a re-imported Hypothesis rejects the first one's strategies
+import ml_dtypes  # noqa: F401 - likewise: ml_dtypes 0.7 refuses to register its dtypes twice
 import torch  # noqa: F401 - imported before pytester's in-process runs snapshot sys.modules
 
 import posenc.adapters.hf_transformers  # noqa: F401 - likewise (C extensions cannot be imported twice)

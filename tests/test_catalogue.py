@@ -80,11 +80,10 @@ def _caught_on(d, g, dtype) -> bool:
     return _fails(g, {k: np.asarray(v) for k, v in out.items()}, dtype)
 
 
-#: Known gaps of the generators (strict xfail: fixed, they fail and must be removed). The stale
-#: dynamic theta needs a long call, then a shorter one still above max_position_embeddings, with a
-#: theta' difference larger than bfloat16's tolerance; the cos_sin_calls generator rarely draws it.
-KNOWN_GAPS = {("DIV-SCALE-DYNAMIC-STALE", "bfloat16"): "the cos_sin_calls generator rarely draws a stale-theta "
-              "sequence whose effect exceeds the bfloat16 tolerance (golden scale-dynamic-per-call catches it)"}
+#: Known gaps of the generators (strict xfail: fixed, they fail and must be removed). None today:
+#: DIV-SCALE-DYNAMIC-STALE at bfloat16 was one until the draws stopped depending on the literals of
+#: the modules loaded (generated._no_local_constants).
+KNOWN_GAPS: dict = {}
 GEN_PAIRS = [pytest.param(d, t, id=f"{d}-{t}", marks=[pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[(d, t)])]
                           if (d, t) in KNOWN_GAPS else []) for d, t in PAIRS]
 

@@ -158,3 +158,20 @@ def test_a_partly_supported_generated_test_counts_only_what_passed(run_suite, tm
     assert rec["outcome"] == "passed" and rec["counted"]["ROPE-PAIR-HALF"] == "passed"
     assert rec["counted"]["ROPE-PAIR-INTERLEAVED"] == "unsupported"
     assert rec["generated"]["unsupported"] > 0
+
+
+def test_the_draws_do_not_depend_on_the_modules_loaded(tmp_path, monkeypatch):
+    """Hypothesis biases draws towards literals of the local modules loaded in the process; the
+    suite turns that off, so an adapter's (or any) module full of constants changes no drawn case."""
+    import importlib
+    from posenc.conformance.generated import drawn_examples, replay_snippet
+
+    def drawn():
+        return [replay_snippet(c, s, "x", "float32", "cpu") for op in ("rope.cos_sin_calls", "alibi.bias")
+                for c, s in drawn_examples(op, "float32", 60)]
+    before = drawn()
+    (tmp_path / "posenc_constants_probe.py").write_text(
+        "VALUES = [" + ", ".join(str(v) for v in (3, 7, 65505, 131071, 4097, 8191, 123457.0, 0.3333, 1e7)) + "]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("posenc_constants_probe")
+    assert drawn() == before

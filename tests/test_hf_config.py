@@ -82,7 +82,8 @@ def test_published_values_come_through():
       "rope_scaling": {"rope_type": "linear", "factor": 2.0, "scale": 3}}, "unknown key(s) scale"),
     ({"model_type": "gptj", "n_embd": 64, "n_head": 1, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
      "gptj has no RoPE scaling"),
-    ({"model_type": "llama", "num_attention_heads": 1}, "hidden size: none of hidden_size is set"),
+    ({"model_type": "my_model", "num_attention_heads": 1, "rope_theta": 1e4},
+     "hidden_size: missing, the hidden size of model_type 'my_model', and no default"),
     ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1,
       "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling.low_freq_factor: required for rope_type 'llama3'"),
 ])
@@ -91,12 +92,20 @@ def test_bad_configs_name_the_field(config, message):
         imp(config)
 
 
-def test_missing_theta_without_a_default_is_an_error(monkeypatch):
-    from posenc.spec import hf_config
-    rule = hf_config.MODEL_RULES["llama"]
-    monkeypatch.setitem(hf_config.MODEL_RULES, "llama", type(rule)(rule.source))  # no theta default
-    with pytest.raises(SpecError, match="rope_theta: missing, and model_type 'llama' defines no default"):
-        imp({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1})
+def test_missing_theta_without_a_default_is_an_error():
+    """A model type transformers does not know has no class default: never a silent 10000."""
+    with pytest.raises(SpecError, match="rope_theta: missing, and model_type 'my_model' defines no default"):
+        imp({"model_type": "my_model", "hidden_size": 64, "num_attention_heads": 1,
+             "rope_scaling": {"rope_type": "linear", "factor": 2.0}})
+
+
+def test_omitted_keys_of_a_hand_ruled_model_take_the_class_defaults():
+    """llava-1.5's published text_config omits hidden_size (LlamaConfig's 4096 / 32 heads), and a
+    dynamic Llama without max_position_embeddings takes the class's 2048; a head_dim the class
+    derives from hidden_size is not a default when the config sets hidden_size."""
+    assert imp({"model_type": "llama", "rope_theta": 1e4}).head_dim == 128
+    assert imp({"model_type": "llama", "rope_scaling": {"type": "dynamic", "factor": 2.0}}).max_position_embeddings == 2048
+    assert imp({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4}).head_dim == 64
 
 
 def test_import_from_a_file(tmp_path):
@@ -114,7 +123,10 @@ def test_cli_prints_the_params(tmp_path, capsys):
     f.write_text(json.dumps(CONFIGS["gpt-neox-20b (rotary_pct, rotary_emb_base)"]))
     assert cli.main(["config", "import", str(f)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out == {"head_dim": 96, "rotary_dim": 24, "rope_theta": 10000.0, "pairing": "half", "rope_type": "default"}
+    assert out["sets"] == {"all_layers": {"head_dim": 96, "rotary_dim": 24, "rope_theta": 10000.0, "pairing": "half",
+                                          "rope_type": "default"}}
+    assert out["model_type"] == "gpt_neox" and "configuration_gpt_neox.py" in out["rule"]
+    assert "hand rule" in out["provenance"]["pairing"]
     (tmp_path / "unknown.json").write_text(json.dumps({"model_type": "not_a_model"}))
     assert cli.main(["config", "import", str(tmp_path / "unknown.json")]) == 2
 
@@ -208,8 +220,8 @@ REFUSED = {  # config -> the field the importer's error names
     "linear without factor": ({"rope_scaling": {"rope_type": "linear"}}, "rope_scaling.factor"),
     "llama3 without low_freq_factor": ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0,
                                                          "high_freq_factor": 4.0}}, "rope_scaling.low_freq_factor"),
-    "rope_theta a numeric string": ({"rope_theta": "1e6"}, "rope_theta: expected a number"),
-    "rope_theta not a number": ({"rope_theta": "abc"}, "rope_theta: expected a number"),
+    "rope_theta a numeric string": ({"rope_theta": "1e6"}, "rope_theta: expected a finite number"),
+    "rope_theta not a number": ({"rope_theta": "abc"}, "rope_theta: expected a finite number"),
     "factor a string": ({"rope_parameters": {"rope_type": "linear", "factor": "2"}}, "rope_parameters.factor"),
     "rope_theta a string inside rope_parameters": ({"rope_parameters": {"rope_type": "default", "rope_theta": "1e6"}},
                                                    "rope_parameters.rope_theta"),

@@ -183,3 +183,72 @@ def test_a_4x_config_of_a_per_layer_type_model_is_mapped_as_transformers_maps_it
             continue
         assert (ours[lt].rope_theta, ours[lt].rope_type, ours[lt].factor) == (
             st["rope_theta"], st["rope_type"], st.get("factor")), lt
+
+
+# ---- what a hostile or careless config.json gets: one named error, or transformers' reading -----
+
+@pytest.mark.parametrize("config, message", [
+    ({"model_type": "llama", "hidden_size": "4096", "num_attention_heads": 32}, "hidden_size: expected a positive integer"),
+    ({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 0}, "num_attention_heads: expected a positive"),
+    ({"model_type": "llama", "head_dim": 1e400}, "head_dim: expected a positive integer"),
+    ({"model_type": "llama", "rope_theta": 1e999}, "rope_theta: expected a finite number"),
+    ({"model_type": "llama", "rope_parameters": {"rope_type": ["x"]}}, "rope_type: expected a string"),
+    ({"model_type": "gemma4_text", "per_layer_config": {"00": [1]}, "layer_types": ["full_attention"],
+      "num_hidden_layers": 1}, "per_layer_config: expected an object per layer"),
+    ({"model_type": "gemma4_text", "global_head_dim": "x"}, "global_head_dim: expected a positive integer"),
+    ({"model_type": "qwen2_vl", "text_config": [1]}, "text_config: expected an object"),
+    ({"model_type": "qwen2_vl", "rope_scaling": {"type": "mrope", "mrope_section": [16, None, 24]}},
+     "mrope_section: expected a list of 3 integers"),
+    ({"model_type": "gpt2", "n_positions": True}, "n_positions: expected 'int'"),
+    ({"model_type": "mpt", "attn_config": [1]}, "attn_config: expected an object"),
+    ({"model_type": "gemma3_text", "layer_types": ["bogus", "full_attention"], "num_hidden_layers": 2},
+     "unknown layer type"),
+    ({"model_type": "gemma3_text", "layer_types": ["full_attention"], "num_hidden_layers": 3}, "1 entries, num_hidden"),
+])
+def test_malformed_values_are_one_named_error(config, message):
+    with pytest.raises(SpecError, match=re.escape(message)):
+        params_from_hf_config(config)
+
+
+def test_a_json_array_is_not_a_config(tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text("[1, 2]")
+    with pytest.raises(SpecError, match="expected a JSON object"):
+        rope_import(f)
+
+
+@pytest.mark.parametrize("mt, config", [
+    # phi's class default partial_rotary_factor 0.5 holds when the config brings its own theta
+    ("phi", {"hidden_size": 2048, "num_attention_heads": 32, "rope_theta": 1e4}),
+    ("stablelm", {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4}}),
+    # llama's own default rope function ignores a partial factor
+    ("llama", {"hidden_size": 1024, "num_attention_heads": 8,
+               "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}}),
+    # falcon's head_dim is a property of hidden_size / heads
+    ("falcon", {"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 1e4}),
+    # gemma4_text reads rope_parameters per layer type only: a top-level theta is ignored
+    ("gemma4_text", {"rope_theta": 2e5}),
+    # gemma3_text: a set without theta takes the 4.x key mapped to it; a missing set the class default
+    ("gemma3_text", {"rope_theta": 3e5, "rope_parameters": {"full_attention": {"rope_type": "default"},
+                                                            "sliding_attention": {"rope_type": "default"}}}),
+    ("gemma3_text", {"rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}}}),
+    ("gemma3_text", {"rope_parameters": {"full_attention": None, "sliding_attention": {"rope_type": "default"}}}),
+    ("gemma3_text", {"partial_rotary_factor": 0.5}),  # Gemma 3's default rope function ignores it
+    # a stated factor wins over the class default; a set the config writes gets no dict-only default
+    ("phi", {"partial_rotary_factor": 0.25}),
+    ("stablelm", {"partial_rotary_factor": 0.5}),
+    ("moonshine_streaming", {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4}}),
+    ("gemma4_text", {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                         "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}),
+    ("apertus", {"rope_parameters": {"rope_type": "default", "rope_theta": 5e5, "partial_rotary_factor": 0.5}}),
+    ("gpt_neox", {"rope_theta": 5e5}),  # GPTNeoXConfig reads rotary_emb_base only
+])
+def test_raw_configs_read_as_transformers_reads_them(mt, config):
+    """Raw config.json dicts (what the Hub holds, keys omitted), not to_dict() round trips."""
+    from transformers import CONFIG_MAPPING
+    found = params_from_hf_config({"model_type": mt, **copy.deepcopy(config)})
+    hf_models._quiet()
+    cfg = CONFIG_MAPPING[mt](**copy.deepcopy(config))
+    module, _ = hf_models._modeling(mt)
+    rotary = hf_models.rotary_modules(module, cfg)[0][1]
+    assert hf_models.compare_frequencies(found, hf_models.rotary_frequencies(rotary)) == []

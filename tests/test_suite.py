@@ -518,3 +518,27 @@ def test_pytest_outcomes_and_base_exceptions_from_an_operation_are_failures(run_
     assert "SystemExit: 3" in out and "GeneratorExit" in out
     recs = json.loads(rep.read_text())["results"]
     assert recs and all(x["outcome"] == "failed" and x["raised"] for x in recs), recs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_an_adapter_rounding_its_inputs_to_bf16_fails_the_generated_cases(run_suite, dtype):
+    """Golden inputs are on a 1/64 grid (exact in every dtype, so one file serves all four);
+    generated cases at float32 / float64 draw full-precision inputs, so rounding them to bf16
+    inside the adapter is caught wherever an operation takes float inputs."""
+    r = run_suite(f"{BROKEN}:RoundsInputsToBf16", "--dtype", dtype, "-k",
+                  "test_generated and (rope.apply or learned.gpt2 or t5.bias or attention.probs)")
+    out = r.stdout.str()
+    for op in ("rope.apply", "learned.gpt2", "t5.bias", "attention.probs"):
+        assert f"test_generated.py::test_generated[{dtype}-{op}]" in out.split("short test summary")[-1], op
+    assert r.ret == 1 and "passed" not in out.splitlines()[-1]
+
+
+def test_generated_inputs_are_full_precision_only_at_float32_and_float64():
+    from posenc.conformance.generated import drawn_examples, example_golden
+    import ml_dtypes
+    c, seed = drawn_examples("rope.apply", "float32", 1)[0]
+    for dtype, exact_bf16 in (("float32", False), ("float64", False), ("bfloat16", True), ("float16", True)):
+        q = example_golden(c, seed, dtype).inputs["q"]
+        assert np.array_equal(q.astype(ml_dtypes.bfloat16).astype(np.float64), q) is exact_bf16, dtype
+    q32 = example_golden(c, seed, "float32").inputs["q"]
+    assert np.array_equal(q32.astype(np.float32).astype(np.float64), q32)  # the reference sees what the adapter gets
