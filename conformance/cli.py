@@ -191,15 +191,11 @@ def _coverage(examples) -> int:
 def _config_import(path: Path) -> int:
     import json as _json
 
-    from posenc.spec.hf_config import FAMILY_RULES, MROPE_RULES, params_from_hf_config, read_config, rope_import
+    from posenc.spec.hf_config import is_rope_import, params_from_hf_config, read_config, rope_import
     try:
         config = read_config(path)
-        model_type = config.get("model_type")
-        if model_type in FAMILY_RULES or model_type in MROPE_RULES:
-            found, imported = params_from_hf_config(config), None
-        else:
-            imported = rope_import(config)
-            found = {}
+        imported = rope_import(config) if is_rope_import(config) else None
+        found = {} if imported is not None else params_from_hf_config(config)
     except SpecError as e:  # the messages name the field as config.json: ...; say which file it was
         msg = str(e)
         raise SpecError(f"{path}: {msg.removeprefix('config.json: ')}" if msg.startswith("config.json: ") else

@@ -41,7 +41,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from posenc.spec.hf_config import HF_TABLE_PATH, LEGACY_THETA_KEYS, _hf_table, _nested, hf_model_types
+from posenc.spec.errors import SpecError
+from posenc.spec.hf_config import (HF_TABLE_PATH, LEGACY_THETA_KEYS, _hf_table, _layer_overrides, _nested,
+                                    hf_model_types)
 
 COVERAGE_PATH = Path(__file__).resolve().parents[1] / "docs" / "model-coverage.md"
 #: keys of a config that the import reads, kept as class defaults in the table
@@ -257,16 +259,18 @@ def _class_value(obj, key):
 
 def _layer_type_overrides(sub: dict) -> dict:
     """``{layer_type: overrides}`` of a default config's ``per_layer_config`` (Gemma 4: the
-    full-attention layers' ``head_dim``), where every layer of the type has the same overrides."""
-    per_layer, types = sub.get("per_layer_config"), sub.get("layer_types")
-    if not isinstance(per_layer, dict) or not types:
+    full-attention layers' ``head_dim``), read as the import reads a config's
+    (``hf_config._layer_overrides``: the keys a set depends on, alike in every layer of the type)."""
+    if not isinstance(sub.get("per_layer_config"), dict) or not sub.get("layer_types"):
         return {}
     out = {}
-    for lt in sorted(set(types)):
-        seen = [json.dumps(per_layer.get(f"{i:02d}", per_layer.get(str(i), {})), sort_keys=True)
-                for i, t in enumerate(types) if t == lt]
-        if len(set(seen)) == 1 and seen[0] != "{}":
-            out[lt] = json.loads(seen[0])
+    for lt in sorted(set(sub["layer_types"])):
+        try:
+            over = _layer_overrides(sub, lt, None, {})
+        except SpecError:  # the layers of the type differ: no default for it
+            continue
+        if over:
+            out[lt] = over
     return out
 
 
@@ -597,7 +601,6 @@ def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dic
     the apply function match the reference on the imported parameters), ``disagrees``,
     ``import error`` or ``not covered``.  ``config``: constructor overrides (a perturbed config)."""
     from transformers import CONFIG_MAPPING
-    from posenc.spec.errors import SpecError
     from posenc.spec.hf_config import hf_model_types, params_from_hf_config
     row = (rows or hf_model_types())[model_type]
     if "not_covered" in row:
@@ -697,9 +700,9 @@ def _exceptions() -> dict:
     return yaml.safe_load(HF_EXCEPTIONS_PATH.read_text(encoding="utf-8"))["exceptions"]
 
 
-def coverage_rows(table: dict) -> list[dict]:
-    """One row per model type: family, variant, status and evidence (see docs/model-coverage.md)."""
-    from posenc.spec.errors import SpecError
+def coverage_rows(table: dict, results: Optional[dict] = None) -> list[dict]:
+    """One row per model type: family, variant, status and evidence (see docs/model-coverage.md).
+    ``results``: :func:`agreement` per RoPE model type when already computed (the kit test's)."""
     from posenc.spec.hf_config import FAMILY_RULES, MODEL_RULES, MROPE_RULES, params_from_hf_config
     exceptions = _exceptions()
     rows = table["model_types"]
@@ -721,7 +724,7 @@ def coverage_rows(table: dict) -> list[dict]:
                 e = exceptions[mt]
                 r["status"] = f"{'not covered' if e['kind'] == 'not-covered' else 'transformers defect'}: {e['what']}"
             else:
-                status, detail = agreement(mt, rows)
+                status, detail = results[mt] if results and mt in results else agreement(mt, rows)
                 r["status"] = "agrees" if status == "agrees" else f"{status}: {detail}"
         else:
             found = source_families(mt) or _sub_config_families(mt)
@@ -753,8 +756,8 @@ def counts(results: dict) -> dict:
     return {"rope_model_types": len(results), **dict(sorted(c.items()))}
 
 
-def coverage_text(table: dict) -> str:
-    rows = coverage_rows(table)
+def coverage_text(table: dict, results: Optional[dict] = None) -> str:
+    rows = coverage_rows(table, results)
     rope = [r for r in rows if r.get("family") in ("RoPE", "M-RoPE")]
     agree = sum(r["status"] == "agrees" for r in rope)
     fam: dict[str, int] = {}

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -191,6 +190,8 @@ def _rope_dict(config: dict) -> tuple[dict[str, Any], str]:
 
 
 def _is_number(v) -> bool:
+    """A finite number, not a bool (NaN, infinity and |v| >= 1e300 are not: ``abs(v) < 1e300`` is
+    false for them)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300
 
 
@@ -200,7 +201,7 @@ def _check_types(config: dict, rope: dict, where: str, top_keys=()) -> None:
     for k, v in rope.items():
         if v is None:
             continue
-        if k in _NUMBER_KEYS and not (_is_number(v) and math.isfinite(v)):
+        if k in _NUMBER_KEYS and not _is_number(v):
             raise SpecError(f"config.json: {where}.{k}: expected a finite number, got {type(v).__name__} {v!r}")
         if k == "truncate" and not isinstance(v, bool):
             raise SpecError(f"config.json: {where}.truncate: expected true or false, got {v!r}")
@@ -208,7 +209,7 @@ def _check_types(config: dict, rope: dict, where: str, top_keys=()) -> None:
             raise SpecError(f"config.json: {where}.{k}: expected a list of numbers, got {v!r}")
     for k in top_keys:
         v = config.get(k)
-        if v is not None and not (_is_number(v) and math.isfinite(v)):
+        if v is not None and not _is_number(v):
             raise SpecError(f"config.json: {k}: expected a finite number, got {type(v).__name__} {v!r}")
 
 
@@ -488,16 +489,9 @@ def _legacy_sets(config: dict, default_rope: dict, row: dict, provenance: dict) 
         raise SpecError(f"config.json: rope_scaling: expected an object, got {type(scaling).__name__} {scaling!r}")
     for lt in layout.get("rope_scaling", []) if scaling else []:
         sets[lt].update(scaling)
-    for k in LEGACY_THETA_KEYS:
-        for lt in layout.get(k, []) if config.get(k) is not None else []:
-            sets[lt].setdefault("rope_theta", config[k])
-    for lt, st in sets.items():
-        if st is not None and "rope_theta" not in st:
-            st["rope_theta"] = default_rope[lt]["rope_theta"]
-            provenance[f"{lt}.rope_theta"] = f"{row['config_class']} default"
     provenance["rope_parameters"] = (f"4.x layout mapped per layer type as {row['config_class']} maps it: "
                                      + "; ".join(f"{k} -> {', '.join(v)}" for k, v in layout.items()))
-    return sets
+    return _complete_sets(sets, default_rope, config, row, provenance)  # the thetas: the mapped keys, else defaults
 
 
 LEGACY_THETA_KEYS = ("rope_theta", "rope_local_base_freq", "global_rope_theta", "local_rope_theta")
@@ -528,7 +522,6 @@ def _layer_overrides(config: dict, layer_type: str, row: Optional[dict], provena
     return dict(over)
 
 
-@_named_errors
 def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     """``RopeParams`` for a model's ``config.json`` (a dict or a path) with one RoPE parameter set.
 
@@ -570,7 +563,7 @@ def _rope_set(config: dict, rope: dict, rule: ModelRule, model_type: str, where:
             provenance[f"{label}partial_rotary_factor"] = (
                 f"{stated} ignored: {row.get('rotary_class')} computes rope_type default over the whole head")
         config = {k: v for k, v in config.items() if k not in rule.partial_keys}
-    _rule_provenance(config, rope, rule, where, provenance)
+    _rule_provenance(config, rope, rule, label, provenance)
     rope_type = rope.pop("rope_type", None) or rope.pop("type", None) or "default"
     rope.pop("type", None)
     rope_type = rule.type_aliases.get(rope_type, rope_type)
@@ -630,8 +623,8 @@ def _pairing_provenance(config: dict, rule: ModelRule, row: Optional[dict], mode
         provenance["pairing"] = f"assumed half: model_type {model_type!r} is not a transformers model type"
 
 
-def _rule_provenance(config: dict, rope: dict, rule: ModelRule, where: str, provenance: dict) -> None:
-    key = where.split(".", 1)[1] + "." if "." in where else ""
+def _rule_provenance(config: dict, rope: dict, rule: ModelRule, key: str, provenance: dict) -> None:
+    """The values the rule supplies for one set (``key``: its provenance prefix, ``"<layer type>."``)."""
     if rule.fixed_theta is not None:
         provenance[f"{key}rope_theta"] = f"fixed by the model code ({rule.source})"
     elif rope.get("rope_theta") is None and all(config.get(k) is None for k in rule.theta_keys):
@@ -884,13 +877,19 @@ def _typed(value, model, name: str, key: str):
     elif "int" in ann and "float" not in ann:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif "float" in ann:
-        ok = _is_number(value) and math.isfinite(value)
+        ok = _is_number(value)
     else:
         return value
     if not ok:
         raise SpecError(f"config.json: {key}: expected {ann.replace('<class ', '').replace('>', '')}, "
                         f"got {type(value).__name__} {value!r}")
     return value
+
+
+def is_rope_import(config: dict) -> bool:
+    """Whether :func:`params_from_hf_config` reads ``config`` through :func:`rope_import` (every
+    model type but the M-RoPE and the other families' rules)."""
+    return config.get("model_type") not in MROPE_RULES and config.get("model_type") not in FAMILY_RULES
 
 
 @_named_errors
@@ -912,7 +911,7 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     if model_type in MROPE_RULES:
         return {"mrope": mrope_params_from_hf_config(config)}
     rules = FAMILY_RULES.get(model_type)
-    if rules is None:
+    if is_rope_import(config):
         imported = rope_import(config)
         if set(imported.sets) == {"all_layers"}:
             return {"rope": imported.sets["all_layers"]}
