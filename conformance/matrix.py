@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import queue
 import re
 import subprocess
 import sys
@@ -48,14 +50,18 @@ def default_adapters() -> list[str]:
     return [n for n in sorted(registered()) if n not in EXCLUDED]
 
 
-def run_adapter(name: str, dtype: str, workdir: Path, device: str = "cpu") -> tuple[dict | None, str, float]:
-    """One conformance run in a fresh process; returns (report or None, output, seconds)."""
+def run_adapter(name: str, dtype: str, workdir: Path, device: str = "cpu",
+                cpu: int | None = None) -> tuple[dict | None, str, float]:
+    """One conformance run in a fresh process; returns (report or None, output, seconds).
+    ``cpu``: the CPU its pytest process and adapter worker share (``POSENC_CPU``; parallel jobs get
+    different ones)."""
     out = workdir / f"{name}.json"
     cmd = [sys.executable, "-m", "pytest", str(CONFORMANCE_DIR), "--adapter", name, "--dtype", dtype,
            "--device", device, "-q", "-rfE", "-p", "no:cacheprovider", "--import-mode=importlib",
            "--report-json", str(out)]
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    env = dict(os.environ, **({"POSENC_CPU": str(cpu)} if cpu is not None else {}))
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env=env)
     text = proc.stdout + proc.stderr
     report = json.loads(out.read_text()) if out.is_file() else None
     if report is not None:
@@ -198,8 +204,19 @@ def main(adapters: list[str], dtype: str, out_dir: Path, check: bool, jobs: int,
     """Run every adapter, write (or ``check``) the matrix; 1 if a run failed or the files are stale."""
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
+        slots: queue.Queue[int] = queue.Queue()
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
+        for k in range(max(1, jobs)):
+            slots.put(k)
+
+        def one(n):
+            k = slots.get()  # a job slot: parallel runs pin themselves to different CPUs
+            try:
+                return (n, *run_adapter(n, dtype, Path(tmp), device, cpus[k % len(cpus)] if jobs > 1 else None))
+            finally:
+                slots.put(k)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            runs = list(pool.map(lambda n: (n, *run_adapter(n, dtype, Path(tmp), device)), adapters))
+            runs = list(pool.map(one, adapters))
     reports = []
     for name, report, text, seconds in runs:
         summary = next((ln.strip("= ") for ln in reversed(text.splitlines()) if _SUMMARY.search(ln)), "(no summary)")

@@ -35,6 +35,7 @@ from posenc.spec.errors import GoldenError, PosencError
 from posenc.spec.models import DTYPES
 
 from . import expectations as expectations_mod
+from .isolation import RemoteAdapter, is_remote
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "adapters" / "expectations"
 #: --posenc-timeout's default, seconds: over ten times the slowest registered test (about 15 s,
@@ -132,6 +133,10 @@ def pytest_addoption(parser):
                 help="generated cases per operation and dtype (default 6, or the adapter's generated_examples; 0: none)")
     g.addoption("--posenc-seed", type=int, default=None, metavar="N",
                 help="draw other generated cases (default 0: the same cases on every run)")
+    g.addoption("--posenc-isolation", choices=("process", "none"), default="process",
+                help="process (default): the adapter runs in a worker process, restarted after a crash (an "
+                     "exit, a signal, a hang past --posenc-timeout fails that test); none: in pytest's own "
+                     "process (-n N: each pytest-xdist worker is the isolation)")
     g.addoption("--posenc-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                 help=f"fail a conformance test that runs longer than S seconds (default {DEFAULT_TIMEOUT:g}; "
                      "0: no limit); with -n N the hung worker is killed and restarted")
@@ -170,7 +175,7 @@ def pytest_configure(config):
         return
     try:
         families.load_checks()  # every registered family, validated: a broken one is named here
-        adapter = load_adapter(name)
+        adapter = RemoteAdapter(name) if _isolated(config) else load_adapter(name)
         _adapter_attributes(adapter)
     except PosencError as e:
         raise pytest.UsageError(str(e))
@@ -190,6 +195,26 @@ def pytest_configure(config):
     st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
     if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
         config.pluginmanager.register(_Booker(st), "posenc-booker")
+
+
+def _isolated(config) -> bool:
+    """The adapter runs in a worker process: --posenc-isolation process (the default) in a run
+    that is not pytest-xdist's (there each xdist worker is the isolation, and the controller
+    only reads the adapter's attributes)."""
+    xdist = getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput")
+    return config.getoption("--posenc-isolation") == "process" and not xdist
+
+
+def pytest_unconfigure(config):
+    st = config.stash.get(_KEY, None)
+    if st is not None and is_remote(st.adapter):
+        st.adapter.posenc_close()
+
+
+def pytest_runtest_setup(item):
+    st = item.config.stash.get(_KEY, None)
+    if st is not None and is_remote(st.adapter):
+        st.adapter.posenc_set_current(item.nodeid)
 
 
 @pytest.fixture(scope="session")
@@ -620,6 +645,8 @@ def _rerun(config, node: str, dtype: str) -> str:
             cmd += [name, str(opt(name))]
     if opt("--posenc-timeout") != DEFAULT_TIMEOUT:
         cmd += ["--posenc-timeout", f"{opt('--posenc-timeout'):g}"]
+    if opt("--posenc-isolation") != "process":
+        cmd += ["--posenc-isolation", opt("--posenc-isolation")]
     return " ".join(shlex.quote(str(c)) for c in cmd)
 
 
@@ -729,6 +756,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(f"posenc: {len(st.not_run)} test(s) did not run: pytest-xdist stopped after "
                       f"{len(st.crashes)} crashed worker(s) (--max-worker-restart, default 2 restarts here); first crash: "
                       f"{st.crashes[0] if st.crashes else '?'}", red=True)
+    crashes = st.adapter.posenc_crashes() if is_remote(st.adapter) else []
+    if crashes:
+        tr.write_line(f"posenc: the adapter's process crashed or was ended {len(crashes)} time(s) (each fails its "
+                      f"test by ID); first: {crashes[0]}", red=True)
     if not st.complete:  # set by pytest_sessionfinish, which runs before this summary
         tr.write_line(f"posenc: the run was cut short: these counts cover the {len(st.records)} test(s) that ran"
                       + (" (the --report-json report says complete: false)" if config.getoption("--report-json") else ""),

@@ -24,6 +24,7 @@ from posenc.spec.shapes import call_suffixes, output_shapes
 from posenc.spec.tolerance import Comparison, compare
 
 from .golden import Golden
+from .isolation import RemoteObject, is_remote, type_names
 
 
 
@@ -36,10 +37,13 @@ from .golden import Golden
 # every conformance test for the checks that call adapters directly) fails when one changed.
 
 _HANDED: list[tuple[Adapter, str, Any, Optional[np.ndarray]]] = []
+_REMOTE = object()  # the snapshot of an input handed to an isolated adapter is kept in its worker
 
 
 def native(adapter: Adapter, a: np.ndarray, dtype: str, device: str, name: str = "input"):
     """``adapter.from_numpy`` of a private copy of ``a``, recorded for :func:`check_inputs`."""
+    if is_remote(adapter):  # the worker makes the copy and keeps the snapshot
+        return _remote_natives(adapter, [(name, np.asarray(a), dtype)], device)[0]
     x = adapter.from_numpy(np.array(a, copy=True), dtype, device)
     try:
         snap = np.array(adapter.to_numpy(x), copy=True)
@@ -49,18 +53,31 @@ def native(adapter: Adapter, a: np.ndarray, dtype: str, device: str, name: str =
     return x
 
 
+def _remote_natives(adapter, specs: list[tuple[str, np.ndarray, str]], device: str) -> list:
+    handles = adapter.posenc_natives(specs, device)  # one round trip for all of them
+    _HANDED.extend((adapter, name, x, _REMOTE) for (name, _, _), x in zip(specs, handles))
+    return handles
+
+
 def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, device: str) -> dict[str, Any]:
     """Floats become ``dtype`` arrays, integer arrays int64 arrays, 0-d integers Python ints
     (each array a private copy: :func:`native`)."""
     out: dict[str, Any] = {}
+    specs = []
     for name, a in inputs.items():
         a = np.asarray(a)
         if a.ndim == 0 and np.issubdtype(a.dtype, np.integer):
             out[name] = int(a)
-        elif np.issubdtype(a.dtype, np.floating):
-            out[name] = native(adapter, a, dtype, device, name)
+            continue
+        spec = (name, a, dtype) if np.issubdtype(a.dtype, np.floating) else \
+            (name, a if a.dtype == np.int64 else a.astype(np.int64), "int64")
+        if is_remote(adapter):
+            out[name] = None  # keeps the inputs' order
+            specs.append(spec)
         else:
-            out[name] = native(adapter, a.astype(np.int64), "int64", device, name)
+            out[name] = native(adapter, *spec[1:], device, name)
+    if specs:
+        out.update(zip([sp[0] for sp in specs], _remote_natives(adapter, specs, device)))
     return out
 
 
@@ -74,7 +91,11 @@ def check_inputs(what: str = "") -> None:
     (in place: the adapter wrote into the kit's array); the record is cleared either way."""
     handed = list(_HANDED)
     _HANDED.clear()
+    remote: dict[int, tuple[Any, list]] = {}
     for adapter, name, x, snap in handed:
+        if snap is _REMOTE:
+            remote.setdefault(id(adapter), (adapter, []))[1].append(x)
+            continue
         if snap is None:
             continue
         try:
@@ -89,44 +110,73 @@ def check_inputs(what: str = "") -> None:
                 same |= np.isnan(now) & np.isnan(snap)
             changed = int(np.count_nonzero(~same))
         if changed:
-            raise AdapterError(
-                f"{adapter.name}{'.' + what if what else ''}: the adapter modified its input {name!r} in place "
-                f"({changed} of {snap.size} elements changed); the kit hands every call private copies and checks them "
-                "afterwards. A kernel that is in-place by design must be wrapped to work on a copy (e.g. "
-                "`q = q.clone()` / `q.copy()` before the kernel) and return the result")
+            _modified(adapter, what, name, changed, snap.size)
+    for adapter, objs in remote.values():
+        found = adapter.posenc_changed(objs)
+        if found:
+            _modified(adapter, what, *found)
+
+
+def _modified(adapter, what: str, name: str, changed: int, size: int):
+    raise AdapterError(
+        f"{adapter.name}{'.' + what if what else ''}: the adapter modified its input {name!r} in place "
+        f"({changed} of {size} elements changed); the kit hands every call private copies and checks them "
+        "afterwards. A kernel that is in-place by design must be wrapped to work on a copy (e.g. "
+        "`q = q.clone()` / `q.copy()` before the kernel) and return the result")
 
 
 _NATIVE: "weakref.WeakKeyDictionary[Adapter, dict[str, type]]" = weakref.WeakKeyDictionary()
 
 
-def _native_type(adapter: Adapter, device: str) -> type:
-    """The type of the adapter's own arrays (what its ``from_numpy`` gives), per adapter and device."""
+def _native_type(adapter: Adapter, device: str) -> list[str]:
+    """The names of the type of the adapter's own arrays (what its ``from_numpy`` gives) and its
+    bases, per adapter and device."""
     try:
         per_device = _NATIVE.setdefault(adapter, {})
     except TypeError:  # an adapter that cannot be weakly referenced: no cache
         per_device = {}
     if device not in per_device:
-        per_device[device] = type(adapter.from_numpy(np.zeros(1, np.float32), "float32", device))
+        per_device[device] = type_names(adapter.from_numpy(np.zeros(1, np.float32), "float32", device))
     return per_device[device]
 
 
-def _is_native(x, native_type: type) -> bool:
+def _is_native(x, native_type: list[str]) -> bool:
     """``x`` is of the adapter's array type, or shares a class of it other than ``object`` (a
-    framework's variable or subclass of its tensor)."""
-    shared = set(type(x).__mro__) & set(native_type.__mro__)
-    return bool(shared - {object})
+    framework's variable or subclass of its tensor); by the types' names, so that it holds for an
+    adapter in its worker process too."""
+    shared = set(type_names(x)) & set(native_type)
+    return bool(shared - {"builtins.object"})
+
+
+class _Facts:
+    """``dtype_of``, ``device_of`` and ``to_numpy`` of one output, asked in the contract's order;
+    for an isolated adapter all three come in one request (each a value or what it raised)."""
+
+    def __init__(self, adapter, x):
+        self.adapter, self.x = adapter, x
+        self.remote = adapter.posenc_facts(x) if is_remote(adapter) and isinstance(x, RemoteObject) else None
+
+    def get(self, key: str):
+        if self.remote is not None:
+            kind, v = self.remote[key]
+            if kind == "err":
+                raise v
+            return v
+        fn = {"dtype": self.adapter.dtype_of, "device": self.adapter.device_of, "array": self.adapter.to_numpy}[key]
+        return fn(self.x)
 
 
 def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, device: str) -> np.ndarray:
     want = _native_type(adapter, device)
     if not _is_native(x, want):
-        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is a {type(x).__module__}.{type(x).__qualname__}, "
-                           f"not the adapter's native array type ({want.__module__}.{want.__qualname__}, what its "
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is a {type_names(x)[0]}, "
+                           f"not the adapter's native array type ({want[0]}, what its "
                            "from_numpy returns): return framework arrays, the kit converts them with to_numpy")
+    facts = _Facts(adapter, x)
     try:
-        got = adapter.dtype_of(x)
+        got = facts.get("dtype")
     except Exception as e:  # noqa: BLE001 - report what the adapter returned
-        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is not a native array ({type(x).__name__}): {e}")
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is not a native array ({type_names(x)[0]}): {e}")
     if kind == "float" and got != dtype:
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, requested {dtype} "
                            "(the output dtype must equal the requested dtype)")
@@ -136,15 +186,15 @@ def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, devic
     if kind == "int" and not (got.startswith("int") or got.startswith("uint")):
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, expected an integer dtype")
     try:
-        dev = str(adapter.device_of(x))
+        dev = str(facts.get("device"))
     except Exception as e:  # noqa: BLE001
-        raise AdapterError(f"{adapter.name}.{op}: output {name!r} ({type(x).__name__}) has no device: {e}")
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} ({type_names(x)[0]}) has no device: {e}")
     same = dev == device if ":" in device else dev.split(":")[0] == device
     if not same:
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} is on {dev}, requested {device}")
-    a = adapter.to_numpy(x)
+    a = facts.get("array")
     if not isinstance(a, np.ndarray):
-        raise AdapterError(f"{adapter.name}.{op}: to_numpy returned {type(a).__name__}")
+        raise AdapterError(f"{adapter.name}.{op}: to_numpy returned {type_names(a)[0].rsplit('.', 1)[-1]}")
     return a
 
 
@@ -245,6 +295,8 @@ def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dty
     afterwards) and return its outputs as NumPy, contract-checked: native array type, dtype, device
     and the shape the operation table declares.  The one entry point of golden, generated and
     invariant checks alike; a malformed output is an :class:`AdapterError`, never compared."""
+    if is_remote(adapter):  # the whole of this function runs in the adapter's worker process: one round trip
+        return adapter.posenc_run_op(op, params, inputs, dtype, device)
     x = native_inputs(adapter, inputs, dtype, device)
     raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device)  # the case's own params stay the kit's
     check_inputs(op)
@@ -332,6 +384,36 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
         if m is not None:
             found.append(m)
     return sorted(found, key=lambda m: m.ratio)
+
+
+def mutant_outputs(d, golden: Golden, dtype: str) -> Optional[dict[str, np.ndarray]]:
+    """What divergence ``d``'s mutant gives on ``golden``'s case, or None where it has no form
+    for that case (or raises there)."""
+    try:
+        out = mutants.run(d.mutant, golden.case.op, golden.case.params, golden.inputs, dtype)
+    except Exception:  # noqa: BLE001 - a mutant that cannot run on this case
+        return None
+    return None if out is None else {n: np.asarray(v) for n, v in out.items()}
+
+
+def separating_case(spec: Spec, a: str, b: str, goldens: list[Golden], dtype: str) -> Optional[str]:
+    """The first of ``goldens`` on which divergences ``a`` and ``b`` can be told apart: one's
+    mutant output is caught there (out of tolerance of the reference) and not reproduced by the
+    other's mutant; None when no golden tells them apart."""
+    da, db = spec.divergences[a], spec.divergences[b]
+    for g in goldens:
+        for x, y in ((da, db), (db, da)):
+            out = mutant_outputs(x, g, dtype)
+            if out is None or any(np.shape(out.get(n)) != v.shape for n, v in g.outputs.items()
+                                  if not n.endswith(".compared")):
+                continue
+            try:
+                caught = not all(c.ok for c in compare_outputs(g, out, dtype))
+            except Exception:  # noqa: BLE001 - an output the comparison cannot judge says nothing
+                continue
+            if caught and _match(y, g, out, dtype) is None:
+                return g.case.id
+    return None
 
 
 def _match(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> Optional[Match]:

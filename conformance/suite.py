@@ -16,7 +16,8 @@ from posenc.spec.errors import AdapterError
 from . import golden as _golden
 from .cases import Case, all_cases
 from .inference import infer
-from .runner import compare_outputs, diagnose, run_case
+from .isolation import RemoteFailure
+from .runner import compare_outputs, diagnose, run_case, separating_case
 
 _SPEC = load_spec()
 
@@ -87,10 +88,46 @@ def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detai
     clauses = tuple(clauses)
     lines = [f"{', '.join(clauses)}: {adapter.name} fails case {case.id} ({dtype})", f"  {detail}"]
     if matches:
-        lines.append("  diagnosis: the output matches known divergence(s):")
+        lines.append("  diagnosis: the output matches known divergence(s)"
+                     + (", closest first:" if len(matches) > 1 else ":"))
         lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description} "
                   f"[max |err|/bound {m.ratio:.3g}]" for m in matches]
+        lines += separation_lines(case, [m.divergence for m in matches], dtype)
     raise ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred)
+
+
+#: How many of several matched divergences the failure message compares with the closest one.
+SEPARATE_TOP = 3
+
+
+def separation_lines(case: Case, divergences: list[str], dtype: str) -> list[str]:
+    """For several divergences reproducing one output: which golden case of the operation tells
+    the closest one from each other (rerun it to know which bug it is), or that none does."""
+    if len(divergences) < 2:
+        return []
+    out = ["  these cases tell them apart (each reproduced by one of the two only; rerun them with -k CASE):"]
+    first = divergences[0]
+    for other in divergences[1:1 + SEPARATE_TOP]:
+        sep = _separating(first, other, case.op, dtype)
+        out.append(f"    {first} / {other}: " + (f"case {sep}" if sep else
+                   f"no golden case at {dtype}: they give the same outputs on every case, so the "
+                   "outputs cannot say which of the two this is"))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _separating(a: str, b: str, op: str, dtype: str) -> Optional[str]:
+    """A golden case telling ``a`` from ``b`` at ``dtype``: of operation ``op`` if one does, else of
+    any operation both have a mutant form for."""
+    cases = sorted(all_cases(), key=lambda c: c.op != op)
+    return separating_case(_SPEC, a, b, [g for g in (_loaded(c.id) for c in cases) if g], dtype)
+
+
+def _loaded(case_id: str):
+    try:
+        return load_golden(case_id)
+    except Exception:  # noqa: BLE001 - a golden that does not load is reported by its own test
+        return None
 
 
 def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.ndarray], dtype: str,
@@ -132,6 +169,8 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
              raised=True)
     except BaseException as e:  # noqa: BLE001 - SystemExit, GeneratorExit ... too: a failure, reported precisely
         tb = traceback.extract_tb(e.__traceback__)
+        if isinstance(e, RemoteFailure):  # raised in the adapter's worker process: where it was raised there
+            tb = [traceback.FrameSummary(*e.remote_where[:2], e.remote_where[2])] if e.remote_where else []
         # an AdapterError is the kit's verdict on what the adapter did: its message says it all
         where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb and not isinstance(e, AdapterError) else ""
         fail(clauses, adapter, case, dtype, f"{type(e).__name__}: {e}{where}", raised=True)

@@ -210,6 +210,14 @@ add_cases(
          _LONGROPE.model_copy(update={"max_position_embeddings": 4096}), dict(_SHORT_LONG),
          "per_call with max_position_embeddings = original (vLLM max_model_len 4096): short at seq_len 3, long at "
          "8000; separates the at-init choice (short, short) from always-long (long, long)"),
+    Case("scale-longrope-long-prefill", "rope.cos_sin", ("SCALE-LONGROPE-FACTORS", "SCALE-LONGROPE-ATTENTION-FACTOR"),
+         RopeParams(head_dim=16, rope_theta=10000.0, rope_type="longrope", max_position_embeddings=64,
+                    original_max_position_embeddings=16, short_factor=tuple(1.0 + k / 8 for k in range(8)),
+                    long_factor=tuple(1.0 + 3 * k for k in range(8))),
+         {"position_ids": pos(list(range(20)))},
+         "derivation case: one prefill of 20 tokens past original 16: the long factors, attention factor "
+         "sqrt(1 + ln 4 / ln 16) = sqrt(1.5); with no cache the new tokens are max(position_ids) + 1, so it "
+         "separates 'always short' (caught) from 'keyed on the new tokens' (right here)"),
     # -- interleaved pairing with every rope_type (rope.apply)
     Case("scale-interleaved-linear", "rope.apply", ("SCALE-LINEAR", "ROPE-PAIR-INTERLEAVED"),
          RopeParams(head_dim=64, rope_type="linear", factor=4.0, pairing="interleaved"),

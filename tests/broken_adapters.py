@@ -322,17 +322,34 @@ class NumpyOutput(TorchAdapter):
 
 class ExitsInOneCase(TorchAdapter):
     """Kills its process (``os._exit``) on the concat sinusoid table of width 7 (on every table when
-    ``POSENC_TEST_CRASH_ALL`` is set), hangs on width 10 when ``POSENC_TEST_HANG`` is set: under
-    ``-n N`` a crashed case fails by ID and the run goes on."""
+    ``POSENC_TEST_CRASH_ALL`` is set; with a signal instead when ``POSENC_TEST_SIGNAL`` names one:
+    SIGSEGV, SIGKILL as an out-of-memory kill sends), hangs on width 10 when ``POSENC_TEST_HANG`` is
+    set (``swallow``: in a loop that swallows every exception, the alarm's too); prints on stdout
+    and stderr, from Python and from C level, on every table: a crashed case fails by ID and the
+    run goes on."""
 
     name = "broken-exits"
 
     def sinusoidal(self, position_ids, params, *, dtype, device):
         import os
+        import signal
+        import sys
         import time
+        print("a print on stdout")
+        print("a print on stderr", file=sys.stderr)
+        os.write(1, b"bytes written to fd 1\n")
         if os.environ.get("POSENC_TEST_CRASH_ALL") or (
                 params.dim == 7 and params.layout == "concat" and params.variant == "vaswani"):
+            sig = os.environ.get("POSENC_TEST_SIGNAL")
+            if sig:
+                os.kill(os.getpid(), getattr(signal, sig))
             os._exit(3)
+        if params.dim == 10 and os.environ.get("POSENC_TEST_HANG") == "swallow":
+            while True:
+                try:
+                    time.sleep(3600)
+                except BaseException:  # noqa: BLE001 - the hostile part: nothing stops it from inside
+                    pass
         if params.dim == 10 and os.environ.get("POSENC_TEST_HANG"):
             time.sleep(3600)
         return super().sinusoidal(position_ids, params, dtype=dtype, device=device)

@@ -23,11 +23,14 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture
 def run_suite(pytester):
-    """Run the conformance suite in-process; returns pytester's RunResult."""
+    """Run the conformance suite in-process, the adapter in pytest's own process too
+    (``--posenc-isolation none``: the patch tests patch libraries here; tests/test_isolation.py
+    checks that an isolated run gives the same verdicts); returns pytester's RunResult."""
 
     def run(adapter: str, *args: str):
+        iso = () if any(a.startswith("--posenc-isolation") for a in args) else ("--posenc-isolation", "none")
         return pytester.runpytest_inprocess(
             str(CONFORMANCE_DIR), "--adapter", adapter, "-p", "no:cacheprovider",
-            "--import-mode=importlib", "-q", "-rfEsxX", *args)
+            "--import-mode=importlib", "-q", "-rfEsxX", *iso, *args)
 
     return run

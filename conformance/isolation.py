@@ -1,0 +1,501 @@
+"""Crash isolation: the adapter runs in a persistent worker process (``--posenc-isolation
+process``, the default of a serial run).
+
+:class:`RemoteAdapter` stands for the adapter in the plugin's process.
+:func:`posenc.conformance.runner.run_op` (golden, generated and most invariant checks) runs whole
+in :mod:`posenc.conformance.worker` -- private input copies, the call, the unchanged-input and
+output contract checks -- as one request; golden inputs and frozen parameter models are sent
+once per worker and named from its cache afterwards.  For the checks that drive an adapter step
+by step, every attribute read and method call is a request, and the native arrays and prepared
+objects the adapter returns stay in the worker as :class:`RemoteObject` handles (``to_numpy``
+results come back as arrays).  Arrays cross as ``.npy`` bytes (large ones as ``.npy`` files in a
+tmpfs folder), parameters as JSON (:mod:`posenc.conformance.wire`); nothing is pickled.  The
+kit's own checks and verdicts stay in the plugin's process.
+
+When the worker dies inside a call (an exit, a signal, an out-of-memory kill: SIGKILL) the call
+raises :class:`AdapterCrashed` -- the test fails by ID with its clauses, and the next call starts
+a fresh worker (handles of the dead one are refused).  ``--posenc-timeout`` (pytest-timeout's
+SIGALRM) interrupts the plugin's wait: the hung worker is killed and restarted, so a hang in C
+code or an adapter that swallows exceptions cannot stall the run.  After
+:data:`MAX_CRASHES` crashes no worker is started again: the remaining tests fail at once,
+naming the first crash.  The worker is a fresh interpreter (``subprocess``, never ``fork``), so
+the threads JAX and TensorFlow start at import are safe; it runs in its own session, so the
+user's Ctrl-C reaches only the plugin, which ends the worker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from typing import Any, Optional
+
+import numpy as np
+
+from posenc.adapters import Unsupported
+from posenc.spec.errors import AdapterError, UsageError
+
+from . import wire
+
+#: The third crashed (or hung) worker is the last: the remaining tests fail at once.
+MAX_CRASHES = 3
+
+
+class AdapterCrashed(AdapterError):
+    """The adapter's worker process died (or was ended after a timeout) during a call."""
+
+
+class RemoteFailure:
+    """Mixin of the exceptions rebuilt from the worker: the original type's name and message,
+    and where it was raised (``remote_where``: file, line, function)."""
+
+    remote_message: str = ""
+    remote_where: Optional[tuple] = None
+
+    def __str__(self) -> str:
+        return self.remote_message
+
+
+_REBUILT: dict[tuple, type] = {}
+
+
+def _rebuild(info: dict) -> BaseException:
+    """An exception like the worker's: its exact class when the plugin's process has it loaded
+    (builtins, posenc, pytest's outcomes, an imported library), else its nearest such base,
+    named as the original."""
+    if any(q == "Unsupported" and m == "posenc.adapters.base" for m, q in info["mro"]):
+        return Unsupported(info.get("reason") or info["msg"])
+    base: type = Exception
+    for mod, qual in info["mro"]:
+        obj = sys.modules.get(mod)
+        for part in qual.split("."):
+            obj = getattr(obj, part, None)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            base = obj
+            break
+    name = info["mro"][0][1].rsplit(".", 1)[-1]
+    key = (info["mro"][0][0], name, base)
+    cls = _REBUILT.get(key)
+    if cls is None:
+        try:
+            cls = type(name, (RemoteFailure, base), {"__module__": info["mro"][0][0]})
+        except TypeError:  # a base that cannot be subclassed with the mixin
+            cls = type(name, (RemoteFailure, Exception), {"__module__": info["mro"][0][0]})
+        _REBUILT[key] = cls
+    e = cls.__new__(cls)
+    e.args = (info["msg"],)
+    e.remote_message = info["msg"]
+    e.remote_where = tuple(info["where"]) if info.get("where") else None
+    if info.get("outcome_msg") is not None:  # pytest's skip / fail / xfail / exit raised by the adapter
+        e.msg, e.pytrace = info["outcome_msg"], False
+    return e
+
+
+class RemoteObject:
+    """An object held by the worker (a native array, a prepared operation, a device object).
+    Attribute reads and ``str`` are requests; the type's names (``remote_types``) are local."""
+
+    __slots__ = ("_worker", "_id", "_gen", "remote_types", "_methods", "__weakref__")
+
+    def __init__(self, worker: "Worker", hid: int, gen: int, types: list[str], methods=()):
+        object.__setattr__(self, "_worker", worker)
+        object.__setattr__(self, "_id", hid)
+        object.__setattr__(self, "_gen", gen)
+        object.__setattr__(self, "remote_types", tuple(types))
+        object.__setattr__(self, "_methods", frozenset(methods))
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in self._methods:  # a method its class defines: called by name, no lookup request
+            return RemoteMethod(self._worker, self, name)
+        return self._worker.getattr(self, name)
+
+    def __str__(self) -> str:
+        return self._worker.request({"op": "str", "target": self._worker.ref(self)})
+
+    def __repr__(self) -> str:
+        return f"<{self.remote_types[0]} in the adapter's process>"
+
+    def __del__(self):
+        try:
+            if self._gen == self._worker.gen:
+                self._worker.released.append(self._id)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class RemoteCallable(RemoteObject):
+    """A callable held by the worker (a prepared operation's factory result)."""
+
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        return self._worker.call(self, None, args, kwargs)
+
+
+class Unsent:
+    """What a ``to_numpy`` / ``dtype_of`` returned that is not plain data (its type's names)."""
+
+    def __init__(self, types):
+        self.remote_types = tuple(types)
+
+
+class RemoteMethod:
+    """A method of a remote object, called by name."""
+
+    __slots__ = ("_worker", "_target", "_name")
+
+    def __init__(self, worker, target, name):
+        self._worker, self._target, self._name = worker, target, name
+
+    def __call__(self, *args, **kwargs):
+        return self._worker.call(self._target, self._name, args, kwargs,
+                                 by_value=self._name == "to_numpy" and self._target is self._worker.root)
+
+    def __repr__(self) -> str:
+        return f"<method {self._name} in the adapter's process>"
+
+
+class Worker:
+    """The worker process and its connection; restarted after a crash, up to :data:`MAX_CRASHES`."""
+
+    def __init__(self, spec: str, root: "RemoteAdapter"):
+        self.spec, self.root = spec, root
+        self.proc: Optional[subprocess.Popen] = None
+        self.gen = 0
+        self.released: list[int] = []
+        self.sent: dict[int, tuple[Any, int]] = {}  # id(immutable array or frozen model) -> (it, key in the worker's cache)
+        self.closed = False
+        self.affinity: Optional[set[int]] = None  # this process's CPUs before the worker was pinned with it
+        self.crashes: list[str] = []
+        self.current = "(start-up)"  # the test running, for the crash messages
+        self.log = tempfile.NamedTemporaryFile(prefix="posenc-worker-", suffix=".log", delete=False)
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        self.spill = tempfile.mkdtemp(prefix="posenc-arrays-", dir=shm)  # large arrays (wire.SPILL_BYTES)
+        wire.spill_to(self.spill)
+        atexit.register(self.close)
+
+    # ---- process ------------------------------------------------------------------------
+    def start(self) -> None:
+        self._pin()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
+        env["POSENC_WORKER_SPILL"] = self.spill
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "posenc.conformance.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.log, env=env, cwd=os.getcwd(), start_new_session=True)
+        self.reader = wire.Reader(self.proc.stdout.fileno())
+        self.gen += 1
+        self.released = []
+        self.sent = {}  # the new worker's cache starts empty
+        self.request({"op": "load", "spec": self.spec}, starting=True)
+
+    def _pin(self) -> None:
+        """Run this process and the worker on one CPU while the worker lives (restored by
+        :meth:`close`).  Requests alternate strictly, so nothing runs in parallel anyway; on two
+        CPUs each hand-over would otherwise wake an idle (virtual) CPU, which costs more than most
+        requests (measured by bench/bench_isolation.py).  The adapter sees that one CPU (its
+        framework's thread pool sizes itself to it).  ``POSENC_CPU=N`` picks the CPU (``posenc
+        matrix`` gives parallel jobs different ones), ``POSENC_CPU=none`` leaves the affinity alone."""
+        want = os.environ.get("POSENC_CPU", "")
+        if self.affinity is not None or not hasattr(os, "sched_getaffinity") or want == "none":
+            return
+        cpus = os.sched_getaffinity(0)
+        if len(cpus) < 2:
+            return
+        cpu = int(want) if want.isdigit() and int(want) in cpus else _current_cpu(cpus)
+        self.affinity = cpus
+        os.sched_setaffinity(0, {cpu})
+
+    def _unpin(self) -> None:
+        if self.affinity is not None:
+            try:
+                os.sched_setaffinity(0, self.affinity)
+            except OSError:
+                pass
+            self.affinity = None
+
+    def _kill(self) -> Optional[int]:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        try:
+            if proc.poll() is None:
+                proc.kill()
+            return proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001
+            return None
+        finally:
+            for s in (proc.stdin, proc.stdout):
+                try:
+                    s.close()
+                except Exception:  # noqa: BLE001
+                    pass
+
+    def close(self) -> None:
+        """End the worker: its input closes (it exits on its own, unwaited); one that is still
+        running when this process exits is killed by the atexit hook."""
+        self.closed = True
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            for s in (proc.stdin, proc.stdout):
+                try:
+                    s.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            atexit.register(_reap, proc)
+        try:
+            self.log.close()
+            os.unlink(self.log.name)
+        except OSError:
+            pass
+        shutil.rmtree(self.spill, ignore_errors=True)
+        self._unpin()
+
+    def _log_tail(self, lines: int = 3) -> str:
+        try:
+            self.log.flush()
+            with open(self.log.name, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.log.name) - 4000))
+                tail = [ln for ln in f.read().decode(errors="replace").splitlines() if ln.strip()][-lines:]
+        except OSError:
+            return ""
+        return ("; its last output: " + " | ".join(t.strip()[:200] for t in tail)) if tail else ""
+
+    @staticmethod
+    def _exit_text(rc: Optional[int]) -> str:
+        if rc is None:
+            return "it did not report an exit status"
+        if rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            return f"killed by {name}" + (" (an out-of-memory kill sends SIGKILL)" if -rc == signal.SIGKILL else "")
+        return f"exit status {rc}"
+
+    def _crashed(self, what: str, why: str) -> AdapterCrashed:
+        text = f"the adapter's process {why} during {what}"
+        self.crashes.append(f"{self.current}: {text}")
+        more = (f"; the next call starts a fresh process (crash {len(self.crashes)} of {MAX_CRASHES})"
+                if len(self.crashes) < MAX_CRASHES else
+                f"; that was crash {MAX_CRASHES}: no process is started again, the remaining tests fail")
+        return AdapterCrashed(text + more)
+
+    # ---- requests -----------------------------------------------------------------------
+    def request(self, req: dict, blobs: Optional[list[bytes]] = None, starting: bool = False):
+        if self.proc is None:
+            if self.closed:
+                raise AdapterCrashed("the adapter's process was ended with the run")
+            if len(self.crashes) >= MAX_CRASHES:
+                raise AdapterCrashed(f"not run: the adapter's process crashed {len(self.crashes)} times "
+                                     f"(the first: {self.crashes[0]})")
+            self.start()
+        if self.released and not starting:
+            req["release"], self.released = self.released, []
+        what = req.get("name") or req["op"]
+        proc = self.proc
+        try:
+            wire.write_frame(proc.stdin, req, blobs or [])
+            reply, rblobs = wire.read_frame(self.reader)
+        except (EOFError, OSError, ValueError):
+            rc = self._kill()
+            if starting:
+                raise UsageError(f"--adapter {self.spec!r}: the adapter's process died while loading it "
+                                 f"({self._exit_text(rc)}){self._log_tail()}") from None
+            raise self._crashed(what, f"died ({self._exit_text(rc)}{self._log_tail()})") from None
+        except BaseException:  # a --posenc-timeout (SIGALRM) or Ctrl-C while the worker works: end it
+            self._kill()
+            self.crashes.append(f"{self.current}: the adapter's process was ended during {what} (timeout or "
+                                "interrupt)")
+            raise
+        if "err" in reply:
+            e = _rebuild(reply["err"])
+            if starting:
+                self._kill()
+                if isinstance(e, UsageError):
+                    raise UsageError(str(e)) from None
+                raise UsageError(f"--adapter {self.spec!r}: loading it in the adapter's process raised "
+                                 f"{reply['err']['mro'][0][1]}: {e}") from None
+            raise e
+        return wire.decode(reply["ok"], rblobs, self._handle)
+
+    def _handle(self, d: dict):
+        if d.get("unsent"):
+            return Unsent(d["mro"])
+        cls = RemoteCallable if d.get("call") else RemoteObject
+        return cls(self, d["$h"], self.gen, d["mro"], d.get("methods", ()))
+
+    def ref(self, obj) -> dict:
+        if obj is self.root:
+            return {"$h": 0}
+        if obj._gen != self.gen:
+            raise AdapterCrashed(f"{obj!r} was made by an earlier adapter process (it crashed since)")
+        return {"$h": obj._id}
+
+    def _encode_arg(self, value, blobs):
+        def other(v):
+            if isinstance(v, (RemoteObject, RemoteAdapter)):
+                return self.ref(v)
+            raise TypeError(f"posenc cannot send a {type(v).__name__} to the adapter's process")
+        return wire.encode(value, blobs, other)
+
+    def array_item(self, a: np.ndarray, blobs: list[bytes]) -> dict:
+        """How array ``a`` travels in a request: inline, or -- an immutable array (a golden's,
+        over ``bytes``) -- sent once per worker and named from its cache afterwards."""
+        if self.proc is None:
+            self.request({"op": "ping"})  # start the next worker first: its cache starts empty
+        key = self.sent.get(id(a))
+        if key is not None and key[0] is a:
+            return {"cached": key[1]}
+        item = {"array": wire.encode(a, blobs, lambda v: None)}
+        if _immutable(a):
+            self.sent[id(a)] = (a, len(self.sent) + 1)
+            item["store"] = len(self.sent)
+        return item
+
+    def params_item(self, params, blobs: list[bytes]) -> dict:
+        """How a parameter model travels: a frozen one (the spec's models are) is sent once per
+        worker and named from its cache afterwards; run_op copies it before the adapter sees it."""
+        key = self.sent.get(id(params))
+        if key is not None and key[0] is params:
+            return {"cached": key[1]}
+        item = {"value": self._encode_arg(params, blobs)}
+        if getattr(getattr(params, "model_config", None), "get", lambda k: None)("frozen"):
+            self.sent[id(params)] = (params, len(self.sent) + 1)
+            item["store"] = len(self.sent)
+        return item
+
+    def getattr(self, target, name: str):
+        out = self.request({"op": "getattr", "target": self.ref(target), "name": name})
+        if isinstance(out, dict) and set(out) == {"$bound"}:
+            return RemoteMethod(self, target, name)
+        return out
+
+    def call(self, target, name: Optional[str], args, kwargs, by_value: bool = False):
+        blobs: list[bytes] = []
+        req = {"op": "call", "target": self.ref(target), "name": name, "by_value": by_value,
+               "args": self._encode_arg(tuple(args), blobs), "kwargs": self._encode_arg(dict(kwargs), blobs)}
+        return self.request(req, blobs)
+
+
+def _current_cpu(cpus: set[int]) -> int:
+    """The CPU this process runs on (``/proc/self/stat``), if it is one of ``cpus``."""
+    try:
+        with open("/proc/self/stat") as f:
+            cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+        return cpu if cpu in cpus else min(cpus)
+    except (OSError, ValueError, IndexError):
+        return min(cpus)
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    try:
+        proc.wait(timeout=0.5)  # it exits on its own once its input is closed
+    except Exception:  # noqa: BLE001 - still busy (a hung call) or slow to exit: end it
+        proc.kill()
+
+
+class RemoteAdapter:
+    """The adapter under test, running in its worker process (see the module docstring).
+
+    Non-callable attributes (``name``, ``dtypes``, ...) are read once and kept; methods are
+    requests.  ``posenc_native`` / ``posenc_changed`` / ``posenc_facts`` are the kit's fused
+    requests for the input copies and the output contract (one round trip each).
+    """
+
+    def __init__(self, spec: str):
+        object.__setattr__(self, "_w", Worker(spec, self))
+        object.__setattr__(self, "_attrs", {})
+        self._w.start()
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        attrs = object.__getattribute__(self, "_attrs")
+        if name in attrs:
+            return attrs[name]
+        out = attrs[name] = self._w.getattr(self, name)  # read once, like the plugin's attribute checks
+        return out
+
+    def __setattr__(self, name, value):
+        raise AttributeError("the isolated adapter's attributes cannot be set from the plugin")
+
+    def __repr__(self) -> str:
+        return f"<adapter {self._attrs.get('name', self._w.spec)!r} in its worker process>"
+
+    # ---- the kit's fused requests ---------------------------------------------------------
+    def posenc_set_current(self, nodeid: str) -> None:
+        self._w.current = nodeid
+
+    def posenc_natives(self, specs: list, device: str) -> list:
+        """``from_numpy`` in the worker of each ``(name, array, dtype)`` (a private copy there, its
+        snapshot kept for :meth:`posenc_changed`)."""
+        blobs: list[bytes] = []
+        items = [{"name": name, "dtype": dtype, **self._w.array_item(a, blobs)} for name, a, dtype in specs]
+        return list(self._w.request({"op": "natives", "items": items, "device": device}, blobs))
+
+    def posenc_run_op(self, op: str, params, inputs: dict, dtype: str, device: str) -> dict:
+        """:func:`posenc.conformance.runner.run_op` in the worker (inputs copied, checked unchanged,
+        outputs contract-checked there); its NumPy outputs, or what it raised, come back."""
+        w = self._w
+        blobs: list[bytes] = []
+        arrays = {name: w.array_item(np.asarray(a), blobs) for name, a in inputs.items()}
+        req = {"op": "run_op", "name": op, "params": w.params_item(params, blobs), "inputs": arrays,
+               "dtype": dtype, "device": device}
+        return w.request(req, blobs)
+
+    def posenc_changed(self, objs: list) -> Optional[tuple[str, int, int]]:
+        ids = [o._id for o in objs if isinstance(o, RemoteObject) and o._gen == self._w.gen]
+        if not ids:
+            return None
+        out = self._w.request({"op": "changed", "handles": ids})
+        return tuple(out) if out else None
+
+    def posenc_facts(self, x) -> dict:
+        """``{"mro", "dtype", "device", "array"}`` of an output held by the worker; each of the
+        last three ``("ok", value)`` or ``("err", exception)``."""
+        return _facts(self._w.request({"op": "facts", "target": self._w.ref(x)}))
+
+    def posenc_crashes(self) -> list[str]:
+        return list(self._w.crashes)
+
+    def posenc_close(self) -> None:
+        self._w.close()
+
+
+def _facts(res: dict) -> dict:
+    facts = {"mro": res["mro"]}
+    for key in ("dtype", "device", "array"):
+        v = res[key]
+        facts[key] = ("ok", v["ok"]) if "ok" in v else ("err", _rebuild(v["err"]))
+    return facts
+
+
+def _immutable(a) -> bool:
+    """``a``'s memory is ``bytes`` (a golden's arrays): its value can never change."""
+    b = a
+    while isinstance(b, np.ndarray):
+        if b.flags.writeable:
+            return False
+        b = b.base
+    return isinstance(b, bytes)
+
+
+def is_remote(adapter) -> bool:
+    return isinstance(adapter, RemoteAdapter)
+
+
+def type_names(x) -> list[str]:
+    """``module.qualname`` of ``x``'s type and bases, for a local or a remote object."""
+    t = getattr(x, "remote_types", None) if isinstance(x, (RemoteObject, Unsent)) else None
+    return list(t) if t else wire.type_names(type(x))
+
+
+__all__ = ["AdapterCrashed", "RemoteAdapter", "RemoteObject", "RemoteFailure", "MAX_CRASHES", "is_remote",
+           "type_names"]

@@ -1,0 +1,161 @@
+"""Crash isolation without pytest-xdist (issue 10): by default the adapter runs in a worker
+process (``posenc.conformance.isolation``).  A worker that exits, is killed by a signal (SIGKILL
+stands in for an out-of-memory kill: never tested by exhausting memory) or hangs past
+``--posenc-timeout`` fails that test by ID with its clauses, and the run goes on; after three
+crashes the remaining tests fail at once naming the first; the verdicts of an isolated run are
+those of an in-process one.  Runs in subprocesses, as a user runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import posenc.conformance
+from posenc.conformance import wire
+
+CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
+BROKEN = Path(__file__).resolve().parent / "broken_adapters.py"
+SIN = "test_golden and (sin-concat-d7 or sin-concat-d10 or sin-interleaved-d8 or sin-concat-d8)"
+
+
+def _run(pytester, adapter, *args):
+    return pytester.runpytest_subprocess(str(CONFORMANCE_DIR), "--adapter", adapter, "-p", "no:cacheprovider",
+                                         "--import-mode=importlib", "-p", "no:xdist", *args)
+
+
+def _rows(text: str) -> dict[str, list[str]]:
+    rows = [ln.split() for ln in text.splitlines() if re.fullmatch(r"[A-Z0-9-]+( +\d+){4}", ln.strip())]
+    return {r[0]: r[1:] for r in rows}
+
+
+@pytest.mark.parametrize("signal,cause", [(None, "exit status 3"), ("SIGSEGV", "killed by SIGSEGV"),
+                                          ("SIGKILL", "killed by SIGKILL (an out-of-memory kill sends SIGKILL)")])
+def test_a_crash_fails_its_test_by_id_and_the_run_goes_on(pytester, tmp_path, monkeypatch, signal, cause):
+    if signal:
+        monkeypatch.setenv("POSENC_TEST_SIGNAL", signal)
+    out = tmp_path / "r.json"
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--report-json", str(out), "-k", SIN)
+    text = r.stdout.str()
+    assert r.ret == 1, text[-3000:]
+    assert "SIN-VASWANI-CONCAT: broken-exits fails case sin-concat-d7 (float32)" in text
+    assert f"AdapterCrashed: the adapter's process died ({cause}" in text and "crash 1 of 3" in text
+    assert "its last output: " in text and "a print on stderr" in text  # the worker's log tail
+    assert _rows(text)["SIN-VASWANI-CONCAT"] == ["2", "1", "0", "0"] and _rows(text)["SIN-VASWANI-INTERLEAVED"][:2] == ["1", "0"]
+    assert "posenc: the adapter's process crashed or was ended 1 time(s)" in text
+    rep = json.loads(out.read_text())
+    assert rep["complete"] is True
+    failed = [x for x in rep["results"] if x["outcome"] != "passed"]
+    assert [x["case"] for x in failed] == ["sin-concat-d7"] and failed[0]["raised"] and failed[0]["violated"] == ["SIN-VASWANI-CONCAT"]
+
+
+@pytest.mark.parametrize("hang", ["1", "swallow"])
+def test_a_hang_fails_its_test_by_id_and_the_run_goes_on(pytester, tmp_path, monkeypatch, hang):
+    """A sleep, or a loop that swallows every exception, past --posenc-timeout: the worker is
+    ended, the test fails with the clause header, the next tests run in a fresh worker."""
+    monkeypatch.setenv("POSENC_TEST_HANG", hang)
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--posenc-timeout", "2", "-k",
+             "test_golden and (sin-concat-d10 or sin-concat-d8 or sin-interleaved-d8)")
+    text = r.stdout.str()
+    assert r.ret == 1, text[-3000:]
+    assert "SIN-VASWANI-CONCAT: broken-exits did not finish test_golden[float32-sin-concat-d10" in text
+    assert "within 2 s (--posenc-timeout)" in text and "2 passed" in text
+
+
+def test_the_third_crash_fails_the_rest_at_once_naming_the_first(pytester, tmp_path, monkeypatch):
+    monkeypatch.setenv("POSENC_TEST_CRASH_ALL", "1")
+    out = tmp_path / "r.json"
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--report-json", str(out), "-k", "test_golden and sin-")
+    text = r.stdout.str()
+    assert r.ret == 1
+    assert "(crash 1 of 3)" in text and "(crash 2 of 3)" in text and "that was crash 3: no process is started again" in text
+    assert "AdapterCrashed: not run: the adapter's process crashed 3 times (the first: " in text
+    rep = json.loads(out.read_text())
+    res = rep["results"]
+    third = [i for i, x in enumerate(res) if "crash 3" in (x["reason"] or "")]
+    assert len(third) == 1 and third[0] + 1 < len(res)
+    rest = res[third[0] + 1:]  # every later test fails at once, whatever its operation
+    assert all(x["outcome"] == "failed" and "not run: the adapter's process crashed 3 times" in x["reason"] for x in rest)
+
+
+def test_a_broken_adapter_file_is_a_usage_error_from_the_worker(pytester, tmp_path):
+    bad = tmp_path / "bad_adapter.py"
+    bad.write_text("import nonexistent_module_xyz\n")
+    r = _run(pytester, str(bad))
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ModuleNotFoundError: No module named 'nonexistent_module_xyz'" in r.stderr.str()
+
+
+# ---- the verdicts of an isolated run are those of an in-process one ----------------------------
+
+#: The kit's port and broken adapters of every mechanism the worker must carry unchanged: value
+#: bugs (diagnosis, inference), exceptions and pytest outcomes, Unsupported, in-place inputs,
+#: NumPy outputs, a wrong dtype on decode steps (prepared objects), clamped rows (IndexError).
+PARITY = ["torch", f"{BROKEN}:PairingSwapped", f"{BROKEN}:CacheOffByOne", f"{BROKEN}:ClampedLookup",
+          f"{BROKEN}:NothingSupported", f"{BROKEN}:InPlaceRope", f"{BROKEN}:NumpyOutput", f"{BROKEN}:UpcastOnDecode",
+          f"{BROKEN}:RaisesPytestOutcomes"]
+
+
+def _verdicts(path: Path) -> list[tuple]:
+    rep = json.loads(path.read_text())
+    return sorted((x["test_id"], x["outcome"], x["divergence"], tuple(x["violated"] or ()), x["raised"],
+                   tuple(d["divergence"] for d in x["diagnosis"]), tuple(x["inferred"])) for x in rep["results"])
+
+
+@pytest.mark.parametrize("adapter", PARITY, ids=[a.rsplit(":", 1)[-1] for a in PARITY])
+def test_isolated_verdicts_equal_in_process_verdicts(pytester, run_suite, tmp_path, adapter):
+    """Every test's outcome, divergence, violated clauses, raised flag, diagnosis and inference;
+    and the exit code: the same with the adapter in its worker process as in pytest's."""
+    runs = {}
+    for mode in ("process", "none"):
+        out = tmp_path / f"{mode}.json"
+        args = ("--posenc-isolation", mode, "--report-json", str(out), "--posenc-examples", "2")
+        r = _run(pytester, adapter, *args) if mode == "process" else run_suite(adapter, *args)
+        runs[mode] = (r.ret, _verdicts(out))
+    assert runs["process"][0] == runs["none"][0]
+    assert runs["process"][1] == runs["none"][1]
+    assert len(runs["none"][1]) > 300
+
+
+# ---- the wire format ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("a", [np.zeros(()), np.arange(5), np.linspace(0, 1, 24).reshape(2, 3, 4).astype(np.float32),
+                               np.arange(6).reshape(2, 3)[:, ::2], np.zeros((0, 3)), np.array([True, False]),
+                               np.array([np.nan, -np.inf, 1e-310])], ids=lambda a: f"{a.dtype}{list(a.shape)}")
+def test_arrays_cross_as_npy_bytes(a):
+    """What the kit writes is a .npy file NumPy reads, and it reads what NumPy writes (no pickle)."""
+    import io
+    data, ext = wire._npy(a)
+    assert ext is None and data[:6] == b"\x93NUMPY"
+    np.testing.assert_array_equal(np.lib.format.read_array(io.BytesIO(data), allow_pickle=False), a)
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=False)
+    for got in (wire._from_npy(data, None), wire._from_npy(buf.getvalue(), None)):
+        assert got.dtype == a.dtype and got.shape == a.shape and got.flags.writeable
+        np.testing.assert_array_equal(got, a)
+
+
+def test_bfloat16_and_object_arrays():
+    import ml_dtypes
+    a = np.array([1.5, -2.0, 3.25], ml_dtypes.bfloat16)
+    data, ext = wire._npy(a)
+    got = wire._from_npy(data, ext)
+    assert ext == "bfloat16" and got.dtype == a.dtype and np.array_equal(got.astype(np.float32), a.astype(np.float32))
+    with pytest.raises(TypeError):
+        wire._npy(np.array([object()], dtype=object))
+
+
+def test_only_loaded_pydantic_models_are_rebuilt():
+    """The plugin never imports a module a worker names, and builds nothing but pydantic models."""
+    for name in ("os:system", "posenc_no_such_module_xyz:Model"):
+        with pytest.raises(TypeError, match="not a pydantic model of a loaded module"):
+            wire.decode({"$m": name, "v": {"$d": {}}}, [], lambda d: None)
+    assert "posenc_no_such_module_xyz" not in __import__("sys").modules
+    from posenc.spec.models import RopeParams
+    p = RopeParams(head_dim=8, rope_theta=500.0)
+    blobs: list[bytes] = []
+    assert wire.decode(wire.encode(p, blobs, lambda v: None), blobs, lambda d: None) == p
