@@ -345,31 +345,29 @@ class Worker:
             raise TypeError(f"posenc cannot send a {type(v).__name__} to the adapter's process")
         return wire.encode(value, blobs, other)
 
-    def array_item(self, a: np.ndarray, blobs: list[bytes]) -> dict:
-        """How array ``a`` travels in a request: inline, or -- an immutable array (a golden's,
-        over ``bytes``) -- sent once per worker and named from its cache afterwards."""
+    def _item(self, obj, blobs: list[bytes], keep: bool) -> dict:
+        """How ``obj`` travels in a request: ``value`` inline, or -- when ``keep`` (it can never
+        change) -- sent once per worker (``store``) and named from its cache afterwards (``cached``)."""
         if self.proc is None:
             self.request({"op": "ping"})  # start the next worker first: its cache starts empty
-        key = self.sent.get(id(a))
-        if key is not None and key[0] is a:
+        key = self.sent.get(id(obj))
+        if key is not None and key[0] is obj:
             return {"cached": key[1]}
-        item = {"array": wire.encode(a, blobs, lambda v: None)}
-        if _immutable(a):
-            self.sent[id(a)] = (a, len(self.sent) + 1)
+        item = {"value": self._encode_arg(obj, blobs)}
+        if keep:
+            self.sent[id(obj)] = (obj, len(self.sent) + 1)
             item["store"] = len(self.sent)
         return item
 
+    def array_item(self, a: np.ndarray, blobs: list[bytes]) -> dict:
+        """An array: kept when immutable (a golden's, over ``bytes``)."""
+        return self._item(a, blobs, _immutable(a))
+
     def params_item(self, params, blobs: list[bytes]) -> dict:
-        """How a parameter model travels: a frozen one (the spec's models are) is sent once per
-        worker and named from its cache afterwards; run_op copies it before the adapter sees it."""
-        key = self.sent.get(id(params))
-        if key is not None and key[0] is params:
-            return {"cached": key[1]}
-        item = {"value": self._encode_arg(params, blobs)}
-        if getattr(getattr(params, "model_config", None), "get", lambda k: None)("frozen"):
-            self.sent[id(params)] = (params, len(self.sent) + 1)
-            item["store"] = len(self.sent)
-        return item
+        """A parameter model: kept when frozen (the spec's models are; run_op copies it before the
+        adapter sees it)."""
+        frozen = getattr(getattr(params, "model_config", None), "get", lambda k: None)("frozen")
+        return self._item(params, blobs, bool(frozen))
 
     def getattr(self, target, name: str):
         out = self.request({"op": "getattr", "target": self.ref(target), "name": name})
@@ -405,8 +403,9 @@ class RemoteAdapter:
     """The adapter under test, running in its worker process (see the module docstring).
 
     Non-callable attributes (``name``, ``dtypes``, ...) are read once and kept; methods are
-    requests.  ``posenc_native`` / ``posenc_changed`` / ``posenc_facts`` are the kit's fused
-    requests for the input copies and the output contract (one round trip each).
+    requests.  ``posenc_run_op`` runs :func:`~posenc.conformance.runner.run_op` in the worker;
+    ``posenc_natives`` / ``posenc_changed`` / ``posenc_facts`` are the fused requests for the input
+    copies and the output contract of the step-by-step checks (one round trip each).
     """
 
     def __init__(self, spec: str):

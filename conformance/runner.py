@@ -102,19 +102,24 @@ def check_inputs(what: str = "") -> None:
             now = np.asarray(adapter.to_numpy(x))
         except Exception:  # noqa: BLE001 - reported where the outputs are converted
             continue
-        if now.shape != snap.shape:
-            changed = snap.size
-        else:
-            same = now == snap
-            if np.issubdtype(snap.dtype, np.floating):
-                same |= np.isnan(now) & np.isnan(snap)
-            changed = int(np.count_nonzero(~same))
+        changed = changed_elements(now, snap)
         if changed:
             _modified(adapter, what, name, changed, snap.size)
     for adapter, objs in remote.values():
         found = adapter.posenc_changed(objs)
         if found:
             _modified(adapter, what, *found)
+
+
+def changed_elements(now: np.ndarray, snap: np.ndarray) -> int:
+    """How many elements of an input differ from its snapshot (all of them when the shape did;
+    NaN equals NaN): the unchanged-input check here and in the adapter's worker process."""
+    if now.shape != snap.shape:
+        return int(snap.size)
+    same = now == snap
+    if np.issubdtype(snap.dtype, np.floating):
+        same |= np.isnan(now) & np.isnan(snap)
+    return int(np.count_nonzero(~same))
 
 
 def _modified(adapter, what: str, name: str, changed: int, size: int):
@@ -418,10 +423,7 @@ def separating_case(spec: Spec, a: str, b: str, goldens: list[Golden], dtype: st
 
 def _match(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> Optional[Match]:
     """``d``'s match when its mutant reproduces ``outputs`` on this case within tolerance, else None."""
-    try:
-        mut = mutants.run(d.mutant, golden.case.op, golden.case.params, golden.inputs, dtype)
-    except Exception:  # noqa: BLE001 - a mutant that cannot run on this case does not match
-        return None
+    mut = mutant_outputs(d, golden, dtype)
     if mut is None:
         return None
     if any(np.shape(mut[n]) != golden.outputs[n].shape for n in mut if n in golden.outputs):
@@ -429,7 +431,6 @@ def _match(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> Opt
     same = all(np.array_equal(np.asarray(mut[n]), golden.outputs[n]) for n in mut if n in golden.outputs)
     if same:
         return None  # indistinguishable from the reference on this case
-    mut = {n: np.asarray(v) for n, v in mut.items()}
     # A mutant that overflows gives inf/NaN: it matches only where the output's non-finite
     # elements are exactly the mutant's (same NaN / +inf / -inf pattern); the finite ones are
     # compared under the tolerance as usual.

@@ -47,8 +47,6 @@ class Worker:
         return self.method_names[cls]
 
     def _out(self, value, blobs, by_value: bool = False):
-        def other(v):
-            return self._handle(v)
         if not by_value and isinstance(value, np.ndarray):
             return self._handle(value)  # an adapter's output array stays here, like any native array
         if not by_value:
@@ -56,7 +54,7 @@ class Worker:
                 return {"$t": [self._out(v, blobs) for v in value]}
             if isinstance(value, list):
                 return [self._out(v, blobs) for v in value]
-        return wire.encode(value, blobs, other)
+        return wire.encode(value, blobs, self._handle)
 
     def _in(self, data, blobs):
         def handle(d):
@@ -78,9 +76,6 @@ class Worker:
             for k in req.get("release", ()):
                 self.objects.pop(k, None)
                 self.snapshots.pop(k, None)
-            if req["op"] == "exit":
-                wire.write_frame(self.out, {"ok": None}, [])
-                return
             out_blobs: list[bytes] = []
             try:
                 result = getattr(self, "op_" + req["op"])(req, blobs, out_blobs)
@@ -131,33 +126,33 @@ class Worker:
             handles.append(h)
         return {"$t": handles}
 
+    def _cached(self, item: dict, blobs):
+        """The value an item stands for: sent inline (``value``; kept when marked ``store``) or
+        named from the cache (``cached``)."""
+        if "cached" in item:
+            return self.cache[item["cached"]]
+        value = self._in(item["value"], blobs)
+        if "store" in item:
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+            self.cache[item["store"]] = value
+        return value
+
     def _array(self, item: dict, blobs) -> np.ndarray:
         """A private (writeable) copy of an array sent inline or named from the cache."""
-        if "cached" in item:
-            return np.array(self.cache[item["cached"]], copy=True)
-        a = self._in(item["array"], blobs)
-        if "store" in item:
-            kept = np.array(a, copy=True)
-            kept.flags.writeable = False
-            self.cache[item["store"]] = kept
-        return a
+        return np.array(self._cached(item, blobs), copy=True)
 
     def op_run_op(self, req, blobs, out):
         """:func:`posenc.conformance.runner.run_op` here, on the adapter itself; its NumPy outputs."""
         from posenc.conformance.runner import run_op
         inputs = {name: self._array(item, blobs) for name, item in req["inputs"].items()}
-        item = req["params"]
-        if "cached" in item:
-            params = self.cache[item["cached"]]
-        else:
-            params = self._in(item["value"], blobs)
-            if "store" in item:
-                self.cache[item["store"]] = params
+        params = self._cached(req["params"], blobs)
         outputs = run_op(self.adapter, req["name"], params, inputs, req["dtype"], req["device"])
         return wire.encode(outputs, out, self._handle)
 
     def op_changed(self, req, blobs, out):
         """``[name, changed, size]`` of the first handed input (of those named) that changed."""
+        from posenc.conformance.runner import changed_elements
         for k in req["handles"]:
             if k not in self.snapshots:
                 continue
@@ -166,12 +161,7 @@ class Worker:
                 now = np.asarray(self.adapter.to_numpy(self.objects[k]))
             except Exception:  # noqa: BLE001 - reported where the outputs are converted
                 continue
-            if now.shape != snap.shape:
-                return [name, int(snap.size), int(snap.size)]
-            same = now == snap
-            if np.issubdtype(snap.dtype, np.floating):
-                same |= np.isnan(now) & np.isnan(snap)
-            changed = int(np.count_nonzero(~same))
+            changed = changed_elements(now, snap)
             if changed:
                 return [name, changed, int(snap.size)]
         return None
