@@ -12,7 +12,7 @@ import importlib.util
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from posenc.spec.errors import UsageError
+from posenc.spec.errors import UsageError, exception_text
 
 from .base import Adapter, RopeOp, Unsupported
 
@@ -31,7 +31,7 @@ def _cause(e: BaseException) -> str:
     where = f" ({tb[-1].filename}:{tb[-1].lineno})" if tb else ""
     if isinstance(e, SyntaxError) and e.filename:
         where = f" ({e.filename}:{e.lineno})"
-    return f"{type(e).__name__}: {e}{where}".replace("\n", " ")
+    return f"{type(e).__name__}: {exception_text(e)}{where}".replace("\n", " ")
 
 
 def _import(what: str, fn):

@@ -40,6 +40,7 @@ from hypothesis import strategies as st
 
 from posenc import families
 from posenc.adapters import Adapter, Unsupported
+from posenc.spec.errors import exception_text
 from posenc.spec.models import PARAM_MODELS
 from posenc.spec.ranges import domain
 
@@ -217,11 +218,11 @@ def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str,
     except pytest.fail.Exception as e:
         if is_timeout(e):  # stop, never shrink
             raise _Stopped(str(e.msg)) from None
-        raise GeneratedFailure(c, seed, f"the adapter raised pytest's {type(e).__name__} ({e.msg})", raised=True) from None
+        raise GeneratedFailure(c, seed, f"the adapter raised pytest's {type(e).__name__} ({exception_text(e)})", raised=True) from None
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
-        raise GeneratedFailure(c, seed, f"{type(e).__name__}: {e}", raised=True) from None
+        raise GeneratedFailure(c, seed, f"{type(e).__name__}: {exception_text(e)}", raised=True) from None
     bad = [r for r in compare_outputs(g, out, dtype) if not r.ok]
     if not bad:
         return "passed"

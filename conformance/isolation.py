@@ -189,7 +189,7 @@ class Worker:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "posenc.conformance.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, env=env, cwd=os.getcwd(), start_new_session=True)
-        self.reader = wire.Reader(self.proc.stdout.fileno())
+        self.reader = wire.Reader(self.proc.stdout.fileno(), self.proc)
         self.gen += 1
         self.released = []
         self.sent = {}  # the new worker's cache starts empty
@@ -220,17 +220,25 @@ class Worker:
                 pass
             self.affinity = None
 
-    def _kill(self) -> Optional[int]:
+    def _kill(self, grace: float = 0.0) -> Optional[int]:
+        """End the worker and every process it started (its process group); its exit status.
+        ``grace``: seconds to let a worker that closed the connection finish exiting first, so
+        that its own exit status (not this kill) is what the crash message reports."""
         proc, self.proc = self.proc, None
         if proc is None:
             return None
         try:
-            if proc.poll() is None:
-                proc.kill()
+            if grace and proc.poll() is None:
+                try:
+                    proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    pass
+            _kill_group(proc)
             return proc.wait(timeout=10)
         except Exception:  # noqa: BLE001
             return None
         finally:
+            self.reader.close()
             for s in (proc.stdin, proc.stdout):
                 try:
                     s.close()
@@ -243,6 +251,7 @@ class Worker:
         self.closed = True
         proc, self.proc = self.proc, None
         if proc is not None:
+            self.reader.close()
             for s in (proc.stdin, proc.stdout):
                 try:
                     s.close()
@@ -304,7 +313,7 @@ class Worker:
             wire.write_frame(proc.stdin, req, blobs or [])
             reply, rblobs = wire.read_frame(self.reader)
         except (EOFError, OSError, ValueError):
-            rc = self._kill()
+            rc = self._kill(grace=2.0)
             if starting:
                 raise UsageError(f"--adapter {self.spec!r}: the adapter's process died while loading it "
                                  f"({self._exit_text(rc)}){self._log_tail()}") from None
@@ -314,6 +323,8 @@ class Worker:
             self.crashes.append(f"{self.current}: the adapter's process was ended during {what} (timeout or "
                                 "interrupt)")
             raise
+        if "interrupt" in reply:  # the adapter raised KeyboardInterrupt itself: the run stops
+            raise KeyboardInterrupt(f"raised by the adapter in its process during {what}: {reply['interrupt']['msg']}")
         if "err" in reply:
             e = _rebuild(reply["err"])
             if starting:
@@ -392,11 +403,23 @@ def _current_cpu(cpus: set[int]) -> int:
         return min(cpus)
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to the worker's process group (it leads one: ``start_new_session``), so that a
+    process the adapter forked dies with it, and to the worker itself."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # the group is gone already
+        pass
+    if proc.poll() is None:
+        proc.kill()
+
+
 def _reap(proc: subprocess.Popen) -> None:
     try:
         proc.wait(timeout=0.5)  # it exits on its own once its input is closed
-    except Exception:  # noqa: BLE001 - still busy (a hung call) or slow to exit: end it
-        proc.kill()
+    except Exception:  # noqa: BLE001 - still busy (a hung call) or slow to exit
+        pass
+    _kill_group(proc)  # and whatever the adapter left running
 
 
 class RemoteAdapter:

@@ -31,11 +31,11 @@ import pytest
 from posenc import families
 from posenc.adapters import Adapter, Unsupported, load_adapter, registered
 from posenc.spec import SPEC_VERSION, load_spec
-from posenc.spec.errors import GoldenError, PosencError
+from posenc.spec.errors import AdapterError, GoldenError, PosencError, exception_text
 from posenc.spec.models import DTYPES
 
 from . import expectations as expectations_mod
-from .isolation import RemoteAdapter, is_remote
+from .isolation import RemoteAdapter, RemoteFailure, is_remote
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "adapters" / "expectations"
 #: --posenc-timeout's default, seconds: over ten times the slowest registered test (about 15 s,
@@ -49,7 +49,7 @@ def _versions(adapter: Adapter) -> dict[str, str]:
     try:
         v = adapter.versions()
     except (Exception, SystemExit) as e:  # noqa: BLE001 - a usage error now, not a lost summary at the end
-        raise pytest.UsageError(f"adapter {adapter.name!r}: versions() raised {type(e).__name__}: {e}") from None
+        raise pytest.UsageError(f"adapter {adapter.name!r}: versions() raised {type(e).__name__}: {exception_text(e)}") from None
     if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
         raise pytest.UsageError(f"adapter {adapter.name!r}: versions() must return a dict of library name to "
                                 f"version string, got {v!r}")
@@ -66,7 +66,7 @@ def _adapter_attributes(adapter: Adapter) -> None:
                   "generated_examples": getattr(adapter, "generated_examples", None)}
         adapter.device_available("cpu")
     except (Exception, SystemExit) as e:  # noqa: BLE001
-        raise UsageError(f"adapter {type(adapter).__name__}: reading its attributes raised {type(e).__name__}: {e}") from None
+        raise UsageError(f"adapter {type(adapter).__name__}: reading its attributes raised {type(e).__name__}: {exception_text(e)}") from None
     for key in ("name", "framework"):
         if not isinstance(checks[key], str) or not checks[key]:
             raise UsageError(f"adapter {type(adapter).__name__}: {key} must be a non-empty string, got {checks[key]!r}")
@@ -386,6 +386,22 @@ def pytest_pyfunc_call(pyfuncitem):
     except pytest.skip.Exception as e:
         pytest.fail(f"the adapter raised a pytest skip ({e.msg}); only posenc.adapters.Unsupported "
                     "reports an unsupported case, and a missing library is a failure", pytrace=False)
+    except Exception as e:
+        # outside call_adapter (an attribute read, an input conversion of a step-by-step check):
+        # the adapter's process crashed, or its object raised -- the verdict of the test all the same
+        if not isinstance(e, (AdapterError, RemoteFailure)):  # (RemoteFailure: a mixin of the worker's exceptions)
+            raise
+        from .suite import ConformanceFailure
+        clauses = _clauses_of(pyfuncitem)
+        raise ConformanceFailure(f"{', '.join(clauses)}: {_adapter_name(pyfuncitem.config)} fails {pyfuncitem.name}\n"
+                                 f"  {type(e).__name__}: {exception_text(e)}", clauses, raised=True) from None
+
+
+def _adapter_name(config) -> str:
+    try:
+        return str(state(config).adapter.name)
+    except BaseException:  # noqa: BLE001 - a crashed or hostile adapter
+        return config.getoption("--adapter") or "the adapter"
 
 
 def _inputs_unchanged(item) -> None:
@@ -673,8 +689,13 @@ def _record(item, rep, kind: str, entry, violated, exc=None, counted=None) -> di
     elif kind == "kit error":
         reason = str(exc)[:300]
     elif kind == "failed":
-        reason = str(getattr(rep, "longreprtext", "") or "").strip().splitlines()[-1:] or [""]
-        reason = reason[0][:300]
+        lines = str(getattr(rep, "longreprtext", "") or "").strip().splitlines() or [""]
+        from .suite import ConformanceFailure
+        # the kit's failure: the line under its clause header says what is wrong (the diagnosis
+        # and the cases that separate divergences follow it); anything else: its last line
+        ours = isinstance(exc, ConformanceFailure) and len(lines) > 1 and lines[0] == str(exc.msg).split("\n", 1)[0]
+        reason = lines[1].strip() if ours else lines[-1]
+        reason = reason[:300]
     diverges = kind == "diverges (expected)"
     return {
         "test_id": item.name,

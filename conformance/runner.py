@@ -19,7 +19,7 @@ from posenc import families
 from posenc.adapters import Adapter, Unsupported
 from posenc.reference import mutants
 from posenc.spec import Spec
-from posenc.spec.errors import AdapterError
+from posenc.spec.errors import AdapterError, exception_text
 from posenc.spec.shapes import call_suffixes, output_shapes
 from posenc.spec.tolerance import Comparison, compare
 
@@ -181,7 +181,7 @@ def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, devic
     try:
         got = facts.get("dtype")
     except Exception as e:  # noqa: BLE001 - report what the adapter returned
-        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is not a native array ({type_names(x)[0]}): {e}")
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is not a native array ({type_names(x)[0]}): {exception_text(e)}")
     if kind == "float" and got != dtype:
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, requested {dtype} "
                            "(the output dtype must equal the requested dtype)")
@@ -193,7 +193,7 @@ def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, devic
     try:
         dev = str(facts.get("device"))
     except Exception as e:  # noqa: BLE001
-        raise AdapterError(f"{adapter.name}.{op}: output {name!r} ({type_names(x)[0]}) has no device: {e}")
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} ({type_names(x)[0]}) has no device: {exception_text(e)}")
     same = dev == device if ":" in device else dev.split(":")[0] == device
     if not same:
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} is on {dev}, requested {device}")

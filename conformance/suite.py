@@ -11,7 +11,7 @@ import pytest
 
 from posenc.adapters import Adapter, Unsupported
 from posenc.spec import load_spec
-from posenc.spec.errors import AdapterError
+from posenc.spec.errors import AdapterError, exception_text
 
 from . import golden as _golden
 from .cases import Case, all_cases
@@ -161,19 +161,19 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
     except pytest.fail.Exception as e:
         if is_timeout(e):  # the plugin names it
             raise
-        fail(clauses, adapter, case, dtype, f"the adapter raised pytest's {type(e).__name__} ({e.msg}): an "
-             "operation reports a result, Unsupported, or an exception", raised=True)
+        detail = (f"the adapter raised pytest's {type(e).__name__} ({exception_text(e)}): an operation reports a "
+                  "result, Unsupported, or an exception")
     except pytest.skip.Exception as e:
-        fail(clauses, adapter, case, dtype, f"the adapter raised a pytest skip ({e.msg}); only "
-             "posenc.adapters.Unsupported reports an unsupported case, and a missing library is a failure",
-             raised=True)
+        detail = (f"the adapter raised a pytest skip ({exception_text(e)}); only posenc.adapters.Unsupported reports an "
+                  "unsupported case, and a missing library is a failure")
     except BaseException as e:  # noqa: BLE001 - SystemExit, GeneratorExit ... too: a failure, reported precisely
         tb = traceback.extract_tb(e.__traceback__)
         if isinstance(e, RemoteFailure):  # raised in the adapter's worker process: where it was raised there
             tb = [traceback.FrameSummary(*e.remote_where[:2], e.remote_where[2])] if e.remote_where else []
         # an AdapterError is the kit's verdict on what the adapter did: its message says it all
         where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb and not isinstance(e, AdapterError) else ""
-        fail(clauses, adapter, case, dtype, f"{type(e).__name__}: {e}{where}", raised=True)
+        detail = f"{type(e).__name__}: {exception_text(e)}{where}"
+    fail(clauses, adapter, case, dtype, detail, raised=True)  # outside the handler: no chained traceback
 
 
 def run_and_check(adapter: Adapter, case: Case, dtype: str, device: str) -> dict[str, np.ndarray]:

@@ -3,7 +3,8 @@
 A message is a frame: a 4-byte big-endian length, a JSON header, then the header's ``blobs``
 (each an 8-byte length and the bytes of one ``.npy`` array, written and read with
 ``allow_pickle=False``).  Nothing is pickled: values are JSON (``None``, bools, numbers with
-NaN / inf, strings), tuples ``{"$t": [...]}``, dicts ``{"$d": {...}}``, NumPy arrays ``{"$a": k}``
+NaN / inf, strings), tuples ``{"$t": [...]}`` (a named tuple's ``fields`` with them), sets
+``{"$set": [...]}``, dicts ``{"$d": {...}}``, NumPy arrays ``{"$a": k}``
 (blob ``k``; a dtype NumPy's format cannot name, such as ml_dtypes' bfloat16, travels as its raw
 unsigned-integer view with ``"ext"``), NumPy scalars ``{"$s": k}``, pydantic models
 ``{"$m": "module:Class", "v": ...}`` (rebuilt with ``model_validate``; only models of
@@ -122,7 +123,9 @@ def encode(value: Any, blobs: list[bytes], other: Callable[[Any], Any]) -> Any:
         blobs.append(data)
         return {"$s": len(blobs) - 1, "ext": ext}
     if isinstance(value, tuple):
-        return {"$t": [encode(v, blobs, other) for v in value]}
+        return tuple_data(value, [encode(v, blobs, other) for v in value])
+    if isinstance(value, (set, frozenset)):
+        return {"$set": [encode(v, blobs, other) for v in value], "frozen": isinstance(value, frozenset)}
     if isinstance(value, list):
         return [encode(v, blobs, other) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
@@ -131,6 +134,30 @@ def encode(value: Any, blobs: list[bytes], other: Callable[[Any], Any]) -> Any:
     if model:
         return {"$m": model, "v": encode(value.model_dump(mode="python"), blobs, other)}
     return other(value)
+
+
+def tuple_data(value: tuple, items: list) -> dict:
+    """A tuple's message value (``{"$t": items}``); a named tuple's field names travel with it,
+    so that its fields can be read by name on the other side (a prepared object may be one)."""
+    fields = getattr(type(value), "_fields", None)
+    if type(value) is not tuple and isinstance(fields, tuple) and len(fields) == len(value) \
+            and all(isinstance(f, str) and f.isidentifier() for f in fields):
+        return {"$t": items, "fields": list(fields), "name": type(value).__name__}
+    return {"$t": items}
+
+
+_NAMED: dict[tuple, type] = {}
+
+
+def _named_tuple(name: str, fields: tuple) -> type:
+    import collections
+    key = (name, fields)
+    if key not in _NAMED:
+        try:
+            _NAMED[key] = collections.namedtuple(name if name.isidentifier() else "NamedTuple", fields)
+        except ValueError:  # a field name namedtuple refuses (a keyword, a leading underscore)
+            _NAMED[key] = collections.namedtuple(name if name.isidentifier() else "NamedTuple", fields, rename=True)
+    return _NAMED[key]
 
 
 def _model_name(value) -> Optional[str]:
@@ -162,7 +189,13 @@ def decode(data: Any, blobs: list[bytes], handle: Callable[[dict], Any]) -> Any:
     if "$s" in data:
         return _from_npy(blobs[data["$s"]], data.get("ext"))[()]
     if "$t" in data:
-        return tuple(decode(v, blobs, handle) for v in data["$t"])
+        items = tuple(decode(v, blobs, handle) for v in data["$t"])
+        if "fields" in data:  # a named tuple: a local one with the same field names
+            return _named_tuple(data.get("name", "NamedTuple"), tuple(data["fields"]))(*items)
+        return items
+    if "$set" in data:
+        items = [decode(v, blobs, handle) for v in data["$set"]]
+        return frozenset(items) if data.get("frozen") else set(items)
     if "$d" in data:
         return {k: decode(v, blobs, handle) for k, v in data["$d"].items()}
     if "$m" in data:
@@ -193,14 +226,34 @@ def write_frame(stream, header: dict, blobs: list[bytes]) -> None:
 
 
 class Reader:
-    """Reads frames from a pipe's file descriptor (its own buffer, large reads)."""
+    """Reads frames from a pipe's file descriptor (its own buffer, large reads).  Given the
+    writing process (``proc``, a ``subprocess.Popen``), a read also ends when that process exits
+    -- a child it forked may still hold the pipe open, so end of file alone would never come."""
 
-    def __init__(self, fd: int):
-        self.fd = fd
+    def __init__(self, fd: int, proc=None):
+        self.fd, self.proc = fd, proc
         self.buf = bytearray()
+        self.pidfd: Optional[int] = None
+        if proc is not None and hasattr(os, "pidfd_open"):
+            try:
+                self.pidfd = os.pidfd_open(proc.pid)  # readable once the process has exited
+            except OSError:
+                pass
+
+    def _wait(self) -> None:
+        import select
+        fds = [self.fd] if self.pidfd is None else [self.fd, self.pidfd]
+        while True:
+            ready, _, _ = select.select(fds, [], [], None if self.pidfd is not None else 0.25)
+            if self.fd in ready:
+                return
+            if self.proc.poll() is not None:
+                raise EOFError("the other process exited")
 
     def exact(self, n: int) -> bytes:
         while len(self.buf) < n:
+            if self.proc is not None:
+                self._wait()
             chunk = os.read(self.fd, max(1 << 16, n - len(self.buf)))
             if not chunk:
                 raise EOFError("the other process closed the connection")
@@ -208,6 +261,14 @@ class Reader:
         out = bytes(self.buf[:n])
         del self.buf[:n]
         return out
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            try:
+                os.close(self.pidfd)
+            except OSError:
+                pass
+            self.pidfd = None
 
 
 def read_frame(reader: Reader) -> tuple[dict, list[bytes]]:
@@ -226,14 +287,23 @@ def type_names(cls: type) -> list[str]:
 
 
 def exception_data(e: BaseException) -> dict:
-    """What the plugin needs of an exception raised in the worker, to raise its like."""
+    """What the plugin needs of an exception raised in the worker, to raise its like.  Nothing
+    the exception does (a ``__str__`` or a ``reason`` property that raises) escapes."""
     import traceback
+
+    from posenc.spec.errors import exception_text
+
+    def text_attr(name):
+        try:
+            v = getattr(e, name, None)
+        except BaseException:  # noqa: BLE001 - a property that raises
+            return None
+        return v if type(v) is str else None
+
     try:
-        msg = str(e)
-    except Exception:  # noqa: BLE001 - a __str__ that raises
-        msg = f"<{type(e).__name__} whose str() raised>"
-    tb = traceback.extract_tb(e.__traceback__)
-    return {"mro": [[c.__module__, c.__qualname__] for c in type(e).__mro__], "msg": msg,
-            "where": [tb[-1].filename, tb[-1].lineno, tb[-1].name] if tb else None,
-            "reason": getattr(e, "reason", None) if isinstance(getattr(e, "reason", None), str) else None,
-            "outcome_msg": getattr(e, "msg", None) if isinstance(getattr(e, "msg", None), str) else None}
+        tb = traceback.extract_tb(e.__traceback__)
+        where = [str(tb[-1].filename), int(tb[-1].lineno or 0), str(tb[-1].name)] if tb else None
+    except BaseException:  # noqa: BLE001
+        where = None
+    return {"mro": [[str(c.__module__), str(c.__qualname__)] for c in type(e).__mro__], "msg": exception_text(e),
+            "where": where, "reason": text_attr("reason"), "outcome_msg": text_attr("msg")}

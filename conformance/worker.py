@@ -6,7 +6,8 @@ requests on its stdin / stdout (:mod:`posenc.conformance.wire` frames; the adapt
 to the log file that was its stderr): attribute reads, method calls, the private input copies and
 their snapshots, and the per-output facts the contract checks need.  Everything the adapter
 returns that is not plain data stays here as a handle.  SIGINT is ignored (the plugin owns the
-user's Ctrl-C and ends this process); end of input ends it.
+user's Ctrl-C and ends this process; a KeyboardInterrupt the adapter raises itself goes back as
+``interrupt`` and stops the run); end of input ends it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Worker:
             return self._handle(value)  # an adapter's output array stays here, like any native array
         if not by_value:
             if isinstance(value, tuple):
-                return {"$t": [self._out(v, blobs) for v in value]}
+                return wire.tuple_data(value, [self._out(v, blobs) for v in value])
             if isinstance(value, list):
                 return [self._out(v, blobs) for v in value]
         return wire.encode(value, blobs, self._handle)
@@ -81,11 +82,14 @@ class Worker:
                 result = getattr(self, "op_" + req["op"])(req, blobs, out_blobs)
                 reply = {"ok": result}
             except BaseException as e:  # noqa: BLE001 - everything the adapter raises goes back to the plugin
-                if isinstance(e, KeyboardInterrupt):
-                    raise
                 out_blobs = []
-                reply = {"err": wire.exception_data(e)}
-            wire.write_frame(self.out, reply, out_blobs)
+                # SIGINT is ignored here, so a KeyboardInterrupt is the adapter's own: the plugin
+                # raises it too (the run stops, as it would with the adapter in its process)
+                reply = {"interrupt" if isinstance(e, KeyboardInterrupt) else "err": wire.exception_data(e)}
+            try:
+                wire.write_frame(self.out, reply, out_blobs)
+            except (TypeError, ValueError) as e:  # a reply JSON cannot hold: its error instead
+                wire.write_frame(self.out, {"err": wire.exception_data(e)}, [])
 
     def op_load(self, req, blobs, out):
         from posenc.adapters import load_adapter

@@ -10,6 +10,7 @@ from posenc.adapters import Unsupported
 from posenc.conformance.checks import clauses_of, exact_decode_steps, left_pad_rows, step
 from posenc.conformance.runner import checked_outputs, native, native_inputs
 from posenc.conformance.suite import assert_conforms, call_adapter, fail, load_golden, require_dtype
+from posenc.spec.errors import exception_text
 
 from . import check
 
@@ -98,7 +99,7 @@ def _must_raise(adapter, case, dtype, device, cl, what, fn, *args, probe=None, *
         return
     except Exception as e:  # noqa: BLE001
         fail(cl, adapter, case, dtype, f"{what}: expected an IndexError (PositionOutOfRange), got "
-             f"{type(e).__name__}: {e}")
+             f"{type(e).__name__}: {exception_text(e)}")
     got = _one(adapter, case, dtype, device, cl, out)
     matches = _row_range_matches(adapter, case, dtype, probe, got) if probe is not None else []
     detail = f"{what} returned a value instead of raising (clamped or wrapped: shape {tuple(got.shape)})"

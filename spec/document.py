@@ -42,7 +42,7 @@ DTYPES: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)  # YAML block scalars end in a newline
 
 
 class Source(_Strict):

@@ -58,3 +58,12 @@ class AdapterError(PosencError):
 
 class UsageError(PosencError):
     """The user asked for something the kit cannot do here (unknown adapter, absent device)."""
+
+
+def exception_text(e: BaseException) -> str:
+    """``str(e)``, or a note naming its type when its ``__str__`` itself raises (anything, even
+    ``SystemExit``): an adapter's exception must never escape the report that describes it."""
+    try:
+        return str(e)
+    except BaseException:  # noqa: BLE001 - a hostile __str__ (SystemExit, KeyboardInterrupt ...)
+        return f"<{type(e).__name__} whose str() raised>"

@@ -323,7 +323,8 @@ class NumpyOutput(TorchAdapter):
 class ExitsInOneCase(TorchAdapter):
     """Kills its process (``os._exit``) on the concat sinusoid table of width 7 (on every table when
     ``POSENC_TEST_CRASH_ALL`` is set; with a signal instead when ``POSENC_TEST_SIGNAL`` names one:
-    SIGSEGV, SIGKILL as an out-of-memory kill sends), hangs on width 10 when ``POSENC_TEST_HANG`` is
+    SIGSEGV, SIGKILL as an out-of-memory kill sends; after forking a child that holds its pipes open
+when ``POSENC_TEST_FORK`` names a file for the child's pid), hangs on width 10 when ``POSENC_TEST_HANG`` is
     set (``swallow``: in a loop that swallows every exception, the alarm's too); prints on stdout
     and stderr, from Python and from C level, on every table: a crashed case fails by ID and the
     run goes on."""
@@ -340,6 +341,13 @@ class ExitsInOneCase(TorchAdapter):
         os.write(1, b"bytes written to fd 1\n")
         if os.environ.get("POSENC_TEST_CRASH_ALL") or (
                 params.dim == 7 and params.layout == "concat" and params.variant == "vaswani"):
+            if os.environ.get("POSENC_TEST_FORK"):  # a child that keeps the process's pipes open
+                if os.fork() == 0:
+                    with open(os.environ["POSENC_TEST_FORK"], "w") as f:
+                        f.write(str(os.getpid()))
+                    time.sleep(600)
+                    os._exit(0)
+                time.sleep(0.2)
             sig = os.environ.get("POSENC_TEST_SIGNAL")
             if sig:
                 os.kill(os.getpid(), getattr(signal, sig))
@@ -396,3 +404,44 @@ class RoundsInputsToBf16(TorchAdapter):
     def from_numpy(self, x, dtype, device):
         t = super().from_numpy(x, dtype, device)
         return t.to(torch.bfloat16).to(t.dtype) if t.is_floating_point() else t
+
+
+class _UnprintableError(RuntimeError):
+    """An exception whose ``str()`` raises SystemExit and whose ``reason`` property raises."""
+
+    def __str__(self):
+        raise SystemExit("from __str__")
+
+    @property
+    def reason(self):
+        raise RuntimeError("from reason")
+
+
+class HostileObjects(TorchAdapter):
+    """Right values through objects that are not plain data, wrong ones through exceptions that
+    cannot be printed: ``dtypes`` a frozenset, the prepared RoPE a named tuple (its ``apply`` a
+    field), the sinusoid table raising an exception whose ``str()`` raises SystemExit (and whose
+    ``reason`` raises).  Each mode must give the same verdicts; nothing may crash the worker."""
+
+    name = "broken-hostile-objects"
+    dtypes = frozenset(TorchAdapter.dtypes)
+
+    def rope(self, params, *, dtype, device):
+        import collections
+        prepared = super().rope(params, dtype=dtype, device=device)
+        return collections.namedtuple("Prepared", ["apply", "cos_sin"])(prepared.apply, prepared.cos_sin)
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        raise _UnprintableError()
+
+
+class InterruptsInOneCase(TorchAdapter):
+    """Raises KeyboardInterrupt itself on the concat sinusoid table of width 8: the run stops
+    there (an incomplete report), in the adapter's process or in the plugin's alike."""
+
+    name = "broken-interrupts"
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        if params.dim == 8 and params.layout == "concat":
+            raise KeyboardInterrupt("the adapter's own")
+        return super().sinusoidal(position_ids, params, dtype=dtype, device=device)

@@ -69,7 +69,8 @@ def test_a_hang_fails_its_test_by_id_and_the_run_goes_on(pytester, tmp_path, mon
 def test_the_third_crash_fails_the_rest_at_once_naming_the_first(pytester, tmp_path, monkeypatch):
     monkeypatch.setenv("POSENC_TEST_CRASH_ALL", "1")
     out = tmp_path / "r.json"
-    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--report-json", str(out), "-k", "test_golden and sin-")
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--report-json", str(out), "-k",
+             "test_golden and sin- or float32 and cache_equals_prefill and rope-")
     text = r.stdout.str()
     assert r.ret == 1
     assert "(crash 1 of 3)" in text and "(crash 2 of 3)" in text and "that was crash 3: no process is started again" in text
@@ -80,6 +81,11 @@ def test_the_third_crash_fails_the_rest_at_once_naming_the_first(pytester, tmp_p
     assert len(third) == 1 and third[0] + 1 < len(res)
     rest = res[third[0] + 1:]  # every later test fails at once, whatever its operation
     assert all(x["outcome"] == "failed" and "not run: the adapter's process crashed 3 times" in x["reason"] for x in rest)
+    # a check that reads the adapter's attributes itself (cache_equals_prefill: adapter.rope) fails
+    # by its clauses too, with no traceback of the kit's
+    steps = [x for x in rest if "cache_equals_prefill" in x["test_id"]]
+    assert steps and all(x["violated"] for x in steps)
+    assert "During handling of the above exception" not in text and "Traceback" not in text
 
 
 def test_a_broken_adapter_file_is_a_usage_error_from_the_worker(pytester, tmp_path):
@@ -90,6 +96,55 @@ def test_a_broken_adapter_file_is_a_usage_error_from_the_worker(pytester, tmp_pa
     assert "ModuleNotFoundError: No module named 'nonexistent_module_xyz'" in r.stderr.str()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def test_a_crash_seen_although_a_forked_child_holds_the_pipes_and_the_child_ended(pytester, tmp_path, monkeypatch):
+    """The worker forks a child (which keeps the protocol pipes open) and exits: the plugin sees
+    the exit at once (no end of file would ever come), reports the worker's own exit status, and
+    ends the child with the worker's process group."""
+    pidfile = tmp_path / "child.pid"
+    monkeypatch.setenv("POSENC_TEST_FORK", str(pidfile))
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--posenc-timeout", "120", "-k", SIN)
+    text = r.stdout.str()
+    assert r.ret == 1, text[-3000:]
+    assert "AdapterCrashed: the adapter's process died (exit status 3" in text and "within 120 s" not in text
+    assert "3 passed" in text
+    assert not _alive(int(pidfile.read_text()))
+
+
+@pytest.mark.parametrize("mode", ["process", "none"])
+def test_a_keyboard_interrupt_the_adapter_raises_stops_the_run_in_either_mode(pytester, tmp_path, mode):
+    out = tmp_path / "r.json"
+    r = _run(pytester, f"{BROKEN}:InterruptsInOneCase", "--posenc-isolation", mode, "--report-json", str(out),
+             "-k", SIN)
+    text = r.stdout.str() + r.stderr.str()
+    assert r.ret == pytest.ExitCode.INTERRUPTED, text[-3000:]
+    assert "KeyboardInterrupt" in text and "the adapter's own" in text
+    assert json.loads(out.read_text())["complete"] is False
+
+
+def test_objects_that_are_not_plain_data_and_unprintable_exceptions(pytester, tmp_path):
+    """A frozenset of dtypes, a named-tuple prepared RoPE (driven step by step from the plugin),
+    an exception whose str() raises SystemExit: verdicts as in pytest's process, no crash."""
+    out = tmp_path / "r.json"
+    r = _run(pytester, f"{BROKEN}:HostileObjects", "--report-json", str(out), "-k",
+             "float32 and (test_golden and sin-concat-d8 or cache_equals_prefill)")
+    text = r.stdout.str()
+    assert r.ret == 1, text[-3000:]
+    assert "SIN-VASWANI-CONCAT: broken-hostile-objects fails case sin-concat-d8 (float32)" in text
+    assert "_UnprintableError: <_UnprintableError whose str() raised>" in text
+    assert "crashed" not in text and "During handling" not in text
+    res = json.loads(out.read_text())["results"]
+    prefill = [x for x in res if x["test_id"].split("::")[-1].startswith("test_cache_equals_prefill")]
+    assert len(prefill) > 3 and all(x["outcome"] == "passed" for x in prefill)
+
+
 # ---- the verdicts of an isolated run are those of an in-process one ----------------------------
 
 #: The kit's port and broken adapters of every mechanism the worker must carry unchanged: value
@@ -97,7 +152,7 @@ def test_a_broken_adapter_file_is_a_usage_error_from_the_worker(pytester, tmp_pa
 #: NumPy outputs, a wrong dtype on decode steps (prepared objects), clamped rows (IndexError).
 PARITY = ["torch", f"{BROKEN}:PairingSwapped", f"{BROKEN}:CacheOffByOne", f"{BROKEN}:ClampedLookup",
           f"{BROKEN}:NothingSupported", f"{BROKEN}:InPlaceRope", f"{BROKEN}:NumpyOutput", f"{BROKEN}:UpcastOnDecode",
-          f"{BROKEN}:RaisesPytestOutcomes"]
+          f"{BROKEN}:RaisesPytestOutcomes", f"{BROKEN}:HostileObjects"]
 
 
 def _verdicts(path: Path) -> list[tuple]:
