@@ -40,7 +40,9 @@ def _import(what: str, fn):
         return fn()
     except UsageError:
         raise
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - a broken adapter file is a usage error with its cause
+    except BaseException as e:  # noqa: BLE001 - a broken adapter file is a usage error with its cause
+        if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
+            raise
         raise UsageError(f"{what} {_cause(e)}") from None
 
 
@@ -67,7 +69,9 @@ def load_adapter(spec: str) -> Adapter:
         except ImportError as e:
             raise UsageError(f"adapter {spec!r} ({target}) cannot be imported: {e}; install what it wraps "
                              "(e.g. pip install -e '.[hf]' for hf-transformers)") from None
-        except (Exception, SystemExit) as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
+                raise
             raise UsageError(f"adapter {spec!r} ({target}): importing it raised {_cause(e)}") from None
         return _instantiate(getattr(module, attr), f"adapter {spec!r} ({target})")
     path_part, _, attr = spec.partition(".py")
@@ -88,7 +92,9 @@ def load_adapter(spec: str) -> Adapter:
             module = importlib.import_module(mod)
         except ImportError as e:
             raise UsageError(f"--adapter {spec!r}: cannot import {mod!r}: {e} (is it installed or on PYTHONPATH?)") from None
-        except (Exception, SystemExit) as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
+                raise
             raise UsageError(f"--adapter {spec!r}: importing {mod!r} raised {_cause(e)}") from None
         if not hasattr(module, attr):
             raise UsageError(f"--adapter {spec!r}: module {mod} has no attribute {attr!r}")

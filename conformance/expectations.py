@@ -384,6 +384,8 @@ def draft_from_report(report: dict) -> tuple[str, int]:
         f"# causes the divergence; a line still saying {TODO_EVIDENCE!r} explains nothing), replace",
         f"# {FILL_ME} by a DIV-UNNAMED-<NAME> that says what the library does (the kit diagnosed no",
         "# known divergence there), and check that each clause is the one the failure violates.",
-    ] + ([f"# Left out: {skipped} failure(s) that raised, returned a malformed output or have no case: "
-          "no expectation line can excuse them."] if skipped else []))
+    ] + ([f"# Left out: {skipped} failure(s) that raised, returned a malformed output or have no case (no",
+          "# expectation line can excuse them), or of generated tests (a generated failure is excused by the",
+          "# line of a golden or invariant test that records its diagnosed divergence for one of its clauses",
+          "# at its dtype)."] if skipped else []))
     return dump(merged, header), len(merged)

@@ -361,7 +361,8 @@ def raise_failure(config, adapter: Adapter, dtype: str, device: str, e: Generate
         detail += "\n  diagnosis: no known divergence reproduces this output"
     snippet = replay_snippet(e.case, e.seed, adapter_option(config, adapter), dtype, device)
     detail += "\n  replay the shrunk case in Python:\n" + "\n".join(f"    {ln}" for ln in snippet.splitlines())
-    fail(e.case.clauses, adapter, e.case, dtype, detail, e.matches, raised=e.raised, inferred=e.inferred)
+    fail(e.case.clauses, adapter, e.case, dtype, detail, e.matches, raised=e.raised, inferred=e.inferred,
+         reason=f"generated case: {e.detail}")
 
 
 def adapter_option(config, adapter: Adapter) -> str:

@@ -173,6 +173,8 @@ class Worker:
         self.closed = False
         self.affinity: Optional[set[int]] = None  # this process's CPUs before the worker was pinned with it
         self.crashes: list[str] = []
+        self.seq = 0  # the last request's number (its reply echoes it)
+        self.log_start = 0
         self.current = "(start-up)"  # the test running, for the crash messages
         self.log = tempfile.NamedTemporaryFile(prefix="posenc-worker-", suffix=".log", delete=False)
         shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
@@ -186,10 +188,15 @@ class Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
         env["POSENC_WORKER_SPILL"] = self.spill
+        try:
+            self.log_start = os.path.getsize(self.log.name)  # this worker's output starts here
+        except OSError:
+            self.log_start = 0
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "posenc.conformance.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, env=env, cwd=os.getcwd(), start_new_session=True)
         self.reader = wire.Reader(self.proc.stdout.fileno(), self.proc)
+        self.seq = 0
         self.gen += 1
         self.released = []
         self.sent = {}  # the new worker's cache starts empty
@@ -270,7 +277,7 @@ class Worker:
         try:
             self.log.flush()
             with open(self.log.name, "rb") as f:
-                f.seek(max(0, os.path.getsize(self.log.name) - 4000))
+                f.seek(max(self.log_start, os.path.getsize(self.log.name) - 4000))
                 tail = [ln for ln in f.read().decode(errors="replace").splitlines() if ln.strip()][-lines:]
         except OSError:
             return ""
@@ -309,24 +316,35 @@ class Worker:
             req["release"], self.released = self.released, []
         what = req.get("name") or req["op"]
         proc = self.proc
+        self.seq += 1
+        req["seq"] = self.seq
         try:
             wire.write_frame(proc.stdin, req, blobs or [])
             reply, rblobs = wire.read_frame(self.reader)
-        except (EOFError, OSError, ValueError):
-            rc = self._kill(grace=2.0)
-            if starting:
-                raise UsageError(f"--adapter {self.spec!r}: the adapter's process died while loading it "
-                                 f"({self._exit_text(rc)}){self._log_tail()}") from None
-            raise self._crashed(what, f"died ({self._exit_text(rc)}{self._log_tail()})") from None
+        except (EOFError, OSError, ValueError) as e:
+            broken = isinstance(e, ValueError)  # bytes that are no reply: it is ended, not dead
+            rc = self._kill(grace=0.0 if broken else 2.0)
+            why = (f"broke the connection ({e}) and was ended{self._log_tail()}" if broken else
+                   f"died ({self._exit_text(rc)}{self._log_tail()})")
+            if starting and self.gen == 1:
+                raise UsageError(f"--adapter {self.spec!r}: the adapter's process {why} while loading it") from None
+            raise self._crashed("loading the adapter again" if starting else what, why) from None
         except BaseException:  # a --posenc-timeout (SIGALRM) or Ctrl-C while the worker works: end it
             self._kill()
             self.crashes.append(f"{self.current}: the adapter's process was ended during {what} (timeout or "
                                 "interrupt)")
             raise
+        if reply.get("seq") != self.seq:  # a second process answered (a fork of the worker's)
+            self._kill()
+            raise self._crashed(what, "answered out of turn (a reply to another request: a second process "
+                                      "the adapter started writes into the connection)") from None
         if "interrupt" in reply:  # the adapter raised KeyboardInterrupt itself: the run stops
             raise KeyboardInterrupt(f"raised by the adapter in its process during {what}: {reply['interrupt']['msg']}")
         if "err" in reply:
             e = _rebuild(reply["err"])
+            if starting and self.gen > 1:  # it loaded before: counted like a crash (a lock the dead one left?)
+                self._kill()
+                raise self._crashed("loading the adapter again", f"raised {reply['err']['mro'][0][1]}: {e}") from None
             if starting:
                 self._kill()
                 if isinstance(e, UsageError):

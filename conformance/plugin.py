@@ -48,7 +48,9 @@ def _versions(adapter: Adapter) -> dict[str, str]:
     """``adapter.versions()``, checked once at the start: a ``{library: version}`` dict of strings."""
     try:
         v = adapter.versions()
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - a usage error now, not a lost summary at the end
+    except BaseException as e:  # noqa: BLE001 - a usage error now, not a lost summary at the end
+        if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
+            raise
         raise pytest.UsageError(f"adapter {adapter.name!r}: versions() raised {type(e).__name__}: {exception_text(e)}") from None
     if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
         raise pytest.UsageError(f"adapter {adapter.name!r}: versions() must return a dict of library name to "
@@ -65,7 +67,9 @@ def _adapter_attributes(adapter: Adapter) -> None:
                   "dtypes": tuple(adapter.dtypes), "notes": adapter.notes,
                   "generated_examples": getattr(adapter, "generated_examples", None)}
         adapter.device_available("cpu")
-    except (Exception, SystemExit) as e:  # noqa: BLE001
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
+            raise
         raise UsageError(f"adapter {type(adapter).__name__}: reading its attributes raised {type(e).__name__}: {exception_text(e)}") from None
     for key in ("name", "framework"):
         if not isinstance(checks[key], str) or not checks[key]:
@@ -379,9 +383,9 @@ def pytest_pyfunc_call(pyfuncitem):
         if isinstance(e, TimedOut) or is_timeout(e):
             clauses = _clauses_of(pyfuncitem)
             raise ConformanceFailure(
-                f"{', '.join(clauses)}: {state(pyfuncitem.config).adapter.name} did not finish {pyfuncitem.name} "
+                f"{', '.join(clauses)}: {_adapter_name(pyfuncitem.config)} did not finish {pyfuncitem.name} "
                 f"within {pyfuncitem.config.getoption('--posenc-timeout'):g} s (--posenc-timeout): a hung or far too "
-                "slow adapter call", clauses, raised=True) from None
+                f"slow adapter call{_ended(pyfuncitem)}", clauses, raised=True) from None
         raise
     except pytest.skip.Exception as e:
         pytest.fail(f"the adapter raised a pytest skip ({e.msg}); only posenc.adapters.Unsupported "
@@ -394,7 +398,20 @@ def pytest_pyfunc_call(pyfuncitem):
         from .suite import ConformanceFailure
         clauses = _clauses_of(pyfuncitem)
         raise ConformanceFailure(f"{', '.join(clauses)}: {_adapter_name(pyfuncitem.config)} fails {pyfuncitem.name}\n"
-                                 f"  {type(e).__name__}: {exception_text(e)}", clauses, raised=True) from None
+                                 f"  {type(e).__name__}: {exception_text(e)}", clauses, raised=True,
+                                 reason=f"{type(e).__name__}: {exception_text(e)}") from None
+
+
+def _ended(item) -> str:
+    """For an isolated adapter ended at this test's timeout: that it counts as a crash, and which."""
+    from .isolation import MAX_CRASHES
+    adapter = state(item.config).adapter
+    crashes = adapter.posenc_crashes() if is_remote(adapter) else []
+    if not crashes or not crashes[-1].startswith(f"{item.nodeid}: ") or "(timeout or interrupt)" not in crashes[-1]:
+        return ""  # in pytest's process, or the time ran out in the kit's own code
+    n = len(crashes)
+    return (f"; its process was ended, which counts as crash {n} of {MAX_CRASHES}"
+            + ("" if n < MAX_CRASHES else ": no process is started again, the remaining tests fail"))
 
 
 def _adapter_name(config) -> str:
@@ -689,13 +706,10 @@ def _record(item, rep, kind: str, entry, violated, exc=None, counted=None) -> di
     elif kind == "kit error":
         reason = str(exc)[:300]
     elif kind == "failed":
-        lines = str(getattr(rep, "longreprtext", "") or "").strip().splitlines() or [""]
         from .suite import ConformanceFailure
-        # the kit's failure: the line under its clause header says what is wrong (the diagnosis
-        # and the cases that separate divergences follow it); anything else: its last line
-        ours = isinstance(exc, ConformanceFailure) and len(lines) > 1 and lines[0] == str(exc.msg).split("\n", 1)[0]
-        reason = lines[1].strip() if ours else lines[-1]
-        reason = reason[:300]
+        # the kit's failure says what is wrong in one line; anything else: its report's last line
+        lines = str(getattr(rep, "longreprtext", "") or "").strip().splitlines() or [""]
+        reason = (exc.reason if isinstance(exc, ConformanceFailure) else lines[-1])[:300]
     diverges = kind == "diverges (expected)"
     return {
         "test_id": item.name,

@@ -168,7 +168,18 @@ class _Facts:
                 raise v
             return v
         fn = {"dtype": self.adapter.dtype_of, "device": self.adapter.device_of, "array": self.adapter.to_numpy}[key]
-        return fn(self.x)
+        return plain_array(self.adapter, fn(self.x)) if key == "array" else fn(self.x)
+
+
+def plain_array(adapter, a):
+    """``a`` if it is a plain ``numpy.ndarray`` of numbers (what ``to_numpy`` must return), else
+    :class:`AdapterError`: a masked array or another subclass (its mask or extra state would be
+    dropped or filled in silently), an object array (no values to compare).  Anything that is no
+    array at all is reported by the output contract check."""
+    if isinstance(a, np.ndarray) and (type(a) is not np.ndarray or a.dtype.hasobject):
+        what = f"a {type(a).__module__}.{type(a).__qualname__}" if type(a) is not np.ndarray else "an object array"
+        raise AdapterError(f"{adapter.name}: to_numpy returned {what}: it must return a plain numpy.ndarray of numbers")
+    return a
 
 
 def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, device: str) -> np.ndarray:

@@ -71,8 +71,11 @@ class ConformanceFailure(pytest.fail.Exception):
     """
 
     def __init__(self, msg: str, clauses: Iterable[str], matches: tuple = (), raised: bool = False,
-                 inferred: Iterable[str] = ()):
+                 inferred: Iterable[str] = (), reason: Optional[str] = None):
         super().__init__(msg, pytrace=False)
+        #: what is wrong, in one line (the report's ``reason``): the first output out of tolerance,
+        #: the exception, the crash -- never a context line such as "decode step 3"
+        self.reason = (reason or msg).strip().split("\n", 1)[0]
         self.clauses = tuple(clauses)
         self.matches = tuple(matches)
         self.raised = raised
@@ -83,8 +86,9 @@ class ConformanceFailure(pytest.fail.Exception):
 
 
 def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detail: str, matches=(),
-         raised: bool = False, inferred: Iterable[str] = ()) -> None:
-    """Fail a conformance test with a header naming the clauses, adapter, case and dtype."""
+         raised: bool = False, inferred: Iterable[str] = (), reason: Optional[str] = None) -> None:
+    """Fail a conformance test with a header naming the clauses, adapter, case and dtype;
+    ``reason``: what is wrong in one line, when ``detail`` starts with context (else its first line)."""
     clauses = tuple(clauses)
     lines = [f"{', '.join(clauses)}: {adapter.name} fails case {case.id} ({dtype})", f"  {detail}"]
     if matches:
@@ -93,7 +97,7 @@ def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detai
         lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description} "
                   f"[max |err|/bound {m.ratio:.3g}]" for m in matches]
         lines += separation_lines(case, [m.divergence for m in matches], dtype)
-    raise ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred)
+    raise ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred, reason or detail)
 
 
 #: How many of several matched divergences the failure message compares with the closest one.
@@ -144,12 +148,15 @@ def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.n
         detail += "\n  diagnosis: no known divergence reproduces this output"
         detail += "".join(f"\n  inferred: {s}" for s in inferred)
     fail(clauses or g.case.clauses, adapter, g.case, dtype, f"{what.strip()}\n  {detail}" if what else detail, matches,
-         inferred=inferred)
+         inferred=inferred, reason=bad[0].message)
 
 
 def is_timeout(e: BaseException) -> bool:
     """``e`` is pytest-timeout's failure (``--posenc-timeout``, SIGALRM in a serial run)."""
-    return isinstance(e, pytest.fail.Exception) and str(e.msg or "").startswith("Timeout")
+    try:
+        return isinstance(e, pytest.fail.Exception) and str(e.msg or "").startswith("Timeout")
+    except BaseException:  # noqa: BLE001 - an adapter's own subclass whose msg raises
+        return False
 
 
 def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str], fn, /, *args, **kwargs):

@@ -87,6 +87,7 @@ def spill_to(folder: Optional[str]) -> None:
 
 def _spill(a: np.ndarray) -> dict:
     data, ext = _npy(a)
+    os.makedirs(SPILL_DIR, exist_ok=True)  # the adapter may have removed it
     _SPILLED[0] += 1
     path = os.path.join(SPILL_DIR, f"{os.getpid()}-{_SPILLED[0]}.npy")
     with open(path, "wb") as f:
@@ -113,6 +114,8 @@ def encode(value: Any, blobs: list[bytes], other: Callable[[Any], Any]) -> Any:
     if isinstance(value, (int, float)) and not isinstance(value, np.generic):
         return value if type(value) in (int, float) else (int(value) if isinstance(value, int) else float(value))
     if isinstance(value, np.ndarray) and value.dtype != object:
+        if type(value) is not np.ndarray:
+            value = value.view(np.ndarray)  # a subclass's data (a masked array's too: never filled in)
         if SPILL_DIR is not None and value.nbytes >= SPILL_BYTES:
             return _spill(value)
         data, ext = _npy(value)
@@ -271,9 +274,18 @@ class Reader:
             self.pidfd = None
 
 
+#: A header longer than this is no frame of the kit's (bytes the adapter wrote into the
+#: protocol pipe): the connection is broken, never waited on.
+MAX_HEADER = 1 << 26
+
+
 def read_frame(reader: Reader) -> tuple[dict, list[bytes]]:
     (n,) = _LEN.unpack(reader.exact(_LEN.size))
+    if n > MAX_HEADER:
+        raise ValueError(f"malformed frame (a {n}-byte header): something else wrote into the connection")
     header = json.loads(reader.exact(n))
+    if not isinstance(header, dict) or not isinstance(header.get("blobs"), int):
+        raise ValueError("malformed frame: something else wrote into the connection")
     blobs = []
     for _ in range(header.pop("blobs")):
         (m,) = _BLOB.unpack(reader.exact(_BLOB.size))
@@ -305,5 +317,14 @@ def exception_data(e: BaseException) -> dict:
         where = [str(tb[-1].filename), int(tb[-1].lineno or 0), str(tb[-1].name)] if tb else None
     except BaseException:  # noqa: BLE001
         where = None
-    return {"mro": [[str(c.__module__), str(c.__qualname__)] for c in type(e).__mro__], "msg": exception_text(e),
-            "where": where, "reason": text_attr("reason"), "outcome_msg": text_attr("msg")}
+
+    def name(c, attr):
+        try:
+            v = getattr(c, attr)
+            return v if type(v) is str else "?"
+        except BaseException:  # noqa: BLE001 - a class whose names cannot be read
+            return "?"
+
+    mro = [[name(c, "__module__"), name(c, "__qualname__")] for c in type(e).__mro__]
+    return {"mro": mro, "msg": exception_text(e), "where": where, "reason": text_attr("reason"),
+            "outcome_msg": text_attr("msg")}

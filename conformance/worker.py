@@ -41,9 +41,19 @@ class Worker:
 
     def _methods(self, cls: type) -> list[str]:
         """The public methods a prepared object's class defines (sent with its handle, so that
-        looking one up needs no request); none for a class with many (a framework's array)."""
+        looking one up needs no request); none for a class with many (a framework's array).  A
+        class attribute that raises when read is left to the request that reads it."""
         if cls not in self.method_names:
-            names = [n for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n, None))]
+            names = []
+            try:
+                for n in dir(cls):
+                    try:
+                        if not n.startswith("_") and callable(getattr(cls, n, None)):
+                            names.append(n)
+                    except BaseException:  # noqa: BLE001 - a descriptor that raises on the class
+                        pass
+            except BaseException:  # noqa: BLE001 - a metaclass whose __dir__ raises
+                names = []
             self.method_names[cls] = names if len(names) <= 64 else []
         return self.method_names[cls]
 
@@ -69,6 +79,7 @@ class Worker:
 
     # ---- requests -----------------------------------------------------------------------
     def serve(self) -> None:
+        pid = os.getpid()
         while True:
             try:
                 req, blobs = wire.read_frame(self.inp)
@@ -85,11 +96,19 @@ class Worker:
                 out_blobs = []
                 # SIGINT is ignored here, so a KeyboardInterrupt is the adapter's own: the plugin
                 # raises it too (the run stops, as it would with the adapter in its process)
-                reply = {"interrupt" if isinstance(e, KeyboardInterrupt) else "err": wire.exception_data(e)}
+                try:
+                    data = wire.exception_data(e)
+                except BaseException:  # noqa: BLE001 - exception_data guards each part; never lose the worker
+                    data = {"mro": [["builtins", "Exception"]], "msg": "<an exception that could not be described>",
+                            "where": None, "reason": None, "outcome_msg": None}
+                reply = {"interrupt" if isinstance(e, KeyboardInterrupt) else "err": data}
+            if os.getpid() != pid:  # a child the adapter forked returned here: only the worker replies
+                os._exit(0)
+            reply["seq"] = req.get("seq")
             try:
                 wire.write_frame(self.out, reply, out_blobs)
             except (TypeError, ValueError) as e:  # a reply JSON cannot hold: its error instead
-                wire.write_frame(self.out, {"err": wire.exception_data(e)}, [])
+                wire.write_frame(self.out, {"err": wire.exception_data(e), "seq": req.get("seq")}, [])
 
     def op_load(self, req, blobs, out):
         from posenc.adapters import load_adapter
@@ -179,6 +198,9 @@ class Worker:
                         ("array", self.adapter.to_numpy)):
             try:
                 v = fn(x)
+                if key == "array":
+                    from posenc.conformance.runner import plain_array
+                    v = plain_array(self.adapter, v)
                 res[key] = {"$d": {"ok": wire.encode(v, out, lambda o: {"$h": 0, "mro": wire.type_names(type(o)),
                                                                       "call": False, "unsent": True})}}
             except Exception as e:  # noqa: BLE001

@@ -1,7 +1,4 @@
-"""A user adapter: my own RoPE kernel, checked by the kit.
-
-    pytest conformance --adapter docs/example_adapter.py -k rope
-"""
+"""A user adapter: my own RoPE kernel, checked by the kit: pytest conformance --adapter docs/example_adapter.py -k rope"""
 import numpy as np
 import torch
 
@@ -31,6 +28,7 @@ class MyRope:  # a prepared operation; it has no inv_freq() / cos_sin(): those a
 
 class MyAdapter(Adapter):
     name, framework = "my-rope", "torch"
+    versions = lambda self: {"torch": torch.__version__}  # noqa: E731 - the header and expectation files show it
     from_numpy = lambda self, a, dtype, device: torch.from_numpy(np.ascontiguousarray(a)).to(DT[dtype])  # noqa: E731
     to_numpy = lambda self, x: x.float().numpy() if x.dtype == torch.bfloat16 else x.numpy()  # noqa: E731
     dtype_of = lambda self, x: str(x.dtype).removeprefix("torch.")  # noqa: E731

@@ -445,3 +445,89 @@ class InterruptsInOneCase(TorchAdapter):
         if params.dim == 8 and params.layout == "concat":
             raise KeyboardInterrupt("the adapter's own")
         return super().sinusoidal(position_ids, params, dtype=dtype, device=device)
+
+
+def _sin_is(params, dim: int) -> bool:
+    return params.dim == dim and params.layout == "concat" and params.variant == "vaswani"
+
+
+class ForksAndReturns(TorchAdapter):
+    """Forks on the float32 concat table of width 8 and both processes return (a library's fork
+    whose exec failed); the float64 table is wrong: a second process must never answer for the
+    worker and pass that wrong table."""
+
+    name = "broken-forks-and-returns"
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        import os
+        out = super().sinusoidal(position_ids, params, dtype=dtype, device=device)
+        if _sin_is(params, 8) and dtype == "float32" and not getattr(self, "forked", False):
+            self.forked = True
+            os.fork()
+        return out * 0 + 0.123 if dtype == "float64" else out
+
+
+class _NoName:
+    def __str__(self):
+        raise RuntimeError("no name")
+
+
+class _UndescribableError(RuntimeError):
+    __module__ = _NoName()  # type: ignore[assignment]
+
+
+class MaskedOrUndescribable(TorchAdapter):
+    """``to_numpy`` returns a masked array (its data right) of a float table of width 8; the
+    table of width 7 raises an exception whose class's module cannot be printed; the worker
+    removes its spill folder on width 10: contract failures and clause-named failures in either
+    mode, the worker alive, later large arrays still crossing."""
+
+    name = "broken-masked-or-undescribable"
+
+    def to_numpy(self, x):
+        a = super().to_numpy(x)
+        if a.dtype.kind == "f" and a.ndim == 3 and a.shape[-1] == 8:  # a table of width 8
+            import numpy as np
+            return np.ma.masked_array(a, mask=True)
+        return a
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        if _sin_is(params, 7):
+            raise _UndescribableError("undescribable")
+        if _sin_is(params, 10):
+            import shutil
+            from posenc.conformance import wire
+            if wire.SPILL_DIR:
+                shutil.rmtree(wire.SPILL_DIR, ignore_errors=True)
+        return super().sinusoidal(position_ids, params, dtype=dtype, device=device)
+
+
+class JunkOrLoadFails(TorchAdapter):
+    """Writes bytes into every file descriptor from 3 to 9 on the concat table of width 8 (the
+    connection: a crash, never a hang); exits on width 7, after which its constructor fails
+    while ``POSENC_TEST_LOCK`` names an existing file (a lock the dead process left): each
+    failed start counts as a crash."""
+
+    name = "broken-junk-or-load-fails"
+
+    def __init__(self):
+        import os
+        lock = os.environ.get("POSENC_TEST_LOCK")
+        if lock and os.path.exists(lock):
+            raise RuntimeError("a lock held by an earlier process")
+        super().__init__()
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        import os
+        if _sin_is(params, 8):
+            for fd in range(3, 10):
+                try:
+                    os.write(fd, b"hello from C\n")
+                except OSError:
+                    pass
+        if _sin_is(params, 7):
+            lock = os.environ.get("POSENC_TEST_LOCK")
+            if lock:
+                open(lock, "w").close()
+            os._exit(3)
+        return super().sinusoidal(position_ids, params, dtype=dtype, device=device)

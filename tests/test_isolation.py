@@ -145,6 +145,52 @@ def test_objects_that_are_not_plain_data_and_unprintable_exceptions(pytester, tm
     assert len(prefill) > 3 and all(x["outcome"] == "passed" for x in prefill)
 
 
+#: Hostile adapters run on a few cases: (adapter, modes, -k selection, extra options,
+#: {test ID part: (outcome, text its reason contains)}).  Every run is a subprocess (a fork in
+#: pytest's own process would duplicate the test session itself).
+HOSTILE = [
+    ("ForksAndReturns", ("process",), "test_golden and sin-concat-d8", ("--dtype", "float32,float64"),
+     {"float32-sin-concat-d8": ("passed", ""), "float64-sin-concat-d8": ("failed", "out of tolerance")}),
+    ("MaskedOrUndescribable", ("process", "none"),
+     "float32 and test_golden and (sin-concat-d8 or sin-concat-d7 or sin-concat-d10 or gpt2-small)", (),
+     {"sin-concat-d8": ("failed", "to_numpy returned a numpy.ma.MaskedArray"),
+      "sin-concat-d7": ("failed", "_UndescribableError: undescribable"),
+      "sin-concat-d10-base1e6": ("passed", ""), "gpt2-small-prefill": ("passed", "")}),
+]
+
+
+@pytest.mark.parametrize("adapter,modes,k,extra,expected", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_adapters_get_the_verdicts_they_should(pytester, tmp_path, adapter, modes, k, extra, expected):
+    """A fork whose child returns into the worker's loop (it must never answer for the worker),
+    a masked-array to_numpy, an exception whose class cannot be named, a removed spill folder:
+    each the verdict it should be, alike in both modes, and the worker never counted as crashed."""
+    runs = {}
+    for mode in modes:
+        out = tmp_path / f"{mode}.json"
+        r = _run(pytester, f"{BROKEN}:{adapter}", "--posenc-isolation", mode, "--report-json", str(out), "-k", k, *extra)
+        assert "crashed" not in r.stdout.str()
+        res = json.loads(out.read_text())["results"]
+        runs[mode] = sorted((x["test_id"], x["outcome"], x["reason"]) for x in res)
+        for part, (outcome, text) in expected.items():
+            got = [x for x in res if f"[{part}@" in x["test_id"] or f"-{part}@" in x["test_id"]]
+            assert got and all(x["outcome"] == outcome and text in x["reason"] for x in got), (mode, part, got)
+    assert len(set(map(tuple, runs.values()))) == 1
+
+
+def test_junk_in_the_connection_and_failed_restarts_are_crashes(pytester, tmp_path, monkeypatch):
+    """Bytes the adapter writes into the protocol pipe break the connection (a crash at once,
+    never a wait for --posenc-timeout); a constructor that fails when the worker is restarted
+    counts as a crash too, so the three-crash limit ends the run's restarts."""
+    monkeypatch.setenv("POSENC_TEST_LOCK", str(tmp_path / "lock"))
+    r = _run(pytester, f"{BROKEN}:JunkOrLoadFails", "--posenc-timeout", "120", "-k",
+             "float32 and test_golden and (sin-concat-d8 or sin-concat-d7 or sin-t2t)")
+    text = r.stdout.str()
+    assert r.ret == 1, text[-3000:]
+    assert "the adapter's process broke the connection (malformed frame" in text and "within 120 s" not in text
+    assert "the adapter's process raised UsageError" in text and "during loading the adapter again" in text
+    assert "not run: the adapter's process crashed 3 times" in text
+
+
 # ---- the verdicts of an isolated run are those of an in-process one ----------------------------
 
 #: The kit's port and broken adapters of every mechanism the worker must carry unchanged: value
