@@ -599,8 +599,11 @@ def _by_position(bad: np.ndarray, r: np.ndarray, ax: int, pid: np.ndarray) -> li
         out[-1] += " (error grows with position: a precision bug?)"
     # a short error-by-position table: the batch row of the first wrong token, from that token on
     b, t = (int(v) for v in np.argwhere(tok_bad)[0])
+    fin = np.isfinite(r)
+    tok_inf = ~(fin.all(axis=other) if other else fin)  # a NaN/inf or an exact mismatch in the token
     span = range(t, min(tok_bad.shape[1], t + _TABLE_TOKENS))
-    cells = ", ".join(f"{int(pid[b, j])}: {_cell(r, tok_err, b, j, other, ax)}" for j in span)
+    cells = ", ".join(f"{int(pid[b, j])}: " + ("inf" if tok_inf[b, j] else "0" if tok_err[b, j] == 0 else
+                                              f"{float(tok_err[b, j]):.2g}") for j in span)
     out.append(f"row {b} |err|/bound by position from its first wrong token (token {t}; max over the other "
                f"axes): {cells}"
                + (" ..." if span.stop < tok_bad.shape[1] else ""))
@@ -609,14 +612,3 @@ def _by_position(bad: np.ndarray, r: np.ndarray, ax: int, pid: np.ndarray) -> li
 
 #: Tokens the error-by-position table of a failure shows.
 _TABLE_TOKENS = 8
-
-
-def _cell(r: np.ndarray, tok_err: np.ndarray, b: int, j: int, other: tuple, ax: int) -> str:
-    """One entry of the table: the largest finite |err|/bound of a token, or ``inf`` when it has
-    a NaN/inf or an exact mismatch."""
-    idx = [slice(None)] * r.ndim
-    idx[0], idx[ax] = b, j
-    if not np.isfinite(r[tuple(idx)]).all():
-        return "inf"
-    v = float(tok_err[b, j])
-    return "0" if v == 0 else f"{v:.2g}"

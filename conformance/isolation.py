@@ -173,6 +173,7 @@ class Worker:
         self.closed = False
         self.affinity: Optional[set[int]] = None  # this process's CPUs before the worker was pinned with it
         self.crashes: list[str] = []
+        self.ended: Optional[tuple[str, int]] = None  # (test, crash number) of the last worker ended while waiting
         self.seq = 0  # the last request's number (its reply echoes it)
         self.log_start = 0
         self.current = "(start-up)"  # the test running, for the crash messages
@@ -333,6 +334,7 @@ class Worker:
             self._kill()
             self.crashes.append(f"{self.current}: the adapter's process was ended during {what} (timeout or "
                                 "interrupt)")
+            self.ended = (self.current, len(self.crashes))
             raise
         if reply.get("seq") != self.seq:  # a second process answered (a fork of the worker's)
             self._kill()
@@ -504,6 +506,11 @@ class RemoteAdapter:
 
     def posenc_crashes(self) -> list[str]:
         return list(self._w.crashes)
+
+    def posenc_ended(self, nodeid: str) -> Optional[int]:
+        """The crash number of the worker ended during test ``nodeid`` (its timeout), if one was."""
+        ended = self._w.ended
+        return ended[1] if ended and ended[0] == nodeid else None
 
     def posenc_close(self) -> None:
         self._w.close()

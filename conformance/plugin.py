@@ -406,10 +406,9 @@ def _ended(item) -> str:
     """For an isolated adapter ended at this test's timeout: that it counts as a crash, and which."""
     from .isolation import MAX_CRASHES
     adapter = state(item.config).adapter
-    crashes = adapter.posenc_crashes() if is_remote(adapter) else []
-    if not crashes or not crashes[-1].startswith(f"{item.nodeid}: ") or "(timeout or interrupt)" not in crashes[-1]:
+    n = adapter.posenc_ended(item.nodeid) if is_remote(adapter) else None
+    if n is None:
         return ""  # in pytest's process, or the time ran out in the kit's own code
-    n = len(crashes)
     return (f"; its process was ended, which counts as crash {n} of {MAX_CRASHES}"
             + ("" if n < MAX_CRASHES else ": no process is started again, the remaining tests fail"))
 
@@ -708,8 +707,8 @@ def _record(item, rep, kind: str, entry, violated, exc=None, counted=None) -> di
     elif kind == "failed":
         from .suite import ConformanceFailure
         # the kit's failure says what is wrong in one line; anything else: its report's last line
-        lines = str(getattr(rep, "longreprtext", "") or "").strip().splitlines() or [""]
-        reason = (exc.reason if isinstance(exc, ConformanceFailure) else lines[-1])[:300]
+        reason = (exc.reason if isinstance(exc, ConformanceFailure) else
+                  (str(getattr(rep, "longreprtext", "") or "").strip().splitlines() or [""])[-1])[:300]
     diverges = kind == "diverges (expected)"
     return {
         "test_id": item.name,

@@ -320,3 +320,26 @@ def test_suite_prints_the_inferred_offset(run_suite, tmp_path):
     assert r.ret != 0, out[-3000:]
     assert "diagnosis: no known divergence reproduces this output" in out, out[-3000:]
     assert "inferred: positions are the specified ones +3 on every token" in out, out[-3000:]
+
+
+def test_the_fallback_tabulates_the_error_by_position_from_the_first_wrong_token():
+    """Tokens 1 and 3 of batch row 1 wrong, token 2 NaN: the table is row 1's, from token 1, its
+    entries the tokens' positions with their errors (inf for the NaN, at most 1 where right)."""
+    g = load_golden("rope-neox-20b")
+    pid = g.inputs["position_ids"]
+    assert pid.shape == (3, 7)
+
+    def hit(g, o):
+        q = o["q"].copy()
+        q[1, :, [1, 3]] += 1.0
+        q[1, 0, 2, 0] = np.nan
+        return {"q": q, "k": o["k"]}
+    lines = _infer("rope-neox-20b", post=hit)
+    table = [s for s in lines if "by position from its first wrong token" in s]
+    assert len(table) == 1, lines
+    assert "row 1 |err|/bound" in table[0]
+    cells = table[0].split("(token 1; max over the other axes): ", 1)[1].split(";", 1)[0].split(", ")
+    assert [c.split(": ")[0] for c in cells] == [str(int(p)) for p in pid[1, 1:]]
+    vals = [c.split(": ")[1] for c in cells]
+    assert vals[1] == "inf" and float(vals[0]) > 1 and float(vals[2]) > 1
+    assert len(vals) == 6 and all(float(v) <= 1 for v in vals[3:])  # right: within the bound

@@ -64,6 +64,7 @@ def test_a_hang_fails_its_test_by_id_and_the_run_goes_on(pytester, tmp_path, mon
     assert r.ret == 1, text[-3000:]
     assert "SIN-VASWANI-CONCAT: broken-exits did not finish test_golden[float32-sin-concat-d10" in text
     assert "within 2 s (--posenc-timeout)" in text and "2 passed" in text
+    assert "its process was ended, which counts as crash 1 of 3" in text
 
 
 def test_the_third_crash_fails_the_rest_at_once_naming_the_first(pytester, tmp_path, monkeypatch):
