@@ -17,8 +17,8 @@ from posenc import families
 from posenc.adapters import Unsupported
 
 from .golden import Golden
-from .runner import checked_outputs, native_inputs
-from .suite import call_adapter, fail, params, with_invariant
+from .runner import checked_outputs, native_inputs, record, recording
+from .suite import ConformanceFailure, call_adapter, fail, params, rediagnosed, with_invariant
 
 
 def clauses_of(request) -> tuple[str, ...]:
@@ -40,11 +40,16 @@ def rows(g: Golden, t: int, tk: int, inputs: dict) -> Golden:
     return Golden(g.case, inputs, cut(g.outputs), cut(g.dtype_scales), cut(g.angle_scales), g.angle_based)
 
 
-def exact_decode_steps(adapter, case, dtype, device, cl, g: Golden, name: str, steps, call) -> None:
-    """Integer outputs decoded one step at a time (``call(t)``) equal the prefill's column ``t``."""
+def exact_decode_steps(adapter, case, dtype, device, cl, g: Golden, name: str, steps, call, inputs=None) -> None:
+    """Integer outputs decoded one step at a time (``call(t)``) equal the prefill's column ``t``;
+    ``inputs(t)``: step ``t`` as the operation's NumPy inputs, recorded with its outputs so that a
+    failure is diagnosed on the steps (``runner.record``)."""
     c0 = int(g.inputs.get("cache_length", 0))
     for t in steps:
-        got = call_adapter(adapter, case, dtype, cl, lambda: checked_outputs(adapter, case.op, call(t), dtype, device))[name]
+        out = call_adapter(adapter, case, dtype, cl, lambda: checked_outputs(adapter, case.op, call(t), dtype, device))
+        if inputs is not None:
+            record(case.op, case.params, inputs(t), out)
+        got = out[name]
         want = g.outputs[name][:, t:t + 1]
         if got.shape != want.shape or not np.array_equal(got, want):
             fail(cl, adapter, case, dtype, f"decode step {t} (cache_length {c0 + t}): got {got.tolist()}, "
@@ -64,8 +69,10 @@ def left_pad_rows(adapter, case, dtype, device, cl, g: Golden, positions) -> Non
         outs = []
         for mask in (m[b:b + 1], m[b:b + 1, first:]):
             nm = native_inputs(adapter, {"m": mask}, dtype, device)["m"]
-            outs.append(next(iter(call_adapter(adapter, case, dtype, cl, lambda: checked_outputs(
-                adapter, case.op, positions(nm), dtype, device)).values())))
+            out = call_adapter(adapter, case, dtype, cl, lambda: checked_outputs(
+                adapter, case.op, positions(nm), dtype, device))
+            record(case.op, case.params, {"attention_mask": mask, "cache_length": np.asarray(0)}, out)
+            outs.append(next(iter(out.values())))
         if not np.array_equal(outs[0][:, first:], outs[1]):
             fail(cl, adapter, case, dtype, f"row {b}: the left-padded positions {outs[0].tolist()} differ at the "
                  f"real tokens from the unpadded row's {outs[1].tolist()}")
@@ -82,7 +89,14 @@ def build_test(check: families.Check):
         cases = with_invariant(check.invariant, tuple(check.handlers))
 
     def test(request, adapter, device, dtype, case):
-        check.handlers[case.op](request, adapter, device, dtype, case)
+        with recording() as calls:
+            try:
+                check.handlers[case.op](request, adapter, device, dtype, case)
+                return
+            except ConformanceFailure as e:
+                failure = e
+        # raised outside the except block (no chained traceback): diagnosed on the check's own calls
+        raise rediagnosed(failure, case, calls, dtype) or failure
 
     test.__name__ = test.__qualname__ = f"test_{check.name}"
     test.__doc__ = check.doc

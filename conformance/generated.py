@@ -190,12 +190,7 @@ def case(op: str, params, inputs: dict[str, Any], clauses, note: str = "") -> Ca
 def example_golden(c: Case, seed: int, dtype: Optional[str] = None) -> _golden.Golden:
     """The reference outputs and error scales of a generated case, computed now; at ``dtype``
     float32 / float64 on full-precision inputs rounded to it (``golden.case_inputs``)."""
-    inputs = _golden.case_inputs(c, seed, dtype)
-    outs, scales = _golden._compute(c, inputs)  # noqa: SLF001 - the goldens' own computation
-    outs = {k: np.asarray(v) for k, v in outs.items()}
-    ds = {k: np.broadcast_to(np.asarray(v[0], np.float64), outs[k].shape) for k, v in scales.items()}
-    an = {k: np.broadcast_to(np.asarray(v[1], np.float64), outs[k].shape) for k, v in scales.items()}
-    return _golden.Golden(c, inputs, outs, ds, an, families.operation(c.op).eps_floor_float32)
+    return _golden.computed(c, _golden.case_inputs(c, seed, dtype))
 
 
 class GeneratedFailure(Exception):
@@ -362,7 +357,7 @@ def raise_failure(config, adapter: Adapter, dtype: str, device: str, e: Generate
     snippet = replay_snippet(e.case, e.seed, adapter_option(config, adapter), dtype, device)
     detail += "\n  replay the shrunk case in Python:\n" + "\n".join(f"    {ln}" for ln in snippet.splitlines())
     fail(e.case.clauses, adapter, e.case, dtype, detail, e.matches, raised=e.raised, inferred=e.inferred,
-         reason=f"generated case: {e.detail}")
+         reason=f"generated case: {e.detail}", diagnosed=True)
 
 
 def adapter_option(config, adapter: Adapter) -> str:

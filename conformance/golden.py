@@ -146,6 +146,17 @@ def _compute(case: Case, inputs) -> tuple[dict, dict]:
     return outs, ref.scales(case.params, inputs)
 
 
+def computed(case: Case, inputs: dict[str, np.ndarray]) -> Golden:
+    """The golden of ``case`` on ``inputs`` (NumPy), the reference's outputs and error scales
+    computed now: a generated example, or one call an oracle-free check made.  Raises
+    :class:`GoldenError` where the reference's shapes are not the operation table's."""
+    outs, scales = _compute(case, inputs)
+    outs = {k: np.asarray(v) for k, v in outs.items()}
+    ds = {k: np.broadcast_to(np.asarray(v[0], np.float64), outs[k].shape) for k, v in scales.items()}
+    an = {k: np.broadcast_to(np.asarray(v[1], np.float64), outs[k].shape) for k, v in scales.items()}
+    return Golden(case, dict(inputs), outs, ds, an, families.operation(case.op).eps_floor_float32)
+
+
 def regenerate_hint(case: Case) -> str:
     fam = families.family_of(case.op)
     return "posenc golden regenerate" + ("" if fam.golden_dir is None else f" --family {fam.name}")

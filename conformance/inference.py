@@ -408,8 +408,9 @@ def _int_models(ctx: _Ctx) -> list[Candidate]:
         if ref.dtype.kind not in "iu" or got.dtype.kind not in "iu":
             continue
         m = np.broadcast_to(np.asarray(ctx.g.outputs.get(f"{n}.compared", True), bool), ref.shape)
-        d = (got.astype(np.int64) - ref)[m]
-        if d.size and (d == d[0]).all():
+        # exact differences (Python ints: an output near the int64 range must not wrap around)
+        d = np.array([int(a) - int(b) for a, b in zip(got[m].ravel().tolist(), ref[m].ravel().tolist())], object)
+        if d.size and (d == d[0]).all() and abs(int(d[0])) < 2 ** 53:
             hint = {2: " (OPT's offset 2 applied twice?)", -2: " (OPT's offset 2 not applied?)"}.get(
                 int(d[0]), "") if ctx.op == "learned.opt_rows" else ""
             cands.append((f"{n} are the specified ones {int(d[0]):+d} everywhere{hint}",

@@ -117,6 +117,7 @@ class State:
         self.scheduled: Optional[set[str]] = None  # pytest-xdist: the node IDs the workers collected
         self.crashes: list[str] = []  # pytest-xdist: node IDs whose worker died
         self.not_run: list[str] = []  # pytest-xdist: scheduled, never booked (the run was ended)
+        self.contradicted: list[dict] = []  # suite.contradicted_diagnoses of the run's records
 
 
 def pytest_addoption(parser):
@@ -756,6 +757,8 @@ def report(config, st: State, exit_status: int) -> dict:
         # false for a run cut short (Ctrl-C, -x / --maxfail, an internal error): its results are
         # the tests that ran; posenc matrix refuses it
         "complete": st.complete,
+        # diagnoses the run contradicts: the named divergence's mutant fails a golden case that passed
+        "contradicted": st.contradicted,
         "results": st.records,
     }
 
@@ -784,6 +787,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line("posenc: generated cases the adapter reported unsupported (redrawn; not passed):", yellow=True)
         for line in st.partly_unsupported:
             tr.write_line(f"  {line}")
+    if st.contradicted:
+        tr.write_line("posenc: diagnoses this run contradicts (a golden case refutes the divergence: the bug "
+                      "agrees with it only on the failing calls; rerun the case with -k to compare):", yellow=True)
+        for c in st.contradicted:
+            why = (f"its mutant fails golden case {c['case']}, which passed" if c["golden"] == "passed" else
+                   f"the golden test of case {c['case']} failed without naming it")
+            tr.write_line(f"  {c['divergence']} (named for {c['failures']} failure(s) at {c['dtype']}): {why}")
     if st.checked == 0 and st.failed == 0:
         tr.write_line("posenc: no conformance check ran to a verdict: a run that checks nothing fails", red=True)
     if st.not_run:
@@ -816,6 +826,8 @@ def pytest_sessionfinish(session, exitstatus):
                        or session.shouldstop or session.shouldfail or st.not_run)
     if st.not_run and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    from .suite import contradicted_diagnoses
+    st.contradicted = contradicted_diagnoses(st.records)
     path = session.config.getoption("--report-json")
     if path:
         Path(path).write_text(json.dumps(report(session.config, st, session.exitstatus), indent=1) + "\n",

@@ -9,6 +9,9 @@ message naming the operation and the output.  ``diagnose`` runs the registered m
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -23,7 +26,7 @@ from posenc.spec.errors import AdapterError, exception_text
 from posenc.spec.shapes import call_suffixes, output_shapes
 from posenc.spec.tolerance import Comparison, compare
 
-from .golden import Golden
+from .golden import Golden, computed
 from .isolation import RemoteObject, is_remote, type_names
 
 
@@ -305,12 +308,56 @@ def run_case(adapter: Adapter, golden: Golden, dtype: str, device: str,
     return run_op(adapter, case.op, case.params, golden.inputs if inputs is None else inputs, dtype, device)
 
 
+@dataclass(frozen=True)
+class Call:
+    """One :func:`run_op` call an oracle-free check made: the operation, its parameters, the
+    kit's NumPy inputs and the adapter's contract-checked NumPy outputs."""
+    op: str
+    params: Any
+    inputs: dict
+    outputs: dict
+
+
+_CALLS: contextvars.ContextVar[Optional[list[Call]]] = contextvars.ContextVar("posenc_calls", default=None)
+
+
+@contextlib.contextmanager
+def recording():
+    """Record every :func:`run_op` call made inside the block (yields the list of :class:`Call`):
+    an oracle-free check's failure is then diagnosed on its own calls (:func:`diagnose_calls`)."""
+    calls: list[Call] = []
+    token = _CALLS.set(calls)
+    try:
+        yield calls
+    finally:
+        _CALLS.reset(token)
+
+
 def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
            device: str) -> dict[str, np.ndarray]:
     """Call operation ``op`` with ``params`` on NumPy ``inputs`` (private copies, checked unchanged
     afterwards) and return its outputs as NumPy, contract-checked: native array type, dtype, device
     and the shape the operation table declares.  The one entry point of golden, generated and
-    invariant checks alike; a malformed output is an :class:`AdapterError`, never compared."""
+    invariant checks alike; a malformed output is an :class:`AdapterError`, never compared.
+    Inside :func:`recording` the call is recorded."""
+    out = _run_op(adapter, op, params, inputs, dtype, device)
+    record(op, params, inputs, out)
+    return out
+
+
+def record(op: str, params, inputs: dict, outputs: dict) -> None:
+    """Inside :func:`recording`, record one call of ``op`` (the kit's NumPy ``inputs`` in the
+    operation table's names, the adapter's contract-checked NumPy ``outputs``): :func:`run_op`
+    does it for every call; a check that calls a prepared object step by step does it for each
+    step it can state as an operation call.  Outside, nothing."""
+    calls = _CALLS.get()
+    if calls is not None:  # copies: an in-process adapter's outputs may share a buffer it writes again
+        calls.append(Call(op, params.model_copy(deep=True), {n: np.array(v, copy=True) for n, v in inputs.items()},
+                          {n: np.array(v, copy=True) for n, v in outputs.items()}))
+
+
+def _run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
+            device: str) -> dict[str, np.ndarray]:
     if is_remote(adapter):  # the whole of this function runs in the adapter's worker process: one round trip
         return adapter.posenc_run_op(op, params, inputs, dtype, device)
     x = native_inputs(adapter, inputs, dtype, device)
@@ -382,17 +429,21 @@ def _same_non_finite(mut: dict[str, np.ndarray], outputs: dict[str, np.ndarray])
     return m_out, a_out
 
 
+def _candidates(spec: Spec, case) -> list:
+    """The divergences a diagnosis of ``case`` considers: every one whose mutant has a form for
+    the case's operation, whatever clause it violates (a precision bug of the RoPE angles shows
+    in a SCALE-* case, or in a multi-call ``rope.cos_sin_calls`` case, as well)."""
+    forms = families.mutants()
+    return [d for d in spec.current_divergences.values() if case.op in forms.get(d.mutant, {})]
+
+
 def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[Match]:
     """Known divergences whose mutant reproduces ``outputs`` within tolerance, best first.
 
-    Considers every divergence that violates one of the case's clauses, or any clause of the
-    same family, and has a mutant form for the case's operation.
+    Considers every divergence whose mutant has a form for the case's operation.
     """
-    fams = {c.split("-")[0] for c in golden.case.clauses}
     found = []
-    for d in spec.current_divergences.values():
-        if not (set(d.violates) & set(golden.case.clauses) or {v.split("-")[0] for v in d.violates} & fams):
-            continue
+    for d in _candidates(spec, golden.case):
         try:
             m = _match(d, golden, outputs, dtype)
         except Exception:  # noqa: BLE001 - the diagnosis never raises: a mutant that cannot judge does not match
@@ -400,6 +451,51 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
         if m is not None:
             found.append(m)
     return sorted(found, key=lambda m: m.ratio)
+
+
+@dataclass(frozen=True)
+class CallsDiagnosis:
+    """:func:`diagnose_calls`' verdict: ``goldens`` (the reference on each call), ``wrong`` (the
+    indices of the calls whose outputs are out of tolerance of the reference), ``matches`` (the
+    divergences reproducing every call, best first)."""
+    goldens: tuple
+    wrong: tuple[int, ...]
+    matches: tuple[Match, ...]
+
+
+def diagnose_calls(spec: Spec, case, calls: list[Call], dtype: str) -> Optional[CallsDiagnosis]:
+    """Diagnose an oracle-free check's failure on the operation calls it made (``calls``,
+    recorded by :func:`recording`): the reference's golden of each call, which calls are out of
+    its tolerance, and the known divergences whose mutant reproduces the outputs of *every*
+    call (each within tolerance, as :func:`diagnose`) and differs from the reference on at least
+    one.  None when there is nothing to judge (no call, or the reference cannot compute one).
+    Never raises."""
+    try:
+        goldens = tuple(computed(dataclasses.replace(case, op=c.op, params=c.params, inputs={}), c.inputs)
+                        for c in calls)
+        wrong = tuple(i for i, (g, c) in enumerate(zip(goldens, calls))
+                      if not all(x.ok for x in compare_outputs(g, c.outputs, dtype)))
+    except Exception:  # noqa: BLE001 - a call the reference cannot judge: no diagnosis
+        return None
+    if not goldens:
+        return None
+    found = []
+    candidates = {d.id: d for g in goldens for d in _candidates(spec, g.case)} if wrong else {}
+    for d in candidates.values():
+        ratios, differs = [], False
+        for g, c in zip(goldens, calls):
+            try:  # where the mutant has no form for a call's operation, the call must be the reference's
+                r = _reproduction(d, g, c.outputs, dtype, reference_where_no_form=True)
+            except Exception:  # noqa: BLE001 - a mutant that cannot judge does not match
+                r = None
+            if r is None:
+                break
+            ratios.append(r[0])
+            differs = differs or r[1]
+        else:
+            if differs:
+                found.append(Match(d.id, tuple(d.violates), d.description, max(ratios)))
+    return CallsDiagnosis(goldens, wrong, tuple(sorted(found, key=lambda m: m.ratio)))
 
 
 def mutant_outputs(d, golden: Golden, dtype: str) -> Optional[dict[str, np.ndarray]]:
@@ -434,14 +530,29 @@ def separating_case(spec: Spec, a: str, b: str, goldens: list[Golden], dtype: st
 
 def _match(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> Optional[Match]:
     """``d``'s match when its mutant reproduces ``outputs`` on this case within tolerance, else None."""
+    r = _reproduction(d, golden, outputs, dtype, differing=True)
+    if r is None:  # not reproduced, or indistinguishable from the reference on this case
+        return None
+    return Match(d.id, tuple(d.violates), d.description, r[0])
+
+
+def _reproduction(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str, differing: bool = False,
+                  reference_where_no_form: bool = False) -> Optional[tuple[float, bool]]:
+    """``(max |err|/bound, differs)`` when ``d``'s mutant reproduces ``outputs`` on this case
+    within tolerance (``differs``: the mutant's outputs are not the reference's), else None;
+    ``differing``: None as well when the mutant's outputs are the reference's;
+    ``reference_where_no_form``: a mutant without a form for the case's operation gives the
+    reference's outputs there (as :class:`~posenc.adapters.reference_adapter.MutantAdapter` does)."""
     mut = mutant_outputs(d, golden, dtype)
+    if mut is None and reference_where_no_form:
+        mut = {n: v for n, v in golden.outputs.items() if not n.endswith(".compared")}
     if mut is None:
         return None
     if any(np.shape(mut[n]) != golden.outputs[n].shape for n in mut if n in golden.outputs):
         return None  # a mutant of another shape (a form that does not apply to this case) cannot match
-    same = all(np.array_equal(np.asarray(mut[n]), golden.outputs[n]) for n in mut if n in golden.outputs)
-    if same:
-        return None  # indistinguishable from the reference on this case
+    differs = not all(np.array_equal(np.asarray(mut[n]), golden.outputs[n]) for n in mut if n in golden.outputs)
+    if differing and not differs:
+        return None
     # A mutant that overflows gives inf/NaN: it matches only where the output's non-finite
     # elements are exactly the mutant's (same NaN / +inf / -inf pattern); the finite ones are
     # compared under the tolerance as usual.
@@ -449,13 +560,20 @@ def _match(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> Opt
     if masked is None:
         return None
     mut, outs = masked
-    # A mutant may compute where the reference copies (e.g. a rotated tail): widen the
-    # scales to the mutant's own magnitudes and to the row's largest angle term.
-    ds = {n: np.maximum(v, np.abs(mut[n])) for n, v in golden.dtype_scales.items() if n in mut}
-    an = {n: np.maximum(v, v.max(axis=-1, keepdims=True)) if v.ndim else v
+    # A mutant may compute where the reference copies (e.g. a rotated tail): widen the scales to
+    # the mutant's own magnitudes and to the row's largest angle term -- only at the elements where
+    # the mutant's output is not the reference's.  Where they are equal the reference's tolerance
+    # stands, so an error there (a pass-through tail off by one ulp) is never explained by a
+    # divergence that changes other elements.
+    def differing(n):
+        return np.asarray(mut[n]) != np.asarray(golden.outputs[n]) if n in golden.outputs else True
+
+    ds = {n: np.where(differing(n), np.maximum(v, np.abs(mut[n])), v)
+          for n, v in golden.dtype_scales.items() if n in mut}
+    an = {n: np.where(differing(n), np.maximum(v, v.max(axis=-1, keepdims=True)), v) if np.ndim(v) else v
           for n, v in golden.angle_scales.items() if n in mut}
     fake = Golden(golden.case, golden.inputs, mut, ds, an, golden.angle_based)
     cmp = compare_outputs(fake, outs, dtype)
     if all(c.ok for c in cmp):
-        return Match(d.id, tuple(d.violates), d.description, max(c.ratio for c in cmp))
+        return max(c.ratio for c in cmp), differs
     return None

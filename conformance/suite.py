@@ -17,7 +17,7 @@ from . import golden as _golden
 from .cases import Case, all_cases
 from .inference import infer
 from .isolation import RemoteFailure
-from .runner import compare_outputs, diagnose, run_case, separating_case
+from .runner import compare_outputs, diagnose, diagnose_calls, mutant_outputs, run_case, separating_case
 
 _SPEC = load_spec()
 
@@ -71,8 +71,11 @@ class ConformanceFailure(pytest.fail.Exception):
     """
 
     def __init__(self, msg: str, clauses: Iterable[str], matches: tuple = (), raised: bool = False,
-                 inferred: Iterable[str] = (), reason: Optional[str] = None):
+                 inferred: Iterable[str] = (), reason: Optional[str] = None, diagnosed: bool = False):
         super().__init__(msg, pytrace=False)
+        #: the outputs were compared with the reference and its mutants (a golden, a decode step,
+        #: a generated example, or an oracle-free check's own calls): no second diagnosis
+        self.diagnosed = diagnosed or bool(matches) or raised
         #: what is wrong, in one line (the report's ``reason``): the first output out of tolerance,
         #: the exception, the crash -- never a context line such as "decode step 3"
         self.reason = (reason or msg).strip().split("\n", 1)[0]
@@ -86,18 +89,136 @@ class ConformanceFailure(pytest.fail.Exception):
 
 
 def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detail: str, matches=(),
-         raised: bool = False, inferred: Iterable[str] = (), reason: Optional[str] = None) -> None:
+         raised: bool = False, inferred: Iterable[str] = (), reason: Optional[str] = None,
+         diagnosed: bool = False) -> None:
     """Fail a conformance test with a header naming the clauses, adapter, case and dtype;
-    ``reason``: what is wrong in one line, when ``detail`` starts with context (else its first line)."""
+    ``reason``: what is wrong in one line, when ``detail`` starts with context (else its first line);
+    ``diagnosed``: the outputs were compared with the reference (see :func:`rediagnosed`)."""
     clauses = tuple(clauses)
     lines = [f"{', '.join(clauses)}: {adapter.name} fails case {case.id} ({dtype})", f"  {detail}"]
-    if matches:
-        lines.append("  diagnosis: the output matches known divergence(s)"
-                     + (", closest first:" if len(matches) > 1 else ":"))
-        lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description} "
-                  f"[max |err|/bound {m.ratio:.3g}]" for m in matches]
-        lines += separation_lines(case, [m.divergence for m in matches], dtype)
-    raise ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred, reason or detail)
+    lines += diagnosis_lines(case, matches, dtype)
+    raise ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred, reason or detail, diagnosed)
+
+
+def diagnosis_lines(case: Case, matches, dtype: str) -> list[str]:
+    """The failure message's lines naming the matched divergences (none when nothing matched)."""
+    if not matches:
+        return []
+    lines = ["  diagnosis: the output matches known divergence(s)" + (", closest first:" if len(matches) > 1 else ":")]
+    lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description} "
+              f"[max |err|/bound {m.ratio:.3g}]" for m in matches]
+    return lines + separation_lines(case, [m.divergence for m in matches], dtype)
+
+
+def rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Optional[ConformanceFailure]:
+    """An oracle-free check's failure ``e`` diagnosed on the operation calls the check made
+    (``calls``: :class:`posenc.conformance.runner.Call`, recorded by ``runner.recording``): each
+    call's outputs compared with the reference on the same inputs, then with every known
+    divergence's mutant (:func:`posenc.conformance.runner.diagnose_calls`).  The failure again,
+    its message extended by the first call out of tolerance and the divergences reproducing every
+    call (or what the output is, inferred); its ``violated`` clauses those of the matches.  None
+    when ``e`` was diagnosed already or no call is out of the reference's tolerance (the check's
+    own rule found what a comparison with the reference does not)."""
+    if e.diagnosed or not calls:
+        return None
+    try:
+        return _rediagnosed(e, case, calls, dtype)
+    except Exception:  # noqa: BLE001 - the check's own failure always survives its diagnosis
+        return None
+
+
+def _rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Optional[ConformanceFailure]:
+    d = diagnose_calls(_SPEC, case, calls, dtype)
+    if d is None or not d.wrong:
+        return None
+    i = d.wrong[0]
+    g, call = d.goldens[i], calls[i]
+    bad = [c.message for c in compare_outputs(g, call.outputs, dtype) if not c.ok]
+    lines = [e.msg, f"  compared with the reference on the same inputs: out of tolerance in {len(d.wrong)} of the "
+             f"check's {len(calls)} operation call(s), first in call {i + 1} ({call.op}, {_call_inputs(call, case)}):"]
+    lines += [f"    {m}" for m in bad]
+    inferred: tuple = ()
+    if d.matches:
+        lines += diagnosis_lines(case, d.matches, dtype)
+    else:
+        inferred = tuple(infer(g, call.outputs, dtype))
+        lines.append("  diagnosis: no known divergence reproduces the outputs of all of the check's calls")
+        lines += [f"  inferred (call {i + 1}): {s}" for s in inferred]
+    return ConformanceFailure("\n".join(lines), e.clauses, d.matches, False, inferred, e.reason, True)
+
+
+def _call_inputs(call, case: Case) -> str:
+    """The integer inputs of a recorded call, short (positions, cache length, lengths), and the
+    parameters it changed from the case's (the permutation check's pairing)."""
+    out = []
+    try:
+        mine, theirs = call.params.model_dump(), case.params.model_dump()
+        out += [f"{k}={v!r}" for k, v in mine.items() if theirs.get(k, v) != v]
+    except Exception:  # noqa: BLE001 - parameters of another model (an M-RoPE check's 1-D RoPE call)
+        pass
+    for n, v in call.inputs.items():
+        a = np.asarray(v)
+        if np.issubdtype(a.dtype, np.integer) and a.size:
+            out.append(f"{n} {a.tolist()}" if a.size <= 8 else f"{n} {a.min()}..{a.max()} (shape {list(a.shape)})")
+    return ", ".join(out) or "no integer inputs"
+
+
+#: How many of a run's named divergences :func:`contradicted_diagnoses` checks (the most named first).
+CONTRADICTION_LIMIT = 8
+
+
+def contradicted_diagnoses(records: list[dict]) -> list[dict]:
+    """Diagnoses the run itself contradicts, where a divergence named for failures at a dtype
+    (``failures``: how many) is refuted by a golden case at that dtype (``case``): its mutant
+    fails the golden, which *passed* (``golden: "passed"``); or it was named by an invariant check
+    of a case whose own golden test failed without naming it (``golden: "failed without it"``:
+    the golden's inputs tell more than the check's few calls).  The adapter then does not have
+    that bug as such but a narrower or another one that agrees with it on the failing calls (an
+    offset only at long positions, positions x 2 seen at position 1 only), and the name must not
+    be taken at its word.  ``records``: the run's ``--report-json`` records; the most named
+    (divergence, dtype) first, at most :data:`CONTRADICTION_LIMIT` checked.  Never raises."""
+    try:
+        named: dict[tuple[str, str], list[dict]] = {}
+        goldens: dict[tuple[str, str], dict] = {}
+        for r in records:
+            if r.get("check") == "golden":
+                goldens[(r.get("case"), r.get("dtype"))] = r
+            if r.get("outcome") == "failed":
+                for m in r.get("diagnosis") or ():
+                    named.setdefault((m["divergence"], r["dtype"]), []).append(r)
+        cases = {c.id for c in all_cases()}
+        out = []
+        for (div, dtype), rs in sorted(named.items(), key=lambda kv: -len(kv[1]))[:CONTRADICTION_LIMIT]:
+            d = _SPEC.divergences.get(div)
+            if d is None:
+                continue
+            found = None
+            for r in rs:  # an invariant check's name that its case's own golden does not give
+                g = goldens.get((r.get("case"), dtype))
+                if r.get("check") != "golden" and g is not None and g.get("outcome") == "failed" and \
+                        div not in [m["divergence"] for m in g.get("diagnosis") or ()]:
+                    found = (r["case"], "failed without it")
+                    break
+            for (cid, gd), g in goldens.items() if found is None else ():
+                if gd != dtype or g.get("outcome") != "passed" or cid not in cases:
+                    continue
+                gold = _loaded(cid)
+                mut = None if gold is None else mutant_outputs(d, gold, dtype)
+                if mut is None:
+                    continue
+                try:
+                    caught = not all(c.ok for c in compare_outputs(gold, mut, dtype))
+                except Exception:  # noqa: BLE001 - a mutant output the comparison cannot judge
+                    continue
+                if caught:
+                    found = (cid, "passed")
+                    break
+            if found:
+                out.append({"divergence": div, "dtype": dtype, "failures": len(rs), "case": found[0],
+                            "golden": found[1]})
+        return out
+    except Exception:  # noqa: BLE001 - an advisory: it never breaks the run's report
+        return []
 
 
 #: How many of several matched divergences the failure message compares with the closest one.
@@ -148,7 +269,7 @@ def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.n
         detail += "\n  diagnosis: no known divergence reproduces this output"
         detail += "".join(f"\n  inferred: {s}" for s in inferred)
     fail(clauses or g.case.clauses, adapter, g.case, dtype, f"{what.strip()}\n  {detail}" if what else detail, matches,
-         inferred=inferred, reason=bad[0].message)
+         inferred=inferred, reason=bad[0].message, diagnosed=True)
 
 
 def is_timeout(e: BaseException) -> bool:

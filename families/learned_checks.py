@@ -46,7 +46,8 @@ def opt_cache_equals_prefill(request, adapter, device, dtype, case):
 
     def call(t):
         return adapter.opt_positions(native_inputs(adapter, {"m": m[:, :cl + t + 1]}, dtype, device)["m"], cl + t)
-    exact_decode_steps(adapter, case, dtype, device, clauses_of(request), g, "positions", range(m.shape[1] - cl), call)
+    exact_decode_steps(adapter, case, dtype, device, clauses_of(request), g, "positions", range(m.shape[1] - cl), call,
+                       lambda t: {"attention_mask": m[:, :cl + t + 1], "cache_length": np.asarray(cl + t)})
 
 
 @check("left_pad_equals_unpadded", invariant="left_pad", ops=("learned.opt_positions",))

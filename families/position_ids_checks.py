@@ -22,7 +22,8 @@ def decode_equals_prefill(request, adapter, device, dtype, case):
 
     def call(t):
         return adapter.position_ids("decode", device=device, batch=int(x["batch"]), seq_len=1, cache_length=cl + t)
-    exact_decode_steps(adapter, case, dtype, device, clauses_of(request), g, "position_ids", range(int(x["seq_len"])), call)
+    exact_decode_steps(adapter, case, dtype, device, clauses_of(request), g, "position_ids", range(int(x["seq_len"])), call,
+                       lambda t: {"batch": x["batch"], "seq_len": np.asarray(1), "cache_length": np.asarray(cl + t)})
 
 
 @check("left_pad_equals_unpadded", invariant="left_pad", ops=("position_ids.left_pad",))

@@ -170,19 +170,13 @@ def rope_bf16_inv_freq(op, p, x, dtype=None):
     return _bf16_rope(op, p, x, round_angle=False)
 
 
-@mutant("rope_bf16_positions", "rope.apply", "rope.cos_sin")
+@mutant("rope_bf16_positions", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls")
 def rope_bf16_positions(op, p, x, dtype=None):
     """Positions built in bfloat16 (e.g. ``arange(T, dtype=t.dtype) + offset``); angles and
     cos/sin then exact: every position p >= 256 becomes a multiple of its bf16 spacing.  Linear
     scaling applied as position interpolation (positions / factor, rotary-embedding-torch's
     ``interpolate_factor``) holds the interpolated positions in bfloat16 too."""
-    seq_len = rope.seq_len_of(x["position_ids"])
-    w, a = rope.inv_freq(p, seq_len)
-    pos = bf16_round(np.asarray(x["position_ids"], np.float64))
-    if p.rope_type == "linear":
-        pos, w = bf16_round(pos / p.factor), w * p.factor
-    phi = pos[..., None] * w
-    return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
+    return _angles_form(op, p, x, pos_round=bf16_round, interpolate=True)
 
 
 @mutant("rope_tail_rotated", "rope.apply")
@@ -349,24 +343,33 @@ def _ident(a):
     return a
 
 
-def _angles_form(op, p, x, w_round=_ident, pos_round=_ident, phi_round=_ident) -> Outputs:
+def _angles_form(op, p, x, w_round=_ident, pos_round=_ident, phi_round=_ident, interpolate=False,
+                 freq=None) -> Outputs:
     """The rope outputs with inv_freq, the positions and the angle rounded by the given functions
-    (cos/sin and the rotation then exact); may hold inf/NaN where a rounding overflows."""
+    (cos/sin and the rotation then exact); may hold inf/NaN where a rounding overflows.
+    ``interpolate``: linear scaling applied as position interpolation (positions / factor, rounded
+    again, rotary-embedding-torch's ``interpolate_factor``).  One frequency provider for a whole
+    ``rope.cos_sin_calls`` sequence, as the reference (SCALE-DYNAMIC-GROW keeps its state)."""
+    freq = freq or freq_provider(p)
     if op == "rope.cos_sin_calls":
         out = {}
         for key in call_keys(x):
             k = key.rsplit(".", 1)[1]
-            r = _angles_form("rope.cos_sin", p, {"position_ids": x[key]}, w_round, pos_round, phi_round)
+            r = _angles_form("rope.cos_sin", p, {"position_ids": x[key]}, w_round, pos_round, phi_round,
+                             interpolate, freq)
             out[f"cos.{k}"], out[f"sin.{k}"] = r["cos"], r["sin"]
         return out
     seq_len = rope.seq_len_of(x["position_ids"]) if "position_ids" in x else None
-    w, a = rope.inv_freq(p, seq_len)
+    w, a = freq(seq_len)
     w = w_round(w)
     if op == "rope.inv_freq":
         return {"inv_freq": w, "attention_factor": np.float64(a)}
     pos = np.asarray(x["position_ids"], np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        phi = phi_round(pos_round(pos)[..., None] * w)
+        pos = pos_round(pos)
+        if interpolate and p.rope_type == "linear":
+            pos, w = pos_round(pos / p.factor), w * p.factor
+        phi = phi_round(pos[..., None] * w)
         return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
 
 
@@ -396,13 +399,7 @@ def rope_f16_positions(op, p, x, dtype=None):
     2048 round to their float16 spacing and those above 65504 become inf (NaN outputs)."""
     if dtype != "float16":
         return None
-    if p.rope_type == "linear" and "position_ids" in x:  # position interpolation, as the bf16 form
-        w, a = rope.inv_freq(p, rope.seq_len_of(x["position_ids"]))
-        with np.errstate(over="ignore", invalid="ignore"):
-            pos = _f16_round(_f16_round(np.asarray(x["position_ids"], np.float64)) / p.factor)
-            phi = pos[..., None] * (w * p.factor)
-            return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
-    return _angles_form(op, p, x, pos_round=_f16_round)
+    return _angles_form(op, p, x, pos_round=_f16_round, interpolate=True)  # interpolation as the bf16 form
 
 
 @mutant("rope_f16_cos_sin", *_ANGLE_OPS)

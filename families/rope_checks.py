@@ -37,35 +37,38 @@ def _pairs(p):
 def pairing_probe(request, adapter, device, dtype, case):
     """e_0 at position 1 lights index 1 (interleaved) or rotary_dim/2 (half, deinterleave), nothing else;
     e_1 lights {0, 1} (interleaved: e_1 is the second of pair 0), {0, rotary_dim/2} (deinterleave: the same
-    pair, written de-interleaved) or {1, 1 + rotary_dim/2} (half: e_1 is the first of pair 1)."""
+    pair, written de-interleaved) or {1, 1 + rotary_dim/2} (half: e_1 is the first of pair 1).  Both
+    the q and the k output (the probe is given as both)."""
     require_dtype(adapter, dtype)
     cl = clauses_of(request)
     p = case.params
     x = np.zeros((1, 1, 1, p.head_dim))
     x[..., 0] = 1.0
-    y = _rope(adapter, case, dtype, device, x, x, np.ones((1, 1), np.int64), clauses=cl)[0][0, 0, 0]
+    ys = _rope(adapter, case, dtype, device, x, x, np.ones((1, 1), np.int64), clauses=cl)
     expect = 1 if p.pairing == "interleaved" else p.pair_dim // 2
     w, a = rope.inv_freq(p, 2)
     if w[0] != 1.0:
         raise Unsupported(f"the probe needs inv_freq[0] == 1; rope_type {p.rope_type} scales it to {w[0]:.6g}")
     want = a * np.sin(1.0)
     tol = 8 * max(EPS[dtype], EPS["float32"]) * a + 0.01 * a
-    lit = [int(i) for i in np.flatnonzero(np.abs(y) > tol) if i != 0]
-    if lit == [expect]:  # the pairing is right; the angle's value is the goldens' and ROPE-ANGLE's to judge
-        _probe_e1(adapter, case, dtype, device, cl, tol)
-        return
-    if not lit:
-        verdict = "nothing but index 0 is lit: e_0 was not rotated at position 1"
-    elif lit == [p.pair_dim // 2]:
-        verdict = "index rotary_dim/2 is lit: this is half pairing"
-    elif lit == [1]:
-        verdict = "index 1 is lit: this is interleaved pairing"
-    else:
-        verdict = f"indices {lit} are lit"
-    fail(cl, adapter, case, dtype,
-         f"{p.pairing} pairing: e_0 at position 1 must light index {expect} with {want:.4f} "
-         f"(and index 0 with {a * np.cos(1.0):.4f}); got "
-         + ", ".join(f"[{i}] {y[i]:.4f}" for i in ([0] + lit)[:8]) + (" ..." if len(lit) > 7 else "") + f": {verdict}")
+    for name, y in zip(("q", "k"), (ys[0][0, 0, 0], ys[1][0, 0, 0])):
+        lit = [int(i) for i in np.flatnonzero(~(np.abs(y) <= tol)) if i != 0]
+        if lit == [expect]:  # the pairing is right; the angle's value is the goldens' and ROPE-ANGLE's to judge
+            continue
+        if not lit:
+            verdict = "nothing but index 0 is lit: e_0 was not rotated at position 1"
+        elif lit == [p.pair_dim // 2]:
+            verdict = "index rotary_dim/2 is lit: this is half pairing"
+        elif lit == [1]:
+            verdict = "index 1 is lit: this is interleaved pairing"
+        else:
+            verdict = f"indices {lit} are lit"
+        fail(cl, adapter, case, dtype,
+             f"{name}: {p.pairing} pairing: e_0 at position 1 must light index {expect} with {want:.4f} "
+             f"(and index 0 with {a * np.cos(1.0):.4f}); got "
+             + ", ".join(f"[{i}] {y[i]:.4f}" for i in ([0] + lit)[:8]) + (" ..." if len(lit) > 7 else "")
+             + f": {verdict}")
+    _probe_e1(adapter, case, dtype, device, cl, tol)
 
 
 def _probe_e1(adapter, case, dtype, device, cl, tol):
@@ -74,18 +77,19 @@ def _probe_e1(adapter, case, dtype, device, cl, tol):
     x = np.zeros((1, 1, 1, p.head_dim))
     x[..., 1] = 1.0
     pos = np.ones((1, 1), np.int64)
-    y = _rope(adapter, case, dtype, device, x, x, pos, clauses=cl)[0][0, 0, 0]
-    lit = [int(i) for i in np.flatnonzero(~(np.abs(y) <= tol))]
+    ys = _rope(adapter, case, dtype, device, x, x, pos, clauses=cl)
 
     def lit_by(pairing):  # the reference's lit indices for each pairing, at the same threshold
         ref = rope.apply(x, x, pos, p.model_copy(update={"pairing": pairing}))[0][0, 0, 0]
         return [int(i) for i in np.flatnonzero(np.abs(ref) > tol)]
 
     want = lit_by(p.pairing)
-    if lit != want:
-        named = [k for k in ("half", "interleaved", "deinterleave") if k != p.pairing and lit_by(k) == lit]
-        fail(cl, adapter, case, dtype, f"{p.pairing} pairing: e_1 at position 1 must light indices {want}; "
-             f"got {lit}" + (f": this is {named[0]} pairing" if named else ""))
+    for name, y in zip(("q", "k"), (ys[0][0, 0, 0], ys[1][0, 0, 0])):
+        lit = [int(i) for i in np.flatnonzero(~(np.abs(y) <= tol))]
+        if lit != want:
+            named = [k for k in ("half", "interleaved", "deinterleave") if k != p.pairing and lit_by(k) == lit]
+            fail(cl, adapter, case, dtype, f"{name}: {p.pairing} pairing: e_1 at position 1 must light indices "
+                 f"{want}; got {lit}" + (f": this is {named[0]} pairing" if named else ""))
 
 
 @check("passthrough_tail", invariant="passthrough_tail", ops=ROPE)
@@ -115,18 +119,20 @@ def pair_norm(request, adapter, device, dtype, case):
     cl = clauses_of(request)
     p = case.params
     g = load_golden(case.id)
-    yq, _ = _rope(adapter, case, dtype, device, g.inputs["q"], g.inputs["k"], g.inputs["position_ids"], clauses=cl)
+    ys = _rope(adapter, case, dtype, device, g.inputs["q"], g.inputs["k"], g.inputs["position_ids"], clauses=cl)
     (a_idx, b_idx), (oa_idx, ob_idx) = _pairs(p)
-    x = g.inputs["q"]
     af = rope.inv_freq(p, rope.seq_len_of(g.inputs["position_ids"]))[1]
-    nx = np.hypot(x[..., a_idx], x[..., b_idx]) * af
-    ny = np.hypot(yq[..., oa_idx], yq[..., ob_idx])
-    excess = np.abs(ny - nx) - bound(dtype, 2 * nx, 0.0, True)
-    if not (excess <= 0).all():  # NaN outputs fail too
-        i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))
-        fail(cl, adapter, case, dtype, f"pair norms must equal attention_factor ({af:.6g}) x input "
-             f"norms; worst pair {list(i)}: |y| = {ny[i]:.6g}, expected {nx[i]:.6g} "
-             f"(ratio {ny[i] / nx[i] if nx[i] else float('inf'):.6g})")
+    for name, y in zip(("q", "k"), ys):
+        x = g.inputs[name]
+        nx = np.hypot(x[..., a_idx], x[..., b_idx]) * af
+        ny = np.hypot(y[..., oa_idx], y[..., ob_idx])
+        excess = np.abs(ny - nx) - bound(dtype, 2 * nx, 0.0, True)
+        excess = np.where(np.isnan(excess), np.inf, excess)  # NaN outputs fail, and are the worst
+        if not (excess <= 0).all():
+            i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))
+            fail(cl, adapter, case, dtype, f"{name}: pair norms must equal attention_factor ({af:.6g}) x input "
+                 f"norms; worst pair {list(i)}: |y| = {ny[i]:.6g}, expected {nx[i]:.6g} "
+                 f"(ratio {ny[i] / nx[i] if nx[i] else float('inf'):.6g})")
 
 
 #: rope_types whose frequencies depend on the sequence length: a shift of every position changes
@@ -154,12 +160,19 @@ def relative(request, adapter, device, dtype, case):
     dots, tols = [], []
     for shift in (0, 1000, 65536):
         pm, pn = np.array([[5 + shift]]), np.array([[2 + shift]])
-        yq, _ = _rope(adapter, case, dtype, device, q, q, pm, clauses=cl)
-        yk, _ = _rope(adapter, case, dtype, device, k, k, pn, clauses=cl)
+        # R(m)q from the q output of one call, R(n)k from the k output of another: q and k each
+        # through their own slot (an implementation that leaves k unrotated, or rotates it by -phi,
+        # fails here)
+        yq, _ = _rope(adapter, case, dtype, device, q, k, pm, clauses=cl)
+        _, yk = _rope(adapter, case, dtype, device, q, k, pn, clauses=cl)
         dots.append(float(np.sum(yq * yk)))
-        bq = bound(dtype, *ops.scales("rope.apply", case.params, {"q": q, "k": q, "position_ids": pm})["q"], True)
-        bk = bound(dtype, *ops.scales("rope.apply", case.params, {"q": k, "k": k, "position_ids": pn})["q"], True)
-        tols.append(float(np.sum(bq * (np.abs(yk) + bk) + np.abs(yq) * bk)))
+        bq = bound(dtype, *ops.scales("rope.apply", case.params, {"q": q, "k": k, "position_ids": pm})["q"], True)
+        bk = bound(dtype, *ops.scales("rope.apply", case.params, {"q": q, "k": k, "position_ids": pn})["k"], True)
+        # the bound from the reference's magnitudes (|R x| = attention_factor |x| pair by pair): an
+        # output's NaN never makes the allowed difference NaN
+        rq = np.abs(rope.apply(q, k, pm, case.params)[0])
+        rk = np.abs(rope.apply(q, k, pn, case.params)[1])
+        tols.append(float(np.sum(bq * (rk + bk) + rq * bk)))
     for d, t, s in zip(dots[1:], tols[1:], (1000, 65536)):
         if not abs(d - dots[0]) <= t + tols[0]:  # NaN outputs fail too
             fail(cl, adapter, case, dtype, f"<R(m)q, R(n)k> must depend only on m - n: (m, n) = (5, 2) gives "

@@ -63,6 +63,80 @@ class Bf16Angles(TorchAdapter):
         return _Bf16Rope(params, DTYPES[dtype], device)
 
 
+class _ActivationDtypePositionsRope(TorchRope):
+    def _cos_sin(self, position_ids):  # rotary-embedding-torch's get_seq_pos: arange(T, dtype=t.dtype)
+        self._update(position_ids)
+        phi = position_ids.to(self.dtype).to(self.compute)[..., None] * self._inv_freq
+        return self._af * torch.cos(phi), self._af * torch.sin(phi)
+
+
+class PositionsInActivationDtype(TorchAdapter):
+    """Positions rounded to the activation dtype before the float32 angle product: at bfloat16
+    DIV-ROPE-BF16-POSITIONS, at float16 DIV-ROPE-F16-POSITIONS (inf above 65504)."""
+    name = "broken-positions-in-activation-dtype"
+
+    def rope(self, params, *, dtype, device):
+        return _ActivationDtypePositionsRope(params, DTYPES[dtype], device)
+
+
+class _KSideRope(TorchRope):
+    """k left unrotated (``backwards=False``) or rotated by -phi (``backwards=True``); q right."""
+    backwards = False
+
+    def apply(self, q, k, position_ids):
+        c, s = self._cos_sin(position_ids)
+        r, pr = self.p.pair_dim, self.p.pairing
+        yk = rotate(k, c, -s, r, pr) if self.backwards else k
+        return rotate(q, c, s, r, pr), yk
+
+
+class _KBackwardsRope(_KSideRope):
+    backwards = True
+
+
+class KNotRotated(TorchAdapter):
+    """q rotated, k returned as is: scores depend on the query's absolute position."""
+    name = "broken-k-not-rotated"
+
+    def rope(self, params, *, dtype, device):
+        return _KSideRope(params, DTYPES[dtype], device)
+
+
+class KRotatedBackwards(TorchAdapter):
+    """k rotated by -phi: scores depend on m + n, pair norms and each output's pairing intact."""
+    name = "broken-k-rotated-backwards"
+
+    def rope(self, params, *, dtype, device):
+        return _KBackwardsRope(params, DTYPES[dtype], device)
+
+
+class _LongOffsetRope(TorchRope):
+    def _cos_sin(self, position_ids):  # +1 on every position of a call that reaches 60000
+        return super()._cos_sin(position_ids + 1 if int(position_ids.max()) >= 60000 else position_ids)
+
+
+class OffByOneWhenLong(TorchAdapter):
+    """Every position +1, but only in calls reaching position 60000: on those calls exactly
+    DIV-ROPE-POSITIONS-OFF-BY-ONE, which the short cases that pass contradict."""
+    name = "broken-off-by-one-when-long"
+
+    def rope(self, params, *, dtype, device):
+        return _LongOffsetRope(params, DTYPES[dtype], device)
+
+
+class _DoubledPositionsRope(TorchRope):
+    def _cos_sin(self, position_ids):
+        return super()._cos_sin(position_ids * 2)
+
+
+class PositionsDoubled(TorchAdapter):
+    """Positions x 2: at position 1 (the pairing probe's only one) the same as +1."""
+    name = "broken-positions-doubled"
+
+    def rope(self, params, *, dtype, device):
+        return _DoubledPositionsRope(params, DTYPES[dtype], device)
+
+
 class _TailRope(TorchRope):
     def __init__(self, params, dtype, device):
         super().__init__(params.model_copy(update={"rotary_dim": None}), dtype, device)

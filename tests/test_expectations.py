@@ -201,10 +201,28 @@ def test_an_unnamed_line_never_excuses_a_named_diagnosis(run_suite, tmp_path):
 
 
 def test_an_unnamed_line_excuses_an_undiagnosed_failure(run_suite, tmp_path):
-    """Oracle-free checks carry no diagnosis: an unnamed line is what records them."""
-    p = write(tmp_path, line(check="pairing_probe", clause="ROPE-PAIR-HALF", divergence="DIV-UNNAMED-PAIRS"))
-    r = run_suite(f"{BROKEN}:PairingSwapped", "-k", "test_pairing_probe and rope-tiny-half", "--expectations", p)
+    """A failure no known divergence reproduces (OPT positions +1 on decode steps: inferred, not
+    catalogued) is what an unnamed line records."""
+    p = write(tmp_path, line(case="opt-125m-positions-cache", check="cache_equals_prefill",
+                             clause="LEARNED-OPT-POSITIONS", divergence="DIV-UNNAMED-OPT-DECODE-PLUS-ONE"))
+    r = run_suite(f"{BROKEN}:CacheOffByOne", "-k", "test_cache_equals_prefill and opt-125m-positions-cache",
+                  "--expectations", p)
     assert r.ret == 0 and _outcomes(r) == {"xfailed": 1}, r.stdout.str()[-2000:]
+
+
+def test_a_named_line_excuses_an_oracle_free_failure_it_diagnoses(run_suite, tmp_path):
+    """The pairing probe's failure is diagnosed on the probe's own calls: a named line records it,
+    an unnamed one no longer may, and a line naming another divergence is refused."""
+    probe = dict(check="pairing_probe", clause="ROPE-PAIR-HALF")
+    r = run_suite(f"{BROKEN}:PairingSwapped", "-k", "test_pairing_probe and rope-tiny-half",
+                  "--expectations", write(tmp_path, line(**probe)))
+    assert r.ret == 0 and _outcomes(r) == {"xfailed": 1}, r.stdout.str()[-2000:]
+    r = run_suite(f"{BROKEN}:PairingSwapped", "-k", "test_pairing_probe and rope-tiny-half",
+                  "--expectations", write(tmp_path, line(**probe, divergence="DIV-UNNAMED-PAIRS")))
+    assert r.ret == 1 and "an unnamed line never excuses a named divergence" in r.stdout.str()
+    r = run_suite(f"{BROKEN}:PairingSwapped", "-k", "test_pairing_probe and rope-tiny-half",
+                  "--expectations", write(tmp_path, line(**probe, divergence="DIV-ROPE-TAIL-ROTATED")))
+    assert r.ret == 1 and "but the output matches DIV-ROPE-PAIRING-SWAPPED" in r.stdout.str(), r.stdout.str()[-2000:]
 
 
 # ---- the report, its schema, init from it ------------------------------------------------------
@@ -321,7 +339,8 @@ def test_init_drafts_a_file_that_records_the_run(run_suite, tmp_path, capsys):
     golden = got[("golden", "DIV-ROPE-PAIRING-SWAPPED")]
     assert golden.dtypes == ("float32", "bfloat16") and golden.evidence == exp.TODO_EVIDENCE
     assert golden.library == "torch" and golden.library_version == rep["versions"]["torch"]
-    assert got[("pairing_probe", exp.FILL_ME)].dtypes == ("float32", "bfloat16")
+    # the probe's failure is diagnosed on its own calls (one line per check, both dtypes merged)
+    assert got[("pairing_probe", "DIV-ROPE-PAIRING-SWAPPED")].dtypes == ("float32", "bfloat16")
     assert cli.main(["expectations", "init", "--from-report", str(tmp_path / "report.json"), "--out", str(out)]) == 2
     r = run_suite(f"{BROKEN}:PairingSwapped", *args, "--expectations", str(out))  # an unedited draft is refused
     assert r.ret == 4 and "a draft line of `posenc expectations init`" in r.stderr.str() + r.stdout.str()
@@ -330,6 +349,21 @@ def test_init_drafts_a_file_that_records_the_run(run_suite, tmp_path, capsys):
     out.write_text(filled)
     r = run_suite(f"{BROKEN}:PairingSwapped", *args, "--expectations", str(out))  # filled in, it explains the run
     assert r.ret == 0 and _outcomes(r) == {"xfailed": 4}, r.stdout.str()[-2000:]
+
+
+def test_init_leaves_an_undiagnosed_failure_to_fill_in(run_suite, tmp_path):
+    args = ("-k", "test_cache_equals_prefill and opt-125m-positions-cache")
+    r, _ = _report(run_suite, tmp_path, f"{BROKEN}:CacheOffByOne", *args)
+    assert r.ret == 1
+    out = tmp_path / "draft.yaml"
+    assert cli.main(["expectations", "init", "--from-report", str(tmp_path / "report.json"), "--out", str(out)]) == 0
+    text = out.read_text()
+    (e,) = exp.parse(yaml.safe_load(text), out)
+    assert (e.check, e.divergence, e.clause) == ("cache_equals_prefill", exp.FILL_ME, "LEARNED-OPT-POSITIONS")
+    out.write_text(text.replace(exp.TODO_EVIDENCE, "tests/broken_adapters.py::CacheOffByOne").replace(
+        exp.FILL_ME, "DIV-UNNAMED-OPT-DECODE"))
+    r = run_suite(f"{BROKEN}:CacheOffByOne", *args, "--expectations", str(out))
+    assert r.ret == 0 and _outcomes(r) == {"xfailed": 1}, r.stdout.str()[-2000:]
 
 
 def test_init_picks_the_wrapped_library_and_skips_what_no_line_can_excuse():
@@ -345,3 +379,11 @@ def test_init_picks_the_wrapped_library_and_skips_what_no_line_can_excuse():
     assert "Left out: 1 failure(s)" in text
     with pytest.raises(exp.ExpectationError, match="report_format"):
         exp.draft_from_report({"results": []})
+
+
+def test_a_contradicted_diagnosis_is_in_the_report_and_fits_the_schema(run_suite, tmp_path):
+    r, rep = _report(run_suite, tmp_path, f"{BROKEN}:OffByOneWhenLong", "-k", "test_golden and rope-")
+    assert r.ret == 1
+    assert {"divergence": "DIV-ROPE-POSITIONS-OFF-BY-ONE", "dtype": "float32", "failures": 14,
+            "case": "rope-tiny-half", "golden": "passed"} in rep["contradicted"]
+    _check_schema(rep)

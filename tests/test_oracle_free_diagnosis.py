@@ -1,0 +1,213 @@
+"""Oracle-free checks name the bug: a failure is diagnosed on the operation calls the check made
+(each compared with the reference on the same inputs, then with every divergence's mutant), and
+the diagnosis considers every divergence with a mutant form for the operation, whatever family
+its clause is in (a RoPE precision bug seen in a SCALE-* or M-RoPE case)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posenc import families
+from posenc.conformance import golden, runner
+from posenc.conformance.cases import all_cases
+from posenc.conformance.suite import ConformanceFailure, rediagnosed
+
+BROKEN = str(Path(__file__).resolve().parent / "broken_adapters.py")
+POSITIONS = f"{BROKEN}:PositionsInActivationDtype"
+
+
+def _failures(run_suite, tmp_path, adapter: str, *args) -> dict:
+    out = tmp_path / "report.json"
+    r = run_suite(adapter, "--report-json", str(out), *args)
+    assert r.ret == 1, r.stdout.str()[-3000:]
+    rep = json.loads(out.read_text())
+    return {t["test_id"]: t for t in rep["results"] if t["outcome"] == "failed"}, r.stdout.str()
+
+
+@pytest.mark.parametrize("dtype, divergence", [("bfloat16", "DIV-ROPE-BF16-POSITIONS"),
+                                               ("float16", "DIV-ROPE-F16-POSITIONS")])
+def test_relative_positions_check_names_the_precision_bug(run_suite, tmp_path, dtype, divergence):
+    """rotary-embedding-torch's bug (positions built in the activation dtype) fails the relative-
+    position check, which has no golden: the check's six calls say which bug it is."""
+    fails, text = _failures(run_suite, tmp_path, POSITIONS, "--dtype", dtype,
+                            "-k", "test_relative and rope-tiny-interleaved")
+    (t,) = fails.values()
+    assert [d["divergence"] for d in t["diagnosis"]] == [divergence]
+    assert t["violated"] == ["ROPE-PRECISION"]  # the clause the bug violates, not the check's ROPE-ANGLE
+    assert "compared with the reference on the same inputs: out of tolerance in" in text
+    assert "of the check's 6 operation call(s)" in text and "position_ids [[" in text
+    assert t["reason"].startswith("<R(m)q, R(n)k> must depend only on m - n")  # the check's own verdict first
+
+
+def test_pair_norm_and_permutation_checks_name_it_too(run_suite, tmp_path):
+    fails, _ = _failures(run_suite, tmp_path, POSITIONS, "--dtype", "float16",
+                         "-k", "(test_pair_norm or test_permutation) and rope-llama4-interleaved")
+    assert len(fails) == 2
+    for t in fails.values():
+        assert "DIV-ROPE-F16-POSITIONS" in [d["divergence"] for d in t["diagnosis"]], t
+
+
+def test_a_precision_bug_is_named_in_scale_and_mrope_cases(run_suite, tmp_path):
+    """Before, only divergences of the case's own clause families were tried: a ROPE-PRECISION bug
+    in a SCALE-YARN golden, a dynamic-NTK call sequence (one stateful frequency provider across
+    calls) or the M-RoPE text check (its 1-D RoPE calls) had no name."""
+    fails, _ = _failures(run_suite, tmp_path, POSITIONS, "--dtype", "bfloat16,float16", "-k",
+                         "(test_golden and (scale-yarn-qwen2.5 or scale-dynamic-grow)) or "
+                         "(test_mrope_text_reduces_to_rope and mrope-qwen2-vl-text)")
+    want = {"bfloat16": "DIV-ROPE-BF16-POSITIONS", "float16": "DIV-ROPE-F16-POSITIONS"}
+    seen = set()
+    for tid, t in fails.items():
+        assert want[t["dtype"]] in [d["divergence"] for d in t["diagnosis"]], (tid, t["diagnosis"], t["inferred"])
+        seen.add((t["check"], t["case"]))
+    assert {("mrope_text_reduces_to_rope", "mrope-qwen2-vl-text"), ("golden", "scale-dynamic-grow")} <= seen
+
+
+def test_decode_steps_are_diagnosed(run_suite, tmp_path):
+    """A check that decodes step by step through a prepared object records each step as an
+    operation call: the cache off-by-one is named on the decode check as on the golden."""
+    fails, text = _failures(run_suite, tmp_path, f"{BROKEN}:CacheOffByOne", "--dtype", "float32",
+                            "-k", "test_cache_equals_prefill and pos-decode")
+    assert fails and all([d["divergence"] for d in t["diagnosis"]] == ["DIV-POS-CACHE-OFF-BY-ONE"]
+                         for t in fails.values())
+    assert "(position_ids.decode, batch 3, seq_len 1, cache_length 7)" in text
+
+
+def test_undiagnosed_steps_say_what_the_output_is(run_suite, tmp_path):
+    """No divergence reproduces OPT positions +1 on decode steps: the failure says so and infers it."""
+    fails, text = _failures(run_suite, tmp_path, f"{BROKEN}:CacheOffByOne", "--dtype", "float32",
+                            "-k", "test_cache_equals_prefill and opt-125m-positions-cache")
+    (t,) = fails.values()
+    assert t["diagnosis"] == [] and t["violated"] == ["LEARNED-OPT-POSITIONS"]
+    assert "no known divergence reproduces the outputs of all of the check's calls" in text
+    assert "inferred (call 1): positions are the specified ones +1 everywhere" in text
+
+
+# ---- rediagnosed / diagnose_calls directly -------------------------------------------------------
+
+def _case(cid):
+    return next(c for c in all_cases() if c.id == cid)
+
+
+def _failure(case, diagnosed=False):
+    return ConformanceFailure(f"{case.clauses[0]}: x fails case {case.id}", case.clauses, diagnosed=diagnosed)
+
+
+def _call(case, outputs):
+    g = golden.load(case)
+    return runner.Call(case.op, case.params, dict(g.inputs), outputs)
+
+
+def test_calls_within_the_reference_tolerance_add_nothing():
+    """The check's own rule failed where no call is out of the reference's tolerance: no second
+    verdict is made up (the failure is raised as it was)."""
+    c = _case("rope-tiny-interleaved")
+    g = golden.load(c)
+    e = _failure(c)
+    assert rediagnosed(e, c, [_call(c, {n: np.asarray(v) for n, v in g.outputs.items()})], "float32") is None
+    assert rediagnosed(e, c, [], "float32") is None
+
+
+def test_a_failure_already_compared_with_the_reference_is_not_diagnosed_twice():
+    c = _case("rope-tiny-interleaved")
+    g = golden.load(c)
+    wrong = {n: -np.asarray(v) for n, v in g.outputs.items()}
+    assert rediagnosed(_failure(c, diagnosed=True), c, [_call(c, wrong)], "float32") is None
+    again = rediagnosed(_failure(c), c, [_call(c, wrong)], "float32")
+    assert again is not None and again.diagnosed and "out of tolerance in 1 of the check's 1" in again.msg
+
+
+def test_a_divergence_must_reproduce_every_call():
+    """Two calls: one the pairing-swapped mutant reproduces, one it does not (the reference's
+    output, negated): no match, though the first call alone would name it."""
+    c = _case("rope-tiny-half")
+    g = golden.load(c)
+    d = families.spec().divergences["DIV-ROPE-PAIRING-SWAPPED"]
+    swapped = runner.mutant_outputs(d, g, "float32")
+    one = runner.diagnose_calls(families.spec(), c, [_call(c, swapped)], "float32")
+    assert "DIV-ROPE-PAIRING-SWAPPED" in [m.divergence for m in one.matches]
+    neg = {n: -np.asarray(v) for n, v in g.outputs.items()}
+    two = runner.diagnose_calls(families.spec(), c, [_call(c, swapped), _call(c, neg)], "float32")
+    assert two.wrong == (0, 1) and "DIV-ROPE-PAIRING-SWAPPED" not in [m.divergence for m in two.matches]
+
+
+def test_a_call_of_an_operation_without_a_mutant_form_must_be_the_reference():
+    """MutantAdapter's rule: where the mutant has no form, the output is the reference's; a wrong
+    output there is not explained by that divergence."""
+    c = _case("rope-tiny-half")
+    g = golden.load(c)
+    d = families.spec().divergences["DIV-ROPE-PAIRING-SWAPPED"]
+    swapped = runner.mutant_outputs(d, g, "float32")
+    pos = _case("pos-decode")
+    pg = golden.load(pos)
+    right = runner.Call(pos.op, pos.params, dict(pg.inputs), {n: np.asarray(v) for n, v in pg.outputs.items()})
+    off = runner.Call(pos.op, pos.params, dict(pg.inputs), {n: np.asarray(v) + 1 for n, v in pg.outputs.items()})
+    names = [m.divergence for m in runner.diagnose_calls(families.spec(), c, [_call(c, swapped), right],
+                                                         "float32").matches]
+    assert "DIV-ROPE-PAIRING-SWAPPED" in names
+    names = [m.divergence for m in runner.diagnose_calls(families.spec(), c, [_call(c, swapped), off],
+                                                         "float32").matches]
+    assert "DIV-ROPE-PAIRING-SWAPPED" not in names
+
+
+# ---- the oracle-free RoPE checks read the k output too ------------------------------------------
+
+@pytest.mark.parametrize("adapter, probe_fails", [("KNotRotated", True), ("KRotatedBackwards", False)])
+def test_relative_positions_check_reads_k_through_its_own_slot(run_suite, tmp_path, adapter, probe_fails):
+    """<R(m)q, R(n)k> takes R(n)k from the k output: k left unrotated, or rotated by -phi (scores
+    then depend on m + n), fails it; the pairing probe reads k as well (an unrotated k lights
+    nothing), while -phi keeps every pairing and norm."""
+    fails, text = _failures(run_suite, tmp_path, f"{BROKEN}:{adapter}", "--dtype", "float32",
+                            "-k", "rope-tiny-half and (test_relative or test_pairing_probe or test_pair_norm)")
+    assert {t["check"] for t in fails.values()} == ({"relative", "pairing_probe"} if probe_fails else {"relative"})
+    if probe_fails:
+        assert all([d["divergence"] for d in t["diagnosis"]] == ["DIV-ROPE-K-NOT-ROTATED"] for t in fails.values())
+        assert "k: half pairing: e_0 at position 1 must light index 4" in text
+    else:
+        assert "inferred (call 1): sin has the wrong sign" in text
+
+
+def test_a_nan_output_never_makes_the_allowed_difference_nan(run_suite, tmp_path):
+    fails, text = _failures(run_suite, tmp_path, POSITIONS, "--dtype", "float16",
+                            "-k", "test_relative and rope-tiny-half")
+    assert "shifted by 65536 gives nan (allowed difference nan)" not in text
+    assert "shifted by 65536 gives nan (allowed difference " in text
+
+
+# ---- a diagnosis the run contradicts ----------------------------------------------------------
+
+def test_a_diagnosis_contradicted_by_a_passing_golden_is_flagged(run_suite, tmp_path):
+    """+1 on every position, but only in calls that reach 60000: the long cases match
+    DIV-ROPE-POSITIONS-OFF-BY-ONE exactly, the short ones pass -- which that divergence's mutant
+    would fail.  The summary says so; the verdicts stay as they are."""
+    fails, text = _failures(run_suite, tmp_path, f"{BROKEN}:OffByOneWhenLong", "--dtype", "float32",
+                            "-k", "test_golden and (rope-llama3-8b or rope-tiny-half)")
+    assert ["DIV-ROPE-POSITIONS-OFF-BY-ONE"] in [[d["divergence"] for d in t["diagnosis"]] for t in fails.values()]
+    assert "posenc: diagnoses this run contradicts" in text
+    assert "DIV-ROPE-POSITIONS-OFF-BY-ONE (named for 2 failure(s) at float32): its mutant fails golden case " \
+           "rope-tiny-half, which passed" in text
+
+
+def test_a_real_bug_is_not_flagged_as_contradicted(run_suite, tmp_path):
+    out = tmp_path / "report.json"
+    r = run_suite(f"{BROKEN}:PairingSwapped", "--report-json", str(out), "-k", "test_golden and rope-")
+    rep = json.loads(out.read_text())
+    assert r.ret == 1 and any(t["diagnosis"] for t in rep["results"])
+    assert rep["contradicted"] == [] and "diagnoses this run contradicts" not in r.stdout.str()
+
+
+def test_a_check_s_name_its_case_s_golden_refutes_is_flagged(run_suite, tmp_path):
+    """Positions x 2 look like +1 at position 1, the pairing probe's only position: the probe names
+    an off-by-one, the golden of the same case (more positions) names none."""
+    out = tmp_path / "report.json"
+    r = run_suite(f"{BROKEN}:PositionsDoubled", "--report-json", str(out),
+                  "-k", "rope-tiny-partial-half and (test_golden or test_pairing_probe)")
+    rep = json.loads(out.read_text())
+    probe = next(t for t in rep["results"] if t["check"] == "pairing_probe")
+    assert "DIV-ROPE-POSITIONS-OFF-BY-ONE" in [d["divergence"] for d in probe["diagnosis"]]
+    assert {"divergence": "DIV-ROPE-POSITIONS-OFF-BY-ONE", "dtype": "float32", "failures": 1,
+            "case": "rope-tiny-partial-half", "golden": "failed without it"} in rep["contradicted"]
+    assert "the golden test of case rope-tiny-partial-half failed without naming it" in r.stdout.str()
