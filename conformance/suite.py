@@ -64,14 +64,16 @@ class ConformanceFailure(pytest.fail.Exception):
     """A conformance test failed; carries the clauses it violates and the diagnosed divergences.
 
     ``violated`` is what the summary counts the failure under: the clauses the test checks that
-    the matched divergences violate; else, when they violate only clauses the test does not list
-    (bf16 angles in a pairing case: ROPE-PRECISION), those; with no diagnosis, the test's clauses.  ``raised``: the
+    the matched divergences violate; else those of the case's clauses (``case_clauses``) they
+    violate; else, when they violate only clauses neither lists (bf16 angles in a pairing case:
+    ROPE-PRECISION), those; with no diagnosis, the test's clauses.  ``raised``: the
     adapter raised or returned a malformed output (no verdict on the values, so never an
     expected divergence).
     """
 
     def __init__(self, msg: str, clauses: Iterable[str], matches: tuple = (), raised: bool = False,
-                 inferred: Iterable[str] = (), reason: Optional[str] = None, diagnosed: bool = False):
+                 inferred: Iterable[str] = (), reason: Optional[str] = None, diagnosed: bool = False,
+                 case_clauses: Iterable[str] = ()):
         super().__init__(msg, pytrace=False)
         #: the outputs were compared with the reference and its mutants (a golden, a decode step,
         #: a generated example, or an oracle-free check's own calls): no second diagnosis
@@ -85,7 +87,11 @@ class ConformanceFailure(pytest.fail.Exception):
         self.inferred = tuple(inferred)  # what the output is, when no divergence reproduces it
         self.divergences = tuple(m.divergence for m in matches)
         hit = tuple(dict.fromkeys(c for m in matches for c in m.violates))
-        self.violated = tuple(c for c in self.clauses if c in hit) or hit or self.clauses
+        # the test's clauses the matches violate; else those of its case (a sign flip seen by a
+        # ROPE-ANGLE check of a half-pairing case: ROPE-PAIR-HALF, not every pairing's clause);
+        # else all the matches violate
+        self.violated = (tuple(c for c in self.clauses if c in hit) or tuple(c for c in case_clauses if c in hit)
+                         or hit or self.clauses)
 
 
 def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detail: str, matches=(),
@@ -97,7 +103,8 @@ def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detai
     clauses = tuple(clauses)
     lines = [f"{', '.join(clauses)}: {adapter.name} fails case {case.id} ({dtype})", f"  {detail}"]
     lines += diagnosis_lines(case, matches, dtype)
-    raise ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred, reason or detail, diagnosed)
+    raise ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred, reason or detail, diagnosed,
+                             case.clauses)
 
 
 def diagnosis_lines(case: Case, matches, dtype: str) -> list[str]:
@@ -144,7 +151,7 @@ def _rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Option
         inferred = tuple(infer(g, call.outputs, dtype))
         lines.append("  diagnosis: no known divergence reproduces the outputs of all of the check's calls")
         lines += [f"  inferred (call {i + 1}): {s}" for s in inferred]
-    return ConformanceFailure("\n".join(lines), e.clauses, d.matches, False, inferred, e.reason, True)
+    return ConformanceFailure("\n".join(lines), e.clauses, d.matches, False, inferred, e.reason, True, case.clauses)
 
 
 def _call_inputs(call, case: Case) -> str:
