@@ -827,7 +827,10 @@ def pytest_sessionfinish(session, exitstatus):
     if st.not_run and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     from .suite import contradicted_diagnoses
-    st.contradicted = contradicted_diagnoses(st.records)
+    try:
+        st.contradicted = contradicted_diagnoses(st.records)
+    except KeyboardInterrupt:  # an advisory: the report is still written
+        st.contradicted, st.complete = [], False
     path = session.config.getoption("--report-json")
     if path:
         Path(path).write_text(json.dumps(report(session.config, st, session.exitstatus), indent=1) + "\n",

@@ -64,8 +64,8 @@ class ConformanceFailure(pytest.fail.Exception):
     """A conformance test failed; carries the clauses it violates and the diagnosed divergences.
 
     ``violated`` is what the summary counts the failure under: the clauses the test checks that
-    the matched divergences violate; else those of the case's clauses (``case_clauses``) they
-    violate; else, when they violate only clauses neither lists (bf16 angles in a pairing case:
+    the matched divergences violate; else those of the case's clauses (``case_clauses``) the
+    closest match violates; else, when they violate only clauses neither lists (bf16 angles in a pairing case:
     ROPE-PRECISION), those; with no diagnosis, the test's clauses.  ``raised``: the
     adapter raised or returned a malformed output (no verdict on the values, so never an
     expected divergence).
@@ -87,11 +87,11 @@ class ConformanceFailure(pytest.fail.Exception):
         self.inferred = tuple(inferred)  # what the output is, when no divergence reproduces it
         self.divergences = tuple(m.divergence for m in matches)
         hit = tuple(dict.fromkeys(c for m in matches for c in m.violates))
-        # the test's clauses the matches violate; else those of its case (a sign flip seen by a
-        # ROPE-ANGLE check of a half-pairing case: ROPE-PAIR-HALF, not every pairing's clause);
-        # else all the matches violate
-        self.violated = (tuple(c for c in self.clauses if c in hit) or tuple(c for c in case_clauses if c in hit)
-                         or hit or self.clauses)
+        # the test's clauses the matches violate; else the case's clauses the closest match
+        # violates (a sign flip seen by a ROPE-ANGLE check of a half-pairing case: ROPE-PAIR-HALF,
+        # not every pairing's clause); else all the matches violate, the closest match's first
+        best = tuple(c for c in matches[0].violates if c in tuple(case_clauses)) if matches else ()
+        self.violated = tuple(c for c in self.clauses if c in hit) or best or hit or self.clauses
 
 
 def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detail: str, matches=(),
@@ -174,26 +174,33 @@ def _call_inputs(call, case: Case) -> str:
 CONTRADICTION_LIMIT = 8
 
 
+def _values_verdict(r: dict) -> bool:
+    """A failed record that compared the outputs' values (not an exception, a crash, a malformed
+    output or a strict XPASS of an expectation line)."""
+    return r.get("outcome") == "failed" and not r.get("raised") and not str(r.get("reason", "")).startswith("[XPASS")
+
+
 def contradicted_diagnoses(records: list[dict]) -> list[dict]:
-    """Diagnoses the run itself contradicts, where a divergence named for failures at a dtype
-    (``failures``: how many) is refuted by a golden case at that dtype (``case``): its mutant
-    fails the golden, which *passed* (``golden: "passed"``); or it was named by an invariant check
-    of a case whose own golden test failed without naming it (``golden: "failed without it"``:
-    the golden's inputs tell more than the check's few calls).  The adapter then does not have
-    that bug as such but a narrower or another one that agrees with it on the failing calls (an
-    offset only at long positions, positions x 2 seen at position 1 only), and the name must not
-    be taken at its word.  ``records``: the run's ``--report-json`` records; the most named
-    (divergence, dtype) first, at most :data:`CONTRADICTION_LIMIT` checked.  Never raises."""
+    """Diagnoses the run itself contradicts, where the divergence a failure is diagnosed as (its
+    closest match, the name the user reads) at a dtype (``failures``: how many) is refuted by a
+    golden case at that dtype (``case``): its mutant fails the golden -- of an operation those
+    failures ran -- which *passed* (``golden: "passed"``); or an invariant check named it for a
+    case whose own golden test judged the values and failed without naming it (``golden:
+    "failed without it"``: the golden's inputs tell more than the check's few calls).  The adapter
+    then does not have that bug as such but a narrower or another one that agrees with it on the
+    failing calls (an offset only at long positions, positions x 2 seen at position 1 only), and
+    the name must not be taken at its word.  ``records``: the run's ``--report-json`` records;
+    the most named (divergence, dtype) first, at most :data:`CONTRADICTION_LIMIT` checked.
+    Never raises an ``Exception``."""
     try:
+        cases = {c.id: c for c in all_cases()}
         named: dict[tuple[str, str], list[dict]] = {}
         goldens: dict[tuple[str, str], dict] = {}
         for r in records:
             if r.get("check") == "golden":
                 goldens[(r.get("case"), r.get("dtype"))] = r
-            if r.get("outcome") == "failed":
-                for m in r.get("diagnosis") or ():
-                    named.setdefault((m["divergence"], r["dtype"]), []).append(r)
-        cases = {c.id for c in all_cases()}
+            if _values_verdict(r) and r.get("diagnosis"):
+                named.setdefault((r["diagnosis"][0]["divergence"], r["dtype"]), []).append(r)
         out = []
         for (div, dtype), rs in sorted(named.items(), key=lambda kv: -len(kv[1]))[:CONTRADICTION_LIMIT]:
             d = _SPEC.divergences.get(div)
@@ -202,12 +209,14 @@ def contradicted_diagnoses(records: list[dict]) -> list[dict]:
             found = None
             for r in rs:  # an invariant check's name that its case's own golden does not give
                 g = goldens.get((r.get("case"), dtype))
-                if r.get("check") != "golden" and g is not None and g.get("outcome") == "failed" and \
+                if r.get("check") != "golden" and g is not None and _values_verdict(g) and \
                         div not in [m["divergence"] for m in g.get("diagnosis") or ()]:
                     found = (r["case"], "failed without it")
                     break
+            # the operations the failures ran (a generated test's case is its operation)
+            ops = {cases[r["case"]].op if r.get("case") in cases else r.get("case") for r in rs}
             for (cid, gd), g in goldens.items() if found is None else ():
-                if gd != dtype or g.get("outcome") != "passed" or cid not in cases:
+                if gd != dtype or g.get("outcome") != "passed" or cid not in cases or cases[cid].op not in ops:
                     continue
                 gold = _loaded(cid)
                 mut = None if gold is None else mutant_outputs(d, gold, dtype)

@@ -384,6 +384,6 @@ def test_init_picks_the_wrapped_library_and_skips_what_no_line_can_excuse():
 def test_a_contradicted_diagnosis_is_in_the_report_and_fits_the_schema(run_suite, tmp_path):
     r, rep = _report(run_suite, tmp_path, f"{BROKEN}:OffByOneWhenLong", "-k", "test_golden and rope-")
     assert r.ret == 1
-    assert {"divergence": "DIV-ROPE-POSITIONS-OFF-BY-ONE", "dtype": "float32", "failures": 14,
-            "case": "rope-tiny-half", "golden": "passed"} in rep["contradicted"]
+    c = {x["divergence"]: x for x in rep["contradicted"]}["DIV-ROPE-POSITIONS-OFF-BY-ONE"]
+    assert (c["dtype"], c["case"], c["golden"]) == ("float32", "rope-tiny-half", "passed") and c["failures"] > 1
     _check_schema(rep)
