@@ -456,10 +456,12 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
 @dataclass(frozen=True)
 class CallsDiagnosis:
     """:func:`diagnose_calls`' verdict: ``goldens`` (the reference on each call), ``wrong`` (the
-    indices of the calls whose outputs are out of tolerance of the reference), ``matches`` (the
-    divergences reproducing every call, best first)."""
+    indices of the calls whose outputs are out of tolerance of the reference), ``first_bad`` (the
+    out-of-tolerance messages of the first of them), ``matches`` (the divergences reproducing
+    every call, best first)."""
     goldens: tuple
     wrong: tuple[int, ...]
+    first_bad: tuple[str, ...]
     matches: tuple[Match, ...]
 
 
@@ -473,10 +475,10 @@ def diagnose_calls(spec: Spec, case, calls: list[Call], dtype: str) -> Optional[
     try:
         goldens = tuple(computed(dataclasses.replace(case, op=c.op, params=c.params, inputs={}), c.inputs)
                         for c in calls)
-        wrong = tuple(i for i, (g, c) in enumerate(zip(goldens, calls))
-                      if not all(x.ok for x in compare_outputs(g, c.outputs, dtype)))
+        bad = [[x.message for x in compare_outputs(g, c.outputs, dtype) if not x.ok] for g, c in zip(goldens, calls)]
     except Exception:  # noqa: BLE001 - a call the reference cannot judge: no diagnosis
         return None
+    wrong = tuple(i for i, b in enumerate(bad) if b)
     if not goldens:
         return None
     found = []
@@ -495,7 +497,8 @@ def diagnose_calls(spec: Spec, case, calls: list[Call], dtype: str) -> Optional[
         else:
             if differs:
                 found.append(Match(d.id, tuple(d.violates), d.description, max(ratios)))
-    return CallsDiagnosis(goldens, wrong, tuple(sorted(found, key=lambda m: m.ratio)))
+    return CallsDiagnosis(goldens, wrong, tuple(bad[wrong[0]]) if wrong else (),
+                          tuple(sorted(found, key=lambda m: m.ratio)))
 
 
 def mutant_outputs(d, golden: Golden, dtype: str) -> Optional[dict[str, np.ndarray]]:
@@ -515,17 +518,24 @@ def separating_case(spec: Spec, a: str, b: str, goldens: list[Golden], dtype: st
     da, db = spec.divergences[a], spec.divergences[b]
     for g in goldens:
         for x, y in ((da, db), (db, da)):
-            out = mutant_outputs(x, g, dtype)
-            if out is None or any(np.shape(out.get(n)) != v.shape for n, v in g.outputs.items()
-                                  if not n.endswith(".compared")):
-                continue
-            try:
-                caught = not all(c.ok for c in compare_outputs(g, out, dtype))
-            except Exception:  # noqa: BLE001 - an output the comparison cannot judge says nothing
-                continue
-            if caught and _match(y, g, out, dtype) is None:
+            out = caught_outputs(x, g, dtype)
+            if out is not None and _match(y, g, out, dtype) is None:
                 return g.case.id
     return None
+
+
+def caught_outputs(d, golden: Golden, dtype: str) -> Optional[dict[str, np.ndarray]]:
+    """``d``'s mutant outputs on ``golden`` when the golden catches them (a form of the golden's
+    shapes, out of the reference's tolerance somewhere); None otherwise."""
+    out = mutant_outputs(d, golden, dtype)
+    if out is None or any(np.shape(out.get(n)) != v.shape for n, v in golden.outputs.items()
+                          if not n.endswith(".compared")):
+        return None
+    try:
+        caught = not all(c.ok for c in compare_outputs(golden, out, dtype))
+    except Exception:  # noqa: BLE001 - an output the comparison cannot judge says nothing
+        return None
+    return out if caught else None
 
 
 def _match(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> Optional[Match]:
