@@ -19,7 +19,8 @@ What is read, per model type (no weights, no download: config classes and module
 * the pairing, probed (:func:`probe_pairing`): the model's own apply function run on random q
   with its own rotary module's cos/sin, compared with the reference's three pairings
   (ROPE-PAIR-HALF / -INTERLEAVED / -DEINTERLEAVE) on those cos/sin; for axial (2-D) RoPE, which
-  known layout it computes (:func:`axial_layout`, for the record);
+  head-width rule, axes, frequencies, layout and axis order (AXIAL-*) its rotary module and apply
+  function compute (:func:`axial_probe`);
 * the positional-encoding family of every other model type, from the names in its modeling
   source (:data:`SOURCE_FAMILIES`; evidence listed per row).
 
@@ -42,8 +43,8 @@ from typing import Any, Optional
 import numpy as np
 
 from posenc.spec.errors import SpecError
-from posenc.spec.hf_config import (HF_TABLE_PATH, LEGACY_THETA_KEYS, _hf_table, _layer_overrides, _nested,
-                                    hf_model_types)
+from posenc.spec.hf_config import (AXIAL_HEAD_WIDTH, HF_TABLE_PATH, LEGACY_THETA_KEYS, _hf_table, _layer_overrides,
+                                    _nested, axial_head_width, hf_model_types)
 
 COVERAGE_PATH = Path(__file__).resolve().parents[1] / "docs" / "model-coverage.md"
 #: keys of a config that the import reads, kept as class defaults in the table
@@ -194,44 +195,103 @@ def probe_pairing(module, rotary, layer_type=None, function: str = "apply_rotary
     return matches[0], f"{where} probed (ROPE-PAIR-{matches[0].upper()})"
 
 
-#: the axial (2-D) layouts the survey recognises, for the record (no spec clause covers them yet)
-AXIAL_LAYOUTS = {
-    "split": "split layout: D/4 frequencies theta^(-2k/(D/2)) shared by the axes, angles [h w, w w], "
-             "cat(a, a) with rotate_half (Qwen2-VL vision)",
-    "alternate": "alternate layout: theta^(-2k/D), even frequencies to h and odd to w, cat(a, a) "
-                 "with rotate_half (Pixtral)",
-}
-
-
-def axial_layout(module, sub_config, n: int = 9) -> tuple[Optional[str], str]:
-    """Which of :data:`AXIAL_LAYOUTS` a vision encoder's axial rotary module computes: its cos on a
-    random (h, w) grid (positions ``[N, 2]``) against both, from the config's theta and head width."""
+#: the modeling modules' apply functions of axial (vision) RoPE, in the order they are preferred
+AXIAL_APPLY = ("apply_rotary_pos_emb_vision", "apply_rotary_pos_emb_2d", "apply_rotary_pos_emb_2d_self_attn",
+               "apply_multidimensional_rope", "apply_rotary_pos_emb")
+def axial_call(module, rotary, q, pos):
+    """The model's own axial RoPE on ``q [N, D]`` (torch float32) at ``pos [A, N]`` (int): its rotary
+    module's cos/sin (positions ``[N, A]``, else ``[1, N, A]``) and its apply function
+    (:data:`AXIAL_APPLY`), q laid out as the function broadcasts it; float64 ``[N, D]``."""
     import torch
-    d = sub_config.to_dict()
-    theta = (d.get("rope_parameters") or {}).get("rope_theta")
-    hidden = d.get("hidden_size") or d.get("embed_dim")
-    heads = d.get("num_attention_heads") or d.get("num_heads")
-    dim = d.get("head_dim") or (hidden // heads if hidden and heads and hidden % heads == 0 else None)
-    for name, rotary in rotary_modules(module, sub_config):
-        g = torch.Generator().manual_seed(0)
-        pos = torch.randint(0, 40, (n, 2), generator=g)
+    fn = next((getattr(module, n) for n in AXIAL_APPLY if getattr(getattr(module, n, None), "__module__", None)
+               == module.__name__), None)
+    if fn is None:
+        raise LookupError(f"no apply function of {', '.join(AXIAL_APPLY)}")
+    N, D = q.shape
+    last = None
+    for p in (pos.T.contiguous(), pos.T[None].contiguous()):
         try:
             with torch.no_grad():
-                cos = rotary(torch.zeros(1, n, 8), pos)[0].double().numpy().reshape(n, -1)
-        except Exception as e:  # noqa: BLE001 - recorded
-            return None, f"{name}.forward: {type(e).__name__}"
-        if not theta or not dim or dim % 4:
-            return None, f"{name}: head width or theta unknown"
-        h, w = pos.double().numpy().T
-        split = theta ** (-np.arange(0, dim // 2, 2) / (dim // 2))
-        full = theta ** (-np.arange(0, dim, 2) / dim)
-        for layout, (fh, fw) in (("split", (split, split)), ("alternate", (full[0::2], full[1::2]))):
-            a = np.concatenate([h[:, None] * fh, w[:, None] * fw], -1)
-            want = np.cos(np.concatenate([a, a], -1))
-            if want.shape == cos.shape and np.allclose(want, cos, atol=1e-5):
-                return layout, f"{module.__name__.removeprefix('transformers.models.')}.{name} probed"
-        return None, f"{name}: neither layout (cos width {cos.shape[-1]}, head width {dim})"
-    return None, "no rotary module builds"
+                cos, sin = rotary(q[None], p)
+                if fn.__name__ == "apply_multidimensional_rope":
+                    out = fn(q[None, :, None, :], cos, sin, p)
+                    return out.reshape(N, D).double().numpy()
+                for x in (q[:, None, :], q[None, None]):
+                    try:
+                        out = fn(x, x, cos, sin)
+                    except Exception as e:  # noqa: BLE001 - another layout of q
+                        last = e
+                        continue
+                    out = out[0] if isinstance(out, tuple) else out
+                    if tuple(out.shape) == tuple(x.shape):
+                        return out.reshape(N, D).double().numpy()
+        except Exception as e:  # noqa: BLE001 - the other position layout
+            last = e
+    raise RuntimeError(f"{fn.__name__}: {type(last).__name__ if last else 'no layout of q broadcasts'}")
+
+
+def axial_candidates(head_dim: int, theta: float):
+    """Every :class:`~posenc.spec.models.AxialRopeParams` the probe tries, in order of preference."""
+    import itertools
+    from posenc.spec.models import AxialRopeParams
+    for A in (2, 3):
+        orders = [tuple(range(A)), tuple(reversed(range(A)))]
+        for freq, layout, order in itertools.product(("shared", "alternating"),
+                                                     ("split", "blocks", "interleaved", "alternate"), orders):
+            try:
+                yield AxialRopeParams(head_dim=head_dim, rope_theta=theta, num_axes=A, frequencies=freq,
+                                      layout=layout, axis_order=None if order == tuple(range(A)) else order)
+            except ValueError:
+                continue
+
+
+def axial_probe(module, sub_config, n: int = 9) -> tuple[Optional[dict], str]:
+    """Which axial RoPE (head-width rule, axes, frequencies, layout, axis order) a vision encoder's
+    rotary module and apply function compute: random q at random coordinates against the
+    reference with every candidate (:func:`axial_candidates`); exactly one must match.  Returns
+    ``({head_width, num_axes, frequencies, layout, axis_order}, evidence)`` or ``(None, why)``."""
+    import torch
+    from posenc.reference import axial
+    d = sub_config.to_dict()
+    theta = (d.get("rope_parameters") or {}).get("rope_theta")
+    built = rotary_modules(module, sub_config)
+    if not built or not theta:
+        return None, "no rotary module builds" if not built else "rope_theta unknown"
+    name, rotary = built[0]
+    g = torch.Generator().manual_seed(0)
+    tried = []
+    for rule, _ in AXIAL_HEAD_WIDTH:
+        D = axial_head_width(lambda k: _class_value(sub_config, k), rule)
+        if D is None or D % 2 or D in tried:
+            continue
+        tried.append(D)
+        q = torch.randn(n, D, generator=g, dtype=torch.float32)
+        matches, outs = [], {}
+        for cand in axial_candidates(D, float(theta)):
+            A = cand.num_axes
+            if A not in outs:
+                pos = torch.randint(0, 40, (A, n), generator=torch.Generator().manual_seed(A))
+                try:
+                    outs[A] = (pos, axial_call(module, rotary, q, pos))
+                except Exception as e:  # noqa: BLE001 - this axis count does not fit the module
+                    outs[A] = (pos, e)
+            pos, got = outs[A]
+            if isinstance(got, Exception):
+                continue
+            want = axial.apply(q.double().numpy()[None, None], q.double().numpy()[None, None],
+                               pos.numpy()[:, None, :], cand)[0][0, 0]
+            if np.allclose(got, want, atol=2e-5 * max(1.0, float(np.abs(want).max())), rtol=0):
+                matches.append(cand)
+        if len(matches) == 1:
+            m = matches[0]
+            where = f"{module.__name__.removeprefix('transformers.models.')}.{name}"
+            return ({"head_width": rule, "num_axes": m.num_axes, "frequencies": m.frequencies, "layout": m.layout,
+                     "axis_order": list(m.order)}, f"{where} probed against AXIAL-* (head width {rule})")
+        if len(matches) > 1:
+            return None, f"{name}: {len(matches)} candidate layouts match (the probe cannot tell them apart)"
+    errors = {type(v[1]).__name__ for v in outs.values() if isinstance(v[1], Exception)} if tried else set()
+    return None, (f"{name}: no axial layout of the reference matches (head widths tried {tried}"
+                  f"{'; ' + ', '.join(sorted(errors)) if errors else ''})")
 
 
 def _rope_location(cfg_dict: dict) -> Optional[str]:
@@ -305,10 +365,17 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     rope = sub["rope_parameters"]
     if _is_axial(rope):
         module, _ = _modeling(text_type)
-        layout, evidence = axial_layout(module, sub_obj) if module is not None else (None, "no modeling module")
-        row["axial_layout"] = layout or "other"
+        found, evidence = axial_probe(module, sub_obj) if module is not None else (None, "no modeling module")
         row["axial_evidence"] = evidence
-        row["not_covered"] = f"axial (two-dimensional) RoPE of a vision encoder ({AXIAL_LAYOUTS.get(layout, 'other layout')})"
+        if found is None:
+            row["not_covered"] = f"axial (two-dimensional) RoPE of a vision encoder: {evidence}"
+        else:
+            row["axial"] = found
+            row["rotary_class"] = evidence.split(" probed")[0]
+            for k in dict(AXIAL_HEAD_WIDTH)[found["head_width"]]:  # the class defaults the import falls back on
+                v = _class_value(sub_obj, k)
+                if k not in defaults and isinstance(v, int) and not isinstance(v, bool):
+                    defaults[k] = v
         return row
     module, modname = _modeling(text_type)
     if module is None:
@@ -596,6 +663,35 @@ def compare_apply(module, rotary, found: dict, seq: int = 12) -> list[str]:
     return problems
 
 
+def compare_axial(module, rotary, p, n: int = 11) -> list[str]:
+    """The imported :class:`~posenc.spec.models.AxialRopeParams` against a vision encoder's own rotary
+    module (its ``inv_freq``: the shared frequencies, or Pixtral's two halves) and apply function
+    (random q at random coordinates, :func:`axial_call`), computed by the reference."""
+    import torch
+    from posenc.reference import axial
+    problems = []
+    w = next(b for name, b in rotary.named_buffers() if name == "inv_freq").double().numpy()
+    f = axial.axis_frequencies(p)
+    want = f[0] if p.frequencies == "shared" else f.reshape(-1)
+    if want.shape != w.shape:
+        problems.append(f"{len(want)} frequencies imported, the module has {len(w)}")
+    elif not np.allclose(want, w, rtol=4e-6, atol=0):
+        i = int(np.argmax(np.abs(want - w) / np.abs(w)))
+        problems.append(f"inv_freq[{i}] {want[i]:.9g} imported, the module has {w[i]:.9g}")
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(n, p.head_dim, generator=g, dtype=torch.float32)
+    pos = torch.randint(0, 64, (p.num_axes, n), generator=g)
+    try:
+        got = axial_call(module, rotary, q, pos)
+    except Exception as e:  # noqa: BLE001 - reported
+        return problems + [f"apply: {type(e).__name__}: {str(e).splitlines()[0][:100]}"]
+    ref = axial.apply(q.double().numpy()[None, None], q.double().numpy()[None, None], pos.numpy()[:, None, :], p)[0][0, 0]
+    if not np.allclose(got, ref, atol=2e-5 * max(1.0, float(np.abs(ref).max())), rtol=0):
+        problems.append(f"the apply function differs from the reference axial RoPE with the imported parameters "
+                        f"(layout {p.layout}, axis order {list(p.order)})")
+    return problems
+
+
 def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dict] = None) -> tuple[str, str]:
     """``(status, detail)`` of one RoPE model type: ``agrees`` (frequencies, attention factor and
     the apply function match the reference on the imported parameters), ``disagrees``,
@@ -617,6 +713,9 @@ def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dic
     if not built:
         return "not covered", f"no rotary module builds from {type(sub).__name__}"
     rotary = built[0][1]
+    if "axial" in found:
+        problems = compare_axial(module, rotary, found["axial"])
+        return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
     problems = compare_frequencies(found, rotary_frequencies(rotary)) or compare_apply(module, rotary, found)
     return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
 
@@ -716,7 +815,8 @@ def coverage_rows(table: dict, results: Optional[dict] = None) -> list[dict]:
             types = sorted({s.get("rope_type", "default") for s in (rope.values() if _nested(rope) else [rope]) if s})
             variant = ", ".join(types) + (" per layer type" if _nested(rope) else "")
             variant += f" ({row['where']})" if row.get("where") else ""
-            r.update(family="M-RoPE" if mt in MROPE_RULES or "mrope_section" in json.dumps(rope) else "RoPE",
+            r.update(family="M-RoPE" if mt in MROPE_RULES or "mrope_section" in json.dumps(rope) else
+                     "axial RoPE" if _is_axial(rope) else "RoPE",
                      variant=variant, evidence=row.get("rotary_class", ""))
             if "not_covered" in row:
                 r["status"] = f"not covered: {row['not_covered']}"
@@ -758,7 +858,7 @@ def counts(results: dict) -> dict:
 
 def coverage_text(table: dict, results: Optional[dict] = None) -> str:
     rows = coverage_rows(table, results)
-    rope = [r for r in rows if r.get("family") in ("RoPE", "M-RoPE")]
+    rope = [r for r in rows if r.get("family") in ("RoPE", "M-RoPE", "axial RoPE")]
     agree = sum(r["status"] == "agrees" for r in rope)
     fam: dict[str, int] = {}
     for r in rows:

@@ -31,7 +31,7 @@ from typing import Any, Optional, Union
 from pydantic import ValidationError
 
 from .errors import SpecError
-from .models import (ROPE_TYPE_FIELDS, AlibiParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
+from .models import (ROPE_TYPE_FIELDS, AlibiParams, AxialRopeParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
                      MRopeParams, OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params)
 
 #: transformers' model types, read from transformers by ``posenc config survey`` (conformance/hf_models.py)
@@ -345,6 +345,9 @@ def _locate(config: dict, table: dict) -> tuple[str, dict, str, ModelRule, Optio
                         f"{hf_table_version()} (see docs/model-coverage.md)")
     if "not_covered" in row:
         raise SpecError(f"config.json: model_type: {model_type!r}: not covered: {row['not_covered']}")
+    if row.get("axial"):
+        raise SpecError(f"config.json: model_type: {model_type!r} uses axial (two-dimensional) RoPE (AXIAL-*), "
+                        f"not 1-D RoPE: read it with params_from_hf_config (`posenc config import`)")
     if not row.get("pairing") and not row.get("pairing_flag"):
         raise SpecError(f"config.json: model_type: {model_type!r}: pairing unknown (its apply function was not "
                         f"recognised: {'; '.join(row.get('pairing_evidence', []))})")
@@ -766,6 +769,96 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
         raise SpecError(f"config.json ({model_type}, rope_type {rope_type}): {msgs}") from None
 
 
+#: how a vision config gives its head width (transformers 5.24's compute_axial_rope_parameters and
+#: their callers), by the rule name the model-type table records per axial model type: (rule, keys)
+AXIAL_HEAD_WIDTH = (("head_dim", ("head_dim",)),
+                    ("hidden_size / num_attention_heads", ("hidden_size", "num_attention_heads")),
+                    ("embed_dim / num_attention_heads", ("embed_dim", "num_attention_heads")),
+                    ("memory_attention_hidden_size / (memory_attention_downsample_rate * "
+                     "memory_attention_num_attention_heads)",
+                     ("memory_attention_hidden_size", "memory_attention_downsample_rate",
+                      "memory_attention_num_attention_heads")))
+
+
+def axial_head_width(get, rule: str) -> Optional[int]:
+    """The head width under one of :data:`AXIAL_HEAD_WIDTH`'s rules, ``get(key)`` reading the config
+    (None when a key is missing, not a positive integer, or the division is not exact)."""
+    keys = dict(AXIAL_HEAD_WIDTH)[rule]
+    vals = [get(k) for k in keys]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in vals):
+        return None
+    den = 1
+    for v in vals[1:]:
+        den *= v
+    return vals[0] // den if vals[0] % den == 0 else None
+
+
+def is_axial(config: dict) -> bool:
+    """Whether the model-type table records ``config``'s model type as axial RoPE (AXIAL-*)."""
+    row = hf_model_types().get(config.get("model_type")) if isinstance(config.get("model_type"), str) else None
+    return bool(row and row.get("axial"))
+
+
+@_named_errors
+def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopeParams:
+    """``AxialRopeParams`` for a vision encoder's ``config.json`` whose ``rope_type`` is ``axial``.
+
+    The model type's axes, frequency rule, layout, axis order and head-width rule are the ones the
+    model-type table records for it (probed from its transformers 5.24 rotary module and apply
+    function against the reference: ``posenc config survey``); ``rope_theta`` and the head-width
+    keys are read from the config (``vision_config`` where the table says so), a missing key from
+    the config class's default.  Raises :class:`SpecError` naming the field.
+    """
+    config = read_config(config)
+    model_type = config.get("model_type")
+    row = hf_model_types().get(model_type) if isinstance(model_type, str) else None
+    if not row or not row.get("axial"):
+        raise SpecError(f"config.json: model_type: {model_type!r} has no axial RoPE in transformers "
+                        f"{hf_table_version()}")
+    where = row.get("where") or ""
+    cfg = config.get(where, {}) if where else config
+    if not isinstance(cfg, dict):
+        raise SpecError(f"config.json: {where}: expected an object, got {type(cfg).__name__}")
+    prefix = f"{where}." if where else ""
+    defaults, aliases = row.get("defaults") or {}, row.get("aliases") or {}
+
+    def get(k):
+        for key in (k, aliases.get(k)):
+            if key and cfg.get(key) is not None:
+                return cfg[key]
+        return defaults.get(k)
+    rope = cfg.get("rope_parameters") if cfg.get("rope_parameters") is not None else defaults.get("rope_parameters")
+    if not isinstance(rope, dict):
+        raise SpecError(f"config.json: {prefix}rope_parameters: expected an object, got {rope!r}")
+    rope_type = rope.get("rope_type", "axial")
+    if rope_type != "axial":
+        raise SpecError(f"config.json: {prefix}rope_parameters.rope_type: {rope_type!r}: {model_type}'s vision "
+                        f"rotary module supports only 'axial'")
+    unknown = sorted(set(rope) - {"rope_type", "rope_theta"})
+    if unknown:
+        raise SpecError(f"config.json: {prefix}rope_parameters: unknown key(s) {', '.join(unknown)} for rope_type "
+                        f"'axial'")
+    theta = rope.get("rope_theta", (defaults.get("rope_parameters") or {}).get("rope_theta"))
+    if not _is_number(theta) or not theta > 0:
+        raise SpecError(f"config.json: {prefix}rope_parameters.rope_theta: expected a positive finite number, "
+                        f"got {theta!r}")
+    probed = row["axial"]
+    rule = probed["head_width"]
+    head = axial_head_width(get, rule)
+    if head is None:
+        keys = dict(AXIAL_HEAD_WIDTH)[rule]
+        raise SpecError(f"config.json: {prefix}{keys[0]}: the head width of {model_type} is {rule}: expected positive "
+                        f"integers that divide ({', '.join(f'{k}={get(k)!r}' for k in keys)})")
+    try:
+        return AxialRopeParams(head_dim=head, rope_theta=float(theta), num_axes=probed["num_axes"],
+                               frequencies=probed["frequencies"], layout=probed["layout"],
+                               axis_order=None if probed["axis_order"] == list(range(probed["num_axes"]))
+                               else tuple(probed["axis_order"]))
+    except ValidationError as e:
+        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'axial'}: {_msg(err)}" for err in e.errors())
+        raise SpecError(f"config.json ({model_type}, axial): {msgs}") from None
+
+
 @dataclass(frozen=True)
 class _TextKeys:
     """The text model's head_dim and max_position_embeddings, else the config class's defaults."""
@@ -889,7 +982,8 @@ def _typed(value, model, name: str, key: str):
 def is_rope_import(config: dict) -> bool:
     """Whether :func:`params_from_hf_config` reads ``config`` through :func:`rope_import` (every
     model type but the M-RoPE and the other families' rules)."""
-    return config.get("model_type") not in MROPE_RULES and config.get("model_type") not in FAMILY_RULES
+    return (config.get("model_type") not in MROPE_RULES and config.get("model_type") not in FAMILY_RULES
+            and not is_axial(config))
 
 
 @_named_errors
@@ -902,7 +996,8 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     OPT, BART give ``{"embeddings": ...EmbeddingParams}``; BLOOM and MPT ``{"alibi": AlibiParams}``;
     T5 ``{"encoder": T5Params, "decoder": T5Params}`` (bidirectional and causal buckets); Whisper
     ``{"encoder_positions": SinusoidalParams}``; M2M100 (``m2m_100``) ``{"positions": SinusoidalParams}`` (the
-    fairseq rule); Qwen2-VL, Qwen2.5-VL, Qwen3-VL (:data:`MROPE_RULES`) ``{"mrope": MRopeParams}``.
+    fairseq rule); Qwen2-VL, Qwen2.5-VL, Qwen3-VL (:data:`MROPE_RULES`) ``{"mrope": MRopeParams}``;
+    the vision encoders with axial RoPE (the table's ``axial`` rows) ``{"axial": AxialRopeParams}``.
     A key the config lacks takes the transformers 5.24 config class default (see
     the rule's source).  Raises :class:`SpecError` naming the model_type or field.
     """
@@ -910,6 +1005,8 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     model_type = config.get("model_type")
     if model_type in MROPE_RULES:
         return {"mrope": mrope_params_from_hf_config(config)}
+    if is_axial(config):
+        return {"axial": axial_params_from_hf_config(config)}
     rules = FAMILY_RULES.get(model_type)
     if is_rope_import(config):
         imported = rope_import(config)

@@ -414,6 +414,82 @@ class MRopeParams(_Strict):
         return mrope_axes(self.rdim // 2, self.mrope_section, self.layout)
 
 
+AxialLayout = Literal["split", "blocks", "interleaved", "alternate"]
+
+
+def axial_pairs(num_axes: int, axis_dim: int, layout: str, axis_order: tuple[int, ...]) -> list[tuple[int, int]]:
+    """``(axis, j)`` of each of the ``num_axes * axis_dim / 2`` rotated pairs, in pair order
+    (AXIAL-SPLIT, -BLOCKS, -INTERLEAVED, -ALTERNATE): axis the position coordinate (0 .. num_axes -
+    1 of ``position_ids [A, B, T]``), j the index of that axis's frequency.  split, blocks and
+    interleaved concatenate the axes' angle vectors in ``axis_order``; alternate takes one
+    frequency of each axis in turn (``axis_order[0]`` j = 0, ``axis_order[1]`` j = 0, ...)."""
+    n = axis_dim // 2
+    if layout == "alternate":
+        return [(axis_order[p % num_axes], p // num_axes) for p in range(num_axes * n)]
+    return [(axis_order[p // n], p % n) for p in range(num_axes * n)]
+
+
+class AxialRopeParams(_Strict):
+    """Axial (two- or three-dimensional) RoPE of vision encoders (clauses AXIAL-*): transformers'
+    ``rope_type: axial`` (Qwen2-VL / Qwen2.5-VL / Qwen3-VL / GLM-4V vision towers, Pixtral, Gemma 4
+    vision, SAM 2 / SAM 3, Inkling 2, Kimi K2.5, Step 3.7, MiniMax-M3).
+
+    ``position_ids`` are integer ``[A, B, T]`` (A = ``num_axes``: height and width, or temporal,
+    height and width).  Each axis rotates ``axis_dim`` dims (default ``2 * floor(head_dim / (2 A))``:
+    ``head_dim / 2`` for two axes) with ``axis_dim / 2`` frequencies: ``shared`` (AXIAL-FREQUENCIES,
+    ``rope_theta ** (-2j / axis_dim)``, the same for every axis) or ``alternating``
+    (AXIAL-FREQUENCIES-ALTERNATING, Pixtral: the 1-D vector ``rope_theta ** (-2k / (A axis_dim))``,
+    axis a taking every A-th entry from a).  ``layout`` says which dims form a pair and which
+    angle each pair takes (AXIAL-SPLIT half pairing over the axes' concatenated angles, AXIAL-BLOCKS
+    one half-paired block per axis, AXIAL-INTERLEAVED adjacent pairs, AXIAL-ALTERNATE half pairing
+    over the axes' angles taken in turn); ``axis_order`` the order the axes' angles are laid out
+    (AXIAL-AXIS-ORDER: ``(0, 1)`` height first, ``(1, 0)`` width first).  Dims ``>= num_axes *
+    axis_dim`` pass through (AXIAL-PARTIAL).  No attention factor (transformers' axial rule has
+    none).
+    """
+
+    head_dim: int = Field(gt=0)
+    rope_theta: float = Field(10000.0, gt=0)
+    num_axes: int = Field(2, ge=2, le=3)
+    axis_dim: Optional[int] = Field(None, gt=0, description="dims each axis rotates; None means "
+                                                            "2 * floor(head_dim / (2 num_axes))")
+    frequencies: Literal["shared", "alternating"] = "shared"
+    layout: AxialLayout = "split"
+    axis_order: Optional[tuple[int, ...]] = Field(None, description="None means (0, 1[, 2])")
+
+    @model_validator(mode="after")
+    def _check(self) -> "AxialRopeParams":
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim must be even, got {self.head_dim}")
+        ad = self.adim
+        if ad % 2 or ad < 2:
+            raise ValueError(f"axis_dim must be even and >= 2, got {ad}")
+        if self.num_axes * ad > self.head_dim:
+            raise ValueError(f"num_axes * axis_dim = {self.num_axes * ad} exceeds head_dim {self.head_dim}")
+        if sorted(self.order) != list(range(self.num_axes)):
+            raise ValueError(f"axis_order {list(self.order)} must be a permutation of 0 .. {self.num_axes - 1}")
+        return self
+
+    @property
+    def adim(self) -> int:
+        """The dims each axis rotates: ``axis_dim`` or ``2 * floor(head_dim / (2 num_axes))``."""
+        return self.axis_dim if self.axis_dim is not None else 2 * (self.head_dim // (2 * self.num_axes))
+
+    @property
+    def rdim(self) -> int:
+        """The rotated width ``num_axes * axis_dim`` (the rest of the head passes through)."""
+        return self.num_axes * self.adim
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        return tuple(self.axis_order) if self.axis_order is not None else tuple(range(self.num_axes))
+
+    @property
+    def pairs(self) -> list[tuple[int, int]]:
+        """``(axis, j)`` of each rotated pair, in pair order (:func:`axial_pairs`)."""
+        return axial_pairs(self.num_axes, self.adim, self.layout, self.order)
+
+
 class NopeParams(_Strict):
     """Which layers use no positional encoding (clauses NOPE-*; SmolLM3, Llama 4).
 
@@ -478,6 +554,7 @@ PARAM_MODELS: dict[str, type[BaseModel]] = {
         AlibiParams,
         T5Params,
         MRopeParams,
+        AxialRopeParams,
         NopeParams,
         SoftmaxScaleParams,
     )
