@@ -612,6 +612,7 @@ def compare_frequencies(found: dict, truth: dict) -> list[str]:
     """What differs between the imported parameter sets (reference ``inv_freq`` and attention
     factor) and a rotary module's buffers, one line per layer type; ``[]`` when they agree
     (float32 buffers: relative 4e-6)."""
+    from posenc.spec.models import MRopeParams
     sets, problems = _sets(found), []
     for lt, (w, a) in truth.items():
         p = sets.get(lt, sets.get(None))
@@ -619,6 +620,8 @@ def compare_frequencies(found: dict, truth: dict) -> list[str]:
             problems.append(f"{lt or 'all layers'}: no imported parameter set (has {', '.join(map(str, sets))})")
             continue
         rw, ra = _reference_freq(p)
+        if isinstance(p, MRopeParams):  # a module may hold them permuted (ERNIE's pre-rotated inv_freq_3d):
+            rw, w = np.sort(rw), np.sort(w)  # the order is the apply comparison's (compare_mrope_apply)
         if rw.shape != w.shape:
             problems.append(f"{lt or 'all layers'}: {len(rw)} frequencies imported, the module has {len(w)}")
         elif not np.allclose(rw, w, rtol=4e-6, atol=0):
@@ -661,6 +664,34 @@ def compare_apply(module, rotary, found: dict, seq: int = 12) -> list[str]:
             problems.append(f"{lt or 'all layers'}: {name} differs from the reference RoPE with the imported "
                             f"parameters (pairing {p.pairing})")
     return problems
+
+
+def compare_mrope_apply(module, rotary, p, n: int = 9) -> list[str]:
+    """The imported :class:`~posenc.spec.models.MRopeParams` against a multimodal model's own text
+    rotary module and ``apply_rotary_pos_emb``: random q at random, different (t, h, w) positions
+    (vision tokens), computed by the reference (MROPE-*: the layout, the pairing, the tail)."""
+    import torch
+    from posenc.reference import mrope
+    if p.rope_type in ("dynamic", "longrope"):
+        return []
+    fn = getattr(module, "apply_rotary_pos_emb", None)
+    if fn is None:
+        return ["no apply_rotary_pos_emb"]
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(1, 1, n, p.head_dim, generator=g, dtype=torch.float32)
+    pos = torch.randint(0, 64, (3, 1, n), generator=g)
+    try:
+        with torch.no_grad():
+            cos, sin = rotary(q, pos)
+            out = fn(q, q, cos, sin)
+        got = (out[0] if isinstance(out, tuple) else out).double().numpy()
+    except Exception as e:  # noqa: BLE001 - reported
+        return [f"apply_rotary_pos_emb: {type(e).__name__}: {str(e).splitlines()[0][:100]}"]
+    want = mrope.apply(q.double().numpy(), q.double().numpy(), pos.numpy(), p)[0]
+    if got.shape != want.shape or not np.allclose(got, want, atol=2e-5 * max(1.0, float(np.abs(want).max())), rtol=0):
+        return [f"apply_rotary_pos_emb at vision positions differs from the reference M-RoPE with the imported "
+                f"parameters (layout {p.layout}, pairing {p.pairing}, rotary_dim {p.rdim})"]
+    return []
 
 
 def compare_axial(module, rotary, p, n: int = 11) -> list[str]:
@@ -717,6 +748,8 @@ def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dic
         problems = compare_axial(module, rotary, found["axial"])
         return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
     problems = compare_frequencies(found, rotary_frequencies(rotary)) or compare_apply(module, rotary, found)
+    if not problems and "mrope" in found:
+        problems = compare_mrope_apply(module, rotary, found["mrope"])
     return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
 
 

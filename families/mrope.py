@@ -26,7 +26,7 @@ def mrope_outputs(op, p, x, axis_positions=None, freq=None, rotary_dim=None) -> 
     if op == "mrope.cos_sin":
         return {"cos": c, "sin": s}
     r = p.rdim if rotary_dim is None else rotary_dim
-    return {n: rope.apply_with_cos_sin(x[n], c, s, r, "half") for n in ("q", "k")}
+    return {n: rope.apply_with_cos_sin(x[n], c, s, r, p.pairing) for n in ("q", "k")}
 
 
 def _mrope_scales_for(op):
@@ -38,7 +38,7 @@ def _mrope_scales_for(op):
         if op == "mrope.cos_sin":
             sc = (np.full_like(phi, a), a * phi)
             return {"cos": sc, "sin": sc}
-        return {n: _pair_scales(x[n], a, phi[:, None], p.rdim, "half") for n in ("q", "k")}
+        return {n: _pair_scales(x[n], a, phi[:, None], p.rdim, p.pairing) for n in ("q", "k")}
     return f
 
 
@@ -118,6 +118,32 @@ def mrope_partial_whole_head(op, p, x, dtype=None):
     pos = np.asarray(x["position_ids"])
     ap = np.moveaxis(pos[np.asarray(axes)], 0, -1)
     return mrope_outputs(op, p, x, axis_positions=ap, freq=(w, a), rotary_dim=D)
+
+
+@mutant("mrope_pairing_mixed", "mrope.apply")
+def mrope_pairing_mixed(op, p, x, dtype=None):
+    """The per-dim cos/sin laid out for the configured pairing (``cat(a, a)`` for half,
+    ``repeat_interleave(a, 2)`` for interleaved) applied with the other rotation (a pairwise one,
+    or rotate_half): GLM-4V's interleaved layout run through Qwen2-VL's apply, or the reverse."""
+    pid = x["position_ids"]
+    w, a = mrope.inv_freq_and_factor(p, mrope.seq_len_of(pid))
+    phi = mrope.axis_positions(pid, p).astype(np.float64) * w
+    c, s = a * np.cos(phi), a * np.sin(phi)
+    r = p.rdim
+
+    def wide(v):
+        return np.repeat(v, 2, axis=-1) if p.pairing == "interleaved" else np.concatenate([v, v], -1)
+
+    out = {}
+    for n in ("q", "k"):
+        v = np.asarray(x[n], np.float64)
+        xr = v[..., :r]
+        if p.pairing == "interleaved":
+            other = np.concatenate([-xr[..., r // 2:], xr[..., :r // 2]], -1)
+        else:
+            other = np.stack([-xr[..., 1::2], xr[..., 0::2]], -1).reshape(xr.shape)
+        out[n] = np.concatenate([xr * wide(c)[:, None] + other * wide(s)[:, None], v[..., r:]], -1)
+    return out
 
 
 # ---- golden cases ----------------------------------------------------------------------------
@@ -272,6 +298,44 @@ add_cases(
     Case("mrope-qwen2-vl-yarn-fields-grid-cos-sin", "mrope.cos_sin", _SCALED + ("MROPE-SECTIONS",), _Q2_YARN_FIELDS,
          {"position_ids": _GRID}, "yarn factor 8 / original 4096, beta_fast 16, beta_slow 2, truncate false, "
          "attention factor get_mscale(8, 1) / get_mscale(8, 0.5)"),
+)
+
+# ---- interleaved pairing and ERNIE's hw_alternating layout (MROPE-PAIR-INTERLEAVED,
+# MROPE-HW-ALTERNATING; spec 0.4.0) -----------------------------------------------------------------
+# GLM-4.1V (published config: head_dim 128 = 4096 / 32, partial_rotary_factor 0.5, mrope_section
+# [8, 12, 12], theta 10000; Glm4vTextRotaryEmbedding's default section); HunYuan-V4-VL (HYV4VLTextConfig:
+# head_dim 64, theta 10000, interleaved sections [12, 10, 10]); ERNIE 4.5-VL (Ernie4_5_VLMoeTextConfig:
+# 2560 / 20 = 128, theta 500000, sections [h, w, t] = [22, 22, 20], i.e. (t, h, w) = (20, 22, 22)).
+_GLM4V = MRopeParams(head_dim=128, rotary_dim=64, rope_theta=10000.0, mrope_section=(8, 12, 12), layout="contiguous",
+                     pairing="interleaved")
+_HYV4 = MRopeParams(head_dim=64, rope_theta=10000.0, mrope_section=(12, 10, 10), layout="interleaved",
+                    pairing="interleaved")
+_ERNIE = MRopeParams(head_dim=128, rope_theta=500000.0, mrope_section=(20, 22, 22), layout="hw_alternating",
+                     pairing="interleaved")
+_FIG_HW = MRopeParams(head_dim=16, rope_theta=10000.0, mrope_section=(2, 3, 3), layout="hw_alternating")
+_FIG_PAIR = _FIG2.model_copy(update={"pairing": "interleaved"})
+add_cases(
+    Case("mrope-ernie-figure-d16", "mrope.cos_sin", ("MROPE-HW-ALTERNATING",), _FIG_HW,
+         {"position_ids": _thw([(4, 1, 2)])},
+         "d 16, section (t, h, w) = (2, 3, 3), (t, h, w) = (4, 1, 2): position multipliers [1, 2, 1, 2, 1, 2, 4, 4]"),
+    Case("mrope-interleaved-pairs-figure-apply", "mrope.apply", ("MROPE-PAIR-INTERLEAVED", "MROPE-SECTIONS"), _FIG_PAIR,
+         {"q": _FIG_X, "k": _FIG_X[..., ::-1].copy(), "position_ids": _thw([(4, 1, 2)])},
+         "the Qwen2-VL figure on adjacent pairs (0, 1), ..., (14, 15), x = 0..15"),
+    Case("mrope-glm4v-vision", "mrope.apply", ("MROPE-PAIR-INTERLEAVED", "MROPE-SECTIONS", "MROPE-PARTIAL"), _GLM4V,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "GLM-4.1V: 64 of 128 dims rotate in adjacent pairs, contiguous sections [8, 12, 12]; image and video rows"),
+    Case("mrope-glm4v-text", "mrope.apply", ("MROPE-TEXT-REDUCES", "MROPE-PAIR-INTERLEAVED", "MROPE-SECTIONS",
+                                             "MROPE-PARTIAL"), _GLM4V,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _TEXT_POS},
+         "GLM-4.1V text tokens up to 131071: 1-D interleaved RoPE over 64 dims"),
+    Case("mrope-hunyuan-v4-vl-vision", "mrope.apply", ("MROPE-PAIR-INTERLEAVED", "MROPE-INTERLEAVED"), _HYV4,
+         {"q": Gen((2, 4, 7, 64)), "k": Gen((2, 1, 7, 64)), "position_ids": _VISION},
+         "HunYuan-V4-VL: interleaved sections [12, 10, 10] on adjacent pairs"),
+    Case("mrope-ernie-4.5-vl-vision", "mrope.apply", ("MROPE-HW-ALTERNATING", "MROPE-PAIR-INTERLEAVED"), _ERNIE,
+         {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
+         "ERNIE 4.5-VL: height and width in turn over 44 frequencies, then 20 temporal; adjacent pairs"),
+    Case("mrope-ernie-4.5-vl-grid-cos-sin", "mrope.cos_sin", ("MROPE-HW-ALTERNATING",), _ERNIE,
+         {"position_ids": _GRID}, "ERNIE 4.5-VL's recomposed angles, t, h, w up to 131071"),
 )
 
 # The yarn fields at a second set of values (the coverage rule: two values, one not a default).

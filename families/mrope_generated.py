@@ -1,5 +1,6 @@
 """Generated-case strategies of the M-RoPE family: head and rotary widths, sections split any
-way the layout allows (contiguous Qwen2-VL, interleaved Qwen3-VL), every rope_type M-RoPE
+way the layout allows (contiguous Qwen2-VL, interleaved Qwen3-VL, ERNIE's hw_alternating), both
+pairings (GLM-4V's interleaved), every rope_type M-RoPE
 accepts with its scaling fields, an optional attention factor, and three independent position
 axes anywhere up to 2^17."""
 
@@ -19,6 +20,9 @@ SCALED = {"linear", "dynamic", "yarn", "llama3", "longrope"}
 
 
 def _sections(draw, half: int, layout: str) -> tuple[int, int, int]:
+    if layout == "hw_alternating":  # equal height and width sections (MROPE-HW-ALTERNATING)
+        s = draw(st.integers(0, half // 2))
+        return (half - 2 * s, s, s)
     for _ in range(20):
         s1 = draw(st.integers(0, (half + 1) // 3 if layout == "interleaved" else half))
         s2 = draw(st.integers(0, min(half // 3 if layout == "interleaved" else half, half - s1)))
@@ -40,12 +44,15 @@ def mrope_params(draw) -> MRopeParams:
     fields = {k: v for k, v in scaling_fields(draw, rt, r // 2).items() if k in MRopeParams.model_fields}
     af = None if draw(st.integers(0, 2)) else g.field(draw, M, "attention_factor")
     return MRopeParams(head_dim=head, rotary_dim=rotary, rope_theta=g.field(draw, M, "rope_theta"),
-                       mrope_section=_sections(draw, r // 2, layout), layout=layout, rope_type=rt,
+                       mrope_section=_sections(draw, r // 2, layout), layout=layout,
+                       pairing=g.field(draw, M, "pairing"), rope_type=rt,
                        **{**fields, "attention_factor": af})
 
 
 def clauses(p: MRopeParams) -> list[str]:
-    cl = ["MROPE-INTERLEAVED" if p.layout == "interleaved" else "MROPE-SECTIONS"]
+    cl = [{"interleaved": "MROPE-INTERLEAVED", "hw_alternating": "MROPE-HW-ALTERNATING"}.get(p.layout, "MROPE-SECTIONS")]
+    if p.pairing == "interleaved":
+        cl.append("MROPE-PAIR-INTERLEAVED")
     if p.rotary_dim is not None and p.rotary_dim < p.head_dim:
         cl.append("MROPE-PARTIAL")
     if p.rope_type in SCALED:
@@ -66,7 +73,8 @@ def _positions(draw, b: int, t: int) -> np.ndarray:
 def gen_cos_sin(draw):
     p = mrope_params(draw)
     b, t = g.shape(draw, (1, 2), (1, 3, 5))
-    return g.case("mrope.cos_sin", p, {"position_ids": _positions(draw, b, t)}, clauses(p))
+    return g.case("mrope.cos_sin", p, {"position_ids": _positions(draw, b, t)},
+                  [c for c in clauses(p) if c != "MROPE-PAIR-INTERLEAVED"])  # cos/sin do not depend on the pairing
 
 
 @generator("mrope.apply")

@@ -1,6 +1,7 @@
 """Multimodal RoPE (M-RoPE) of Qwen2-VL and Qwen3-VL text attention, NumPy float64 reference.
 
 Clauses MROPE-SECTIONS (contiguous sections, Qwen2-VL / Qwen2.5-VL), MROPE-INTERLEAVED (Qwen3-VL),
+MROPE-HW-ALTERNATING (ERNIE 4.5-VL), MROPE-PAIR-INTERLEAVED (GLM-4V's adjacent pairs),
 MROPE-TEXT-REDUCES (t = h = w gives 1-D RoPE), MROPE-ROPE-TYPE (the frequencies of the configured
 rope_type), MROPE-ATTENTION-SCALING (cos and sin times the attention factor) and MROPE-PARTIAL
 (the sections split the rotary_dim/2 frequencies; the tail passes through).  The scaled
@@ -79,12 +80,13 @@ def cos_sin(position_ids, params: MRopeParams) -> tuple[np.ndarray, np.ndarray]:
 
 
 def apply(q, k, position_ids, params: MRopeParams) -> tuple[np.ndarray, np.ndarray]:
-    """M-RoPE on q ``[B, Hq, T, D]`` and k ``[B, Hk, T, D]``: half pairing (i, i + r/2) over the
-    first rotary_dim dims with the recomposed angles (MROPE-SECTIONS / MROPE-INTERLEAVED); dims
-    ``>= rotary_dim`` unchanged (MROPE-PARTIAL)."""
+    """M-RoPE on q ``[B, Hq, T, D]`` and k ``[B, Hk, T, D]``: the pairing's pairs over the first
+    rotary_dim dims (half (k, k + r/2), MROPE-SECTIONS; interleaved (2k, 2k + 1),
+    MROPE-PAIR-INTERLEAVED) rotated by the recomposed angles (MROPE-SECTIONS / -INTERLEAVED /
+    -HW-ALTERNATING); dims ``>= rotary_dim`` unchanged (MROPE-PARTIAL)."""
     c, s = cos_sin(position_ids, params)
-    return (rope.apply_with_cos_sin(q, c, s, params.rdim, "half"),
-            rope.apply_with_cos_sin(k, c, s, params.rdim, "half"))
+    return (rope.apply_with_cos_sin(q, c, s, params.rdim, params.pairing),
+            rope.apply_with_cos_sin(k, c, s, params.rdim, params.pairing))
 
 
 def multipliers(t: int, h: int, w: int, params: MRopeParams) -> list[int]:

@@ -681,13 +681,19 @@ def _pairing(config: dict, rule) -> str:
 
 @dataclass(frozen=True)
 class MRopeRule:
-    """How one Qwen-VL ``model_type`` spells its M-RoPE parameters (transformers 5.24)."""
+    """How one multimodal ``model_type`` spells its M-RoPE parameters (transformers 5.24):
+    its layout and pairing, the rotary module's default ``mrope_section`` and the order the config
+    writes the sections in (``thw``, or ERNIE's ``hwt``), the config class's theta and context,
+    and whether its apply function has a pass-through tail (``partial``: partial_rotary_factor)."""
 
     source: str
     layout: str
     section_default: tuple[int, int, int]
     theta_default: float
     max_position_default: int
+    pairing: str = "half"
+    section_order: str = "thw"
+    partial: bool = False
 
 
 MROPE_RULES: dict[str, MRopeRule] = {
@@ -702,7 +708,29 @@ MROPE_RULES: dict[str, MRopeRule] = {
                           "modeling_qwen3_vl.py::Qwen3VLTextRotaryEmbedding",
                           "interleaved", (24, 20, 20), 500000.0, 128000),
 }
+_GLM4V = ("contiguous", (8, 12, 12), 10000.0)
+MROPE_RULES.update({
+    # repeat_interleave(2) with rotate_half_llm (pairwise); apply_rotary_pos_emb passes the tail through
+    "glm4v": MRopeRule("models/glm4v/modeling_glm4v.py::Glm4vTextRotaryEmbedding (mrope_section default "
+                       "[8, 12, 12]), rotate_half_llm, apply_rotary_pos_emb", *_GLM4V, 32768, "interleaved", partial=True),
+    # GLM-4.5V and GLM-Image keep the sections but use cat(a, a) with the half-split rotate_half
+    "glm4v_moe": MRopeRule("models/glm4v_moe/modeling_glm4v_moe.py::Glm4vMoeTextRotaryEmbedding."
+                           "recomposition_frequencies (cat(freq, freq)), rotate_half", *_GLM4V, 65536, partial=True),
+    "glm_image": MRopeRule("models/glm_image/modeling_glm_image.py::GlmImageTextRotaryEmbedding."
+                           "recomposition_frequencies (cat(freq, freq)), rotate_half", *_GLM4V, 131072, partial=True),
+    # Qwen3-VL's interleaved sections; HYV4VL's apply re-interleaves cat(a, a) for its pairwise rotate_half
+    "hy_v4_vl": MRopeRule("models/hy_v4_vl/modeling_hy_v4_vl.py::HYV4VLRotaryEmbedding.recomposition_frequencies, "
+                          "apply_rotary_pos_emb", "interleaved", (24, 20, 20), 10000.0, 262144, "interleaved"),
+    "cosmos3_edge": MRopeRule("models/cosmos3_edge/modeling_cosmos3_edge.py::Cosmos3EdgeTextRotaryEmbedding."
+                              "recomposition_frequencies", "interleaved", (24, 20, 20), 100000000.0, 131072),
+    # sections written [h, w, t] ([22, 22, 20]); inv_freq pre-rotated; rotate_half_text is pairwise
+    "ernie4_5_vl_moe": MRopeRule("models/ernie4_5_vl_moe/modeling_ernie4_5_vl_moe.py::Ernie4_5_VLMoeTextRotaryEmbedding."
+                                 "compute_default_rope_parameters, recomposition_frequencies; rotate_half_text",
+                                 "hw_alternating", (22, 22, 20), 500000.0, 131072, "interleaved", "hwt"),
+})
 MROPE_RULES.update({f"{k}_text": v for k, v in list(MROPE_RULES.items())})
+# wrappers whose text model is glm4v_text
+MROPE_RULES.update({k: MROPE_RULES["glm4v"] for k in ("glm46v", "glmga")})
 #: rope keys the Qwen-VL configs carry besides the scaling ones (ignore_keys_at_rope_validation)
 _MROPE_KEYS = {"mrope_section", "mrope_interleaved"}
 
@@ -741,7 +769,7 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
     _check_required(rope, rope_type, where)
     factor = next((v for v in (rope.pop("partial_rotary_factor", None), text.get("partial_rotary_factor"))
                    if v is not None), None)
-    if factor is not None and float(factor) != 1.0:
+    if factor is not None and float(factor) != 1.0 and not rule.partial:
         raise SpecError(f"config.json: {where}.partial_rotary_factor: {factor}: {model_type}'s apply_rotary_pos_emb "
                         f"rotates the whole head (no partial M-RoPE)")
     theta = next((v for v in (rope.pop("rope_theta", None), text.get("rope_theta")) if v is not None),
@@ -751,10 +779,17 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
                                     and all(isinstance(v, int) and not isinstance(v, bool) for v in section)):
         raise SpecError(f"config.json: {where}.mrope_section: expected a list of 3 integers, got {section!r}")
     section = tuple(section or rule.section_default)
+    if rule.section_order == "hwt":  # the config's [h, w, t] in the spec's (t, h, w) order
+        section = (section[2], section[0], section[1])
     rope.pop("mrope_interleaved", None)
     class_keys = _TextKeys(text, rule)
-    values: dict[str, Any] = {"head_dim": class_keys.head_dim(model_type), "rope_theta": float(theta),
-                              "mrope_section": section, "layout": rule.layout, "rope_type": rope_type}
+    head = class_keys.head_dim(model_type)
+    values: dict[str, Any] = {"head_dim": head, "rope_theta": float(theta), "mrope_section": section,
+                              "layout": rule.layout, "pairing": rule.pairing, "rope_type": rope_type}
+    if factor is not None and float(factor) != 1.0:  # transformers: int(head_dim * partial_rotary_factor)
+        if not _is_number(factor) or not 0 < float(factor) <= 1:
+            raise SpecError(f"config.json: {where}.partial_rotary_factor: expected a number in (0, 1], got {factor!r}")
+        values["rotary_dim"] = int(head * float(factor))
     values.update({k: v for k, v in rope.items() if v is not None})
     required, optional = ROPE_TYPE_FIELDS[rope_type]
     if rope_type in ("llama3", "yarn", "longrope"):

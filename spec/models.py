@@ -299,7 +299,7 @@ class T5Params(_Strict):
         return self
 
 
-MRopeLayout = Literal["contiguous", "interleaved"]
+MRopeLayout = Literal["contiguous", "interleaved", "hw_alternating"]
 
 
 def mrope_axes(half: int, mrope_section: tuple[int, ...], layout: str) -> list[int]:
@@ -307,10 +307,15 @@ def mrope_axes(half: int, mrope_section: tuple[int, ...], layout: str) -> list[i
 
     contiguous (Qwen2-VL, MROPE-SECTIONS): index k belongs to the contiguous section of
     ``mrope_section`` containing it; interleaved (Qwen3-VL, MROPE-INTERLEAVED): H if
-    ``k % 3 == 1 and k < 3 sec[1]``, W if ``k % 3 == 2 and k < 3 sec[2]``, T otherwise.
+    ``k % 3 == 1 and k < 3 sec[1]``, W if ``k % 3 == 2 and k < 3 sec[2]``, T otherwise;
+    hw_alternating (ERNIE 4.5-VL, MROPE-HW-ALTERNATING): for ``k < sec[1] + sec[2]`` H at even k
+    and W at odd k, T for the rest.
     """
     if layout == "contiguous":
         return [a for a, n in enumerate(mrope_section) for _ in range(n)][:half]
+    if layout == "hw_alternating":
+        hw = mrope_section[1] + mrope_section[2]
+        return [(1 if k % 2 == 0 else 2) if k < hw else 0 for k in range(half)]
     out = []
     for k in range(half):
         if k % 3 == 1 and k < 3 * mrope_section[1]:
@@ -339,10 +344,13 @@ class MRopeParams(_Strict):
     ``head_dim``; HF ``partial_rotary_factor * head_dim``) is the rotated share of the head: its
     ``rotary_dim/2`` frequencies are split among the three axes by ``mrope_section``, which must
     sum to ``rotary_dim/2`` (MROPE-PARTIAL; the dims ``>= rotary_dim`` pass through).  ``layout``
-    contiguous (Qwen2-VL, Qwen2.5-VL) or interleaved (Qwen3-VL, Qwen3.5).  Each axis must receive
-    exactly ``mrope_section[a]`` frequencies under the layout (for interleaved: ``3 sec[1] <=
-    rotary_dim/2 + 1`` and ``3 sec[2] <= rotary_dim/2``).  Pairing is half (``rotate_half`` over
-    ``cat(a, a)``), the only one the Qwen models use.
+    contiguous (Qwen2-VL, Qwen2.5-VL, GLM-4V), interleaved (Qwen3-VL, Qwen3.5, HunYuan-V4-VL,
+    Cosmos 3) or hw_alternating (ERNIE 4.5-VL: height and width in turn, then temporal; needs
+    ``sec[1] == sec[2]``).  Each axis must receive exactly ``mrope_section[a]`` frequencies under
+    the layout (for interleaved: ``3 sec[1] <= rotary_dim/2 + 1`` and ``3 sec[2] <= rotary_dim/2``).
+    ``pairing`` half (``rotate_half`` over ``cat(a, a)``: the Qwen models, MROPE-SECTIONS) or
+    interleaved (``repeat_interleave(a, 2)`` with a pairwise rotation of dims (2k, 2k + 1): GLM-4V,
+    HunYuan-V4-VL, ERNIE 4.5-VL, MROPE-PAIR-INTERLEAVED).
 
     ``rope_type`` and the scaling fields (``factor``, ``original_max_position_embeddings``, ...,
     ``attention_factor``) have exactly the meaning of :class:`RopeParams` over ``rotary_dim``
@@ -357,7 +365,7 @@ class MRopeParams(_Strict):
     rope_theta: float = Field(10000.0, gt=0)
     mrope_section: tuple[int, int, int]
     layout: MRopeLayout = "contiguous"
-    pairing: Literal["half"] = "half"
+    pairing: Literal["half", "interleaved"] = "half"
     rope_type: MRopeType = "default"
     attention_factor: Optional[float] = Field(None, gt=0)
     factor: Optional[float] = Field(None, gt=0)
@@ -388,6 +396,9 @@ class MRopeParams(_Strict):
         if sum(self.mrope_section) != half:
             what = "rotary_dim/2" if self.rotary_dim is not None else "head_dim/2"
             raise ValueError(f"mrope_section {list(self.mrope_section)} must sum to {what} = {half}")
+        if self.layout == "hw_alternating" and self.mrope_section[1] != self.mrope_section[2]:
+            raise ValueError(f"layout 'hw_alternating' needs equal height and width sections, got "
+                             f"{list(self.mrope_section)}")
         axes = mrope_axes(half, self.mrope_section, self.layout)
         counts = tuple(axes.count(a) for a in range(3))
         if counts != tuple(self.mrope_section):
@@ -398,9 +409,9 @@ class MRopeParams(_Strict):
     @property
     def rope(self) -> RopeParams:
         """The 1-D :class:`RopeParams` whose frequencies and attention factor M-RoPE uses:
-        head_dim, rotary_dim, rope_theta, half pairing, rope_type and the scaling fields."""
+        head_dim, rotary_dim, rope_theta, the pairing, rope_type and the scaling fields."""
         return RopeParams(head_dim=self.head_dim, rotary_dim=self.rotary_dim, rope_theta=self.rope_theta,
-                          pairing="half", rope_type=self.rope_type,
+                          pairing=self.pairing, rope_type=self.rope_type,
                           **{n: getattr(self, n) for n in MROPE_SCALING_FIELDS})
 
     @property

@@ -256,3 +256,22 @@ def test_raw_configs_read_as_transformers_reads_them(mt, config):
     module, _ = hf_models._modeling(mt)
     rotary = hf_models.rotary_modules(module, cfg)[0][1]
     assert hf_models.compare_frequencies(found, hf_models.rotary_frequencies(rotary)) == []
+
+
+@pytest.mark.parametrize("mt", ["glm4v", "glm4v_text", "glm46v", "glmga", "glm_image", "glm_image_text",
+                                "glm4v_moe", "glm4v_moe_text"])
+def test_glm_vision_models_agree_on_their_published_layout(mt):
+    """transformers' GLM-4V default configs cannot run their own rotary module (a listed
+    transformers defect); with the published GLM-4.1V / GLM-4.5V keys (partial_rotary_factor 0.5;
+    GLM-4.5V's head_dim 128) the import (MROPE-PAIR-INTERLEAVED, contiguous sections, partial
+    rotary) agrees with the model's own module and apply function."""
+    assert EXCEPTIONS[mt]["kind"] == "transformers-defect"
+    hf_models._quiet()
+    text = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+    if "moe" in mt:
+        text["head_dim"] = 128
+    over = {"text_config": text} if ROWS[mt].get("where") else text
+    assert hf_models.agreement(mt, config=over)[0] == "agrees"
+    # the import moved with the config: theta and the factor are read, not defaulted
+    text["rope_parameters"]["rope_theta"] = 25000.0
+    assert hf_models.agreement(mt, config=over)[0] == "agrees"

@@ -373,3 +373,26 @@ def test_import_errors_name_the_field():
         mrope_params_from_hf_config({**base, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 16]}})
     with pytest.raises(SpecError, match="not an M-RoPE rope_type"):
         mrope_params_from_hf_config({**base, "rope_parameters": {"rope_type": "proportional"}})
+
+
+def test_ernie_hw_alternating_figure_is_hand_derived():
+    """MROPE-HW-ALTERNATING: head_dim 16, section (t, h, w) = (2, 3, 3), (t, h, w) = (4, 1, 2): h, w in
+    turn over the first 6 frequencies, then t: [1, 2, 1, 2, 1, 2, 4, 4]."""
+    p = MRopeParams(head_dim=16, rope_theta=10000.0, mrope_section=(2, 3, 3), layout="hw_alternating")
+    assert mrope.multipliers(4, 1, 2, p) == [1, 2, 1, 2, 1, 2, 4, 4]
+    with pytest.raises(ValueError, match="equal height and width"):
+        MRopeParams(head_dim=16, mrope_section=(1, 4, 3), layout="hw_alternating")
+
+
+def test_interleaved_pairing_rotates_adjacent_dims():
+    """MROPE-PAIR-INTERLEAVED: the Qwen2-VL figure's angles on the pairs (2k, 2k + 1), computed by hand."""
+    import math
+    p = MRopeParams(head_dim=16, rope_theta=10000.0, mrope_section=(2, 3, 3), pairing="interleaved")
+    x = np.arange(16, dtype=np.float64)
+    want = x.copy()
+    for k, m in enumerate([4, 4, 1, 1, 1, 2, 2, 2]):
+        a = m * 10000.0 ** (-2 * k / 16)
+        want[2 * k] = x[2 * k] * math.cos(a) - x[2 * k + 1] * math.sin(a)
+        want[2 * k + 1] = x[2 * k + 1] * math.cos(a) + x[2 * k] * math.sin(a)
+    got = mrope.apply(x[None, None, None], x[None, None, None], np.array([[[4]], [[1]], [[2]]]), p)[0]
+    np.testing.assert_allclose(got[0, 0, 0], want, rtol=1e-13, atol=1e-13)

@@ -73,6 +73,9 @@ class Ops:
         rp, D, r = params.rope, params.head_dim, params.rdim
         check = rp.model_copy(update={"dynamic_policy": "grow_until_reset"}) if rp.rope_type == "dynamic" else rp
         _check_scaling_expressible(check)
+        if params.pairing != "half" or params.layout == "hw_alternating":
+            raise Unsupported("the wrapper drives the Qwen-VL / Qwen3.5 text rotary modules (half pairing, contiguous "
+                              "or interleaved sections); GLM-4V's, HunYuan-V4-VL's and ERNIE 4.5-VL's are not wrapped")
         if r != D and params.layout == "contiguous":
             raise Unsupported(_CONTIGUOUS_PARTIAL)
         extra = {"mrope_section": [int(v) for v in params.mrope_section]}

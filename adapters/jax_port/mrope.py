@@ -1,6 +1,6 @@
 """M-RoPE (MROPE-*): per-frequency axis positions from ``position_ids [3, B, T]``, the
 frequencies and attention factor of the configured rope_type over rotary_dim (MROPE-ROPE-TYPE,
-MROPE-ATTENTION-SCALING, the rope port's rules on ``params.rope``), half pairing over the first
+MROPE-ATTENTION-SCALING, the rope port's rules on ``params.rope``), the pairing (half or interleaved) over the first
 rotary_dim dims (MROPE-PARTIAL)."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def mrope_cos_sin_out(position_ids, p, axes, cd, dtype):
 @kernel("p", "axes", "cd")
 def mrope_apply(q, k, position_ids, p, axes, cd):
     c, s = mrope_cos_sin(position_ids, p, axes, cd)
-    return rotate(q, c, s, p.rdim, "half"), rotate(k, c, s, p.rdim, "half")
+    return rotate(q, c, s, p.rdim, p.pairing), rotate(k, c, s, p.rdim, p.pairing)
 
 
 class JaxMRope:

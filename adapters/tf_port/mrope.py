@@ -36,10 +36,10 @@ def k_mrope_cos_sin(position_ids, *, p, axes, dt):
 
 
 def k_mrope_apply(q, k, position_ids, *, p, axes, dt):
-    """MROPE-*: q, k ``[B, H, T, D]`` rotated with half pairing over the first rotary_dim dims."""
+    """MROPE-*: q, k ``[B, H, T, D]`` rotated with the pairing (half or interleaved) over the first rotary_dim dims."""
     c, s = k_mrope(position_ids, p=p, axes=axes, dt=dt)
     r = p.rdim
-    return _rotate(q, c, s, r, "half"), _rotate(k, c, s, r, "half")
+    return _rotate(q, c, s, r, p.pairing), _rotate(k, c, s, r, p.pairing)
 
 
 # ---- prepared operations ------------------------------------------------------------------------
@@ -50,12 +50,14 @@ def mrope_axes(params) -> tuple[int, ...]:
     half, sec = params.rdim // 2, params.mrope_section
     if params.layout == "contiguous":
         return tuple(a for a, n in enumerate(sec) for _ in range(n))
+    if params.layout == "hw_alternating":  # MROPE-HW-ALTERNATING: h, w in turn, then t
+        return tuple((1 if k % 2 == 0 else 2) if k < sec[1] + sec[2] else 0 for k in range(half))
     return tuple(1 if k % 3 == 1 and k < 3 * sec[1] else 2 if k % 3 == 2 and k < 3 * sec[2] else 0
                  for k in range(half))
 
 
 class TFMRope:
-    """Prepared M-RoPE (MROPE-*): position_ids ``[3, B, T]``, half pairing over the first rotary_dim dims."""
+    """Prepared M-RoPE (MROPE-*): position_ids ``[3, B, T]``, the pairing (half or interleaved) over the first rotary_dim dims."""
 
     def __init__(self, adapter: "TFAdapter", params, dtype: tf.DType):
         self.a, self.p, self.dtype, self.axes = adapter, params, dtype, mrope_axes(params)

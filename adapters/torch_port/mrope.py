@@ -16,6 +16,8 @@ def mrope_axes(params) -> list[int]:
     half, sec = params.rdim // 2, params.mrope_section
     if params.layout == "contiguous":
         return [a for a, n in enumerate(sec) for _ in range(n)]
+    if params.layout == "hw_alternating":  # MROPE-HW-ALTERNATING: h, w in turn, then t
+        return [(1 if k % 2 == 0 else 2) if k < sec[1] + sec[2] else 0 for k in range(half)]
     return [1 if k % 3 == 1 and k < 3 * sec[1] else 2 if k % 3 == 2 and k < 3 * sec[2] else 0
             for k in range(half)]
 
@@ -24,7 +26,7 @@ class TorchMRope:
     """Prepared M-RoPE (MROPE-*): the 1-D rope_type's float64 inv_freq over rotary_dim
     (``params.rope``, the rope port's rules) held in the compute dtype, per-frequency axis
     positions gathered from ``position_ids [3, B, T]``, cos/sin times the attention factor,
-    half pairing over the first rotary_dim dims.  dynamic / longrope recompute the frequencies
+    the pairing (half or interleaved) over the first rotary_dim dims.  dynamic / longrope recompute the frequencies
     from each call's ``max(position_ids) + 1`` over all three axes."""
 
     def __init__(self, params, dtype: torch.dtype, device: str):
@@ -53,7 +55,7 @@ class TorchMRope:
     def apply(self, q, k, position_ids):
         c, s = self._cos_sin(position_ids)
         r = self.p.rdim
-        return rotate(q, c, s, r, "half"), rotate(k, c, s, r, "half")
+        return rotate(q, c, s, r, self.p.pairing), rotate(k, c, s, r, self.p.pairing)
 
 
 class Ops:
