@@ -260,7 +260,11 @@ def axial_probe(module, sub_config, n: int = 9) -> tuple[Optional[dict], str]:
     name, rotary = built[0]
     g = torch.Generator().manual_seed(0)
     tried = []
-    for rule, _ in AXIAL_HEAD_WIDTH:
+    declared = {k for c in type(sub_config).__mro__ for k in getattr(c, "__annotations__", {})} | set(
+        getattr(type(sub_config), "attribute_map", {}))
+    for rule, keys in AXIAL_HEAD_WIDTH:
+        if not set(keys) <= declared:  # Pixtral's head_dim is derived (hidden_size // heads in __post_init__)
+            continue
         D = axial_head_width(lambda k: _class_value(sub_config, k), rule)
         if D is None or D % 2 or D in tried:
             continue
@@ -597,7 +601,8 @@ def main(check: bool) -> int:
 
 def _sets(found: dict) -> dict:
     """``{layer_type or None: params}`` of :func:`~posenc.spec.hf_config.params_from_hf_config`'s result."""
-    return {None if k in ("rope", "mrope") else k.split(".", 1)[1]: v for k, v in found.items()}
+    return {None if k in ("rope", "mrope") else k.split(".", 1)[1]: v for k, v in found.items()
+            if k in ("rope", "mrope") or k.startswith("rope.")}
 
 
 def _reference_freq(p) -> tuple[np.ndarray, float]:
@@ -723,6 +728,36 @@ def compare_axial(module, rotary, p, n: int = 11) -> list[str]:
     return problems
 
 
+def compare_query_scale(module, sub_config, qs) -> list[str]:
+    """What differs between the imported query scale (QSCALE-MISTRAL) and the model's own
+    ``get_llama_4_attn_scale`` called as its attention calls it (with ``rope_parameters``'
+    ``llama_4_scaling_beta`` and ``original_max_position_embeddings`` of the transformers config
+    ``sub_config``) at positions around multiples of L (float32 factor: relative 1e-6); ``[]``
+    when they agree.  A model module without that function cannot scale q by position."""
+    import torch
+    from posenc.reference import query_scale
+    fn = getattr(module, "get_llama_4_attn_scale", None)
+    if fn is None:
+        return [f"{module.__name__} has no get_llama_4_attn_scale: the imported query scale has no counterpart"]
+    rp = getattr(sub_config, "rope_parameters", None) or {}
+    beta, L = rp.get("llama_4_scaling_beta"), rp.get("original_max_position_embeddings")
+    if beta is None or L is None:
+        return [f"{type(sub_config).__name__}.rope_parameters has no llama_4_scaling_beta / "
+                f"original_max_position_embeddings: {module.__name__}'s attention cannot compute its query scale"]
+    Ls = sorted({int(L), qs.scale_length})
+    pos = np.asarray([[0, 1] + [v for n in Ls for v in (n - 1, n, n + 1, 2 * n - 1, 2 * n, 3 * n, 7 * n + 5,
+                                                          100 * n - 1)] + [12345]], np.int64)
+    got = fn(torch.from_numpy(pos), beta, L).reshape(-1).double().numpy()
+    want = query_scale.scale(pos, qs).reshape(-1)
+    bad = np.flatnonzero(np.abs(got - want) > 1e-6 * np.abs(want))
+    if bad.size:
+        i = int(bad[0])
+        return [f"query scale at position {int(pos[0, i])}: {module.__name__}.get_llama_4_attn_scale gives "
+                f"{got[i]:.9g} (beta {beta}, L {L}), the reference with the imported beta {qs.beta}, L "
+                f"{qs.scale_length} ({qs.form} form) {want[i]:.9g}"]
+    return []
+
+
 def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dict] = None) -> tuple[str, str]:
     """``(status, detail)`` of one RoPE model type: ``agrees`` (frequencies, attention factor and
     the apply function match the reference on the imported parameters), ``disagrees``,
@@ -750,6 +785,8 @@ def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dic
     problems = compare_frequencies(found, rotary_frequencies(rotary)) or compare_apply(module, rotary, found)
     if not problems and "mrope" in found:
         problems = compare_mrope_apply(module, rotary, found["mrope"])
+    if not problems and "query_scale" in found:
+        problems = compare_query_scale(module, sub, found["query_scale"])
     return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
 
 

@@ -88,9 +88,11 @@ _OPS = ("axial.cos_sin", "axial.apply")
 
 @mutant("axial_axes_swapped", *_OPS)
 def axial_axes_swapped(op, p, x, dtype=None):
-    """The height and width coordinates exchanged (position_ids[0] and [1] swapped)."""
+    """The height and width coordinates exchanged (the last two axes of position_ids: [0] and [1]
+    of (h, w), [1] and [2] of (t, h, w))."""
     pos = np.asarray(x["position_ids"]).copy()
-    pos[[0, 1]] = pos[[1, 0]]
+    h, w = p.num_axes - 2, p.num_axes - 1
+    pos[[h, w]] = pos[[w, h]]
     return axial_outputs(op, p, {**x, "position_ids": pos})
 
 
@@ -134,8 +136,9 @@ def axial_1d_positions(op, p, x, dtype=None):
 
 
 # ---- golden cases ----------------------------------------------------------------------------
-# Head widths and thetas are transformers 5.24 library defaults: Qwen2.5-VL vision (hidden 1280 /
-# 16 heads = 80, theta 10000; Qwen2_5_VLVisionConfig), Qwen3-VL vision (1152 / 16 = 72), Pixtral
+# Head widths and thetas: Qwen2.5-VL vision as published (hidden 1280 / 16 heads = 80, theta 10000;
+# transformers' Qwen2_5_VLVisionConfig defaults to 3584 / 16 = 224), and transformers 5.24 library
+# defaults: Qwen3-VL vision (1152 / 16 = 72), Pixtral
 # (head_dim 64), Gemma 4 vision (head_dim 64, theta 100), SAM 3 ViT (1024 / 16 = 64), Inkling 2
 # (1024 / 16 = 64, width first), Kimi K2.5 (1152 / 16 = 72, alternate, width first), MiniMax-M3
 # (1280 / 16 = 80, three axes of 26 dims).  The figure cases (head_dim 8, theta 100) are hand-derived
@@ -155,6 +158,9 @@ def _patches(h: int, w: int, h0: int = 0, w0: int = 0) -> list[tuple[int, int]]:
 # large image's far corner (up to 4095) and a non-square block
 _GRID2 = _grid(_patches(2, 3) + [(3, 5), (5, 3)], [(4095, 4095), (0, 4095), (4095, 0), (17, 2), (2, 17),
                                                    (1023, 511), (100, 7), (7, 100)])
+# larger coordinates with shifts that are not multiples of a power of two (a 12345-frame video, a
+# 3001-patch-wide panorama)
+_GRID_FAR = _grid([(12345, 3), (3, 12345), (3001, 2999), (2999, 3001), (777, 1), (1, 777)])
 _GRID3 = _grid([(0, 0, 0), (0, 1, 2), (1, 0, 0), (3, 5, 7), (63, 31, 15)],
                [(7, 5, 3), (0, 4095, 1), (255, 0, 255), (12, 12, 12), (1, 2, 3)])
 _FIG = dict(head_dim=8, rope_theta=100.0)
@@ -231,6 +237,20 @@ add_cases(
            "Step 3.7 vision: split, width first, head 96"),
     _apply("axial-minimax-m3-vision", _MINIMAX, (_F, "AXIAL-SPLIT", "AXIAL-PARTIAL", "AXIAL-RELATIVE"), _GRID3,
            "MiniMax-M3 vision: three axes (t, h, w) of 26 dims; 78 of 80 rotate", heads=(2, 1)),
+    _apply("axial-blocks-width-first", AxialRopeParams(head_dim=64, rope_theta=100.0, layout="blocks",
+                                                       axis_order=(1, 0)),
+           (_F, "AXIAL-BLOCKS", "AXIAL-AXIS-ORDER", "AXIAL-RELATIVE"), _GRID2,
+           "Gemma 4's blocks with the width's block first"),
+    _apply("axial-3-axes-order-201", AxialRopeParams(head_dim=80, rope_theta=10000.0, num_axes=3, axis_order=(2, 0, 1)),
+           (_F, "AXIAL-SPLIT", "AXIAL-AXIS-ORDER", "AXIAL-PARTIAL"), _GRID3,
+           "three axes laid out (w, t, h): axis 2's 13 angles first", heads=(2, 1)),
+    Case("axial-3-axes-interleaved-order-120-cos-sin", "axial.cos_sin", (_F, "AXIAL-INTERLEAVED", "AXIAL-AXIS-ORDER"),
+         AxialRopeParams(head_dim=48, rope_theta=500.0, num_axes=3, layout="interleaved", axis_order=(1, 2, 0)),
+         {"position_ids": _GRID3}, "three axes, adjacent pairs, laid out (h, w, t)"),
+    _apply("axial-far-coordinates", _QWEN25, (_F, "AXIAL-SPLIT", "AXIAL-RELATIVE"), _GRID_FAR,
+           "coordinates to 12345, differences 2998, 12342, 776 (no power of two)"),
+    _apply("axial-pixtral-far-coordinates", _PIXTRAL, ("AXIAL-FREQUENCIES-ALTERNATING", "AXIAL-SPLIT"), _GRID_FAR,
+           "Pixtral's alternating frequencies at far coordinates"),
     Case("axial-minimax-m3-vision-cos-sin", "axial.cos_sin", (_F, "AXIAL-SPLIT"), _MINIMAX, {"position_ids": _GRID3},
          "MiniMax-M3's 39 per-pair angles"),
 )

@@ -32,7 +32,8 @@ from pydantic import ValidationError
 
 from .errors import SpecError
 from .models import (ROPE_TYPE_FIELDS, AlibiParams, AxialRopeParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
-                     MRopeParams, OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams, T5Params)
+                     MRopeParams, OPTEmbeddingParams, QueryScaleParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams,
+                     T5Params)
 
 #: transformers' model types, read from transformers by ``posenc config survey`` (conformance/hf_models.py)
 HF_TABLE_PATH = Path(__file__).resolve().parent / "registry" / "hf_model_types.json"
@@ -228,6 +229,8 @@ class RopeImport:
     (a nested ``rope_parameters``; ``None``: that layer type has no RoPE).  ``layer_types``: the
     config's per-layer list (which layer uses which set), or ``None``.  ``provenance``: where each
     value came from that the config did not state (a class default, a rule, the probed pairing).
+    ``query_scale``: the position-dependent query scaling the model applies after RoPE
+    (QSCALE-MISTRAL: Ministral 3 / Mistral 4's ``llama_4_scaling_beta``), or ``None``.
     """
 
     model_type: str
@@ -236,6 +239,7 @@ class RopeImport:
     layer_types: Optional[tuple[str, ...]]
     source: str
     provenance: dict
+    query_scale: Optional[QueryScaleParams] = None
 
     def layers(self, name: str) -> list[int]:
         """Indices of the layers that use set ``name`` (all layers for ``all_layers``)."""
@@ -251,6 +255,8 @@ class RopeImport:
                        for k, v in self.sets.items()}
         if self.layer_types is not None:
             out["layers"] = {k: self.layers(k) for k in self.sets}
+        if self.query_scale is not None:
+            out["query_scale"] = self.query_scale.model_dump(mode="json")
         if self.provenance:
             out["provenance"] = dict(self.provenance)
         return out
@@ -408,11 +414,12 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
                                   if not (stated and k == "partial_rotary_factor")}  # the config's factor wins
         provenance["rope_parameters"] = f"{row['config_class']} default"
     rope, key = _rope_dict(eff)
+    prefix = f"{where}." if where else ""
+    scaling = _pop_query_scale(rope, model_type, f"{prefix}{key}", provenance)
     layer_types = _layer_types(eff, provenance, row)
     if layer_types is None and _nested(rope):
         provenance["layer_types"] = ("not in the config: which layers use which set is not known here "
                                      "(transformers derives it from num_hidden_layers and the model's pattern)")
-    prefix = f"{where}." if where else ""
     if _nested(rope):
         if default_rope is not None and _nested(default_rope):
             rope = _complete_sets(rope, default_rope, eff, row, provenance)
@@ -425,7 +432,58 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
                                                           f"{prefix}{key}.{lt}", provenance, row)
     else:
         sets = {"all_layers": _rope_set(eff, rope, rule, model_type, f"{prefix}{key}", provenance, row)}
-    return RopeImport(model_type, where, sets, tuple(layer_types) if layer_types else None, rule.source, provenance)
+    query_scale = None
+    if scaling is not None:
+        query_scale = _query_scale(*scaling, sets, model_type, f"{prefix}{key}")
+    return RopeImport(model_type, where, sets, tuple(layer_types) if layer_types else None, rule.source, provenance,
+                      query_scale)
+
+
+#: model types whose attention multiplies q (after RoPE) by 1 + beta ln(1 + floor(p / L))
+#: (QSCALE-MISTRAL), beta = rope_parameters.llama_4_scaling_beta and L = rope_parameters.
+#: original_max_position_embeddings (transformers 5.24 ministral3 / mistral4 modeling,
+#: get_llama_4_attn_scale); their config classes list llama_4_scaling_beta and
+#: max_position_embeddings in ignore_keys_at_rope_validation (the rotary module reads neither)
+QSCALE_MISTRAL_TYPES = ("ministral3", "mistral4")
+
+
+def _pop_query_scale(rope: dict, model_type: str, where: str, provenance: dict):
+    """Take the query-scaling keys out of a :data:`QSCALE_MISTRAL_TYPES` model's rope dict (they
+    are not RoPE parameters): ``(llama_4_scaling_beta, L)`` (L: the dict's
+    original_max_position_embeddings where the rope type has none of its own, else None), ``None``
+    for the other model types;
+    :class:`SpecError` when the beta is missing or not a positive number."""
+    if model_type not in QSCALE_MISTRAL_TYPES or _nested(rope):
+        return None
+    if rope.get("max_position_embeddings") is not None:
+        provenance[f"{where}.max_position_embeddings"] = (
+            f"{rope.pop('max_position_embeddings')!r} ignored ({model_type}'s config class skips it at rope "
+            f"validation; the rotary module and the query scale do not read it)")
+    rope.pop("max_position_embeddings", None)
+    beta = rope.pop("llama_4_scaling_beta", None)
+    rope_type = rope.get("rope_type") or rope.get("type") or "default"
+    required, optional = ROPE_TYPE_FIELDS.get(rope_type, ((), ()))
+    # the query scale's L alone where the rope type has no original_max_position_embeddings
+    length = rope.pop("original_max_position_embeddings", None) if "original_max_position_embeddings" not in \
+        required + optional else None
+    if beta is None:
+        raise SpecError(f"config.json: {where}.llama_4_scaling_beta: missing: {model_type}'s attention multiplies "
+                        f"q by 1 + llama_4_scaling_beta * ln(1 + floor(p / original_max_position_embeddings)) "
+                        f"(QSCALE-MISTRAL) and transformers fails without it")
+    if not _is_number(beta) or not beta > 0:
+        raise SpecError(f"config.json: {where}.llama_4_scaling_beta: expected a positive finite number, got {beta!r}")
+    return beta, length
+
+
+def _query_scale(beta, length, sets: dict, model_type: str, where: str) -> QueryScaleParams:
+    """QSCALE-MISTRAL's parameters: L is the rope dict's original_max_position_embeddings as
+    transformers standardises it (yarn / llama3 / longrope fill it from max_position_embeddings)."""
+    params = sets.get("all_layers")
+    L = getattr(params, "original_max_position_embeddings", None) or length
+    if not (isinstance(L, int) and not isinstance(L, bool) and L > 0):
+        raise SpecError(f"config.json: {where}.original_max_position_embeddings: expected a positive integer (the "
+                        f"length L of {model_type}'s query scale, QSCALE-MISTRAL), got {L!r}")
+    return QueryScaleParams(form="mistral", beta=float(beta), scale_length=L)
 
 
 def _layer_types(config: dict, provenance: dict, row: Optional[dict] = None) -> Optional[list]:
@@ -815,6 +873,11 @@ AXIAL_HEAD_WIDTH = (("head_dim", ("head_dim",)),
                       "memory_attention_num_attention_heads")))
 
 
+#: the rules whose compute_axial_rope_parameters reads ``getattr(config, "head_dim", None)`` first
+#: (a non-null ``head_dim`` in the config wins); SAM 2's memory attention does not
+AXIAL_READS_HEAD_DIM = tuple(r for r, _ in AXIAL_HEAD_WIDTH if not r.startswith("memory_attention"))
+
+
 def axial_head_width(get, rule: str) -> Optional[int]:
     """The head width under one of :data:`AXIAL_HEAD_WIDTH`'s rules, ``get(key)`` reading the config
     (None when a key is missing, not a positive integer, or the division is not exact)."""
@@ -862,28 +925,50 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
             if key and cfg.get(key) is not None:
                 return cfg[key]
         return defaults.get(k)
-    rope = cfg.get("rope_parameters") if cfg.get("rope_parameters") is not None else defaults.get("rope_parameters")
-    if not isinstance(rope, dict):
-        raise SpecError(f"config.json: {prefix}rope_parameters: expected an object, got {rope!r}")
-    rope_type = rope.get("rope_type", "axial")
+    rope, key = _rope_dict(cfg)
+    if not rope:  # the class default, its rope_theta below a top-level one
+        rope = {k: v for k, v in (defaults.get("rope_parameters") or {}).items() if k != "rope_theta"}
+    rope_type = rope.get("rope_type", rope.get("type", "axial"))
     if rope_type != "axial":
-        raise SpecError(f"config.json: {prefix}rope_parameters.rope_type: {rope_type!r}: {model_type}'s vision "
+        raise SpecError(f"config.json: {prefix}{key}.rope_type: {rope_type!r}: {model_type}'s vision "
                         f"rotary module supports only 'axial'")
-    unknown = sorted(set(rope) - {"rope_type", "rope_theta"})
+    unknown = sorted(set(rope) - {"rope_type", "type", "rope_theta"})
     if unknown:
-        raise SpecError(f"config.json: {prefix}rope_parameters: unknown key(s) {', '.join(unknown)} for rope_type "
+        raise SpecError(f"config.json: {prefix}{key}: unknown key(s) {', '.join(unknown)} for rope_type "
                         f"'axial'")
-    theta = rope.get("rope_theta", (defaults.get("rope_parameters") or {}).get("rope_theta"))
+    # transformers folds a top-level (4.x) rope_theta into the rope dict when the dict has none
+    theta = next((v for v in (rope.get("rope_theta"), cfg.get("rope_theta"),
+                              (defaults.get("rope_parameters") or {}).get("rope_theta")) if v is not None), None)
+    if rope.get("rope_theta") is not None and cfg.get("rope_theta") is not None \
+            and rope["rope_theta"] != cfg["rope_theta"]:
+        raise SpecError(f"config.json: {prefix}rope_theta: {cfg['rope_theta']!r} disagrees with {prefix}{key}."
+                        f"rope_theta {rope['rope_theta']!r}; write one")
     if not _is_number(theta) or not theta > 0:
-        raise SpecError(f"config.json: {prefix}rope_parameters.rope_theta: expected a positive finite number, "
+        raise SpecError(f"config.json: {prefix}{key}.rope_theta: expected a positive finite number, "
                         f"got {theta!r}")
     probed = row["axial"]
     rule = probed["head_width"]
     head = axial_head_width(get, rule)
+    explicit = cfg.get("head_dim")
+    if rule in AXIAL_READS_HEAD_DIM and explicit is not None:
+        # compute_axial_rope_parameters: getattr(config, "head_dim", None) or <the rule>
+        if not (isinstance(explicit, int) and not isinstance(explicit, bool) and explicit > 0):
+            raise SpecError(f"config.json: {prefix}head_dim: expected a positive integer, got {explicit!r}")
+        head = explicit
+    elif rule == "head_dim" and "head_dim" in cfg:  # head_dim: null -> hidden_size // num_attention_heads
+        head = axial_head_width(get, "hidden_size / num_attention_heads")
+        rule = "hidden_size / num_attention_heads"
     if head is None:
         keys = dict(AXIAL_HEAD_WIDTH)[rule]
         raise SpecError(f"config.json: {prefix}{keys[0]}: the head width of {model_type} is {rule}: expected positive "
                         f"integers that divide ({', '.join(f'{k}={get(k)!r}' for k in keys)})")
+    A = probed["num_axes"]
+    if A == 2 and head % 4:
+        # transformers takes head_dim // 2 (odd here) dims per axis and rotates more dims than the head
+        # has (or, Pixtral, gives height and width different widths): no AXIAL-* layout computes that
+        raise SpecError(f"config.json: {prefix}head_dim: {model_type}'s head width {head} is not a multiple of "
+                        f"4: its two axes would rotate {head // 2} dims each (odd), which transformers' "
+                        f"{model_type} module does not compute consistently and AXIAL-* does not define")
     try:
         return AxialRopeParams(head_dim=head, rope_theta=float(theta), num_axes=probed["num_axes"],
                                frequencies=probed["frequencies"], layout=probed["layout"],
@@ -1032,7 +1117,8 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     T5 ``{"encoder": T5Params, "decoder": T5Params}`` (bidirectional and causal buckets); Whisper
     ``{"encoder_positions": SinusoidalParams}``; M2M100 (``m2m_100``) ``{"positions": SinusoidalParams}`` (the
     fairseq rule); Qwen2-VL, Qwen2.5-VL, Qwen3-VL (:data:`MROPE_RULES`) ``{"mrope": MRopeParams}``;
-    the vision encoders with axial RoPE (the table's ``axial`` rows) ``{"axial": AxialRopeParams}``.
+    the vision encoders with axial RoPE (the table's ``axial`` rows) ``{"axial": AxialRopeParams}``;
+    Ministral 3 and Mistral 4 add ``{"query_scale": QueryScaleParams}`` (QSCALE-MISTRAL).
     A key the config lacks takes the transformers 5.24 config class default (see
     the rule's source).  Raises :class:`SpecError` naming the model_type or field.
     """
@@ -1045,9 +1131,10 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     rules = FAMILY_RULES.get(model_type)
     if is_rope_import(config):
         imported = rope_import(config)
+        extra = {} if imported.query_scale is None else {"query_scale": imported.query_scale}
         if set(imported.sets) == {"all_layers"}:
-            return {"rope": imported.sets["all_layers"]}
-        return {f"rope.{lt}": p for lt, p in imported.sets.items()}
+            return {"rope": imported.sets["all_layers"], **extra}
+        return {**{f"rope.{lt}": p for lt, p in imported.sets.items()}, **extra}
     out = {}
     for name, rule in rules.items():
         values = dict(rule.fixed)

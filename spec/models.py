@@ -501,6 +501,19 @@ class AxialRopeParams(_Strict):
         return axial_pairs(self.num_axes, self.adim, self.layout, self.order)
 
 
+class QueryScaleParams(_Strict):
+    """Position-dependent query scaling (clauses QSCALE-*): q is multiplied by ``s(p) = 1 + beta
+    ln(1 + floor(p / L))`` (``form`` mistral: Ministral 3 / Mistral 4's ``llama_4_scaling_beta``
+    with ``L = original_max_position_embeddings``, QSCALE-MISTRAL) or ``1 + beta ln(1 + floor((p +
+    1) / L))`` (``form`` llama4: Llama 4's ``attn_temperature_tuning`` with ``beta = attn_scale``,
+    ``L = floor_scale``, on its NoPE layers, QSCALE-LLAMA4).  ``scale_length`` is L, in tokens.
+    """
+
+    form: Literal["mistral", "llama4"] = "mistral"
+    beta: float = Field(gt=0)
+    scale_length: int = Field(gt=0)
+
+
 class NopeParams(_Strict):
     """Which layers use no positional encoding (clauses NOPE-*; SmolLM3, Llama 4).
 
@@ -566,6 +579,7 @@ PARAM_MODELS: dict[str, type[BaseModel]] = {
         T5Params,
         MRopeParams,
         AxialRopeParams,
+        QueryScaleParams,
         NopeParams,
         SoftmaxScaleParams,
     )

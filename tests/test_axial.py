@@ -59,8 +59,14 @@ def test_three_axes_rotate_78_of_80_and_the_figure():
     want = x.copy()
     for i, j, a in [(0, 3, 2), (1, 4, 3), (2, 5, 5)]:  # axis_dim 2: f = [1]; (t, h, w) = (2, 3, 5)
         _rot(want, x, i, j, a)
-    got = axial.apply(x[None, None, None], x, np.array([[[2]], [[3]], [[5]]]), AxialRopeParams(**FIG, num_axes=3))[0]
+    k = x[::-1].copy()
+    want_k = k.copy()
+    for i, j, a in [(0, 3, 2), (1, 4, 3), (2, 5, 5)]:
+        _rot(want_k, k, i, j, a)
+    got, got_k = axial.apply(x[None, None, None], k[None, None, None], np.array([[[2]], [[3]], [[5]]]),
+                             AxialRopeParams(**FIG, num_axes=3))
     np.testing.assert_allclose(got[0, 0, 0], want, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(got_k[0, 0, 0], want_k, rtol=1e-13, atol=1e-13)
     assert got[0, 0, 0, 6:].tolist() == [6.0, 7.0]  # AXIAL-PARTIAL
 
 
@@ -89,6 +95,19 @@ def test_malformed_parameters_name_the_field(kw, message):
     ({"model_type": "minimax_m3_vl_vision"}, dict(head_dim=80, num_axes=3)),
     ({"model_type": "sam2_video"}, dict(layout="interleaved")),
     ({"model_type": "glm5_next", "vision_config": {"hidden_size": 512, "num_heads": 8}}, dict(head_dim=64)),
+    # Pixtral's head_dim is hidden_size // num_attention_heads (PixtralVisionConfig.__post_init__)
+    ({"model_type": "pixtral", "hidden_size": 1536, "num_attention_heads": 16}, dict(head_dim=96)),
+    ({"model_type": "pixtral", "head_dim": None, "hidden_size": 2048}, dict(head_dim=128)),
+    # a declared head_dim: the class default when absent, hidden_size / heads when null
+    ({"model_type": "gemma4_vision", "hidden_size": 1536}, dict(head_dim=64)),
+    ({"model_type": "gemma4_vision", "head_dim": None, "hidden_size": 1536}, dict(head_dim=128)),
+    # compute_axial_rope_parameters reads getattr(config, "head_dim", None) first ...
+    ({"model_type": "qwen2_5_vl_vision", "hidden_size": 1280, "num_heads": 16, "head_dim": 64}, dict(head_dim=64)),
+    # ... except SAM 2's memory attention
+    ({"model_type": "sam2_video", "head_dim": 32}, dict(head_dim=256)),
+    # a 4.x top-level rope_theta and a legacy rope_scaling dict, as transformers folds them
+    ({"model_type": "pixtral", "rope_theta": 5e4}, dict(rope_theta=5e4)),
+    ({"model_type": "pixtral", "rope_scaling": {"type": "axial", "rope_theta": 3e4}}, dict(rope_theta=3e4)),
 ])
 def test_axial_configs_import(config, want):
     p = params_from_hf_config(config)["axial"]
@@ -101,7 +120,14 @@ def test_axial_configs_import(config, want):
     ({"model_type": "pixtral", "rope_parameters": {"rope_type": "axial", "rope_theta": -1}}, "rope_theta: expected a positive"),
     ({"model_type": "pixtral", "rope_parameters": {"rope_type": "axial", "factor": 2.0}}, "unknown key(s) factor"),
     ({"model_type": "qwen2_vl_vision", "embed_dim": 1000, "num_heads": 16}, "embed_dim / num_attention_heads"),
-    ({"model_type": "pixtral", "head_dim": 65}, "head_dim must be even"),
+    ({"model_type": "minimax_m3_vl_vision", "head_dim": 81}, "head_dim must be even"),
+    # two axes of head_dim // 2 = odd dims: transformers rotates more than the head (or uneven axes)
+    ({"model_type": "pixtral", "head_dim": 66}, "not a multiple of 4"),
+    ({"model_type": "gemma4_vision", "head_dim": 6}, "not a multiple of 4"),
+    ({"model_type": "qwen2_5_vl_vision", "hidden_size": 1080, "num_heads": 12}, "not a multiple of 4"),
+    ({"model_type": "pixtral", "head_dim": "64"}, "head_dim: expected a positive integer"),
+    ({"model_type": "pixtral", "rope_theta": 1e4, "rope_parameters": {"rope_type": "axial", "rope_theta": 2e4}},
+     "disagrees"),
     ({"model_type": "glm5_next", "vision_config": [1]}, "vision_config: expected an object"),
 ])
 def test_malformed_axial_configs_are_one_named_error(config, message):

@@ -58,6 +58,11 @@ class _Axial:
                               f"{list(params.order)}")
         if params.axis_dim is not None and params.axis_dim != 2 * (params.head_dim // (2 * params.num_axes)):
             raise Unsupported("transformers' axial modules derive the axis width from head_dim (axis_dim not settable)")
+        if params.num_axes == 2 and params.head_dim % 4:
+            raise Unsupported(f"head_dim {params.head_dim} is not a multiple of 4: transformers' two-axis modules "
+                              f"take head_dim // 2 = {params.head_dim // 2} (odd) dims per axis, rotating more "
+                              f"dims than the head has (Pixtral: height and width of different widths), where "
+                              f"AXIAL-PARTIAL passes the last 2 through")
         cls, self.fn, self.form = _MODELS[key]
         D = params.head_dim
         cfg = SimpleNamespace(rope_parameters={"rope_type": "axial", "rope_theta": float(params.rope_theta)},
