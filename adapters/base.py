@@ -61,6 +61,17 @@ families:
                                                -> half-width ``[B, T, head_dim/2]`` cos, sin;
                                                ``apply(q, k, position_ids)``; position_ids
                                                ``[3, B, T]`` (temporal, height, width)
+``axial(params, dtype=, device=)``            a prepared op (``AxialRopeParams``): ``cos_sin(position_ids)``
+                                               -> per-pair ``[B, T, rdim/2]`` cos, sin (``rdim = num_axes
+                                               * adim``, pairs in ``params.pairs`` order);
+                                               ``apply(q, k, position_ids)``; position_ids ``[A, B, T]``
+``query_scale_apply(q, position_ids, params)``  q ``[B, H, T, D]`` times s(position_ids)
+                                               (``QueryScaleParams``); the dtype is q's; k untouched
+``layer_rope(params, dtype=, device=)``        a prepared op (``LayerRopeParams``): ``apply(q, k,
+                                               position_ids, layer_idx)`` with the RoPE set of
+                                               ``layer_types[layer_idx]`` (q, k unchanged where the
+                                               type has none); ``posenc.adapters.layer_rope`` builds
+                                               it over an adapter's own ``rope``
 ``nope_apply(q, k, position_ids, layer_idx, params)``  q, k of NoPE layer ``layer_idx`` (bit-identical)
 ``nope_layer_flags(params, device=)``          int ``[num_hidden_layers]``: 1 = the layer uses RoPE,
                                                0 = NoPE (HF ``no_rope_layers`` semantics)

@@ -44,7 +44,7 @@ from posenc.spec.models import Operation, register_params_model
 ENTRY_POINT_GROUP = "posenc.families"
 #: The order the kit's families are listed, run and stored in (a family not named here follows,
 #: by name): RoPE and its scaling first, as the spec reads.
-KIT_ORDER = ("rope", "rope_scaling", "sinusoidal", "learned", "position_ids", "alibi", "t5", "mrope", "axial", "query_scale",
+KIT_ORDER = ("rope", "rope_scaling", "sinusoidal", "learned", "position_ids", "alibi", "t5", "mrope", "axial", "layer_types", "query_scale",
              "nope")
 
 

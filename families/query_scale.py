@@ -94,6 +94,7 @@ add_cases(
          {"q": Gen((2, 4, 6, 128)), "position_ids": _STEPS(8192)}, "Llama 4 temperature tuning: the + 1 shifts each step"),
     Case("qscale-mistral-left-padded", "query_scale.apply", ("QSCALE-POSITIONS", "QSCALE-MISTRAL"),
          QueryScaleParams(form="mistral", beta=0.3, scale_length=16),
-         {"q": Gen((3, 2, 5, 16)), "position_ids": pos([1, 1, 1, 2, 3], [14, 15, 16, 17, 18], [60, 61, 62, 63, 64])},
-         "rows at their own positions (a left-padded row, rows across steps): beta 0.3, L 16"),
+         {"q": Gen((3, 2, 5, 16)), "position_ids": pos([30, 31, 32, 33, 34], [1, 1, 1, 2, 3], [14, 15, 16, 17, 18])},
+         "rows at their own positions (row 0 past two steps, a left-padded row, a row across a step): beta 0.3, "
+         "L 16"),
 )

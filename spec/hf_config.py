@@ -374,6 +374,11 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
     config = read_config(config)
     model_type, cfg, where, rule, row = _locate(config, hf_model_types())
     provenance: dict[str, str] = {}
+    vision = config.get("vision_config") if where else None
+    if isinstance(vision, dict) and vision is not cfg:
+        kind = "axial RoPE (AXIAL-*)" if is_axial(vision) else "its own positional encoding"
+        provenance["vision_config"] = (f"not read here: {vision.get('model_type', 'the vision encoder')} has {kind}; "
+                                       f"import the vision_config on its own")
     defaults = dict((row or {}).get("defaults") or {})
     default_rope = defaults.pop("rope_parameters", None)
     eff = dict(cfg)
@@ -434,7 +439,7 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
         sets = {"all_layers": _rope_set(eff, rope, rule, model_type, f"{prefix}{key}", provenance, row)}
     query_scale = None
     if scaling is not None:
-        query_scale = _query_scale(*scaling, sets, model_type, f"{prefix}{key}")
+        query_scale = _query_scale(*scaling, sets, rope, model_type, f"{prefix}{key}", provenance)
     return RopeImport(model_type, where, sets, tuple(layer_types) if layer_types else None, rule.source, provenance,
                       query_scale)
 
@@ -475,11 +480,17 @@ def _pop_query_scale(rope: dict, model_type: str, where: str, provenance: dict):
     return beta, length
 
 
-def _query_scale(beta, length, sets: dict, model_type: str, where: str) -> QueryScaleParams:
+def _query_scale(beta, length, sets: dict, rope: dict, model_type: str, where: str,
+                 provenance: dict) -> QueryScaleParams:
     """QSCALE-MISTRAL's parameters: L is the rope dict's original_max_position_embeddings as
     transformers standardises it (yarn / llama3 / longrope fill it from max_position_embeddings)."""
     params = sets.get("all_layers")
     L = getattr(params, "original_max_position_embeddings", None) or length
+    stated = rope.get("original_max_position_embeddings") if isinstance(rope, dict) else None
+    provenance["query_scale"] = (
+        f"QSCALE-MISTRAL: beta = {where}.llama_4_scaling_beta, L = {where}.original_max_position_embeddings"
+        + ("" if stated is not None or length is not None else
+           f" (not stated: {L} filled from max_position_embeddings, as transformers' rope standardisation does)"))
     if not (isinstance(L, int) and not isinstance(L, bool) and L > 0):
         raise SpecError(f"config.json: {where}.original_max_position_embeddings: expected a positive integer (the "
                         f"length L of {model_type}'s query scale, QSCALE-MISTRAL), got {L!r}")

@@ -514,6 +514,53 @@ class QueryScaleParams(_Strict):
     scale_length: int = Field(gt=0)
 
 
+LayerType = Literal["full_attention", "sliding_attention"]
+
+
+class LayerRopeParams(_Strict):
+    """RoPE parameter sets per layer type (clauses LAYERS-*): layer i uses the set of
+    ``layer_types[i]`` -- ``full_attention``: ``rope_theta = full_rope_theta`` with linear scaling
+    by ``full_factor`` (Gemma 3: 1e6, factor 8); ``sliding_attention``: ``sliding_rope_theta``,
+    unscaled (Gemma 3: 1e4).  A type whose theta is ``None`` has no RoPE: its layers return q and k
+    unchanged (Cohere 2 / Command R7B and EXAONE 4 full-attention layers).  Both sets share
+    ``head_dim`` and ``pairing`` (Cohere 2: interleaved).
+    """
+
+    head_dim: int = Field(gt=0)
+    layer_types: tuple[LayerType, ...] = Field(min_length=1)
+    full_rope_theta: Optional[float] = Field(1000000.0, gt=0, description="None: full-attention layers have no RoPE")
+    full_factor: float = Field(1.0, ge=1.0, description="linear scaling of the full-attention set; 1 = none")
+    sliding_rope_theta: Optional[float] = Field(10000.0, gt=0, description="None: sliding layers have no RoPE")
+    pairing: Literal["half", "interleaved"] = "half"
+
+    @model_validator(mode="after")
+    def _check(self) -> "LayerRopeParams":
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim must be even, got {self.head_dim}")
+        if self.full_rope_theta is None and self.sliding_rope_theta is None:
+            raise ValueError("at least one layer type must have RoPE (full_rope_theta or sliding_rope_theta)")
+        if self.full_rope_theta is None and self.full_factor != 1.0:
+            raise ValueError("full_factor scales the full-attention set, which has no RoPE (full_rope_theta null)")
+        return self
+
+    def set_of(self, layer_type: str) -> Optional[RopeParams]:
+        """The RoPE parameters of one layer type, or None (no RoPE)."""
+        if layer_type == "full_attention":
+            if self.full_rope_theta is None:
+                return None
+            scaled = {"rope_type": "linear", "factor": self.full_factor} if self.full_factor != 1.0 else {}
+            return RopeParams(head_dim=self.head_dim, rope_theta=self.full_rope_theta, pairing=self.pairing, **scaled)
+        if self.sliding_rope_theta is None:
+            return None
+        return RopeParams(head_dim=self.head_dim, rope_theta=self.sliding_rope_theta, pairing=self.pairing)
+
+    def set_for(self, layer_idx: int) -> Optional[RopeParams]:
+        """LAYERS-SETS: the parameters of layer ``layer_idx`` (``ValueError`` out of range)."""
+        if not (isinstance(layer_idx, int) and 0 <= layer_idx < len(self.layer_types)):
+            raise ValueError(f"LAYERS-SETS: layer_idx {layer_idx!r} is not a layer of {len(self.layer_types)}")
+        return self.set_of(self.layer_types[layer_idx])
+
+
 class NopeParams(_Strict):
     """Which layers use no positional encoding (clauses NOPE-*; SmolLM3, Llama 4).
 
@@ -580,6 +627,7 @@ PARAM_MODELS: dict[str, type[BaseModel]] = {
         MRopeParams,
         AxialRopeParams,
         QueryScaleParams,
+        LayerRopeParams,
         NopeParams,
         SoftmaxScaleParams,
     )

@@ -1,0 +1,112 @@
+"""Per-layer-type RoPE (LAYERS-*): the reference against the hand-derived figure (not computed by
+the reference), the parameter sets each layer gets, the mutants, the real Gemma 3 and Cohere 2
+modules of transformers through the suite, and the divergence named when their layer mapping or
+sets are broken."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from transformers.models.cohere2 import modeling_cohere2 as hf_cohere2
+from transformers.models.gemma3 import modeling_gemma3 as hf_gemma3
+
+from posenc.reference import layer_types, mutants
+from posenc.spec.models import LayerRopeParams
+
+S, F = "sliding_attention", "full_attention"
+FIG = LayerRopeParams(head_dim=4, layer_types=(S, F), full_factor=8.0, sliding_rope_theta=100.0)
+X = np.asarray([1.0, 0.0, 0.0, 1.0]).reshape(1, 1, 1, 4)
+P8 = np.asarray([[8]])
+
+
+@pytest.mark.parametrize("layer, angles", [(0, (8.0, 0.8)), (1, (1.0, 0.001))])
+def test_the_figure(layer, angles):
+    """head_dim 4, half pairing (0, 2), (1, 3); x = [1, 0, 0, 1] at position 8."""
+    a, b = angles
+    want = [math.cos(a), -math.sin(b), math.sin(a), math.cos(b)]
+    q, k = layer_types.apply(X, X, P8, layer, FIG)
+    np.testing.assert_allclose(q[0, 0, 0], want, rtol=1e-13, atol=1e-15)
+
+
+def test_a_type_without_rope_returns_q_and_k_and_the_other_rotates():
+    p = LayerRopeParams(head_dim=4, layer_types=(S, F), full_rope_theta=None, sliding_rope_theta=100.0)
+    q, k = layer_types.apply(X, 2 * X, P8, 1, p)
+    assert np.array_equal(q, X) and np.array_equal(k, 2 * X)
+    assert not np.allclose(layer_types.apply(X, X, P8, 0, p)[0], X)
+
+
+def test_the_sets_and_what_is_refused():
+    p = LayerRopeParams(head_dim=8, layer_types=(S, S, F), full_factor=4.0)
+    assert p.set_for(2).rope_type == "linear" and p.set_for(2).factor == 4.0 and p.set_for(2).rope_theta == 1e6
+    assert p.set_for(0).rope_type == "default" and p.set_for(0).rope_theta == 1e4
+    for bad in (3, -1, 1.0):
+        with pytest.raises(ValueError, match="is not a layer of 3"):
+            p.set_for(bad)
+    with pytest.raises(ValueError, match="at least one layer type"):
+        LayerRopeParams(head_dim=8, layer_types=(S,), full_rope_theta=None, sliding_rope_theta=None)
+    with pytest.raises(ValueError, match="full_factor"):
+        LayerRopeParams(head_dim=8, layer_types=(S,), full_rope_theta=None, full_factor=2.0)
+    with pytest.raises(ValueError):
+        LayerRopeParams(head_dim=8, layer_types=("chunked_attention",))
+
+
+def test_mutants_are_the_wrong_behaviour():
+    x = {"q": X, "k": X, "position_ids": P8, "layer_idx": 0}
+    full = mutants.run("layers_full_set_everywhere", "layers.apply", FIG, x)["q"]
+    np.testing.assert_allclose(full, layer_types.apply(X, X, P8, 1, FIG)[0])
+    assert mutants.run("layers_sliding_set_everywhere", "layers.apply", FIG, {**x, "layer_idx": 1})["q"][0, 0, 0, 0] \
+        == pytest.approx(math.cos(8.0))
+    scaled = mutants.run("layers_scaling_everywhere", "layers.apply", FIG, x)["q"]  # theta 100 at position 1
+    np.testing.assert_allclose(scaled[0, 0, 0], [math.cos(1), -math.sin(0.1), math.sin(1), math.cos(0.1)], rtol=1e-13)
+    shifted = mutants.run("layers_pattern_shifted", "layers.apply", FIG, {**x, "layer_idx": 1})["q"]
+    np.testing.assert_allclose(shifted, layer_types.apply(X, X, P8, 0, FIG)[0])
+    nope = LayerRopeParams(head_dim=4, layer_types=(S, F), full_rope_theta=None, sliding_rope_theta=100.0)
+    rotated = mutants.run("layers_no_rope_rotated", "layers.apply", nope, {**x, "layer_idx": 1})["q"]
+    np.testing.assert_allclose(rotated, layer_types.apply(X, X, P8, 0, nope)[0])
+    assert mutants.run("layers_no_rope_rotated", "layers.apply", FIG, x) is None
+
+
+def test_transformers_gemma3_and_cohere2_pass(run_suite):
+    r = run_suite("hf-transformers", "-k", "layers-gemma3 or layers-cohere2 or layers-figure")
+    assert r.ret == 0, r.stdout.str()[-2000:]
+    r.assert_outcomes(passed=9)
+
+
+def test_a_shifted_layer_pattern_is_named(run_suite, monkeypatch):
+    """Gemma3Attention reading layer_types one layer on: DIV-LAYERS-PATTERN-SHIFTED."""
+    init = hf_gemma3.Gemma3Attention.__init__
+
+    def shifted(self, config, layer_idx):
+        init(self, config, layer_idx)
+        self.layer_type = config.layer_types[(layer_idx + 1) % len(config.layer_types)]
+    monkeypatch.setattr(hf_gemma3.Gemma3Attention, "__init__", shifted)
+    r = run_suite("hf-transformers", "-k", "layers-gemma3")
+    out = r.stdout.str()
+    assert r.ret == 1 and "    DIV-LAYERS-PATTERN-SHIFTED (violates" in out, out[-2000:]
+
+
+def test_one_shared_rotary_set_is_named(run_suite, monkeypatch):
+    """Gemma3RotaryEmbedding answering every layer type with the full-attention set:
+    DIV-LAYERS-FULL-SET-EVERYWHERE."""
+    forward = hf_gemma3.Gemma3RotaryEmbedding.forward
+    monkeypatch.setattr(hf_gemma3.Gemma3RotaryEmbedding, "forward",
+                        lambda self, x, position_ids, layer_type=None: forward(self, x, position_ids, "full_attention"))
+    r = run_suite("hf-transformers", "-k", "layers-gemma3")
+    out = r.stdout.str()
+    assert r.ret == 1 and "    DIV-LAYERS-FULL-SET-EVERYWHERE (violates" in out, out[-2000:]
+
+
+def test_a_rotated_nope_layer_is_named(run_suite, monkeypatch):
+    """Cohere2Attention giving every layer a sliding window (so every layer rotates):
+    DIV-LAYERS-NO-ROPE-ROTATED."""
+    init = hf_cohere2.Cohere2Attention.__init__
+
+    def every(self, config, layer_idx=None):
+        init(self, config, layer_idx)
+        self.sliding_window = config.sliding_window
+    monkeypatch.setattr(hf_cohere2.Cohere2Attention, "__init__", every)
+    r = run_suite("hf-transformers", "-k", "layers-cohere2")
+    out = r.stdout.str()
+    assert r.ret == 1 and "    DIV-LAYERS-NO-ROPE-ROTATED (violates" in out, out[-2000:]
