@@ -391,6 +391,9 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
         return row
     name, rotary = built[0]
     row["rotary_class"] = f"{module.__name__.removeprefix('transformers.models.')}.{name}"
+    gate = rope_gate(module, sub_obj)
+    if gate is not None:
+        row["rope_gate"] = gate
     functions = apply_functions(module)
     probed = {f: [probe_pairing(module, rotary, lt, f) for lt in rotary_frequencies(rotary)]
               for f in functions or ("apply_rotary_pos_emb",)}
@@ -409,6 +412,70 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     elif pairing.get("apply_rotary_emb"):
         row["pairing"] = pairing["apply_rotary_emb"]
     return row
+
+
+#: an attention forward that rotates q and k only under a condition (Cohere 2: ``if
+#: self.sliding_window is not None:``, EXAONE 4: ``if self.sliding_window is None or self.is_sliding:``)
+_ROPE_GATE = re.compile(r"^[ \t]*if (?P<cond>[^\n]+):\n(?:[ \t]+\w+, \w+ = position_embeddings\n)?"
+                        r"[ \t]*\w+, \w+ = apply_rotary_\w+\(", re.M)
+
+
+def rope_gate(module, sub_config) -> Optional[dict]:
+    """Which layer types of a model rotate q and k, read from its own attention modules: the
+    condition guarding ``apply_rotary_*`` in an ``*Attention.forward`` evaluated on that class built
+    (on the meta device) for every layer of the config's ``layer_types`` (two layers, one of each
+    type, where the class has none by default), and again with ``sliding_window`` None where the
+    condition reads it and the class accepts None.  ``{"condition", "attention_class", "no_rope",
+    "no_rope_without_window", "mixed"}`` or None (no gate); ``no_rope``: the layer types none of
+    whose layers rotate; ``mixed``: types some of whose layers rotate and some not (Cohere 2 MoE's
+    forced dense-prefix layers)."""
+    import torch
+    for name, cls in sorted(vars(module).items()):
+        if not (isinstance(cls, type) and name.endswith("Attention") and cls.__module__ == module.__name__):
+            continue
+        try:
+            m = _ROPE_GATE.search(inspect.getsource(cls.forward))
+        except (OSError, TypeError):
+            continue
+        if m is None or "self." not in m.group("cond"):
+            continue
+        cond = m.group("cond")
+        flag = re.fullmatch(r"self\.config\.(\w+)", cond)
+        if flag:  # a config switch for every layer (Zamba2's use_mem_rope)
+            return {"condition": cond, "attention_class": name, "flag": flag.group(1),
+                    "flag_default": bool(getattr(sub_config, flag.group(1), False))}
+        if not re.search(r"sliding|is_local|use_rope", cond):  # not a layer's RoPE switch (an if / else
+            continue                                            # that rotates either way: Mistral Large 4)
+
+        def build(**over):
+            d = {**sub_config.to_dict(), **over}
+            if not d.get("layer_types"):
+                d.update(layer_types=["sliding_attention", "full_attention"], num_hidden_layers=2)
+            return type(sub_config)(**d)
+
+        def verdicts(cfg):
+            seen: dict[str, set] = {}
+            with torch.device("meta"):
+                for i, lt in enumerate(cfg.layer_types[:cfg.num_hidden_layers]):
+                    att = cls(cfg, i)
+                    seen.setdefault(lt, set()).add(bool(eval(cond, {"__builtins__": {}}, {"self": att})))  # noqa: S307
+            return seen
+        try:
+            seen = verdicts(build())
+        except Exception as e:  # noqa: BLE001 - the class does not build: recorded
+            return {"condition": cond, "attention_class": name, "error": f"{type(e).__name__}: {e}"[:160]}
+        out = {"condition": cond, "attention_class": name,
+               "no_rope": sorted(lt for lt, v in seen.items() if v == {False}),
+               "mixed": sorted(lt for lt, v in seen.items() if len(v) > 1)}
+        out["no_rope_without_window"] = out["no_rope"]
+        if "sliding_window" in cond:
+            try:
+                nowin = verdicts(build(sliding_window=None))
+                out["no_rope_without_window"] = sorted(lt for lt, v in nowin.items() if v == {False})
+            except Exception:  # noqa: BLE001 - the class refuses sliding_window None: it is always set
+                pass
+        return out
+    return None
 
 
 def legacy_layout(model_type: str) -> dict:
@@ -601,8 +668,12 @@ def main(check: bool) -> int:
 
 def _sets(found: dict) -> dict:
     """``{layer_type or None: params}`` of :func:`~posenc.spec.hf_config.params_from_hf_config`'s result."""
-    return {None if k in ("rope", "mrope") else k.split(".", 1)[1]: v for k, v in found.items()
-            if k in ("rope", "mrope") or k.startswith("rope.")}
+    out = {None if k in ("rope", "mrope") else k.split(".", 1)[1]: v for k, v in found.items()
+           if k in ("rope", "mrope") or k.startswith("rope.")}
+    rotating = [v for v in out.values() if v is not None]
+    if None not in out and rotating and all(v == rotating[0] for v in rotating):
+        out[None] = rotating[0]  # one rotary module for every layer that rotates (Cohere 2's sliding layers)
+    return out
 
 
 def _reference_freq(p) -> tuple[np.ndarray, float]:

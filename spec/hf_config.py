@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from .errors import SpecError
 from .models import (ROPE_TYPE_FIELDS, AlibiParams, AxialRopeParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
-                     MRopeParams, OPTEmbeddingParams, QueryScaleParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams,
+                     LayerRopeParams, MRopeParams, OPTEmbeddingParams, QueryScaleParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams,
                      T5Params)
 
 #: transformers' model types, read from transformers by ``posenc config survey`` (conformance/hf_models.py)
@@ -247,6 +247,37 @@ class RopeImport:
             return []
         return [i for i, lt in enumerate(self.layer_types) if name in ("all_layers", lt)]
 
+    def layer_rope(self) -> LayerRopeParams:
+        """The per-layer-type sets as :class:`LayerRopeParams` (LAYERS-SETS), for ``layers.apply``:
+        ``layer_types`` from the config, ``full_attention`` and ``sliding_attention`` sets that are
+        plain RoPE (``default``) or, for full attention, ``linear``, sharing head width and
+        pairing; a type whose set is None has no RoPE.  :class:`SpecError` says what does not fit."""
+        if self.layer_types is None:
+            raise SpecError(f"{self.model_type}: the config has no layer_types: which layer uses which set is not known")
+        unknown = sorted(set(self.layer_types) - {"full_attention", "sliding_attention"})
+        if unknown or not set(self.sets) <= {"full_attention", "sliding_attention"}:
+            raise SpecError(f"{self.model_type}: layer types {', '.join(unknown or sorted(self.sets))}: LayerRopeParams "
+                            f"holds full_attention and sliding_attention only")
+        full, sliding = self.sets.get("full_attention"), self.sets.get("sliding_attention")
+        present = [p for p in (full, sliding) if p is not None]
+        if {(p.head_dim, p.rotary_dim, p.pairing) for p in present}.__len__() > 1:
+            raise SpecError(f"{self.model_type}: the layer types' sets differ in head width, rotary width or pairing "
+                            f"(LayerRopeParams shares them)")
+        for name, p, allowed in (("full_attention", full, ("default", "linear")), ("sliding_attention", sliding,
+                                                                                    ("default",))):
+            if p is not None and (p.rope_type not in allowed or p.rotary_dim not in (None, p.head_dim)
+                                  or p.attention_factor is not None):
+                raise SpecError(f"{self.model_type}: the {name} set (rope_type {p.rope_type}) is not one "
+                                f"LayerRopeParams holds ({' or '.join(allowed)}, whole head)")
+        try:
+            return LayerRopeParams(head_dim=present[0].head_dim, layer_types=self.layer_types,
+                                   full_rope_theta=None if full is None else full.rope_theta,
+                                   full_factor=1.0 if full is None or full.rope_type == "default" else full.factor,
+                                   sliding_rope_theta=None if sliding is None else sliding.rope_theta,
+                                   pairing=present[0].pairing)
+        except (ValidationError, IndexError) as e:
+            raise SpecError(f"{self.model_type}: {e}") from None
+
     def as_json(self) -> dict:
         out: dict[str, Any] = {"model_type": self.model_type, "rule": self.source}
         if self.where:
@@ -437,11 +468,53 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
                                                           f"{prefix}{key}.{lt}", provenance, row)
     else:
         sets = {"all_layers": _rope_set(eff, rope, rule, model_type, f"{prefix}{key}", provenance, row)}
+    sets = _gated_sets(sets, (row or {}).get("rope_gate"), eff, layer_types, provenance)
     query_scale = None
     if scaling is not None:
         query_scale = _query_scale(*scaling, sets, rope, model_type, f"{prefix}{key}", provenance)
     return RopeImport(model_type, where, sets, tuple(layer_types) if layer_types else None, rule.source, provenance,
                       query_scale)
+
+
+def _gated_sets(sets: dict, gate: Optional[dict], config: dict, layer_types, provenance: dict) -> dict:
+    """The sets with None for the layer types whose attention does not rotate (LAYERS-NO-ROPE):
+    the model type's ``rope_gate`` (its attention's own guard around ``apply_rotary_*``, evaluated by
+    ``posenc config survey`` per layer type; with the config's ``sliding_window`` null where the
+    guard reads it).  A type only some of whose layers rotate is said in provenance."""
+    if not gate or gate.get("error"):
+        return sets
+    if gate.get("flag"):
+        on = config.get(gate["flag"])
+        on = gate["flag_default"] if on is None else on
+        if not on:
+            raise SpecError(f"config.json: {gate['flag']}: {on!r}: {gate['attention_class']}.forward rotates q and k "
+                            f"only if {gate['condition']}, so no layer has RoPE: nothing to import")
+        return sets
+    mlp = config.get("mlp_layer_types")
+    forced = "force_rope" in gate["condition"] and config.get("prefix_dense_sliding_window_pattern") == 1 and (
+        not isinstance(mlp, list) or not layer_types
+        or any(m == "dense" and lt == "full_attention" for m, lt in zip(mlp, layer_types)))
+    if forced:
+        raise SpecError(f"config.json: prefix_dense_sliding_window_pattern: 1: {gate['attention_class']} also rotates "
+                        f"the dense prefix's full-attention layers (force_rope), per layer, not per layer type: "
+                        f"not covered")
+    windowless = "sliding_window" in gate["condition"] and "sliding_window" in config \
+        and config["sliding_window"] is None
+    no_rope = gate["no_rope_without_window" if windowless else "no_rope"]
+    where = f"{gate['attention_class']}.forward rotates q and k only if {gate['condition']}"
+    for lt in gate.get("mixed") or ():
+        provenance[f"layers.{lt}"] = f"some {lt} layers have no RoPE: {where} (per layer, not per type)"
+    if not no_rope:
+        return sets
+    if set(sets) == {"all_layers"}:
+        one = sets["all_layers"]
+        types = sorted(set(no_rope) | {"full_attention", "sliding_attention"} | set(layer_types or ()))
+        sets = {lt: None if lt in no_rope else one for lt in types}
+    else:
+        sets = {lt: None if lt in no_rope else p for lt, p in sets.items()}
+    for lt in no_rope:
+        provenance[f"sets.{lt}"] = f"no RoPE: {where}" + (" (sliding_window null)" if windowless else "")
+    return sets
 
 
 #: model types whose attention multiplies q (after RoPE) by 1 + beta ln(1 + floor(p / L))

@@ -59,8 +59,10 @@ def test_every_rope_model_type_agrees_or_is_a_listed_exception(results):
     # the hand rules, the probed pairings and the head-width rules all reached
     agreeing = [mt for mt, (s, _) in results.items() if s == "agrees"]
     for mt in ("llama", "deepseek_v3", "gpt_neox", "phi3", "gemma3_text", "cohere", "glm", "llama4_text",
-               "deepseek_v2", "jetmoe", "zamba2", "gemma4_text"):
+               "deepseek_v2", "jetmoe", "gemma4_text", "cohere2", "exaone4"):
         assert mt in agreeing, (mt, results.get(mt))
+    # Zamba2's head-width rule, with its RoPE switched on (off by default: a listed exception)
+    assert hf_models.agreement("zamba2", config={"use_mem_rope": True})[0] == "agrees"
     pairings = {rope_import(hf_models.default_config(mt)).sets.popitem()[1].pairing
                 for mt in agreeing if mt not in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
                 and set(params_from_hf_config(hf_models.default_config(mt))) == {"rope"}}

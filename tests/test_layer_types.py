@@ -110,3 +110,68 @@ def test_a_rotated_nope_layer_is_named(run_suite, monkeypatch):
     r = run_suite("hf-transformers", "-k", "layers-cohere2")
     out = r.stdout.str()
     assert r.ret == 1 and "    DIV-LAYERS-NO-ROPE-ROTATED (violates" in out, out[-2000:]
+
+
+# ---- the config import: which layer types rotate (LAYERS-NO-ROPE), read from the attention ----
+
+import torch  # noqa: E402
+from transformers import Cohere2Config, Exaone4Config  # noqa: E402
+from transformers.models.exaone4 import modeling_exaone4 as hf_exaone4  # noqa: E402
+
+from posenc.spec.errors import SpecError  # noqa: E402
+from posenc.spec.hf_config import rope_import  # noqa: E402
+
+TYPES = [S, S, S, F]
+
+
+def _rotating_layers(module, attention, config) -> list[int]:
+    """The layers whose attention forward calls the module's apply_rotary_pos_emb (run for real)."""
+    calls = []
+    real = module.apply_rotary_pos_emb
+
+    def record(q, k, cos, sin, *a, **kw):
+        calls.append(True)
+        return real(q, k, cos, sin, *a, **kw)
+    out = []
+    d = config.head_dim
+    x = torch.randn(1, 3, config.hidden_size)
+    cs = (torch.ones(1, 3, d), torch.zeros(1, 3, d))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(module, "apply_rotary_pos_emb", record)
+        for i in range(config.num_hidden_layers):
+            calls.clear()
+            attention(config, i).eval()(x, position_embeddings=cs, attention_mask=None)
+            if calls:
+                out.append(i)
+    return out
+
+
+@pytest.mark.parametrize("model_type, cls, module, attention, window", [
+    ("cohere2", Cohere2Config, hf_cohere2, hf_cohere2.Cohere2Attention, 4096),
+    ("exaone4", Exaone4Config, hf_exaone4, hf_exaone4.Exaone4Attention, 4096),
+    ("exaone4", Exaone4Config, hf_exaone4, hf_exaone4.Exaone4Attention, None),
+])
+def test_the_import_says_which_layers_rotate_as_the_attention_does(model_type, cls, module, attention, window):
+    """The import's None sets against the real attention forward of each layer."""
+    kw = dict(hidden_size=16, num_attention_heads=2, num_key_value_heads=1, head_dim=8, num_hidden_layers=4,
+              layer_types=TYPES, sliding_window=window)
+    rotating = _rotating_layers(module, attention, cls(**kw))
+    imp = rope_import({"model_type": model_type, **kw})
+    claimed = [i for i, lt in enumerate(TYPES) if imp.sets.get(lt, imp.sets.get("all_layers")) is not None]
+    assert claimed == rotating, (imp.sets, rotating)
+    assert rotating in ([0, 1, 2], [0, 1, 2, 3])
+
+
+def test_a_config_switched_off_rope_is_refused_and_mixed_layers_are_said():
+    with pytest.raises(SpecError, match="use_mem_rope: False.*no layer has RoPE"):
+        rope_import({"model_type": "zamba2"})
+    assert rope_import({"model_type": "zamba2", "use_mem_rope": True}).sets["all_layers"] is not None
+    prov = rope_import({"model_type": "smollm3"}).provenance
+    assert "some full_attention layers have no RoPE" in prov["layers.full_attention"]
+    with pytest.raises(SpecError, match="force_rope"):
+        rope_import({"model_type": "cohere2_moe", "prefix_dense_sliding_window_pattern": 1})
+
+
+def test_cohere2_imports_as_layer_rope_params_and_agrees_with_its_modules():
+    p = rope_import({"model_type": "cohere2", "layer_types": TYPES}).layer_rope()
+    assert p.full_rope_theta is None and p.pairing == "interleaved" and p.set_for(3) is None
