@@ -46,6 +46,16 @@ def qscale_row0_positions(op, p, x, dtype=None):
     return _apply(p, x, _scale_of(p, np.broadcast_to(pid[:1], pid.shape).copy()))
 
 
+@mutant("qscale_token_index", "query_scale.apply")
+def qscale_token_index(op, p, x, dtype=None):
+    """Every row scaled at its token indices arange(T) instead of its position ids."""
+    pid = np.asarray(x["position_ids"])
+    idx = np.broadcast_to(np.arange(pid.shape[1], dtype=np.int64), pid.shape).copy()
+    if np.array_equal(idx, pid):
+        return None
+    return _apply(p, x, _scale_of(p, idx))
+
+
 @mutant("qscale_no_floor", "query_scale.apply")
 def qscale_no_floor(op, p, x, dtype=None):
     """``1 + beta ln(1 + p' / L)`` without the floor (p' = p, or p + 1 for Llama 4)."""
@@ -92,6 +102,22 @@ add_cases(
          {"q": Gen((2, 4, 6, 64)), "position_ids": _STEPS(8192)}, "Mistral 4: L 8192"),
     Case("qscale-llama4", "query_scale.apply", ("QSCALE-LLAMA4", "QSCALE-POSITIONS"), _LLAMA4,
          {"q": Gen((2, 4, 6, 128)), "position_ids": _STEPS(8192)}, "Llama 4 temperature tuning: the + 1 shifts each step"),
+    # an L that is not a power of two, ratios beyond 255 (a uint8 or a cap of the ratio) and
+    # positions beyond 2^22 (a clamped table)
+    Case("qscale-mistral-far", "query_scale.apply", ("QSCALE-MISTRAL",), QueryScaleParams(beta=0.2, scale_length=3000),
+         {"q": Gen((1, 2, 8, 16)), "position_ids": pos([2999, 3000, 767999, 768000, 900000, 5999999, 8388613, 11111111])},
+         "beta 0.2, L 3000: floor(p / L) from 0 to 3703"),
+    Case("qscale-llama4-other", "query_scale.apply", ("QSCALE-LLAMA4",), QueryScaleParams(form="llama4", beta=0.25,
+                                                                                          scale_length=1000),
+         {"q": Gen((1, 2, 6, 16)), "position_ids": pos([998, 999, 1998, 255999, 300000, 4999999])},
+         "attn_scale 0.25, floor_scale 1000 (not Llama 4's defaults): floor((p + 1) / 1000)"),
+    Case("qscale-mistral-decode", "query_scale.apply", ("QSCALE-MISTRAL", "QSCALE-POSITIONS"), _MINISTRAL,
+         {"q": Gen((3, 4, 1, 64)), "position_ids": pos([16384], [49151], [16383])},
+         "one-token decode steps (T = 1) at three rows' own positions"),
+    Case("qscale-mistral-index-not-position", "query_scale.apply", ("QSCALE-POSITIONS", "QSCALE-MISTRAL"),
+         QueryScaleParams(beta=0.5, scale_length=4),
+         {"q": Gen((2, 2, 10, 8)), "position_ids": pos([0, 0, 0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 0, 1, 2, 3, 4, 5])},
+         "L 4: a row left-padded by three and two packed documents; the token index is not the position"),
     Case("qscale-mistral-left-padded", "query_scale.apply", ("QSCALE-POSITIONS", "QSCALE-MISTRAL"),
          QueryScaleParams(form="mistral", beta=0.3, scale_length=16),
          {"q": Gen((3, 2, 5, 16)), "position_ids": pos([30, 31, 32, 33, 34], [1, 1, 1, 2, 3], [14, 15, 16, 17, 18])},

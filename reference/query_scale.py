@@ -25,6 +25,8 @@ def scale(position_ids, params: QueryScaleParams) -> np.ndarray:
     pos = np.asarray(position_ids)
     if not np.issubdtype(pos.dtype, np.integer) or pos.ndim != 2:
         raise ValueError(f"QSCALE-POSITIONS: position_ids must be integer [B, T], got {pos.dtype} {list(pos.shape)}")
+    if pos.size and pos.min() < 0:
+        raise ValueError(f"QSCALE-POSITIONS: position ids must be >= 0, got {int(pos.min())}")
     p = pos.astype(np.int64) + (1 if params.form == "llama4" else 0)
     return 1.0 + params.beta * np.log1p(np.floor_divide(p, params.scale_length).astype(np.float64))
 

@@ -442,6 +442,14 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
         eff.pop("rope_scaling", None)
         provenance["rope_parameters"] = (f"{row['config_class']} default per layer type; {', '.join(ignored)} "
                                          f"ignored (the class reads rope_parameters per layer type only)")
+    if isinstance(cfg.get("rope_parameters"), dict) and not cfg["rope_parameters"] and not cfg.get("rope_scaling") \
+            and not (default_rope is not None and _nested(default_rope)):
+        # an explicit empty dict: transformers' standardisation fills rope_type default and the
+        # config's rope_theta (else 10000), not the class's default rope_parameters
+        theta = next((eff[k] for k in rule.theta_keys if eff.get(k) is not None), 10000.0)
+        eff["rope_parameters"] = {"rope_type": "default", "rope_theta": theta}
+        provenance["rope_parameters"] = (f"{{}} in the config: transformers fills rope_type default and rope_theta "
+                                         f"{theta} (not {(row or {}).get('config_class', 'the class')}'s default)")
     has_rope = any(eff.get(k) for k in ("rope_parameters", "rope_scaling")) or any(
         eff.get(k) is not None for k in rule.theta_keys)
     if not has_rope and default_rope is not None:
@@ -738,6 +746,10 @@ def _rope_set(config: dict, rope: dict, rule: ModelRule, model_type: str, where:
         # transformers 5.24 standardize_rope_params: a top-level original_max_position_embeddings
         # wins (Phi-3); otherwise the rope dict's, else max_position_embeddings.
         orig = config.get("original_max_position_embeddings") or values.get("original_max_position_embeddings")
+        if "original_max_position_embeddings" in rope and rope["original_max_position_embeddings"] in (None, 0):
+            # transformers' rope validation refuses null, its yarn / llama3 rules divide by 0
+            raise SpecError(f"config.json: {where}.original_max_position_embeddings: expected a positive integer, "
+                            f"got {rope['original_max_position_embeddings']!r}")
         values["original_max_position_embeddings"] = orig or config.get("max_position_embeddings")
     if "max_position_embeddings" in required + optional and config.get("max_position_embeddings"):
         values["max_position_embeddings"] = config["max_position_embeddings"]
@@ -981,6 +993,11 @@ def is_axial(config: dict) -> bool:
     return bool(row and row.get("axial"))
 
 
+def rule_is_memory(row: dict) -> bool:
+    """Whether an axial row's head width is SAM 2 video's memory-attention rule."""
+    return str((row.get("axial") or {}).get("head_width", "")).startswith("memory_attention")
+
+
 @_named_errors
 def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopeParams:
     """``AxialRopeParams`` for a vision encoder's ``config.json`` whose ``rope_type`` is ``axial``.
@@ -1020,12 +1037,18 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
     if unknown:
         raise SpecError(f"config.json: {prefix}{key}: unknown key(s) {', '.join(unknown)} for rope_type "
                         f"'axial'")
+    top = cfg.get("rope_theta")
+    if rule_is_memory(row) and cfg.get("memory_attention_rope_theta") is not None:
+        # SAM 2 video's deprecated alias: its setter writes rope_parameters["rope_theta"]
+        if top is not None and top != cfg["memory_attention_rope_theta"]:
+            raise SpecError(f"config.json: {prefix}memory_attention_rope_theta: {cfg['memory_attention_rope_theta']!r} "
+                            f"disagrees with {prefix}rope_theta {top!r}; write one")
+        top = cfg["memory_attention_rope_theta"]
     # transformers folds a top-level (4.x) rope_theta into the rope dict when the dict has none
-    theta = next((v for v in (rope.get("rope_theta"), cfg.get("rope_theta"),
+    theta = next((v for v in (rope.get("rope_theta"), top,
                               (defaults.get("rope_parameters") or {}).get("rope_theta")) if v is not None), None)
-    if rope.get("rope_theta") is not None and cfg.get("rope_theta") is not None \
-            and rope["rope_theta"] != cfg["rope_theta"]:
-        raise SpecError(f"config.json: {prefix}rope_theta: {cfg['rope_theta']!r} disagrees with {prefix}{key}."
+    if rope.get("rope_theta") is not None and top is not None and rope["rope_theta"] != top:
+        raise SpecError(f"config.json: {prefix}rope_theta: {top!r} (top level) disagrees with {prefix}{key}."
                         f"rope_theta {rope['rope_theta']!r}; write one")
     if not _is_number(theta) or not theta > 0:
         raise SpecError(f"config.json: {prefix}{key}.rope_theta: expected a positive finite number, "
@@ -1038,10 +1061,15 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
         # compute_axial_rope_parameters: getattr(config, "head_dim", None) or <the rule>
         if not (isinstance(explicit, int) and not isinstance(explicit, bool) and explicit > 0):
             raise SpecError(f"config.json: {prefix}head_dim: expected a positive integer, got {explicit!r}")
+        if rule != "head_dim" and head is not None and explicit != head:
+            # the rotary module reads head_dim, the attention splits heads of the rule's width
+            raise SpecError(f"config.json: {prefix}head_dim: {explicit} disagrees with {model_type}'s head width "
+                            f"{rule} = {head}: its rotary module would rotate {explicit} dims of {head}-wide heads "
+                            f"(the model cannot run)")
         head = explicit
-    elif rule == "head_dim" and "head_dim" in cfg:  # head_dim: null -> hidden_size // num_attention_heads
-        head = axial_head_width(get, "hidden_size / num_attention_heads")
-        rule = "hidden_size / num_attention_heads"
+    elif rule == "head_dim" and "head_dim" in cfg:
+        raise SpecError(f"config.json: {prefix}head_dim: null: {row.get('config_class', model_type)} declares head_dim "
+                        f"an integer (transformers refuses null)")
     if head is None:
         keys = dict(AXIAL_HEAD_WIDTH)[rule]
         raise SpecError(f"config.json: {prefix}{keys[0]}: the head width of {model_type} is {rule}: expected positive "

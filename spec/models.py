@@ -510,8 +510,8 @@ class QueryScaleParams(_Strict):
     """
 
     form: Literal["mistral", "llama4"] = "mistral"
-    beta: float = Field(gt=0)
-    scale_length: int = Field(gt=0)
+    beta: float = Field(gt=0, le=100.0, strict=True, allow_inf_nan=False)
+    scale_length: int = Field(gt=0, le=2 ** 40, strict=True)
 
 
 LayerType = Literal["full_attention", "sliding_attention"]

@@ -84,7 +84,7 @@ def test_malformed_parameters_name_the_field(kw, message):
 
 @pytest.mark.parametrize("config, want", [
     ({"model_type": "pixtral"}, dict(head_dim=64, rope_theta=10000.0, frequencies="alternating", layout="split")),
-    ({"model_type": "pixtral", "head_dim": 128, "rope_parameters": {"rope_type": "axial", "rope_theta": 5e4}},
+    ({"model_type": "pixtral", "hidden_size": 2048, "rope_parameters": {"rope_type": "axial", "rope_theta": 5e4}},
      dict(head_dim=128, rope_theta=5e4, frequencies="alternating")),
     # Qwen2-VL's vision head width is embed_dim / num_heads (its hidden_size is the language model's)
     ({"model_type": "qwen2_vl_vision", "embed_dim": 1280, "num_heads": 16}, dict(head_dim=80, layout="split")),
@@ -100,9 +100,10 @@ def test_malformed_parameters_name_the_field(kw, message):
     ({"model_type": "pixtral", "head_dim": None, "hidden_size": 2048}, dict(head_dim=128)),
     # a declared head_dim: the class default when absent, hidden_size / heads when null
     ({"model_type": "gemma4_vision", "hidden_size": 1536}, dict(head_dim=64)),
-    ({"model_type": "gemma4_vision", "head_dim": None, "hidden_size": 1536}, dict(head_dim=128)),
-    # compute_axial_rope_parameters reads getattr(config, "head_dim", None) first ...
-    ({"model_type": "qwen2_5_vl_vision", "hidden_size": 1280, "num_heads": 16, "head_dim": 64}, dict(head_dim=64)),
+    # compute_axial_rope_parameters reads getattr(config, "head_dim", None) first: equal to the rule here
+    ({"model_type": "qwen2_5_vl_vision", "hidden_size": 1280, "num_heads": 16, "head_dim": 80}, dict(head_dim=80)),
+    # SAM 2 video's deprecated memory_attention_rope_theta (its setter writes rope_parameters)
+    ({"model_type": "sam2_video", "memory_attention_rope_theta": 5000.0}, dict(rope_theta=5000.0)),
     # ... except SAM 2's memory attention
     ({"model_type": "sam2_video", "head_dim": 32}, dict(head_dim=256)),
     # a 4.x top-level rope_theta and a legacy rope_scaling dict, as transformers folds them
@@ -120,12 +121,16 @@ def test_axial_configs_import(config, want):
     ({"model_type": "pixtral", "rope_parameters": {"rope_type": "axial", "rope_theta": -1}}, "rope_theta: expected a positive"),
     ({"model_type": "pixtral", "rope_parameters": {"rope_type": "axial", "factor": 2.0}}, "unknown key(s) factor"),
     ({"model_type": "qwen2_vl_vision", "embed_dim": 1000, "num_heads": 16}, "embed_dim / num_attention_heads"),
-    ({"model_type": "minimax_m3_vl_vision", "head_dim": 81}, "head_dim must be even"),
+    ({"model_type": "minimax_m3_vl_vision", "hidden_size": 1296, "num_attention_heads": 16}, "head_dim must be even"),
     # two axes of head_dim // 2 = odd dims: transformers rotates more than the head (or uneven axes)
-    ({"model_type": "pixtral", "head_dim": 66}, "not a multiple of 4"),
+    ({"model_type": "pixtral", "hidden_size": 1056}, "not a multiple of 4"),
     ({"model_type": "gemma4_vision", "head_dim": 6}, "not a multiple of 4"),
     ({"model_type": "qwen2_5_vl_vision", "hidden_size": 1080, "num_heads": 12}, "not a multiple of 4"),
     ({"model_type": "pixtral", "head_dim": "64"}, "head_dim: expected a positive integer"),
+    # the rotary module would read head_dim, the attention splits hidden_size / heads: cannot run
+    ({"model_type": "pixtral", "head_dim": 128}, "disagrees with pixtral's head width"),
+    ({"model_type": "qwen2_5_vl_vision", "hidden_size": 1280, "num_heads": 16, "head_dim": 64}, "cannot run"),
+    ({"model_type": "gemma4_vision", "head_dim": None}, "transformers refuses null"),
     ({"model_type": "pixtral", "rope_theta": 1e4, "rope_parameters": {"rope_type": "axial", "rope_theta": 2e4}},
      "disagrees"),
     ({"model_type": "glm5_next", "vision_config": [1]}, "vision_config: expected an object"),

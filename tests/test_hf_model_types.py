@@ -81,7 +81,10 @@ def _perturbed(mt: str):
     over = {"rope_parameters": rope}
     if "mrope_section" in json.dumps(rope) or mt in MROPE_RULES:
         return over  # the sections must still sum to the head width: theta only
-    width = ["head_dim"] if d.get("head_dim") else ["hidden_size", "num_attention_heads"]
+    # the head width as the model derives it (Pixtral's head_dim is hidden_size / heads: moving it
+    # alone makes a model that cannot run, which the import refuses)
+    declared = (row.get("axial") or {}).get("head_width", "head_dim") == "head_dim"
+    width = ["head_dim"] if d.get("head_dim") and declared else ["hidden_size", "num_attention_heads"]
     if len(width) == 1 and isinstance(d.get(width[0]), int):
         factor = max([float(s.get("partial_rotary_factor", 1.0)) for s in sets if s] + [1.0])
         over[width[0]] = next(d[width[0]] + k for k in (32, 64, 128, 16) if int((d[width[0]] + k) * factor) % 2 == 0

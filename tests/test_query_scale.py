@@ -106,6 +106,16 @@ def test_a_model_without_query_scaling_has_none():
                                                       "llama_4_scaling_beta": -0.1,
                                                       "original_max_position_embeddings": 64}},
      "llama_4_scaling_beta: expected a positive"),
+    # an explicit empty rope dict: transformers fills rope_type default, theta 10000 and no beta
+    ({"model_type": "ministral3", "rope_parameters": {}}, "llama_4_scaling_beta: missing"),
+    # L stated as 0 (transformers divides by it) or null (its rope validation refuses it)
+    ({"model_type": "ministral3", "rope_parameters": {"rope_type": "yarn", "factor": 16.0, "rope_theta": 1e6,
+                                                      "llama_4_scaling_beta": 0.1, "original_max_position_embeddings": 0}},
+     "original_max_position_embeddings: expected a positive integer, got 0"),
+    ({"model_type": "ministral3", "rope_parameters": {"rope_type": "yarn", "factor": 16.0, "rope_theta": 1e6,
+                                                      "llama_4_scaling_beta": 0.1,
+                                                      "original_max_position_embeddings": None}},
+     "original_max_position_embeddings: expected a positive integer, got None"),
     # Mistral's attention applies no query scale: the key is not silently taken as one
     ({"model_type": "mistral", "rope_parameters": {"rope_type": "default", "rope_theta": 1e6,
                                                    "llama_4_scaling_beta": 0.1}}, "unknown key(s) llama_4_scaling_beta"),
@@ -145,3 +155,26 @@ def test_a_row0_scale_is_named(run_suite, monkeypatch):
     r = run_suite("hf-transformers", "-k", "qscale-mistral-left-padded")
     out = r.stdout.str()
     assert r.ret == 1 and "    DIV-QSCALE-ROW0-POSITIONS (violates" in out, out[-2000:]
+
+
+@pytest.mark.parametrize("kw", [dict(beta=True, scale_length=16), dict(beta="0.1", scale_length=16),
+                                dict(beta=float("inf"), scale_length=16), dict(beta=0.1, scale_length=True),
+                                dict(beta=0.1, scale_length=16.0), dict(beta=1e200, scale_length=16),
+                                dict(beta=0.1, scale_length=2 ** 41)])
+def test_malformed_parameters_are_refused(kw):
+    with pytest.raises(ValueError):
+        QueryScaleParams(**kw)
+
+
+def test_negative_positions_are_an_error_not_nan():
+    with pytest.raises(ValueError, match="QSCALE-POSITIONS: position ids must be >= 0"):
+        query_scale.scale(np.asarray([[3, -1]]), MINISTRAL)
+
+
+def test_an_empty_rope_dict_is_what_transformers_makes_of_it():
+    """{} is rope_type default at the config's rope_theta (else 10000), not the class default."""
+    from transformers import LlamaConfig
+    for extra in ({}, {"rope_theta": 5e5}):
+        want = LlamaConfig(rope_parameters={}, **extra).rope_parameters["rope_theta"]
+        got = params_from_hf_config({"model_type": "llama", "rope_parameters": {}, **extra})["rope"]
+        assert got.rope_type == "default" and got.rope_theta == want
