@@ -480,6 +480,8 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
     query_scale = None
     if scaling is not None:
         query_scale = _query_scale(*scaling, sets, rope, model_type, f"{prefix}{key}", provenance)
+    elif model_type in QSCALE_LLAMA4_TYPES:
+        query_scale = _llama4_query_scale(cfg, model_type, prefix, provenance)
     return RopeImport(model_type, where, sets, tuple(layer_types) if layer_types else None, rule.source, provenance,
                       query_scale)
 
@@ -531,6 +533,34 @@ def _gated_sets(sets: dict, gate: Optional[dict], config: dict, layer_types, pro
 #: get_llama_4_attn_scale); their config classes list llama_4_scaling_beta and
 #: max_position_embeddings in ignore_keys_at_rope_validation (the rotary module reads neither)
 QSCALE_MISTRAL_TYPES = ("ministral3", "mistral4")
+
+
+#: Llama 4's attention temperature tuning (QSCALE-LLAMA4) on its NoPE layers: the config keys and
+#: their Llama4TextConfig defaults in transformers 5.24 (tests/test_query_scale.py checks them)
+QSCALE_LLAMA4_TYPES = {"llama4_text": {"attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1}}
+
+
+def _llama4_query_scale(cfg: dict, model_type: str, prefix: str, provenance: dict) -> Optional[QueryScaleParams]:
+    """QSCALE-LLAMA4's parameters from ``attn_temperature_tuning``, ``attn_scale`` and
+    ``floor_scale`` (class defaults where the config omits them), or None when tuning is off."""
+    values = {}
+    for k, default in QSCALE_LLAMA4_TYPES[model_type].items():
+        v = cfg.get(k)
+        values[k] = default if v is None else v
+    on, L, beta = values["attn_temperature_tuning"], values["floor_scale"], values["attn_scale"]
+    if not isinstance(on, bool):
+        raise SpecError(f"config.json: {prefix}attn_temperature_tuning: expected true or false, got {on!r}")
+    if not on:
+        return None
+    if not (isinstance(L, int) and not isinstance(L, bool) and L > 0):
+        raise SpecError(f"config.json: {prefix}floor_scale: expected a positive integer, got {L!r}")
+    if not _is_number(beta) or not 0 < beta <= 100:
+        raise SpecError(f"config.json: {prefix}attn_scale: expected a positive number, got {beta!r}")
+    provenance["query_scale"] = (
+        f"QSCALE-LLAMA4: beta = {prefix}attn_scale, L = {prefix}floor_scale (Llama4TextConfig defaults where "
+        f"omitted); applied on the NoPE layers only (no_rope_layers[i] == 0, NOPE-LAYER-FLAGS); transformers "
+        f"computes it from the token index (arange + cache length), not position_ids: DIV-QSCALE-TOKEN-INDEX")
+    return QueryScaleParams(form="llama4", beta=float(beta), scale_length=L)
 
 
 def _pop_query_scale(rope: dict, model_type: str, where: str, provenance: dict):
@@ -1230,7 +1260,8 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     ``{"encoder_positions": SinusoidalParams}``; M2M100 (``m2m_100``) ``{"positions": SinusoidalParams}`` (the
     fairseq rule); Qwen2-VL, Qwen2.5-VL, Qwen3-VL (:data:`MROPE_RULES`) ``{"mrope": MRopeParams}``;
     the vision encoders with axial RoPE (the table's ``axial`` rows) ``{"axial": AxialRopeParams}``;
-    Ministral 3 and Mistral 4 add ``{"query_scale": QueryScaleParams}`` (QSCALE-MISTRAL).
+    Ministral 3 and Mistral 4 add ``{"query_scale": QueryScaleParams}`` (QSCALE-MISTRAL), Llama 4
+    its temperature tuning (QSCALE-LLAMA4, on the NoPE layers).
     A key the config lacks takes the transformers 5.24 config class default (see
     the rule's source).  Raises :class:`SpecError` naming the model_type or field.
     """

@@ -178,3 +178,20 @@ def test_an_empty_rope_dict_is_what_transformers_makes_of_it():
         want = LlamaConfig(rope_parameters={}, **extra).rope_parameters["rope_theta"]
         got = params_from_hf_config({"model_type": "llama", "rope_parameters": {}, **extra})["rope"]
         assert got.rope_type == "default" and got.rope_theta == want
+
+
+def test_llama4_temperature_tuning_imports_with_the_class_defaults():
+    from transformers import Llama4TextConfig
+    from posenc.spec.hf_config import QSCALE_LLAMA4_TYPES
+    c = Llama4TextConfig()
+    assert QSCALE_LLAMA4_TYPES["llama4_text"] == {k: getattr(c, k) for k in QSCALE_LLAMA4_TYPES["llama4_text"]}
+    assert params_from_hf_config({"model_type": "llama4_text"})["query_scale"] == LLAMA4
+    got = params_from_hf_config({"model_type": "llama4", "text_config": {"attn_scale": 0.2, "floor_scale": 1000}})
+    assert got["query_scale"] == QueryScaleParams(form="llama4", beta=0.2, scale_length=1000)
+    assert "query_scale" not in params_from_hf_config({"model_type": "llama4_text", "attn_temperature_tuning": False})
+    assert "NoPE layers only" in rope_import({"model_type": "llama4_text"}).provenance["query_scale"]
+    for bad, msg in (({"attn_temperature_tuning": "yes"}, "expected true or false"),
+                     ({"floor_scale": 0}, "floor_scale: expected a positive integer"),
+                     ({"attn_scale": -1}, "attn_scale: expected a positive number")):
+        with pytest.raises(SpecError, match=msg):
+            params_from_hf_config({"model_type": "llama4_text", **bad})
