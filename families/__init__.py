@@ -198,7 +198,13 @@ def load_modules() -> None:
             raise SpecError(f"{ref.qualname}: registers a reference for operation {op!r}, which no spec file declares")
     missing = sorted(set(declared) - set(REFERENCES))
     if missing:
-        raise SpecError(f"operations without a registered reference: {', '.join(missing)}")
+        where = []
+        for op in missing:
+            name = next((n for n, f in spec().families.items() if any(o.name == op for o in f.operations)), None)
+            fam = FAMILIES.get(name)
+            where.append(f"{op} (declared in {fam.spec_file.name if fam else name}; no @reference in "
+                         f"{', '.join(fam.modules) if fam and fam.modules else 'its modules'})")
+        raise SpecError(f"operations without a registered reference: {'; '.join(where)}")
     _check_registrations()
 
 

@@ -17,6 +17,7 @@ import pytest
 import posenc.conformance
 from posenc import families
 from posenc.conformance.cases import all_cases
+from posenc.spec.errors import SpecError
 
 TOY = Path(__file__).resolve().parent / "toy_family"
 KIT_CONFORMANCE = Path(posenc.conformance.__file__).resolve().parent
@@ -337,3 +338,12 @@ def test_a_failure_prints_a_rerun_command_that_works(run_suite, tmp_path):
     import shlex
     rerun = subprocess.run([sys.executable, "-m", *shlex.split(cmd)], capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 1 and "1 failed" in rerun.stdout, rerun.stdout[-2000:]
+
+
+def test_an_operation_without_a_reference_names_its_spec_file_and_modules(monkeypatch):
+    families.load_modules()
+    monkeypatch.delitem(families.REFERENCES, "layers.apply")
+    monkeypatch.setitem(families._LOADED, "modules", False)  # load again: the modules are imported already
+    with pytest.raises(SpecError, match=r"layers\.apply \(declared in layer_types\.yaml; no @reference in "
+                                        r"posenc\.families\.layer_types"):
+        families.load_modules()
