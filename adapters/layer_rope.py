@@ -17,10 +17,7 @@ class LayerRopeOp:
             self.ops[lt] = None if st is None else adapter.rope(st, dtype=dtype, device=device)
 
     def apply(self, q, k, position_ids, layer_idx):
-        types = self.params.layer_types
-        if not (isinstance(layer_idx, int) and 0 <= layer_idx < len(types)):
-            raise ValueError(f"layer_idx {layer_idx!r} is not a layer of {len(types)}")
-        op = self.ops[types[layer_idx]]
+        op = self.ops[self.params.layer_type(layer_idx)]
         return (q, k) if op is None else op.apply(q, k, position_ids)
 
 

@@ -25,6 +25,16 @@ def _with(st: Optional[RopeParams], x) -> dict:
     return {"q": q, "k": k}
 
 
+def _type(p, x) -> str:
+    """The type of the case's layer ``layer_idx``."""
+    return p.layer_type(scalar(x, "layer_idx"))
+
+
+def _other_type(p, x) -> str:
+    """The other of the two layer types."""
+    return "sliding_attention" if _type(p, x) == "full_attention" else "full_attention"
+
+
 def _apply(p: LayerRopeParams, x):
     q, k = layer_types.apply(x["q"], x["k"], x["position_ids"], scalar(x, "layer_idx"), p)
     return {"q": q, "k": k}
@@ -36,8 +46,7 @@ def _scales(p: LayerRopeParams, x):
         # a copy, bounded as the other type's rotation would be: the copy is well within it, and
         # a layer rotated anyway (DIV-LAYERS-NO-ROPE-ROTATED) is matched by its mutant at the
         # rotation's own precision
-        other = p.set_of("sliding_attention" if p.layer_types[scalar(x, "layer_idx")] == "full_attention"
-                         else "full_attention")
+        other = p.set_of(_other_type(p, x))
         return rope_scales("rope.apply", other, x, freq_provider(other))
     return rope_scales("rope.apply", st, x, freq_provider(st))
 
@@ -46,26 +55,24 @@ reference("layers.apply", scales=_scales)(_apply)
 
 
 # ---- mutants (DIV-LAYERS-*) ------------------------------------------------------------------
-def _type(p, x) -> str:
-    return p.layer_types[scalar(x, "layer_idx")]
+def _one_set_everywhere(p, x, layer_type: str):
+    """Every layer with RoPE rotated with the set of ``layer_type`` (None where not applicable)."""
+    st = p.set_of(layer_type)
+    if st is None or p.set_for(scalar(x, "layer_idx")) is None:
+        return None
+    return _with(st, x)
 
 
 @mutant("layers_full_set_everywhere", "layers.apply")
 def layers_full_set_everywhere(op, p, x, dtype=None):
     """Every layer with RoPE rotated with the full-attention set (theta and scaling)."""
-    full = p.set_of("full_attention")
-    if full is None or p.set_for(scalar(x, "layer_idx")) is None:
-        return None
-    return _with(full, x)
+    return _one_set_everywhere(p, x, "full_attention")
 
 
 @mutant("layers_sliding_set_everywhere", "layers.apply")
 def layers_sliding_set_everywhere(op, p, x, dtype=None):
     """Every layer with RoPE rotated with the sliding set (its theta, unscaled)."""
-    sliding = p.set_of("sliding_attention")
-    if sliding is None or p.set_for(scalar(x, "layer_idx")) is None:
-        return None
-    return _with(sliding, x)
+    return _one_set_everywhere(p, x, "sliding_attention")
 
 
 @mutant("layers_scaling_everywhere", "layers.apply")
@@ -91,8 +98,7 @@ def layers_no_rope_rotated(op, p, x, dtype=None):
     """A layer of a type without RoPE rotated with the other type's set."""
     if p.set_for(scalar(x, "layer_idx")) is not None:
         return None
-    other = "sliding_attention" if _type(p, x) == "full_attention" else "full_attention"
-    return _with(p.set_of(other), x)
+    return _with(p.set_of(_other_type(p, x)), x)
 
 
 # ---- golden cases ----------------------------------------------------------------------------

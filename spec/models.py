@@ -554,11 +554,15 @@ class LayerRopeParams(_Strict):
             return None
         return RopeParams(head_dim=self.head_dim, rope_theta=self.sliding_rope_theta, pairing=self.pairing)
 
-    def set_for(self, layer_idx: int) -> Optional[RopeParams]:
-        """LAYERS-SETS: the parameters of layer ``layer_idx`` (``ValueError`` out of range)."""
+    def layer_type(self, layer_idx: int) -> str:
+        """LAYERS-SETS: the type of layer ``layer_idx`` (``ValueError`` unless an int in range)."""
         if not (isinstance(layer_idx, int) and 0 <= layer_idx < len(self.layer_types)):
             raise ValueError(f"LAYERS-SETS: layer_idx {layer_idx!r} is not a layer of {len(self.layer_types)}")
-        return self.set_of(self.layer_types[layer_idx])
+        return self.layer_types[layer_idx]
+
+    def set_for(self, layer_idx: int) -> Optional[RopeParams]:
+        """LAYERS-SETS: the parameters of layer ``layer_idx`` (``ValueError`` out of range)."""
+        return self.set_of(self.layer_type(layer_idx))
 
 
 class NopeParams(_Strict):

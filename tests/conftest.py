@@ -34,3 +34,17 @@ def run_suite(pytester):
             "--import-mode=importlib", "-q", "-rfEsxX", *iso, *args)
 
     return run
+
+
+@pytest.fixture
+def fails_naming(run_suite):
+    """``fails_naming(adapter, k, divergence)``: run the suite on the ``-k`` selection and assert
+    it fails with ``divergence`` among the diagnoses; returns the output."""
+
+    def check(adapter: str, k: str, divergence: str) -> str:
+        r = run_suite(adapter, "-k", k)
+        out = r.stdout.str()
+        assert r.ret == 1 and f"    {divergence} (violates" in out, out[-2000:]
+        return out
+
+    return check

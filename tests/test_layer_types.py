@@ -74,7 +74,7 @@ def test_transformers_gemma3_and_cohere2_pass(run_suite):
     r.assert_outcomes(passed=9)
 
 
-def test_a_shifted_layer_pattern_is_named(run_suite, monkeypatch):
+def test_a_shifted_layer_pattern_is_named(fails_naming, monkeypatch):
     """Gemma3Attention reading layer_types one layer on: DIV-LAYERS-PATTERN-SHIFTED."""
     init = hf_gemma3.Gemma3Attention.__init__
 
@@ -82,23 +82,19 @@ def test_a_shifted_layer_pattern_is_named(run_suite, monkeypatch):
         init(self, config, layer_idx)
         self.layer_type = config.layer_types[(layer_idx + 1) % len(config.layer_types)]
     monkeypatch.setattr(hf_gemma3.Gemma3Attention, "__init__", shifted)
-    r = run_suite("hf-transformers", "-k", "layers-gemma3")
-    out = r.stdout.str()
-    assert r.ret == 1 and "    DIV-LAYERS-PATTERN-SHIFTED (violates" in out, out[-2000:]
+    fails_naming("hf-transformers", "layers-gemma3", "DIV-LAYERS-PATTERN-SHIFTED")
 
 
-def test_one_shared_rotary_set_is_named(run_suite, monkeypatch):
+def test_one_shared_rotary_set_is_named(fails_naming, monkeypatch):
     """Gemma3RotaryEmbedding answering every layer type with the full-attention set:
     DIV-LAYERS-FULL-SET-EVERYWHERE."""
     forward = hf_gemma3.Gemma3RotaryEmbedding.forward
     monkeypatch.setattr(hf_gemma3.Gemma3RotaryEmbedding, "forward",
                         lambda self, x, position_ids, layer_type=None: forward(self, x, position_ids, "full_attention"))
-    r = run_suite("hf-transformers", "-k", "layers-gemma3")
-    out = r.stdout.str()
-    assert r.ret == 1 and "    DIV-LAYERS-FULL-SET-EVERYWHERE (violates" in out, out[-2000:]
+    fails_naming("hf-transformers", "layers-gemma3", "DIV-LAYERS-FULL-SET-EVERYWHERE")
 
 
-def test_a_rotated_nope_layer_is_named(run_suite, monkeypatch):
+def test_a_rotated_nope_layer_is_named(fails_naming, monkeypatch):
     """Cohere2Attention giving every layer a sliding window (so every layer rotates):
     DIV-LAYERS-NO-ROPE-ROTATED."""
     init = hf_cohere2.Cohere2Attention.__init__
@@ -107,9 +103,7 @@ def test_a_rotated_nope_layer_is_named(run_suite, monkeypatch):
         init(self, config, layer_idx)
         self.sliding_window = config.sliding_window
     monkeypatch.setattr(hf_cohere2.Cohere2Attention, "__init__", every)
-    r = run_suite("hf-transformers", "-k", "layers-cohere2")
-    out = r.stdout.str()
-    assert r.ret == 1 and "    DIV-LAYERS-NO-ROPE-ROTATED (violates" in out, out[-2000:]
+    fails_naming("hf-transformers", "layers-cohere2", "DIV-LAYERS-NO-ROPE-ROTATED")
 
 
 # ---- the config import: which layer types rotate (LAYERS-NO-ROPE), read from the attention ----

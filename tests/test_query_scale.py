@@ -136,25 +136,21 @@ def test_the_survey_comparison_can_fail():
     assert "no get_llama_4_attn_scale" in compare_query_scale(torch.nn, cfg, MINISTRAL)[0]
 
 
-def test_a_missing_scale_fails_the_suite_and_is_named(run_suite, monkeypatch):
+def test_a_missing_scale_fails_the_suite_and_is_named(run_suite, fails_naming, monkeypatch):
     """transformers' get_llama_4_attn_scale replaced by ones: the Ministral 3 / Mistral 4 cases fail
     and the diagnosis names DIV-QSCALE-MISSING."""
     assert run_suite("hf-transformers", "-k", "qscale-ministral3 or qscale-mistral4").ret == 0
     monkeypatch.setattr(hf_ministral3, "get_llama_4_attn_scale",
                         lambda p, beta, L: torch.ones(p.shape[0], 1, p.shape[1], 1))
-    r = run_suite("hf-transformers", "-k", "qscale-ministral3 or qscale-mistral4")
-    out = r.stdout.str()
-    assert r.ret == 1 and "    DIV-QSCALE-MISSING (violates" in out, out[-2000:]
+    fails_naming("hf-transformers", "qscale-ministral3 or qscale-mistral4", "DIV-QSCALE-MISSING")
 
 
-def test_a_row0_scale_is_named(run_suite, monkeypatch):
+def test_a_row0_scale_is_named(fails_naming, monkeypatch):
     """Every row scaled with row 0's positions (a shared cache position): DIV-QSCALE-ROW0-POSITIONS."""
     real = hf_ministral3.get_llama_4_attn_scale
     monkeypatch.setattr(hf_ministral3, "get_llama_4_attn_scale",
                         lambda p, beta, L: real(p[:1].expand_as(p), beta, L))
-    r = run_suite("hf-transformers", "-k", "qscale-mistral-left-padded")
-    out = r.stdout.str()
-    assert r.ret == 1 and "    DIV-QSCALE-ROW0-POSITIONS (violates" in out, out[-2000:]
+    fails_naming("hf-transformers", "qscale-mistral-left-padded", "DIV-QSCALE-ROW0-POSITIONS")
 
 
 @pytest.mark.parametrize("kw", [dict(beta=True, scale_length=16), dict(beta="0.1", scale_length=16),

@@ -63,8 +63,7 @@ class _Checked:
         self.impl, self.p = impl, p
 
     def apply(self, q, k, position_ids, layer_idx):
-        if not (isinstance(layer_idx, int) and 0 <= layer_idx < len(self.p.layer_types)):
-            raise ValueError(f"layer_idx {layer_idx!r} is not a layer of {len(self.p.layer_types)}")
+        self.p.layer_type(layer_idx)  # the range check; the model's own modules map the index to its type
         return self.impl.apply(q, k, position_ids, layer_idx)
 
 
