@@ -32,6 +32,7 @@ reference, and ``tests/test_hf_model_types.py`` compares them with each rotary m
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import json
 import re
@@ -43,8 +44,8 @@ from typing import Any, Optional
 import numpy as np
 
 from posenc.spec.errors import SpecError
-from posenc.spec.hf_config import (AXIAL_HEAD_WIDTH, HF_TABLE_PATH, LEGACY_THETA_KEYS, _hf_table, _layer_overrides,
-                                    _nested, axial_head_width, hf_model_types)
+from posenc.spec.hf_config import (AXIAL_HEAD_WIDTH, DERIVED_PARTIAL, HF_TABLE_PATH, LEGACY_THETA_KEYS, _hf_table,
+                                    _layer_overrides, _nested, axial_head_width, hf_model_types)
 
 COVERAGE_PATH = Path(__file__).resolve().parents[1] / "docs" / "model-coverage.md"
 #: keys of a config that the import reads, kept as class defaults in the table
@@ -70,12 +71,39 @@ def _jsonable(v):
 
 
 def _modeling(model_type: str):
+    """``(module, name)``: the model type's modeling module, or ``(None, reason)``.  A model type
+    without a modeling module of its own runs another's: its base model class in transformers'
+    ``MODEL_MAPPING_NAMES`` (EXAONE, InternLM 3 and IQuest-Coder are ``LlamaModel``, Sarvam-MLA
+    ``DeepseekV3Model``), whose module is then the one used."""
     from transformers.models.auto.configuration_auto import model_type_to_module_name
     mod = model_type_to_module_name(model_type)
     try:
         return importlib.import_module(f"transformers.models.{mod}.modeling_{mod}"), mod
-    except Exception as e:  # noqa: BLE001 - a model type without a modeling module is a listed row
+    except ModuleNotFoundError as e:
+        if e.name != f"transformers.models.{mod}.modeling_{mod}":
+            return None, f"{mod} ({type(e).__name__})"
+        missing = e
+    except Exception as e:  # noqa: BLE001 - a model type whose modeling module fails is a listed row
         return None, f"{mod} ({type(e).__name__})"
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+    cls_name = MODEL_MAPPING_NAMES.get(model_type)
+    import transformers
+    cls = getattr(transformers, cls_name, None) if isinstance(cls_name, str) else None
+    if cls is None:
+        return None, f"{mod} ({type(missing).__name__})"
+    return importlib.import_module(cls.__module__), cls.__module__.removeprefix("transformers.models.").split(".")[0]
+
+
+def modeling_via(model_type: str) -> Optional[str]:
+    """The base model class a model type without a modeling module of its own runs, as
+    ``"exaone -> LlamaModel (MODEL_MAPPING_NAMES)"``; None where it has its own."""
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+    mod = model_type_to_module_name(model_type)
+    if importlib.util.find_spec(f"transformers.models.{mod}.modeling_{mod}") is not None:
+        return None
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+    return f"{model_type} -> {MODEL_MAPPING_NAMES[model_type]} (MODEL_MAPPING_NAMES)" \
+        if model_type in MODEL_MAPPING_NAMES else None
 
 
 def _config_hint(cls):
@@ -95,9 +123,15 @@ def rotary_modules(module, sub_config) -> list[tuple[str, Any]]:
     for name in typed or sorted(classes):
         try:
             built.append((name, classes[name](sub_config)))
-        except Exception:  # noqa: BLE001 - a class for another sub-config
+        except Exception as e:  # noqa: BLE001 - a class for another sub-config
+            if typed:  # the class written for this sub-config refuses it: why, for the table
+                ROTARY_ERRORS[(module.__name__, type(sub_config).__name__)] = f"{name}: {type(e).__name__}: {e}"[:160]
             continue
     return [(n, r) for n, r in built if any(b.endswith("inv_freq") for b, _ in r.named_buffers())]
+
+
+#: (module, config class) -> why the rotary class annotated with that config class did not build
+ROTARY_ERRORS: dict[tuple[str, str], str] = {}
 
 
 def rotary_frequencies(rotary) -> dict[Optional[str], tuple[np.ndarray, float]]:
@@ -385,12 +419,20 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     if module is None:
         row["not_covered"] = f"no modeling module {modname}"
         return row
+    via = modeling_via(text_type)
+    if via:
+        row["modeling_via"] = via
     built = rotary_modules(module, sub_obj)
     if not built:
-        row["not_covered"] = f"no *RotaryEmbedding of {module.__name__} builds from {type(sub_obj).__name__}"
+        why = ROTARY_ERRORS.get((module.__name__, type(sub_obj).__name__))
+        row["not_covered"] = (f"no *RotaryEmbedding of {module.__name__} builds from {type(sub_obj).__name__}"
+                              + (f" (the default config: {why})" if why else ""))
         return row
     name, rotary = built[0]
     row["rotary_class"] = f"{module.__name__.removeprefix('transformers.models.')}.{name}"
+    width = head_width_rule(module, sub_obj)
+    if width is not None:
+        row["head_width"] = width
     gate = rope_gate(module, sub_obj)
     if gate is not None:
         row["rope_gate"] = gate
@@ -412,6 +454,48 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     elif pairing.get("apply_rotary_emb"):
         row["pairing"] = pairing["apply_rotary_emb"]
     return row
+
+
+def head_width_rule(module, sub_config) -> Optional[dict]:
+    """What the model does with a hidden size that is not a multiple of its head count, where the
+    head width comes from ``hidden_size / num_attention_heads`` (a config without ``head_dim``):
+    its config class built with ``hidden_size`` one more than a multiple (or as it is,
+    where the default already is not one) either refuses it (``{"rule": "refused"}``: Llama's
+    ``validate_architecture``) or builds, and then the model's own ``*Attention`` classes built
+    on the meta device say the width they use: ``{"rule": "floor"}`` when every one that builds
+    takes ``hidden_size // num_attention_heads`` (GLM-4.5's ``Glm4MoeAttention``).  None where
+    neither is observed (no attention class builds, or they disagree)."""
+    import torch
+    d = sub_config.to_dict()
+    hidden, heads = d.get("hidden_size"), d.get("num_attention_heads")
+    if not (type(hidden) is int and type(heads) is int and heads > 1):
+        return None
+    if hidden % heads == 0:
+        hidden = hidden + 1
+    d = {**d, "hidden_size": hidden}
+    d.pop("head_dim", None)
+    cls = type(sub_config)
+    try:
+        cfg = cls(**d)
+    except Exception as e:  # noqa: BLE001 - the class's own validation: recorded
+        msg = " ".join(str(e).split())[:200]
+        return {"rule": "refused", "evidence": f"{cls.__name__} refuses such a config (probed at hidden_size {hidden} "
+                                               f"over {heads} heads: {type(e).__name__}: {msg})"}
+    widths = {}
+    for name, att in sorted(vars(module).items()):
+        if not (isinstance(att, type) and name.endswith("Attention") and att.__module__ == module.__name__):
+            continue
+        try:
+            with torch.device("meta"):
+                w = getattr(att(cfg, 0), "head_dim", None)
+        except Exception:  # noqa: BLE001 - an attention of another sub-model
+            continue
+        if type(w) is int:
+            widths[name] = w
+    if widths and set(widths.values()) == {hidden // heads}:
+        return {"rule": "floor", "evidence": f"{', '.join(widths)}: head_dim {hidden // heads} at hidden_size "
+                                             f"{hidden} over {heads} heads (hidden_size // num_attention_heads)"}
+    return None
 
 
 #: an attention forward that rotates q and k only under a condition (Cohere 2: ``if
@@ -549,6 +633,8 @@ def ignores_partial(model_type: str, row: dict) -> list:
     ``partial_rotary_factor`` for rope_type default (``modeling_rope_utils`` reads it; many models'
     own ``compute_default_rope_parameters`` do not): rebuilt with the factor 0.5 and without it,
     does the frequency count change?"""
+    if model_type in DERIVED_PARTIAL:  # the class overwrites the factor: not ignored, derived
+        return []
     rope = row["defaults"]["rope_parameters"]
     full = _frequency_count(model_type, row, {"rope_parameters": _default_type_sets(rope, 1.0)})  # not None:
     half = _frequency_count(model_type, row, {"rope_parameters": _default_type_sets(rope, 0.5)})  # a field default

@@ -118,14 +118,25 @@ def _positive_int(v, key: str) -> int:
     return v
 
 
-def _head_dim(cfg: dict, rule: ModelRule, model_type: str) -> int:
+def _head_dim(cfg: dict, rule: ModelRule, model_type: str, row: Optional[dict] = None,
+              provenance: Optional[dict] = None, label: str = "") -> int:
+    """The head width: ``head_dim``, else ``hidden_size / num_attention_heads``.  Where that division
+    is not exact, the model type's ``head_width`` in the table (``posenc config survey``: what its
+    config class and attention do with such a width) decides: ``floor`` is transformers' own
+    ``hidden_size // num_attention_heads`` (said in ``provenance``); otherwise :class:`SpecError`."""
     for k in rule.head_dim_keys:
         if cfg.get(k) is not None:
             return _positive_int(cfg[k], k)
     hidden = _positive_int(_first(cfg, rule.hidden_keys, "hidden size", model_type), rule.hidden_keys[0])
     heads = _positive_int(_first(cfg, rule.heads_keys, "number of attention heads", model_type), rule.heads_keys[0])
     if hidden % heads:
-        raise SpecError(f"config.json: {rule.hidden_keys[0]} {hidden} is not divisible by {heads} heads")
+        width = (row or {}).get("head_width") or {}
+        if width.get("rule") != "floor":
+            why = f": {width['evidence']}" if width.get("rule") == "refused" else ""
+            raise SpecError(f"config.json: {rule.hidden_keys[0]} {hidden} is not divisible by {heads} heads{why}")
+        if provenance is not None:
+            provenance[f"{label}head_dim"] = (f"{hidden} // {heads} = {hidden // heads}: not an exact division, "
+                                              f"floored as the model does ({width['evidence']})")
     return hidden // heads
 
 
@@ -680,7 +691,7 @@ def _legacy_sets(config: dict, default_rope: dict, row: dict, provenance: dict) 
 LEGACY_THETA_KEYS = ("rope_theta", "rope_local_base_freq", "global_rope_theta", "local_rope_theta")
 
 #: the ``per_layer_config`` keys a RoPE parameter set depends on
-LAYER_OVERRIDE_KEYS = ("head_dim", "partial_rotary_factor", "hidden_size", "num_attention_heads")
+LAYER_OVERRIDE_KEYS = ("head_dim", "partial_rotary_factor", "hidden_size", "num_attention_heads", "qk_rope_head_dim")
 
 
 def _layer_overrides(config: dict, layer_type: str, row: Optional[dict], provenance: dict) -> dict:
@@ -720,6 +731,35 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     return imported.sets["all_layers"]
 
 
+#: model types whose config class computes each layer type's ``partial_rotary_factor`` from other
+#: keys, overwriting a stated one: model type -> (rotary width key, its class default, source);
+#: the factor is that width over the layer type's ``head_dim``
+DERIVED_PARTIAL = {
+    "dots3_note_text": ("qk_rope_head_dim", 64, "models/dots3_note/configuration_dots3_note.py::"
+                        "Dots3NoteTextConfig.convert_rope_params_to_dict (qk_rope_head_dim / head_dim per layer type)"),
+}
+
+
+def _derived_partial(config: dict, rope: dict, model_type: str, label: str, provenance: dict) -> None:
+    """DERIVED_PARTIAL: the set's ``partial_rotary_factor`` as the config class computes it (the
+    layer type's own rotary width and head width, from its ``per_layer_config`` where it has one)."""
+    key, default, source = DERIVED_PARTIAL[model_type]
+    width = config.get(key) if config.get(key) is not None else default
+    width = _positive_int(width, key)
+    head = _positive_int(config.get("head_dim"), "head_dim") if config.get("head_dim") is not None else None
+    if head is None:
+        raise SpecError(f"config.json: {label}head_dim: missing; {model_type}'s partial_rotary_factor is "
+                        f"{key} / head_dim ({source})")
+    if width > head:
+        raise SpecError(f"config.json: {label}{key}: {width} exceeds head_dim {head} ({source})")
+    stated = rope.get("partial_rotary_factor")
+    rope["partial_rotary_factor"] = width / head
+    note = f"{key} {width} / head_dim {head}: {source}"
+    if stated is not None and stated != width / head:
+        note = f"{stated} stated, overwritten by the class: {note}"
+    provenance[f"{label}partial_rotary_factor"] = note
+
+
 def _rope_set(config: dict, rope: dict, rule: ModelRule, model_type: str, where: str,
               provenance: Optional[dict] = None, row: Optional[dict] = None) -> RopeParams:
     """One RoPE parameter set: ``rope`` (a copy of the rope dict or one layer type's) over ``config``;
@@ -738,7 +778,9 @@ def _rope_set(config: dict, rope: dict, rule: ModelRule, model_type: str, where:
             and field_default is not None:
         rope["partial_rotary_factor"] = field_default
         provenance[f"{label}partial_rotary_factor"] = f"{(row or {}).get('config_class', 'the class')} default"
-    if layer in ((row or {}).get("ignores_partial_rotary_factor") or ()) \
+    if model_type in DERIVED_PARTIAL:
+        _derived_partial(config, rope, model_type, label, provenance)
+    elif layer in ((row or {}).get("ignores_partial_rotary_factor") or ()) \
             and (rope.get("rope_type") or rope.get("type") or "default") == "default":
         stated = rope.pop("partial_rotary_factor", None)
         stated = stated if stated is not None else next((config[k] for k in rule.partial_keys if config.get(k) is not None), None)
@@ -763,7 +805,7 @@ def _rope_set(config: dict, rope: dict, rule: ModelRule, model_type: str, where:
     _check_required(rope, rope_type, where)
 
     theta = _theta(config, rope, rule, model_type)
-    head_dim = _head_dim(config, rule, model_type)
+    head_dim = _head_dim(config, rule, model_type, row, provenance, label)
     rotary_dim = _rotary_dim(config, rope, rule, head_dim)
     pairing = _pairing(config, rule)
     values: dict[str, Any] = {"head_dim": head_dim, "rotary_dim": None if rotary_dim == head_dim else rotary_dim,

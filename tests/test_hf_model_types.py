@@ -145,7 +145,10 @@ def test_a_multimodal_config_reads_its_text_config():
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"model_type": "exaone"}, "not covered: no modeling module"),
+    ({"model_type": "llama4_vision_model"}, "not covered: no .*RotaryEmbedding of .*llama4"),
+    ({"model_type": "cohere_compass"}, "KeyError: 'full_attention'"),  # the default's own rotary module fails
+    ({"model_type": "llama", "hidden_size": 4100, "num_attention_heads": 32},
+     "hidden_size 4100 is not divisible by 32 heads: LlamaConfig refuses such a config"),
     ({"model_type": "pixtral"}, "axial .*AXIAL-.*params_from_hf_config"),
     ({"model_type": "bert"}, "no RoPE parameters"),
     ({"model_type": "gemma3_text", "layer_types": "full_attention"}, "layer_types: expected a list"),
@@ -159,6 +162,54 @@ def test_what_the_import_refuses_it_names(config, message):
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)") if ".*" not in message
                        else message):
         rope_import(config)
+
+
+def test_a_model_type_without_its_own_modeling_module_is_checked_against_the_one_it_runs():
+    """EXAONE, InternLM 3, IQuest-Coder, Sarvam-MLA / -MoE have config classes only: transformers maps
+    them to LlamaModel, DeepseekV3Model, Glm4MoeModel (MODEL_MAPPING_NAMES), whose rotary module and
+    apply function the survey probes and the agreement compares with."""
+    via = {"exaone": "llama", "internlm3": "llama", "iquestcoder": "llama", "sarvam_mla": "deepseek_v3",
+           "sarvam_moe": "glm4_moe"}
+    for mt, base in via.items():
+        assert ROWS[mt]["modeling_via"].startswith(f"{mt} -> ") and ROWS[mt]["rotary_class"].startswith(f"{base}.")
+        assert hf_models.agreement(mt) == ("agrees", ROWS[mt]["rotary_class"])
+    assert ROWS["sarvam_mla"]["pairing_flag"]["true"] == "deinterleave"  # DeepSeek-V3's rope_interleave, read
+    assert rope_import(hf_models.default_config("sarvam_mla")).sets["all_layers"].pairing == "deinterleave"
+    assert "modeling_via" not in ROWS["llama"]
+
+
+def test_a_head_width_that_is_not_an_exact_division_is_what_the_model_does():
+    """hidden_size over num_attention_heads not exact: OLMo 2's attention floors it (the import
+    floors, says so, and agrees with the module), Llama's config class refuses it (so does the import)."""
+    assert ROWS["olmo2"]["head_width"]["rule"] == "floor" and ROWS["llama"]["head_width"]["rule"] == "refused"
+    for hidden, heads in ((4100, 32), (3000, 23)):
+        imp = rope_import({"model_type": "olmo2", "hidden_size": hidden, "num_attention_heads": heads})
+        assert imp.sets["all_layers"].head_dim == hidden // heads
+        assert f"{hidden} // {heads} = {hidden // heads}: not an exact division" in imp.provenance["head_dim"]
+        assert hf_models.agreement("olmo2", config={"hidden_size": hidden, "num_attention_heads": heads})[0] == "agrees"
+    # an exact division says nothing
+    assert "head_dim" not in rope_import({"model_type": "olmo2", "hidden_size": 4096,
+                                          "num_attention_heads": 32}).provenance
+
+
+def test_a_partial_factor_the_config_class_derives_is_derived():
+    """Dots 3 Note: Dots3NoteTextConfig sets each layer type's partial_rotary_factor to
+    qk_rope_head_dim / head_dim, overwriting a stated one; the import does the same, says so, and
+    agrees with the rotary module at other qk_rope_head_dim."""
+    d = hf_models.default_config("dots3_note_text")
+    d["rope_parameters"]["sliding_attention"]["partial_rotary_factor"] = 0.5
+    imp = rope_import(d)
+    assert {lt: s.rotary_dim for lt, s in imp.sets.items()} == {"sliding_attention": 64, "indexed_attention": 64}
+    assert imp.provenance["sliding_attention.partial_rotary_factor"].startswith("0.5 stated, overwritten")
+    for width in (32, 96):
+        assert hf_models.agreement("dots3_note_text", config={"qk_rope_head_dim": width})[0] == "agrees"
+        d["qk_rope_head_dim"] = width
+        assert {s.rotary_dim for s in rope_import(d).sets.values()} == {width}
+    assert ROWS["dots3_note_text"].get("ignores_partial_rotary_factor") is None
+    from transformers import CONFIG_MAPPING
+    from posenc.spec.hf_config import DERIVED_PARTIAL
+    key, default, _ = DERIVED_PARTIAL["dots3_note_text"]
+    assert getattr(CONFIG_MAPPING["dots3_note_text"](), key) == default  # the rule's default is the class's
 
 
 def test_an_unknown_model_type_in_the_standard_layout_says_what_it_assumed():
