@@ -113,7 +113,7 @@ def _config_hint(cls):
         return None
 
 
-def rotary_modules(module, sub_config) -> list[tuple[str, Any]]:
+def rotary_modules(module, sub_config, errors: Optional[list] = None) -> list[tuple[str, Any]]:
     """``[(class name, instance)]`` of the module's ``*RotaryEmbedding`` classes built from
     ``sub_config``: those annotated with the sub-config's class, else every one that builds."""
     classes = {n: c for n, c in vars(module).items()
@@ -124,14 +124,11 @@ def rotary_modules(module, sub_config) -> list[tuple[str, Any]]:
         try:
             built.append((name, classes[name](sub_config)))
         except Exception as e:  # noqa: BLE001 - a class for another sub-config
-            if typed:  # the class written for this sub-config refuses it: why, for the table
-                ROTARY_ERRORS[(module.__name__, type(sub_config).__name__)] = f"{name}: {type(e).__name__}: {e}"[:160]
+            if typed and errors is not None:  # the class written for this sub-config refuses it: why
+                errors.append(f"{name}: {type(e).__name__}: {e}"[:160])
             continue
     return [(n, r) for n, r in built if any(b.endswith("inv_freq") for b, _ in r.named_buffers())]
 
-
-#: (module, config class) -> why the rotary class annotated with that config class did not build
-ROTARY_ERRORS: dict[tuple[str, str], str] = {}
 
 
 def rotary_frequencies(rotary) -> dict[Optional[str], tuple[np.ndarray, float]]:
@@ -422,11 +419,11 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     via = modeling_via(text_type)
     if via:
         row["modeling_via"] = via
-    built = rotary_modules(module, sub_obj)
+    errors: list[str] = []
+    built = rotary_modules(module, sub_obj, errors)
     if not built:
-        why = ROTARY_ERRORS.get((module.__name__, type(sub_obj).__name__))
         row["not_covered"] = (f"no *RotaryEmbedding of {module.__name__} builds from {type(sub_obj).__name__}"
-                              + (f" (the default config: {why})" if why else ""))
+                              + (f" (the default config: {errors[0]})" if errors else ""))
         return row
     name, rotary = built[0]
     row["rotary_class"] = f"{module.__name__.removeprefix('transformers.models.')}.{name}"
@@ -456,6 +453,12 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     return row
 
 
+def _attention_classes(module):
+    """``(name, class)`` of the module's own ``*Attention`` classes, by name."""
+    return [(n, c) for n, c in sorted(vars(module).items())
+            if isinstance(c, type) and n.endswith("Attention") and c.__module__ == module.__name__]
+
+
 def head_width_rule(module, sub_config) -> Optional[dict]:
     """What the model does with a hidden size that is not a multiple of its head count, where the
     head width comes from ``hidden_size / num_attention_heads`` (a config without ``head_dim``):
@@ -482,9 +485,7 @@ def head_width_rule(module, sub_config) -> Optional[dict]:
         return {"rule": "refused", "evidence": f"{cls.__name__} refuses such a config (probed at hidden_size {hidden} "
                                                f"over {heads} heads: {type(e).__name__}: {msg})"}
     widths = {}
-    for name, att in sorted(vars(module).items()):
-        if not (isinstance(att, type) and name.endswith("Attention") and att.__module__ == module.__name__):
-            continue
+    for name, att in _attention_classes(module):
         try:
             with torch.device("meta"):
                 w = getattr(att(cfg, 0), "head_dim", None)
@@ -514,9 +515,7 @@ def rope_gate(module, sub_config) -> Optional[dict]:
     whose layers rotate; ``mixed``: types some of whose layers rotate and some not (Cohere 2 MoE's
     forced dense-prefix layers)."""
     import torch
-    for name, cls in sorted(vars(module).items()):
-        if not (isinstance(cls, type) and name.endswith("Attention") and cls.__module__ == module.__name__):
-            continue
+    for name, cls in _attention_classes(module):
         try:
             m = _ROPE_GATE.search(inspect.getsource(cls.forward))
         except (OSError, TypeError):
