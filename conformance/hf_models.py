@@ -329,6 +329,109 @@ def axial_probe(module, sub_config, n: int = 9) -> tuple[Optional[dict], str]:
                   f"{'; ' + ', '.join(sorted(errors)) if errors else ''})")
 
 
+#: the apply function of a vision rotary module that tabulates its own patch grid (Llama 4 vision:
+#: q times the complex freqs_ci [N, 1, D/2], N the grid's patches and the class token)
+AXIAL_GRID_APPLY = "vision_apply_rotary_emb"
+
+#: the position rules such a table may follow, in order: (offset added to the patch's (row,
+#: column), where the class token sits at angle 0: "last", "first" or None)
+AXIAL_GRID_RULES = tuple((offset, cls) for offset in (0, 1) for cls in ("last", "first", None))
+
+
+def grid_tables(module, sub_config) -> list[tuple[str, Any]]:
+    """``[(class name, instance)]`` of the module's ``*RotaryEmbedding`` classes written for
+    ``sub_config``'s class that tabulate their own patch grid: built from it, one complex buffer
+    and no ``inv_freq`` (Llama 4 vision's ``freqs_ci``)."""
+    import torch
+    out = []
+    for name, cls in sorted(vars(module).items()):
+        if not (name.endswith("RotaryEmbedding") and inspect.isclass(cls) and cls.__module__ == module.__name__
+                and _config_hint(cls) is type(sub_config)):
+            continue
+        try:
+            r = cls(sub_config)
+        except Exception:  # noqa: BLE001 - refuses the config: not a table of it
+            continue
+        bufs = dict(r.named_buffers())
+        if sum(torch.is_complex(b) for b in bufs.values()) == 1 and not any(n.endswith("inv_freq") for n in bufs):
+            out.append((name, r))
+    return out
+
+
+def axial_grid_positions(n: int, offset: int, cls: Optional[str]) -> Optional[np.ndarray]:
+    """``[2, n]`` (row, column) positions of the rows of an ``n``-row grid table: a square patch grid
+    tabulated row by row, ``offset`` added to each patch's coordinates, and the class token (angle 0)
+    ``"first"``, ``"last"`` or absent (None); None where ``n`` is no such grid."""
+    side = int(round((n - (cls is not None)) ** 0.5))
+    if side * side + (cls is not None) != n:
+        return None
+    i = np.arange(side * side)
+    pos = np.stack([i // side, i % side]).astype(np.int64) + offset
+    zero = np.zeros((2, 1), np.int64)
+    return np.concatenate([zero, pos], 1) if cls == "first" else np.concatenate([pos, zero], 1) if cls == "last" else pos
+
+
+def axial_grid_call(module, rotary, q):
+    """The model's own table RoPE on ``q [N, D]`` (torch float32, one row per table row): its
+    :data:`AXIAL_GRID_APPLY` with its rotary module's table, q laid out ``[1, N, 1, D]`` as the
+    function broadcasts it; float64 ``[N, D]``."""
+    import torch
+    fn = getattr(module, AXIAL_GRID_APPLY)
+    with torch.no_grad():
+        table = rotary(q)
+        out = fn(q[None, :, None, :], q[None, :, None, :].clone(), table)[0]
+    return out.reshape(q.shape).double().numpy()
+
+
+def axial_grid_probe(module, sub_config) -> tuple[Optional[dict], str]:
+    """Which axial RoPE and which grid position rule a vision rotary module that tabulates its own
+    patch grid computes (:func:`grid_tables`): random q, one row per table row, through the model's
+    :data:`AXIAL_GRID_APPLY`, against the reference with every two-axis candidate
+    (:func:`axial_candidates`) at every rule of :data:`AXIAL_GRID_RULES`; exactly one must match.
+    ``({head_width, num_axes, frequencies, layout, axis_order, grid: {offset, class_token}},
+    evidence)`` or ``(None, why)``."""
+    import torch
+    from posenc.reference import axial
+    tables = grid_tables(module, sub_config)
+    theta = (sub_config.to_dict().get("rope_parameters") or {}).get("rope_theta")
+    if not tables or getattr(getattr(module, AXIAL_GRID_APPLY, None), "__module__", None) != module.__name__ \
+            or not theta:
+        return None, "no grid table and apply function"
+    name, rotary = tables[0]
+    n = int(next(b for b in rotary.buffers() if torch.is_complex(b)).shape[0])
+    declared = {k for c in type(sub_config).__mro__ for k in getattr(c, "__annotations__", {})}
+    g = torch.Generator().manual_seed(0)
+    for rule, keys in AXIAL_HEAD_WIDTH:
+        D = axial_head_width(lambda k: _class_value(sub_config, k), rule) if set(keys) <= declared else None
+        if D is None or D % 2:
+            continue
+        q = torch.randn(n, D, generator=g, dtype=torch.float32)
+        try:
+            got = axial_grid_call(module, rotary, q)
+        except Exception:  # noqa: BLE001 - not this head width
+            continue
+        matches = []
+        for cand in (c for c in axial_candidates(D, float(theta)) if c.num_axes == 2):
+            for offset, cls in AXIAL_GRID_RULES:
+                pos = axial_grid_positions(n, offset, cls)
+                if pos is None:
+                    continue
+                want = axial.apply(q.double().numpy()[None, None], q.double().numpy()[None, None],
+                                   pos[:, None, :], cand)[0][0, 0]
+                if np.allclose(got, want, atol=2e-5 * max(1.0, float(np.abs(want).max())), rtol=0):
+                    matches.append((cand, offset, cls))
+        if len(matches) == 1:
+            m, offset, cls = matches[0]
+            where = f"{module.__name__.removeprefix('transformers.models.')}.{name}"
+            return ({"head_width": rule, "num_axes": 2, "frequencies": m.frequencies, "layout": m.layout,
+                     "axis_order": list(m.order), "grid": {"offset": offset, "class_token": cls}},
+                    f"{where} probed against AXIAL-* (head width {rule}; its own grid: (row, column) + {offset}, "
+                    f"the class token {cls or 'absent'}{' at angle 0' if cls else ''})")
+        if len(matches) > 1:
+            return None, f"{name}: {len(matches)} candidate layouts and grid rules match"
+    return None, f"{name}: no axial layout and grid rule of the reference matches"
+
+
 def _rope_location(cfg_dict: dict) -> Optional[str]:
     if cfg_dict.get("rope_parameters") is not None:
         return ""
@@ -421,6 +524,16 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
         row["modeling_via"] = via
     errors: list[str] = []
     built = rotary_modules(module, sub_obj, errors)
+    if not built:  # a table of its own patch grid (Llama 4 vision)
+        found, evidence = axial_grid_probe(module, sub_obj)
+        if found is not None:
+            row.update(axial=found, axial_evidence=evidence, rotary_class=evidence.split(" probed")[0])
+            return row
+    if not built and where == "":
+        comp = rope_components(model_type, cfg)
+        if comp is not None:
+            row["components"], row["components_evidence"] = comp
+            return row
     if not built:
         row["not_covered"] = (f"no *RotaryEmbedding of {module.__name__} builds from {type(sub_obj).__name__}"
                               + (f" (the default config: {errors[0]})" if errors else ""))
@@ -451,6 +564,36 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     elif pairing.get("apply_rotary_emb"):
         row["pairing"] = pairing["apply_rotary_emb"]
     return row
+
+
+def rope_components(model_type: str, cfg) -> Optional[tuple[dict, str]]:
+    """The sub-models of a model whose RoPE lives in several sub-configs, each read by its own
+    model (BLT: patcher, local encoder, local decoder, global transformer): ``({attribute: sub
+    model type}, evidence)`` for the config attributes that are configs of a registered RoPE model
+    type, or None.  Refused (None) where the class passes its own ``rope_parameters`` down to one
+    of them (probed with a marker theta): then the top-level set is not dead and a sub-config's
+    import alone would be wrong."""
+    from transformers import CONFIG_MAPPING, PreTrainedConfig
+    comps = {}
+    for attr in sorted(vars(cfg)):
+        sub = getattr(cfg, attr, None)
+        if isinstance(sub, PreTrainedConfig) and sub.model_type in CONFIG_MAPPING \
+                and getattr(sub, "rope_parameters", None):
+            module, _ = _modeling(sub.model_type)
+            if module is None or not rotary_modules(module, sub):
+                return None  # a sub-model without a rotary module of its own: not this layout
+            comps[attr] = sub.model_type
+    if len(comps) < 2:
+        return None
+    try:
+        marked = CONFIG_MAPPING[model_type](rope_parameters={"rope_type": "default", "rope_theta": 12345.0})
+    except Exception:  # noqa: BLE001 - the class refuses a top-level set
+        return None
+    if any((getattr(marked, a).rope_parameters or {}).get("rope_theta") == 12345.0 for a in comps):
+        return None
+    return comps, (f"{type(cfg).__name__}'s sub-configs {', '.join(comps)} each build their own "
+                   f"*RotaryEmbedding (no module builds from {type(cfg).__name__}); its own rope_parameters "
+                   f"reaches none of them (probed with rope_theta 12345)")
 
 
 def _attention_classes(module):
@@ -884,6 +1027,32 @@ def compare_axial(module, rotary, p, n: int = 11) -> list[str]:
     return problems
 
 
+def compare_axial_grid(module, rotary, p, grid: dict) -> list[str]:
+    """The imported :class:`~posenc.spec.models.AxialRopeParams` against a vision rotary module that
+    tabulates its own patch grid (Llama 4 vision): random q, one row per table row, through the
+    model's :data:`AXIAL_GRID_APPLY`, against the reference at the grid's positions under the
+    recorded rule (``grid``: offset, class token)."""
+    import torch
+    from posenc.reference import axial
+    n = int(next(b for b in rotary.buffers() if torch.is_complex(b)).shape[0])
+    pos = axial_grid_positions(n, grid["offset"], grid["class_token"])
+    if pos is None:
+        return [f"the table's {n} rows are no square grid{' plus a class token' if grid['class_token'] else ''}"]
+    q = torch.randn(n, p.head_dim, generator=torch.Generator().manual_seed(3), dtype=torch.float32)
+    try:
+        got = axial_grid_call(module, rotary, q)
+    except Exception as e:  # noqa: BLE001 - reported
+        return [f"{AXIAL_GRID_APPLY}: {type(e).__name__}: {str(e).splitlines()[0][:100]}"]
+    want = axial.apply(q.double().numpy()[None, None], q.double().numpy()[None, None], pos[:, None, :], p)[0][0, 0]
+    bad = np.flatnonzero(np.abs(got - want).max(axis=1) > 2e-5 * max(1.0, float(np.abs(want).max())))
+    if bad.size:
+        i = int(bad[0])
+        return [f"{AXIAL_GRID_APPLY} differs from the reference axial RoPE with the imported parameters (layout "
+                f"{p.layout}, axis order {list(p.order)}) from table row {i} on, at (row, column) "
+                f"{tuple(int(v) for v in pos[:, i])}"]
+    return []
+
+
 def compare_query_scale(module, sub_config, qs) -> list[str]:
     """What differs between the imported query scale (QSCALE-MISTRAL) and the model's own
     ``get_llama_4_attn_scale`` called as its attention calls it (with ``rope_parameters``'
@@ -914,13 +1083,58 @@ def compare_query_scale(module, sub_config, qs) -> list[str]:
     return []
 
 
+def compare_rope_off(module, sub_config, row: dict, rotary) -> list[str]:
+    """An import that says no layer has RoPE (``{"rope": None}``: a config switch such as Zamba2's
+    ``use_mem_rope`` false, LAYERS-NO-ROPE) against the model's own attention: the class the
+    survey's ``rope_gate`` names, built from the config (shrunk to hidden_size 64 over 4 heads
+    where the class allows it) with seeded weights, run on one input with its rotary module's
+    cos/sin at two different orders of positions (a shift would not tell: RoPE is relative);
+    ``[]`` when the outputs are equal, the attention ignoring the positions."""
+    import torch
+    gate = row.get("rope_gate") or {}
+    cls = getattr(module, gate.get("attention_class") or "", None)
+    if cls is None:
+        return [f"the import has no RoPE, and no attention class to check it on (rope_gate {gate or 'absent'})"]
+    d = sub_config.to_dict()
+    for k in row.get("derived", []) + list((row.get("aliases") or {}).values()):
+        d.pop(k, None)
+    try:
+        cfg = type(sub_config)(**{**d, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4})
+    except Exception:  # noqa: BLE001 - the class does not shrink: the config as it is
+        cfg = sub_config
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    init = inspect.signature(cls.__init__).parameters
+    fwd = inspect.signature(cls.forward).parameters
+    try:
+        att = (cls(cfg, layer_idx=0) if "layer_idx" in init else cls(cfg)).eval()
+        small = rotary_modules(module, cfg)
+        rot = small[0][1] if small else rotary
+        x = torch.randn(1, 6, att.q_proj.in_features, generator=torch.Generator().manual_seed(1))
+        outs = []
+        with torch.no_grad():
+            for pos in ([0, 1, 2, 3, 4, 5], [0, 3, 1, 9, 2, 7]):
+                kw = {"hidden_states": x, "position_embeddings": rot(x, torch.tensor([pos]))}
+                if "layer_idx" in fwd:
+                    kw["layer_idx"] = 0
+                out = att(**kw)
+                outs.append(out[0] if isinstance(out, tuple) else out)
+    except Exception as e:  # noqa: BLE001 - reported
+        return [f"{cls.__name__} does not run for the check: {type(e).__name__}: {str(e).splitlines()[0][:100]}"]
+    if not torch.equal(outs[0], outs[1]):
+        return [f"the import has no RoPE ({gate.get('condition')} false), but {cls.__name__}'s output changes with "
+                f"the positions (max {float((outs[0] - outs[1]).abs().max()):.3g})"]
+    return []
+
+
 def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dict] = None) -> tuple[str, str]:
     """``(status, detail)`` of one RoPE model type: ``agrees`` (frequencies, attention factor and
     the apply function match the reference on the imported parameters), ``disagrees``,
     ``import error`` or ``not covered``.  ``config``: constructor overrides (a perturbed config)."""
     from transformers import CONFIG_MAPPING
     from posenc.spec.hf_config import hf_model_types, params_from_hf_config
-    row = (rows or hf_model_types())[model_type]
+    rows = rows or hf_model_types()
+    row = rows[model_type]
     if "not_covered" in row:
         return "not covered", row["not_covered"]
     cfg = CONFIG_MAPPING[model_type](**(config or {}))
@@ -928,13 +1142,39 @@ def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dic
         found = params_from_hf_config(cfg.to_dict())
     except SpecError as e:
         return "import error", str(e)
-    where = row.get("where")
-    sub = getattr(cfg, where) if where else cfg
+    if row.get("components"):  # RoPE in several sub-models (BLT): each against its own module
+        problems, classes = [], []
+        for attr, sub_type in row["components"].items():
+            mine = {k[len(attr) + 1:]: v for k, v in found.items() if k.startswith(f"{attr}.")}
+            status, detail = _agreement_of(sub_type, rows[sub_type], getattr(cfg, attr), mine)
+            if status == "agrees":
+                classes.append(f"{attr}: {detail}")
+            else:
+                problems.append(f"{attr}: {status}: {detail}")
+        return ("disagrees", "; ".join(problems)) if problems else ("agrees", "; ".join(classes))
+    return _agreement_of(model_type, row, getattr(cfg, row["where"]) if row.get("where") else cfg, found)
+
+
+def _agreement_of(model_type: str, row: dict, sub, found: dict) -> tuple[str, str]:
+    """:func:`agreement` of one model's imported parameters ``found`` against the modules built from
+    its transformers config ``sub`` (the config, or the sub-config its RoPE lives in)."""
     module, _ = _modeling(row.get("text_model_type") or model_type)
+    grid = (row.get("axial") or {}).get("grid")
+    if grid is not None and "axial" in found:
+        tables = grid_tables(module, sub)
+        if not tables:
+            return "not covered", f"no grid table builds from {type(sub).__name__}"
+        problems = compare_axial_grid(module, tables[0][1], found["axial"], grid)
+        return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
     built = rotary_modules(module, sub)
     if not built:
         return "not covered", f"no rotary module builds from {type(sub).__name__}"
     rotary = built[0][1]
+    if found.get("rope", 0) is None:
+        problems = compare_rope_off(module, sub, row, rotary)
+        return ("disagrees", "; ".join(problems)) if problems else (
+            "agrees", f"no RoPE: {row['rope_gate']['condition']} false ({row['rope_gate']['attention_class']}'s "
+                      f"output does not depend on the positions)")
     if "axial" in found:
         problems = compare_axial(module, rotary, found["axial"])
         return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
@@ -1043,8 +1283,9 @@ def coverage_rows(table: dict, results: Optional[dict] = None) -> list[dict]:
             variant = ", ".join(types) + (" per layer type" if _nested(rope) else "")
             variant += f" ({row['where']})" if row.get("where") else ""
             r.update(family="M-RoPE" if mt in MROPE_RULES or "mrope_section" in json.dumps(rope) else
-                     "axial RoPE" if _is_axial(rope) else "RoPE",
-                     variant=variant, evidence=row.get("rotary_class", ""))
+                     "axial RoPE" if _is_axial(rope) or row.get("axial") else "RoPE",
+                     variant=variant, evidence=row.get("rotary_class") or "; ".join(
+                         f"{a}: {t}" for a, t in (row.get("components") or {}).items()))
             if "not_covered" in row:
                 r["status"] = f"not covered: {row['not_covered']}"
             elif mt in exceptions:

@@ -237,7 +237,9 @@ class RopeImport:
     """A config's RoPE as transformers 5.24 reads it: one parameter set per layer type.
 
     ``sets``: ``{"all_layers": RopeParams}`` for one set, else ``{layer_type: RopeParams or None}``
-    (a nested ``rope_parameters``; ``None``: that layer type has no RoPE).  ``layer_types``: the
+    (a nested ``rope_parameters``; ``None``: that layer type has no RoPE); ``{"all_layers": None}``
+    where a config switch turns RoPE off on every layer (Zamba2's ``use_mem_rope`` false,
+    LAYERS-NO-ROPE; ``provenance["sets.all_layers"]`` says why).  ``layer_types``: the
     config's per-layer list (which layer uses which set), or ``None``.  ``provenance``: where each
     value came from that the config did not state (a class default, a rule, the probed pairing).
     ``query_scale``: the position-dependent query scaling the model applies after RoPE
@@ -393,6 +395,10 @@ def _locate(config: dict, table: dict) -> tuple[str, dict, str, ModelRule, Optio
                         f"{hf_table_version()} (see docs/model-coverage.md)")
     if "not_covered" in row:
         raise SpecError(f"config.json: model_type: {model_type!r}: not covered: {row['not_covered']}")
+    if row.get("components"):
+        raise SpecError(f"config.json: model_type: {model_type!r}: its RoPE lives in its sub-models "
+                        f"({', '.join(row['components'])}), one set each: read it with component_imports or "
+                        f"params_from_hf_config (`posenc config import`)")
     if row.get("axial"):
         raise SpecError(f"config.json: model_type: {model_type!r} uses axial (two-dimensional) RoPE (AXIAL-*), "
                         f"not 1-D RoPE: read it with params_from_hf_config (`posenc config import`)")
@@ -507,9 +513,12 @@ def _gated_sets(sets: dict, gate: Optional[dict], config: dict, layer_types, pro
     if gate.get("flag"):
         on = config.get(gate["flag"])
         on = gate["flag_default"] if on is None else on
-        if not on:
-            raise SpecError(f"config.json: {gate['flag']}: {on!r}: {gate['attention_class']}.forward rotates q and k "
-                            f"only if {gate['condition']}, so no layer has RoPE: nothing to import")
+        if not on:  # every layer without RoPE (LAYERS-NO-ROPE); the sets were still read and validated
+            provenance["sets.all_layers"] = (f"no RoPE: {gate['flag']} {on!r} "
+                                             f"({'the config' if gate['flag'] in config else 'class default'}): "
+                                             f"{gate['attention_class']}.forward rotates q and k only if "
+                                             f"{gate['condition']} (LAYERS-NO-ROPE on every layer)")
+            return {lt: None for lt in sets}
         return sets
     mlp = config.get("mlp_layer_types")
     forced = "force_rope" in gate["condition"] and config.get("prefix_dense_sliding_window_pattern") == 1 and (
@@ -728,6 +737,8 @@ def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:
     if set(imported.sets) != {"all_layers"}:
         raise SpecError(f"config.json: rope_parameters: one set per layer type ({', '.join(imported.sets)}); "
                         f"read it with rope_import")
+    if imported.sets["all_layers"] is None:
+        raise SpecError(f"config.json: {imported.provenance['sets.all_layers']}: the model has no RoPE to read")
     return imported.sets["all_layers"]
 
 
@@ -1101,10 +1112,12 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
     rope, key = _rope_dict(cfg)
     if not rope:  # the class default, its rope_theta below a top-level one
         rope = {k: v for k, v in (defaults.get("rope_parameters") or {}).items() if k != "rope_theta"}
-    rope_type = rope.get("rope_type", rope.get("type", "axial"))
-    if rope_type != "axial":
+    # a module that tabulates its own grid (Llama 4 vision) is configured with its class's rope_type
+    own = (defaults.get("rope_parameters") or {}).get("rope_type", "default") if row["axial"].get("grid") else "axial"
+    rope_type = rope.get("rope_type", rope.get("type", own))
+    if rope_type != own:
         raise SpecError(f"config.json: {prefix}{key}.rope_type: {rope_type!r}: {model_type}'s vision "
-                        f"rotary module supports only 'axial'")
+                        f"rotary module supports only {own!r}")
     unknown = sorted(set(rope) - {"rope_type", "type", "rope_theta"})
     if unknown:
         raise SpecError(f"config.json: {prefix}{key}: unknown key(s) {', '.join(unknown)} for rope_type "
@@ -1283,11 +1296,48 @@ def _typed(value, model, name: str, key: str):
     return value
 
 
+@_named_errors
+def component_imports(config: Union[dict, str, Path]) -> Optional[dict[str, RopeImport]]:
+    """``{sub-config attribute: RopeImport}`` of a model whose RoPE lives in several sub-models,
+    each its own registered model type reading its own sub-config (the table's ``components``:
+    BLT's ``patcher_config``, ``encoder_config``, ``decoder_config``, ``global_config``), or None
+    for any other model.  Each sub-config is imported as its own model type (a sub-config the
+    file omits takes that class's defaults); the wrapper's own ``rope_parameters`` is read by
+    none of them (``posenc config survey`` probes it: ``components_evidence``).  Raises
+    :class:`SpecError` naming the sub-config and field."""
+    config = read_config(config)
+    row = hf_model_types().get(config.get("model_type")) if isinstance(config, dict) else None
+    if not row or not row.get("components"):
+        return None
+    out = {}
+    for attr, sub_type in row["components"].items():
+        sub = config.get(attr)
+        if sub is None:
+            sub = {}
+        if not isinstance(sub, dict):
+            raise SpecError(f"config.json: {attr}: expected an object (the {sub_type} sub-config), "
+                            f"got {type(sub).__name__} {sub!r}"[:240])
+        try:
+            out[attr] = rope_import({**sub, "model_type": sub.get("model_type") or sub_type})
+        except SpecError as e:
+            raise SpecError(f"config.json: {attr}.{str(e).removeprefix('config.json: ')}") from None
+    return out
+
+
 def is_rope_import(config: dict) -> bool:
     """Whether :func:`params_from_hf_config` reads ``config`` through :func:`rope_import` (every
-    model type but the M-RoPE and the other families' rules)."""
+    model type but the M-RoPE and the other families' rules, and those whose RoPE lives in
+    several sub-models, :func:`component_imports`)."""
+    row = hf_model_types().get(config.get("model_type")) if isinstance(config.get("model_type"), str) else None
     return (config.get("model_type") not in MROPE_RULES and config.get("model_type") not in FAMILY_RULES
-            and not is_axial(config))
+            and not is_axial(config) and not (row or {}).get("components"))
+
+
+def _rope_import_params(imported: RopeImport) -> dict[str, Any]:
+    extra = {} if imported.query_scale is None else {"query_scale": imported.query_scale}
+    if set(imported.sets) == {"all_layers"}:
+        return {"rope": imported.sets["all_layers"], **extra}
+    return {**{f"rope.{lt}": p for lt, p in imported.sets.items()}, **extra}
 
 
 @_named_errors
@@ -1295,7 +1345,8 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     """The spec parameter models a model's ``config.json`` implies, by name.
 
     RoPE model types (:data:`MODEL_RULES` and every model type of :data:`HF_TABLE_PATH`, through
-    :func:`rope_import`) give ``{"rope": RopeParams}``, or ``{"rope.<layer_type>": RopeParams or
+    :func:`rope_import`) give ``{"rope": RopeParams}`` (``{"rope": None}`` where a config switch
+    turns RoPE off on every layer, LAYERS-NO-ROPE), or ``{"rope.<layer_type>": RopeParams or
     None}`` where ``rope_parameters`` holds one set per layer type; GPT-2, BERT, RoBERTa,
     OPT, BART give ``{"embeddings": ...EmbeddingParams}``; BLOOM and MPT ``{"alibi": AlibiParams}``;
     T5 ``{"encoder": T5Params, "decoder": T5Params}`` (bidirectional and causal buckets); Whisper
@@ -1303,7 +1354,9 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     fairseq rule); Qwen2-VL, Qwen2.5-VL, Qwen3-VL (:data:`MROPE_RULES`) ``{"mrope": MRopeParams}``;
     the vision encoders with axial RoPE (the table's ``axial`` rows) ``{"axial": AxialRopeParams}``;
     Ministral 3 and Mistral 4 add ``{"query_scale": QueryScaleParams}`` (QSCALE-MISTRAL), Llama 4
-    its temperature tuning (QSCALE-LLAMA4, on the NoPE layers).
+    its temperature tuning (QSCALE-LLAMA4, on the NoPE layers); a model whose RoPE lives in
+    several sub-models (BLT, :func:`component_imports`) gives each sub-model's keys prefixed with
+    its sub-config (``{"patcher_config.rope": RopeParams, ...}``).
     A key the config lacks takes the transformers 5.24 config class default (see
     the rule's source).  Raises :class:`SpecError` naming the model_type or field.
     """
@@ -1314,12 +1367,15 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     if is_axial(config):
         return {"axial": axial_params_from_hf_config(config)}
     rules = FAMILY_RULES.get(model_type)
+    components = component_imports(config)
+    if components is not None:
+        out: dict[str, Any] = {}
+        for attr, imported in components.items():
+            for k, v in _rope_import_params(imported).items():
+                out[f"{attr}.{k}"] = v
+        return out
     if is_rope_import(config):
-        imported = rope_import(config)
-        extra = {} if imported.query_scale is None else {"query_scale": imported.query_scale}
-        if set(imported.sets) == {"all_layers"}:
-            return {"rope": imported.sets["all_layers"], **extra}
-        return {**{f"rope.{lt}": p for lt, p in imported.sets.items()}, **extra}
+        return _rope_import_params(rope_import(config))
     out = {}
     for name, rule in rules.items():
         values = dict(rule.fixed)

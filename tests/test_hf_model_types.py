@@ -61,11 +61,15 @@ def test_every_rope_model_type_agrees_or_is_a_listed_exception(results):
     for mt in ("llama", "deepseek_v3", "gpt_neox", "phi3", "gemma3_text", "cohere", "glm", "llama4_text",
                "deepseek_v2", "jetmoe", "gemma4_text", "cohere2", "exaone4"):
         assert mt in agreeing, (mt, results.get(mt))
-    # Zamba2's head-width rule, with its RoPE switched on (off by default: a listed exception)
-    assert hf_models.agreement("zamba2", config={"use_mem_rope": True})[0] == "agrees"
-    pairings = {rope_import(hf_models.default_config(mt)).sets.popitem()[1].pairing
-                for mt in agreeing if mt not in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
-                and set(params_from_hf_config(hf_models.default_config(mt))) == {"rope"}}
+    # Zamba2: RoPE off by default (the import's no-RoPE, checked on its attention), and its head-width
+    # rule with RoPE switched on
+    assert results["zamba2"] == ("agrees", "no RoPE: self.config.use_mem_rope false (Zamba2Attention's output "
+                                           "does not depend on the positions)")
+    assert hf_models.agreement("zamba2", config={"use_mem_rope": True}) == (
+        "agrees", "zamba2.modeling_zamba2.Zamba2RotaryEmbedding")
+    pairings = {p.pairing for mt in agreeing if mt not in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+                and set(params_from_hf_config(hf_models.default_config(mt))) == {"rope"}
+                for p in [rope_import(hf_models.default_config(mt)).sets.popitem()[1]] if p is not None}
     assert pairings == {"half", "interleaved", "deinterleave"}
 
 
@@ -73,6 +77,8 @@ def _perturbed(mt: str):
     """Constructor overrides that move every value the import reads: each parameter set's theta
     by its own factor, and the head width (head_dim, else the head count halved)."""
     row = ROWS[mt]
+    if row.get("components"):  # each sub-model's own config (BLT)
+        return {attr: _perturbed(sub_type) for attr, sub_type in row["components"].items()}
     d = hf_models.default_config(mt)
     rope = copy.deepcopy(d["rope_parameters"])
     sets = rope.values() if _nested(rope) else [rope]
@@ -145,7 +151,9 @@ def test_a_multimodal_config_reads_its_text_config():
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"model_type": "llama4_vision_model"}, "not covered: no .*RotaryEmbedding of .*llama4"),
+    ({"model_type": "efficientloftr"}, "efficientloftr.: pairing unknown .*EfficientLoFTRRotaryEmbedding.forward"),
+    ({"model_type": "llama4_vision_model"}, "axial .*AXIAL-.*params_from_hf_config"),
+    ({"model_type": "blt"}, "its RoPE lives in its sub-models .*component_imports"),
     ({"model_type": "cohere_compass"}, "KeyError: 'full_attention'"),  # the default's own rotary module fails
     ({"model_type": "llama", "hidden_size": 4100, "num_attention_heads": 32},
      "hidden_size 4100 is not divisible by 32 heads: LlamaConfig refuses such a config"),
@@ -190,6 +198,96 @@ def test_a_head_width_that_is_not_an_exact_division_is_what_the_model_does():
     # an exact division says nothing
     assert "head_dim" not in rope_import({"model_type": "olmo2", "hidden_size": 4096,
                                           "num_attention_heads": 32}).provenance
+
+
+def test_a_config_switch_that_turns_rope_off_is_checked_on_the_attention():
+    """Zamba2's use_mem_rope: off, the import says no RoPE and the attention's output must not move
+    with the positions; the same check on an attention that does rotate (switched on) fails, naming it."""
+    from transformers import Zamba2Config
+    from transformers.models.zamba2 import modeling_zamba2
+    row = ROWS["zamba2"]
+    for flag, ok in ((False, True), (True, False)):
+        cfg = Zamba2Config(use_mem_rope=flag)
+        rotary = hf_models.rotary_modules(modeling_zamba2, cfg)[0][1]
+        problems = hf_models.compare_rope_off(modeling_zamba2, cfg, row, rotary)
+        assert (problems == []) is ok, problems
+        if not ok:
+            assert "Zamba2Attention's output changes with the positions" in problems[0]
+    # the check needs the attention the survey found guarding apply_rotary_pos_emb
+    bad = {**row, "rope_gate": {**row["rope_gate"], "attention_class": "NoSuchAttention"}}
+    assert "no attention class to check it on" in hf_models.compare_rope_off(
+        modeling_zamba2, Zamba2Config(), bad, None)[0]
+
+
+def test_a_model_whose_rope_lives_in_its_sub_models_imports_each(tmp_path, capsys):
+    """BLT: four sub-models, each reading its own sub-config (the patcher at theta 1e4, the others
+    5e5; head widths 64 and 128); the wrapper's own rope_parameters reaches none of them."""
+    from transformers import BltConfig
+    from posenc.spec.hf_config import component_imports
+    from posenc.spec.models import RopeParams
+    assert set(ROWS["blt"]["components"]) == {"patcher_config", "encoder_config", "decoder_config", "global_config"}
+    config = {"model_type": "blt", "rope_parameters": {"rope_type": "default", "rope_theta": 1234.0},
+              "global_config": {"hidden_size": 1024, "num_attention_heads": 4,
+                                "rope_parameters": {"rope_type": "default", "rope_theta": 777.0}}}
+    found = params_from_hf_config(config)
+    assert {k: (p.rope_theta, p.head_dim) for k, p in found.items()} == {
+        "patcher_config.rope": (10000.0, 64), "encoder_config.rope": (500000.0, 64),
+        "decoder_config.rope": (500000.0, 64), "global_config.rope": (777.0, 256)}
+    assert BltConfig(**{k: v for k, v in config.items() if k != "model_type"}).patcher_config.rope_parameters[
+        "rope_theta"] == 10000.0  # what transformers does with the top-level set: nothing
+    assert hf_models.agreement("blt", config={k: v for k, v in config.items() if k != "model_type"})[0] == "agrees"
+    assert component_imports(config)["global_config"].sets["all_layers"].rope_theta == 777.0
+    assert component_imports({"model_type": "llama"}) is None
+    with pytest.raises(SpecError, match="its RoPE lives in its sub-models.*component_imports"):
+        rope_import(config)
+    with pytest.raises(SpecError, match=r"global_config\.rope_parameters.*rope_theta"):
+        params_from_hf_config({"model_type": "blt", "global_config": {"rope_parameters": {"rope_theta": "x"}}})
+    with pytest.raises(SpecError, match="encoder_config: expected an object"):
+        params_from_hf_config({"model_type": "blt", "encoder_config": [1, 2]})
+    # the check can fail: the global transformer's theta imported wrong is named
+    cfg = BltConfig()
+    wrong = {"rope": RopeParams(head_dim=128, rope_theta=10000.0, pairing="interleaved")}
+    status, detail = hf_models._agreement_of("blt_global_transformer", ROWS["blt_global_transformer"],
+                                             cfg.global_config, wrong)
+    assert status == "disagrees" and "inv_freq" in detail
+    # `posenc config import` prints each sub-model's sets and why the top level is not read
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    from posenc.conformance.cli import main
+    assert main(["config", "import", str(path)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert set(printed["components"]) == set(ROWS["blt"]["components"]) and "reaches none of them" in printed["note"]
+
+
+def test_a_vision_rotary_module_that_tabulates_its_own_grid_is_probed_with_its_position_rule(tmp_path, capsys):
+    """Llama 4 vision: no inv_freq, a complex freqs_ci over its own patch grid. The survey finds
+    AXIAL-INTERLEAVED, width first, at 1-based (row, column) with the class token last at angle 0;
+    the import and the check follow, on other sizes too, and a wrong rule is caught and placed."""
+    from transformers import Llama4VisionConfig
+    from transformers.models.llama4 import modeling_llama4
+    row = ROWS["llama4_vision_model"]
+    assert row["axial"] == {"head_width": "hidden_size / num_attention_heads", "num_axes": 2, "frequencies": "shared",
+                            "layout": "interleaved", "axis_order": [1, 0],
+                            "grid": {"offset": 1, "class_token": "last"}}
+    over = {"image_size": 112, "patch_size": 16, "hidden_size": 320, "num_attention_heads": 4,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 321.0}}
+    p = params_from_hf_config({"model_type": "llama4_vision_model", **over})["axial"]
+    assert (p.head_dim, p.rope_theta, p.layout, p.order) == (80, 321.0, "interleaved", (1, 0))
+    assert hf_models.agreement("llama4_vision_model", config=over)[0] == "agrees"
+    rotary = hf_models.grid_tables(modeling_llama4, Llama4VisionConfig(**over))[0][1]
+    for grid, where in (({"offset": 0, "class_token": "last"}, "from table row 0 on, at (row, column) (0, 0)"),
+                        ({"offset": 1, "class_token": "first"}, "from table row 0 on, at (row, column) (0, 0)")):
+        problems = hf_models.compare_axial_grid(modeling_llama4, rotary, p, grid)
+        assert problems and where in problems[0], problems
+    assert "axis order [0, 1]) from table row 1 on, at (row, column) (1, 2)" in hf_models.compare_axial_grid(modeling_llama4, rotary, p.model_copy(update={"axis_order": None}),
+                                                    row["axial"]["grid"])[0]
+    with pytest.raises(SpecError, match="supports only 'default'"):
+        params_from_hf_config({"model_type": "llama4_vision_model", "rope_parameters": {"rope_type": "axial"}})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llama4_vision_model"}))
+    from posenc.conformance.cli import main
+    assert main(["config", "import", str(path)]) == 0
+    assert "(row, column) + 1, the class token last at (0, 0)" in json.loads(capsys.readouterr().out)["axial"]["positions"]
 
 
 def test_a_partial_factor_the_config_class_derives_is_derived():

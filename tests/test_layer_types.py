@@ -113,7 +113,7 @@ from transformers import Cohere2Config, Exaone4Config  # noqa: E402
 from transformers.models.exaone4 import modeling_exaone4 as hf_exaone4  # noqa: E402
 
 from posenc.spec.errors import SpecError  # noqa: E402
-from posenc.spec.hf_config import rope_import  # noqa: E402
+from posenc.spec.hf_config import params_from_hf_config, rope_import, rope_params_from_hf_config  # noqa: E402
 
 TYPES = [S, S, S, F]
 
@@ -156,9 +156,16 @@ def test_the_import_says_which_layers_rotate_as_the_attention_does(model_type, c
     assert rotating in ([0, 1, 2], [0, 1, 2, 3])
 
 
-def test_a_config_switched_off_rope_is_refused_and_mixed_layers_are_said():
-    with pytest.raises(SpecError, match="use_mem_rope: False.*no layer has RoPE"):
-        rope_import({"model_type": "zamba2"})
+def test_a_config_switched_off_rope_imports_as_no_rope_and_mixed_layers_are_said():
+    off = rope_import({"model_type": "zamba2"})
+    assert off.sets == {"all_layers": None}
+    assert "use_mem_rope False" in off.provenance["sets.all_layers"]
+    assert "LAYERS-NO-ROPE" in off.provenance["sets.all_layers"]
+    assert params_from_hf_config({"model_type": "zamba2", "use_mem_rope": False}) == {"rope": None}
+    with pytest.raises(SpecError, match="use_mem_rope False.*no RoPE to read"):
+        rope_params_from_hf_config({"model_type": "zamba2"})
+    with pytest.raises(SpecError, match="rope_theta"):  # switched off, the sets are still validated
+        rope_import({"model_type": "zamba2", "rope_parameters": {"rope_type": "default", "rope_theta": -1.0}})
     assert rope_import({"model_type": "zamba2", "use_mem_rope": True}).sets["all_layers"] is not None
     prov = rope_import({"model_type": "smollm3"}).provenance
     assert "some full_attention layers have no RoPE" in prov["layers.full_attention"]
