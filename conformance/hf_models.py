@@ -31,6 +31,7 @@ reference, and ``tests/test_hf_model_types.py`` compares them with each rotary m
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 import inspect
@@ -70,40 +71,40 @@ def _jsonable(v):
     return json.loads(json.dumps(v, default=str))
 
 
-def _modeling(model_type: str):
-    """``(module, name)``: the model type's modeling module, or ``(None, reason)``.  A model type
+def _resolve_modeling(model_type: str) -> tuple[Any, str, Optional[str]]:
+    """``(module or None, name or reason, via)``: the model type's modeling module.  A model type
     without a modeling module of its own runs another's: its base model class in transformers'
     ``MODEL_MAPPING_NAMES`` (EXAONE, InternLM 3 and IQuest-Coder are ``LlamaModel``, Sarvam-MLA
-    ``DeepseekV3Model``), whose module is then the one used."""
+    ``DeepseekV3Model``), whose module is then the one used, ``via`` saying so
+    (``"exaone -> LlamaModel (MODEL_MAPPING_NAMES)"``; None where it has its own)."""
     from transformers.models.auto.configuration_auto import model_type_to_module_name
     mod = model_type_to_module_name(model_type)
     try:
-        return importlib.import_module(f"transformers.models.{mod}.modeling_{mod}"), mod
+        return importlib.import_module(f"transformers.models.{mod}.modeling_{mod}"), mod, None
     except ModuleNotFoundError as e:
         if e.name != f"transformers.models.{mod}.modeling_{mod}":
-            return None, f"{mod} ({type(e).__name__})"
+            return None, f"{mod} ({type(e).__name__})", None
         missing = e
     except Exception as e:  # noqa: BLE001 - a model type whose modeling module fails is a listed row
-        return None, f"{mod} ({type(e).__name__})"
+        return None, f"{mod} ({type(e).__name__})", None
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
     cls_name = MODEL_MAPPING_NAMES.get(model_type)
     import transformers
     cls = getattr(transformers, cls_name, None) if isinstance(cls_name, str) else None
     if cls is None:
-        return None, f"{mod} ({type(missing).__name__})"
-    return importlib.import_module(cls.__module__), cls.__module__.removeprefix("transformers.models.").split(".")[0]
+        return None, f"{mod} ({type(missing).__name__})", None
+    return (importlib.import_module(cls.__module__), cls.__module__.removeprefix("transformers.models.").split(".")[0],
+            f"{model_type} -> {cls_name} (MODEL_MAPPING_NAMES)")
+
+
+def _modeling(model_type: str):
+    """``(module, name)`` of :func:`_resolve_modeling`, or ``(None, reason)``."""
+    return _resolve_modeling(model_type)[:2]
 
 
 def modeling_via(model_type: str) -> Optional[str]:
-    """The base model class a model type without a modeling module of its own runs, as
-    ``"exaone -> LlamaModel (MODEL_MAPPING_NAMES)"``; None where it has its own."""
-    from transformers.models.auto.configuration_auto import model_type_to_module_name
-    mod = model_type_to_module_name(model_type)
-    if importlib.util.find_spec(f"transformers.models.{mod}.modeling_{mod}") is not None:
-        return None
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-    return f"{model_type} -> {MODEL_MAPPING_NAMES[model_type]} (MODEL_MAPPING_NAMES)" \
-        if model_type in MODEL_MAPPING_NAMES else None
+    """The base model class a model type without a modeling module of its own runs (:func:`_resolve_modeling`)."""
+    return _resolve_modeling(model_type)[2]
 
 
 def _config_hint(cls):
@@ -472,6 +473,25 @@ def _layer_type_overrides(sub: dict) -> dict:
     return out
 
 
+def _fixed_layer_defaults(model_type: str, sub: dict, overrides: dict) -> None:
+    """Add to ``overrides`` the per-layer-type defaults that equal the top-level value at the class
+    defaults (so ``per_layer_config`` omits them) but stay put when the top-level key moves (Dots
+    3 Note's sliding layers keep head_dim 256): the class rebuilt with each such key moved."""
+    from transformers import CONFIG_MAPPING
+    from posenc.spec.hf_config import LAYER_OVERRIDE_KEYS
+    for key in LAYER_OVERRIDE_KEYS:
+        v = sub.get(key)
+        if not isinstance(v, int) or isinstance(v, bool):
+            continue
+        try:
+            moved = _layer_type_overrides(CONFIG_MAPPING[model_type](**{key: v + 32}).to_dict())
+        except Exception:  # noqa: BLE001 - the class refuses the move
+            continue
+        for lt, over in moved.items():
+            if over.get(key) == v and lt in overrides:
+                overrides[lt].setdefault(key, v)
+
+
 def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     where = _rope_location(cfg_dict)
     sub_obj = cfg if where == "" else getattr(cfg, where)
@@ -497,7 +517,17 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     for k, target in alias.items():  # the default under the name the import reads (DBRX's d_model)
         if k not in defaults and sub.get(target) is not None:
             defaults[k] = _jsonable(sub[target])
+    if where == "" and not _nested(sub["rope_parameters"]):  # what transformers fills for rope_parameters {}
+        from transformers import CONFIG_MAPPING
+        try:
+            empty = (CONFIG_MAPPING[model_type](rope_parameters={}).rope_parameters or {}).get("rope_theta")
+        except Exception:  # noqa: BLE001 - the class refuses an empty dict
+            empty = None
+        if isinstance(empty, (int, float)) and empty != 10000.0:
+            row["empty_rope_theta"] = float(empty)
     overrides = _layer_type_overrides(sub)
+    if where == "" and overrides:
+        _fixed_layer_defaults(model_type, sub, overrides)
     if overrides:
         row["layer_type_defaults"] = overrides
     rope = sub["rope_parameters"]
@@ -528,6 +558,10 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
         found, evidence = axial_grid_probe(module, sub_obj)
         if found is not None:
             row.update(axial=found, axial_evidence=evidence, rotary_class=evidence.split(" probed")[0])
+            for k in ("image_size", "patch_size"):  # the grid's side, image_size // patch_size
+                v = _class_value(sub_obj, k)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    defaults[k] = v
             return row
     if not built and where == "":
         comp = rope_components(model_type, cfg)
@@ -762,6 +796,67 @@ def derived_defaults(model_type: str, row: dict) -> list[str]:
     return ["head_dim"] if base and bigger and base != bigger else []
 
 
+def head_dim_rule(model_type: str, row: dict) -> Optional[dict]:
+    """Where a class takes the rotary head width from, where that is not the import's standard (a
+    stated ``head_dim`` honoured, else ``hidden_size / num_attention_heads``): read from its rotary
+    module's width rebuilt with a ``head_dim`` stated (under the key a config.json carries:
+    Zamba2's ``attention_head_dim``), with ``qk_rope_head_dim`` moved (the MLA models' width),
+    and, for a derived default, with ``hidden_size`` doubled.  ``{"source": "qk_rope_head_dim" |
+    "hidden_size / num_attention_heads", "factor", "stated": "honoured" | "overwritten",
+    "source_default", "evidence"}`` or None.  Zamba2: ``2 * hidden_size // num_attention_heads``,
+    a stated one honoured; DeepSeek-V2, MiniCPM3, AXK2: ``qk_rope_head_dim``, a stated head_dim
+    overwritten; DeepSeek-OCR 2's text config: ``hidden_size // num_attention_heads``, overwritten."""
+    d = row["defaults"]
+    hidden, heads, width = d.get("hidden_size"), d.get("num_attention_heads"), d.get("head_dim")
+    rope = d.get("rope_parameters") or {}
+    partial = rope.get("partial_rotary_factor", 1.0)
+    if not all(isinstance(v, int) for v in (hidden, heads, width)) or _nested(rope) \
+            or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
+        return None
+    key = (row.get("aliases") or {}).get("head_dim", "head_dim")  # the name a config.json carries
+
+    def rotary_width(over):  # the head width the rotary module's frequency count implies
+        got = _frequency_count(model_type, row, over)
+        if not got or len(set(got.values())) != 1:
+            return None
+        w = 2 * next(iter(got.values())) / partial
+        return int(w) if w == int(w) else None
+    base, stated = rotary_width({}), rotary_width({key: width + 32})
+    if base is None or stated is None:
+        return None
+    kept = stated == width + 32
+    cls = row["config_class"]
+    from transformers import CONFIG_MAPPING
+    try:
+        full = CONFIG_MAPPING[model_type]().to_dict()
+        q = (full.get(row["where"]) if row.get("where") else full).get("qk_rope_head_dim")
+    except Exception:  # noqa: BLE001 - no such default
+        q = None
+    if isinstance(q, int) and not kept and base == q and rotary_width({"qk_rope_head_dim": q + 16}) == q + 16:
+        return {"source": "qk_rope_head_dim", "factor": 1, "stated": "overwritten", "source_default": q,
+                "evidence": f"{cls}: the rotary width is qk_rope_head_dim ({q}; {q + 16} when it is {q + 16}); a "
+                            f"stated {key} {width + 32} is overwritten"}
+    # a second point of hidden_size / heads: hidden doubled, else (a class that ties hidden_size to
+    # other sizes: Dots 3 Note's audio encoder) the heads halved
+    second = None
+    if "head_dim" in (row.get("derived") or ()) or not kept:
+        for h2, n2 in ((2 * hidden, heads), (hidden, heads // 2 if heads % 2 == 0 else 0)):
+            w2 = rotary_width({"hidden_size": h2, "num_attention_heads": n2}) if n2 else None
+            if w2 is not None and w2 != base:
+                second = (h2, n2, w2)
+                break
+    if second is None or (base * heads) % hidden or (second[2] * second[1]) % second[0]:
+        return None if kept else {"source": None, "stated": "overwritten",
+                                  "evidence": f"{cls}: a stated {key} {width + 32} is overwritten (rotary width {base})"}
+    factor = base * heads // hidden
+    if factor != second[2] * second[1] // second[0] or (factor == 1 and kept):
+        return None
+    return {"source": "hidden_size / num_attention_heads", "factor": factor, "stated": "honoured" if kept else "overwritten",
+            "evidence": f"{cls}: the rotary width is {factor} * hidden_size // num_attention_heads ({base} at "
+                        f"{hidden} over {heads} heads, {second[2]} at {second[0]} over {second[1]}); a stated {key} "
+                        f"{width + 32} is {'honoured' if kept else 'overwritten'}"}
+
+
 def _default_type_sets(rope: dict, partial: Optional[float]) -> dict:
     """The default rope dict with every set made rope_type default (theta kept), at ``partial``."""
     def one(st):
@@ -821,6 +916,9 @@ def _legacy_layouts(rows: dict) -> None:
             derived = derived_defaults(model_type, row)
             if derived:
                 row["derived"] = derived
+            rule = head_dim_rule(model_type, row)
+            if rule:
+                row["head_dim_rule"] = rule
             ignored = ignores_partial(model_type, row)
             if ignored:
                 row["ignores_partial_rotary_factor"] = ignored
@@ -1142,6 +1240,16 @@ def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dic
         found = params_from_hf_config(cfg.to_dict())
     except SpecError as e:
         return "import error", str(e)
+    if config:  # the config as a user writes it must read as transformers' own round trip of it
+        try:
+            raw = params_from_hf_config({"model_type": model_type, **copy.deepcopy(config)})
+        except SpecError as e:
+            return "import error", f"the config as written: {e}"
+        if raw != found:
+            diff = sorted(k for k in set(raw) | set(found) if raw.get(k) != found.get(k))
+            return "disagrees", (f"the config as written imports {', '.join(f'{k}: {raw.get(k)!r}' for k in diff)}"
+                                 f"[:600] where transformers' to_dict() of it imports "
+                                 f"{', '.join(f'{k}: {found.get(k)!r}' for k in diff)}")[:1200]
     if row.get("components"):  # RoPE in several sub-models (BLT): each against its own module
         problems, classes = [], []
         for attr, sub_type in row["components"].items():
@@ -1294,6 +1402,8 @@ def coverage_rows(table: dict, results: Optional[dict] = None) -> list[dict]:
             else:
                 status, detail = results[mt] if results and mt in results else agreement(mt, rows)
                 r["status"] = "agrees" if status == "agrees" else f"{status}: {detail}"
+                if status == "agrees" and detail.startswith("no RoPE"):  # switched off by default (Zamba2)
+                    r["variant"] = f"none by default ({detail.split(' (')[0].removeprefix('no RoPE: ')})"
         else:
             found = source_families(mt) or _sub_config_families(mt)
             r["family"] = "; ".join(f for f, _, _ in found) or "none found"

@@ -124,11 +124,28 @@ def _head_dim(cfg: dict, rule: ModelRule, model_type: str, row: Optional[dict] =
     is not exact, the model type's ``head_width`` in the table (``posenc config survey``: what its
     config class and attention do with such a width) decides: ``floor`` is transformers' own
     ``hidden_size // num_attention_heads`` (said in ``provenance``); otherwise :class:`SpecError`."""
+    derived = (row or {}).get("head_dim_rule") or {}  # where the class takes it from (posenc config survey)
+    if not derived.get("source"):
+        derived = {}
     for k in rule.head_dim_keys:
         if cfg.get(k) is not None:
-            return _positive_int(cfg[k], k)
+            if derived.get("stated") != "overwritten":
+                return _positive_int(cfg[k], k)
+            if provenance is not None and not provenance.get(f"{label}{k}", "").endswith(" default"):
+                provenance[f"{label}{k}"] = f"{cfg[k]!r} in the config is not what the model uses: {derived['evidence']}"
+    if derived.get("source") == "qk_rope_head_dim":  # the MLA models: the rotary width is the rope share
+        if cfg.get("qk_rope_head_dim") is not None:
+            return _positive_int(cfg["qk_rope_head_dim"], "qk_rope_head_dim")
+        if provenance is not None:
+            provenance[f"{label}head_dim"] = (f"qk_rope_head_dim {derived['source_default']} "
+                                              f"({row['config_class']} default): {derived['evidence']}")
+        return int(derived["source_default"])
     hidden = _positive_int(_first(cfg, rule.hidden_keys, "hidden size", model_type), rule.hidden_keys[0])
     heads = _positive_int(_first(cfg, rule.heads_keys, "number of attention heads", model_type), rule.heads_keys[0])
+    if derived.get("factor", 1) != 1:  # Zamba2's attention: 2 * hidden_size // num_attention_heads
+        hidden *= derived["factor"]
+        if provenance is not None:
+            provenance[f"{label}head_dim"] = f"{hidden} // {heads} = {hidden // heads}: {derived['evidence']}"
     if hidden % heads:
         width = (row or {}).get("head_width") or {}
         if width.get("rule") != "floor":
@@ -462,8 +479,10 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
     if isinstance(cfg.get("rope_parameters"), dict) and not cfg["rope_parameters"] and not cfg.get("rope_scaling") \
             and not (default_rope is not None and _nested(default_rope)):
         # an explicit empty dict: transformers' standardisation fills rope_type default and the
-        # config's rope_theta (else 10000), not the class's default rope_parameters
-        theta = next((eff[k] for k in rule.theta_keys if eff.get(k) is not None), 10000.0)
+        # config's rope_theta (else the class's default_theta, probed: empty_rope_theta; 10000 for
+        # most), not the class's default rope_parameters
+        theta = next((eff[k] for k in rule.theta_keys if eff.get(k) is not None),
+                     (row or {}).get("empty_rope_theta", 10000.0))
         eff["rope_parameters"] = {"rope_type": "default", "rope_theta": theta}
         provenance["rope_parameters"] = (f"{{}} in the config: transformers fills rope_type default and rope_theta "
                                          f"{theta} (not {(row or {}).get('config_class', 'the class')}'s default)")
@@ -512,6 +531,8 @@ def _gated_sets(sets: dict, gate: Optional[dict], config: dict, layer_types, pro
         return sets
     if gate.get("flag"):
         on = config.get(gate["flag"])
+        if on is not None and not isinstance(on, bool):  # transformers' strict config refuses it too
+            raise SpecError(f"config.json: {gate['flag']}: expected true or false, got {type(on).__name__} {on!r}")
         on = gate["flag_default"] if on is None else on
         if not on:  # every layer without RoPE (LAYERS-NO-ROPE); the sets were still read and validated
             provenance["sets.all_layers"] = (f"no RoPE: {gate['flag']} {on!r} "
@@ -990,6 +1011,15 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
     if sub is not None and not isinstance(sub, dict):
         raise SpecError(f"config.json: text_config: expected an object, got {type(sub).__name__}")
     text = {**config, **(sub or {})}
+    # the text config class's defaults for the head width keys the config omits (a derived head_dim
+    # only where none of head_dim, hidden_size, num_attention_heads is stated)
+    row = hf_model_types().get(model_type) or {}
+    defaults, derived = row.get("defaults") or {}, row.get("derived") or ()
+    width_keys = ("head_dim", "hidden_size", "num_attention_heads")
+    for k in width_keys:
+        if text.get(k) is None and defaults.get(k) is not None and (
+                k != "head_dim" or "head_dim" not in derived or all(text.get(x) is None for x in width_keys)):
+            text[k] = defaults[k]
     rope, where = _rope_dict(text)
     rope_type = rope.pop("rope_type", None) or rope.pop("type", None) or "default"
     rope.pop("type", None)
@@ -1121,7 +1151,7 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
     unknown = sorted(set(rope) - {"rope_type", "type", "rope_theta"})
     if unknown:
         raise SpecError(f"config.json: {prefix}{key}: unknown key(s) {', '.join(unknown)} for rope_type "
-                        f"'axial'")
+                        f"{own!r} ({model_type}'s vision rotary module reads rope_theta only)")
     top = cfg.get("rope_theta")
     if rule_is_memory(row) and cfg.get("memory_attention_rope_theta") is not None:
         # SAM 2 video's deprecated alias: its setter writes rope_parameters["rope_theta"]
@@ -1141,7 +1171,17 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
     probed = row["axial"]
     rule = probed["head_width"]
     head = axial_head_width(get, rule)
-    explicit = cfg.get("head_dim")
+    grid = probed.get("grid")
+    if grid is not None:  # the module tabulates image_size // patch_size squared patches itself
+        for k in ("image_size", "patch_size"):
+            v = get(k)
+            if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
+                raise SpecError(f"config.json: {prefix}{k}: expected a positive integer (the side of {model_type}'s "
+                                f"square patch grid is image_size // patch_size), got {v!r}")
+        if get("image_size") < get("patch_size"):
+            raise SpecError(f"config.json: {prefix}image_size: {get('image_size')} is smaller than patch_size "
+                            f"{get('patch_size')}: the patch grid is empty")
+    explicit = None if grid is not None else cfg.get("head_dim")  # the table's width is the rule's alone
     if rule in AXIAL_READS_HEAD_DIM and explicit is not None:
         # compute_axial_rope_parameters: getattr(config, "head_dim", None) or <the rule>
         if not (isinstance(explicit, int) and not isinstance(explicit, bool) and explicit > 0):
@@ -1176,6 +1216,10 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
         raise SpecError(f"config.json ({model_type}, axial): {msgs}") from None
 
 
+#: the standard head-width keys (head_dim, else hidden_size / num_attention_heads)
+_STANDARD_KEYS = ModelRule("standard keys")
+
+
 @dataclass(frozen=True)
 class _TextKeys:
     """The text model's head_dim and max_position_embeddings, else the config class's defaults."""
@@ -1184,13 +1228,8 @@ class _TextKeys:
     rule: MRopeRule
 
     def head_dim(self, model_type) -> int:
-        if self.text.get("head_dim") is not None:
-            return int(self.text["head_dim"])
-        hidden = _first(self.text, ("hidden_size",), "hidden size", model_type)
-        heads = _first(self.text, ("num_attention_heads",), "number of attention heads", model_type)
-        if hidden % heads:
-            raise SpecError(f"config.json: hidden_size {hidden} is not divisible by {heads} heads")
-        return hidden // heads
+        """:func:`_head_dim` over the standard keys, with the model type's ``head_width`` rule."""
+        return _head_dim(self.text, _STANDARD_KEYS, model_type, hf_model_types().get(model_type))
 
     def max_positions(self) -> int:
         return int(self.text.get("max_position_embeddings") or self.rule.max_position_default)
@@ -1306,7 +1345,8 @@ def component_imports(config: Union[dict, str, Path]) -> Optional[dict[str, Rope
     none of them (``posenc config survey`` probes it: ``components_evidence``).  Raises
     :class:`SpecError` naming the sub-config and field."""
     config = read_config(config)
-    row = hf_model_types().get(config.get("model_type")) if isinstance(config, dict) else None
+    mt = config.get("model_type") if isinstance(config, dict) else None
+    row = hf_model_types().get(mt) if isinstance(mt, str) else None
     if not row or not row.get("components"):
         return None
     out = {}
@@ -1318,9 +1358,13 @@ def component_imports(config: Union[dict, str, Path]) -> Optional[dict[str, Rope
             raise SpecError(f"config.json: {attr}: expected an object (the {sub_type} sub-config), "
                             f"got {type(sub).__name__} {sub!r}"[:240])
         try:
-            out[attr] = rope_import({**sub, "model_type": sub.get("model_type") or sub_type})
+            out[attr] = rope_import({**sub, "model_type": sub_type})
         except SpecError as e:
             raise SpecError(f"config.json: {attr}.{str(e).removeprefix('config.json: ')}") from None
+        stated = sub.get("model_type")
+        if stated is not None and stated != sub_type:  # transformers builds the slot's own class regardless
+            out[attr].provenance["model_type"] = (f"{stated!r} in the config is ignored: {row['config_class']} builds "
+                                                  f"{attr} as {sub_type} whatever it says")
     return out
 
 
@@ -1362,6 +1406,10 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     """
     config = read_config(config)
     model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        raise SpecError(f"config.json: model_type: expected a string, got {type(model_type).__name__} {model_type!r}"
+                        if model_type is not None else "config.json: model_type: missing (every config.json names its "
+                                                       "model type)")
     if model_type in MROPE_RULES:
         return {"mrope": mrope_params_from_hf_config(config)}
     if is_axial(config):

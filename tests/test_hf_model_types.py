@@ -290,6 +290,95 @@ def test_a_vision_rotary_module_that_tabulates_its_own_grid_is_probed_with_its_p
     assert "(row, column) + 1, the class token last at (0, 0)" in json.loads(capsys.readouterr().out)["axial"]["positions"]
 
 
+@pytest.mark.parametrize("mt", sorted(mt for mt, r in ROWS.items() if (r.get("head_dim_rule") or {}).get("source")
+                                      and not r.get("where") and mt not in MROPE_RULES))
+def test_a_head_width_the_class_takes_from_elsewhere_is_taken_from_there(mt):
+    """The survey's head_dim_rule (MLA models: qk_rope_head_dim, a stated head_dim overwritten;
+    Zamba2: 2 * hidden_size // heads): configs as a user writes them, moving the source and stating
+    a misleading head_dim, import as transformers builds them (agreement compares the raw import
+    with the round trip and with the model's own rotary module)."""
+    rule, d = ROWS[mt]["head_dim_rule"], ROWS[mt]["defaults"]
+    key = (ROWS[mt].get("aliases") or {}).get("head_dim", "head_dim")
+    if rule["source"] == "qk_rope_head_dim":
+        configs = [{"qk_rope_head_dim": rule["source_default"] + 16}, {"qk_rope_head_dim": 16, key: 200}]
+    else:  # the hidden size moved, or (a class that ties it to other sizes) the head count
+        configs = [{"hidden_size": d["hidden_size"] + 64 * d["num_attention_heads"]},
+                   {"num_attention_heads": d["num_attention_heads"] // 2}]
+    from transformers import CONFIG_MAPPING
+    checked = 0
+    for c in configs:
+        try:
+            CONFIG_MAPPING[mt](**c)
+        except Exception:  # noqa: BLE001 - the class refuses this one: the next
+            continue
+        status, detail = hf_models.agreement(mt, config=c)
+        assert status == "agrees", (c, detail)
+        checked += 1
+    assert checked
+
+
+def test_the_check_compares_the_config_as_written_with_transformers_round_trip():
+    """agreement(config=...) imports the overrides as a user writes them too: a misread the round
+    trip hides (transformers' to_dict writes back the width it derived) is a disagreement."""
+    import posenc.spec.hf_config as hc
+    rows = copy.deepcopy(hf_model_types())
+    del rows["zamba2"]["head_dim_rule"]  # the kit without the survey's rule: hidden // heads
+    saved = hc._hf_table()["model_types"]
+    try:
+        hc._hf_table()["model_types"] = rows
+        status, detail = hf_models.agreement("zamba2", rows, config={"use_mem_rope": True, "hidden_size": 1024,
+                                                                     "num_attention_heads": 8})
+    finally:
+        hc._hf_table()["model_types"] = saved
+    assert status == "disagrees" and "the config as written imports" in detail and "head_dim=128" in detail
+
+
+def test_an_empty_rope_parameters_takes_the_theta_transformers_fills():
+    """rope_parameters {}: transformers fills rope_type default and the class's default_theta (BLT's
+    5e5, Mixtral's 1e6, ...: the survey's empty_rope_theta), not 10000 and not the class's set."""
+    from transformers import CONFIG_MAPPING
+    probed = {mt: r["empty_rope_theta"] for mt, r in ROWS.items() if "empty_rope_theta" in r}
+    assert len(probed) > 20 and probed["mixtral"] == 1e6
+    for mt in sorted(probed):
+        if mt in MROPE_RULES or mt in EXCEPTIONS or ROWS[mt].get("axial") or ROWS[mt].get("components") \
+                or "not_covered" in ROWS[mt]:
+            continue
+        want = CONFIG_MAPPING[mt](rope_parameters={}).rope_parameters["rope_theta"]
+        got = [p for p in params_from_hf_config({"model_type": mt, "rope_parameters": {}}).values()
+               if hasattr(p, "rope_theta")]
+        assert got and all(p.rope_theta == want for p in got), (mt, want, got)
+    assert params_from_hf_config({"model_type": "blt", "decoder_config": {"rope_parameters": {}}})[
+        "decoder_config.rope"].rope_theta == 5e5
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"model_type": "zamba2", "use_mem_rope": "false"}, "use_mem_rope: expected true or false, got str 'false'"),
+    ({"model_type": "zamba2", "use_mem_rope": 1}, "use_mem_rope: expected true or false, got int 1"),
+    ({"model_type": ["blt"]}, "model_type: expected a string, got list"),
+    ({}, "model_type: missing"),
+    ({"model_type": "llama4_vision_model", "image_size": "448"}, "image_size: expected a positive integer"),
+    ({"model_type": "llama4_vision_model", "patch_size": 0}, "patch_size: expected a positive integer"),
+    ({"model_type": "llama4_vision_model", "image_size": 10}, "image_size: 10 is smaller than patch_size 14"),
+    ({"model_type": "llama4_vision_model", "rope_parameters": {"rope_type": "default", "factor": 2.0}},
+     "unknown key.s. factor for rope_type 'default' .llama4_vision_model's vision rotary module reads rope_theta"),
+])
+def test_malformed_configs_of_the_new_layouts_are_one_named_error(config, message):
+    with pytest.raises(SpecError, match=message):
+        params_from_hf_config(config)
+
+
+def test_what_transformers_ignores_the_import_ignores_and_says():
+    """A BLT slot's own model_type (transformers builds the slot's class whatever it says) and Llama
+    4 vision's head_dim (its table and attention take hidden_size // heads)."""
+    from posenc.spec.hf_config import component_imports
+    imp = component_imports({"model_type": "blt", "patcher_config": {"model_type": "llama"}})["patcher_config"]
+    assert (imp.model_type, imp.sets["all_layers"].rope_theta, imp.sets["all_layers"].pairing) == (
+        "blt_patcher", 10000.0, "interleaved")
+    assert "'llama' in the config is ignored" in imp.provenance["model_type"]
+    p = params_from_hf_config({"model_type": "llama4_vision_model", "head_dim": 32})["axial"]
+    assert p.head_dim == 48
+
+
 def test_a_partial_factor_the_config_class_derives_is_derived():
     """Dots 3 Note: Dots3NoteTextConfig sets each layer type's partial_rotary_factor to
     qk_rope_head_dim / head_dim, overwriting a stated one; the import does the same, says so, and
