@@ -678,7 +678,8 @@ def head_width_rule(module, sub_config) -> Optional[dict]:
 
 #: an attention forward that rotates q and k only under a condition (Cohere 2: ``if
 #: self.sliding_window is not None:``, EXAONE 4: ``if self.sliding_window is None or self.is_sliding:``)
-_ROPE_GATE = re.compile(r"^[ \t]*if (?P<cond>[^\n]+):\n(?:[ \t]+\w+, \w+ = position_embeddings\n)?"
+_ROPE_GATE = re.compile(r"^[ \t]*if (?P<cond>[^\n#]+?):[ \t]*(?:#[^\n]*)?\n"  # a trailing comment (Llama 4)
+                        r"(?:[ \t]+\w+, \w+ = position_embeddings\n)?"
                         r"[ \t]*\w+, \w+ = apply_rotary_\w+\(", re.M)
 
 
@@ -699,6 +700,13 @@ def rope_gate(module, sub_config) -> Optional[dict]:
             continue
         if m is None or "self." not in m.group("cond"):
             continue
+        src = inspect.getsource(cls.forward)
+        indent = re.match(r"[ \t]*", src[m.start():]).group(0)
+        rest = src[m.end():]
+        branch = re.search(rf"^{indent}(\S[^\n]*)", rest, re.M)  # the next line at the if's own level
+        if branch and branch.group(1).startswith("else") and re.search(
+                r"apply_rotary_\w+\(", rest[branch.end():branch.end() + 400]):
+            continue  # an if / else that rotates either way (DeepSeek-V3's rope_interleave): not a switch
         cond = m.group("cond")
         flag = re.fullmatch(r"self\.config\.(\w+)", cond)
         if flag:  # a config switch for every layer (Zamba2's use_mem_rope)
@@ -724,7 +732,7 @@ def rope_gate(module, sub_config) -> Optional[dict]:
             seen = verdicts(build())
         except Exception as e:  # noqa: BLE001 - the class does not build: recorded
             return {"condition": cond, "attention_class": name, "error": f"{type(e).__name__}: {e}"[:160]}
-        out = {"condition": cond, "attention_class": name,
+        out = {"condition": cond, "attention_class": name, "types": sorted(seen),
                "no_rope": sorted(lt for lt, v in seen.items() if v == {False}),
                "mixed": sorted(lt for lt, v in seen.items() if len(v) > 1)}
         out["no_rope_without_window"] = out["no_rope"]

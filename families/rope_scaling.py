@@ -253,8 +253,9 @@ def scale_llama3_bounds_swapped(op, p, x, dtype=None):
     w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim)
     L, lo, hi = p.original_max_position_embeddings, p.low_freq_factor, p.high_freq_factor
     wavelen = 2 * np.pi / w
-    smooth = (L / wavelen - lo) / (hi - lo)
-    blended = (1 - smooth) * w / p.factor + smooth * w
+    with np.errstate(divide="ignore", invalid="ignore"):  # equal factors: no blended band
+        smooth = (L / wavelen - lo) / (hi - lo)
+        blended = (1 - smooth) * w / p.factor + smooth * w
     out = np.where(wavelen < L / lo, w, np.where(wavelen > L / hi, w / p.factor, blended))
     return _with_freq(op, p, x, lambda L_: (out, 1.0 if p.attention_factor is None else p.attention_factor))
 

@@ -132,12 +132,17 @@ def yarn_softmax_scale(p: RopeParams, qk_head_dim: int) -> float:
 def llama3(p: RopeParams) -> np.ndarray:
     """SCALE-LLAMA3: wavelengths below L_orig/high_freq_factor unchanged, above
     L_orig/low_freq_factor divided by factor, smooth blend in between (boundaries inclusive on
-    the blended side)."""
+    the blended side; no blend where the two factors are equal: Llama 4 Scout's 1 and 1).
+    Raises ``ValueError`` where they are equal and a wavelength falls exactly on the bound."""
     w = base_inv_freq(p.rope_theta, p.rdim)
     L, lo, hi = p.original_max_position_embeddings, p.low_freq_factor, p.high_freq_factor
     wavelen = 2 * math.pi / w
-    smooth = (L / wavelen - lo) / (hi - lo)
-    blended = (1 - smooth) * w / p.factor + smooth * w
+    if hi == lo and np.any(wavelen == L / lo):  # the empty band's one point: smooth is 0 / 0
+        raise ValueError(f"SCALE-LLAMA3: low_freq_factor == high_freq_factor == {lo} and a wavelength is exactly "
+                         f"L_orig / low = {L / lo}: the blend is 0 / 0")
+    with np.errstate(divide="ignore", invalid="ignore"):  # hi == lo: no wavelength takes the blend
+        smooth = (L / wavelen - lo) / (hi - lo)
+        blended = (1 - smooth) * w / p.factor + smooth * w
     return np.where(wavelen < L / hi, w, np.where(wavelen > L / lo, w / p.factor, blended))
 
 

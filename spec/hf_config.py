@@ -559,7 +559,8 @@ def _gated_sets(sets: dict, gate: Optional[dict], config: dict, layer_types, pro
         return sets
     if set(sets) == {"all_layers"}:
         one = sets["all_layers"]
-        types = sorted(set(no_rope) | {"full_attention", "sliding_attention"} | set(layer_types or ()))
+        types = sorted(set(no_rope) | set(gate.get("types") or ("full_attention", "sliding_attention"))
+                       | set(layer_types or ()))
         sets = {lt: None if lt in no_rope else one for lt in types}
     else:
         sets = {lt: None if lt in no_rope else p for lt, p in sets.items()}

@@ -131,8 +131,9 @@ class RopeParams(_Strict):
             raise ValueError(f"{self.rope_type} needs factor, or max_position_embeddings to derive it from")
         if self.longrope_policy == "at_init" and self.max_position_embeddings is None:
             raise ValueError("longrope_policy at_init selects the factors by max_position_embeddings, which is unset")
-        if self.rope_type == "llama3" and self.high_freq_factor <= self.low_freq_factor:
-            raise ValueError("high_freq_factor must exceed low_freq_factor")
+        if self.rope_type == "llama3" and self.high_freq_factor < self.low_freq_factor:
+            raise ValueError("high_freq_factor must not be below low_freq_factor (equal: no blended band, "
+                             "SCALE-LLAMA3)")
         return self
 
     @property

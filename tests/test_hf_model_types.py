@@ -379,6 +379,33 @@ def test_what_transformers_ignores_the_import_ignores_and_says():
     assert p.head_dim == 48
 
 
+def test_llama4_scouts_equal_llama3_factors_import_and_agree():
+    """Llama 4 Scout's published text config: llama3 scaling with low_freq_factor == high_freq_factor
+    == 1 (no blended band, SCALE-LLAMA3), as transformers' _compute_llama3_parameters computes it."""
+    import numpy as np
+    import torch
+    from transformers import Llama4TextConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    from posenc.reference.rope import inv_freq
+    scout = {"hidden_size": 5120, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+             "max_position_embeddings": 10485760, "rope_theta": 500000.0,
+             "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
+                              "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+    found = params_from_hf_config({"model_type": "llama4", "text_config": {"model_type": "llama4_text", **scout}})
+    assert found["rope.full_attention"] is None  # Llama 4's global layers are its NoPE layers (use_rope)
+    p = found["rope.chunked_attention"]
+    assert (p.low_freq_factor, p.high_freq_factor, p.factor) == (1.0, 1.0, 16.0)
+    want, _ = ROPE_INIT_FUNCTIONS["llama3"](Llama4TextConfig(**scout), torch.device("cpu"))
+    got = inv_freq(p)[0]
+    assert np.allclose(got, want.double().numpy(), rtol=4e-6, atol=0)
+    wavelen = 2 * np.pi / (500000.0 ** (-np.arange(0, 128, 2) / 128))
+    assert np.array_equal(got == (500000.0 ** (-np.arange(0, 128, 2) / 128)) / 16, wavelen > 8192)  # two bands
+    assert hf_models.agreement("llama4_text", config=scout)[0] == "agrees"
+    with pytest.raises(SpecError, match="high_freq_factor must not be below low_freq_factor"):
+        params_from_hf_config({"model_type": "llama4_text", **scout,
+                               "rope_scaling": {**scout["rope_scaling"], "high_freq_factor": 0.5}})
+
+
 def test_a_partial_factor_the_config_class_derives_is_derived():
     """Dots 3 Note: Dots3NoteTextConfig sets each layer type's partial_rotary_factor to
     qk_rope_head_dim / head_dim, overwriting a stated one; the import does the same, says so, and

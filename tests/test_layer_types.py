@@ -176,3 +176,36 @@ def test_a_config_switched_off_rope_imports_as_no_rope_and_mixed_layers_are_said
 def test_cohere2_imports_as_layer_rope_params_and_agrees_with_its_modules():
     p = rope_import({"model_type": "cohere2", "layer_types": TYPES}).layer_rope()
     assert p.full_rope_theta is None and p.pairing == "interleaved" and p.set_for(3) is None
+
+
+def test_llama4s_no_rope_layers_import_as_its_full_attention_type_without_rope():
+    """Llama 4: Llama4TextAttention rotates only if use_rope (no_rope_layers[i]); its config class
+    makes those layers full_attention and the others chunked_attention. The import's None set
+    against each layer's real forward (apply_rotary_emb called or not)."""
+    from transformers import Llama4TextConfig
+    from transformers.models.llama4 import modeling_llama4 as hf_llama4
+    kw = dict(hidden_size=16, num_attention_heads=2, num_key_value_heads=1, head_dim=8, num_hidden_layers=6,
+              no_rope_layers=[1, 0, 1, 1, 0, 1], intermediate_size=8, intermediate_size_mlp=8)
+    cfg = Llama4TextConfig(**kw)
+    cfg._attn_implementation = "eager"
+    calls, real = [], hf_llama4.apply_rotary_emb
+
+    def record(*a, **k):
+        calls.append(True)
+        return real(*a, **k)
+    rotating = []
+    x = torch.randn(1, 3, 16)
+    freqs = torch.polar(torch.ones(1, 3, 4), torch.zeros(1, 3, 4))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hf_llama4, "apply_rotary_emb", record)
+        for i in range(6):
+            calls.clear()
+            hf_llama4.Llama4TextAttention(cfg, i).eval()(x, position_embeddings=freqs, attention_mask=None)
+            if calls:
+                rotating.append(i)
+    assert rotating == [0, 2, 3, 5]
+    imp = rope_import({"model_type": "llama4_text", **kw, "layer_types": cfg.layer_types})
+    claimed = [i for i, lt in enumerate(cfg.layer_types) if imp.sets[lt] is not None]
+    assert claimed == rotating, (imp.sets, cfg.layer_types)
+    assert "no RoPE: Llama4TextAttention.forward rotates q and k only if self.use_rope" in \
+        imp.provenance["sets.full_attention"]
