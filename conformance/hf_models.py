@@ -1204,33 +1204,52 @@ def compare_rope_off(module, sub_config, row: dict, rotary) -> list[str]:
     d = sub_config.to_dict()
     for k in row.get("derived", []) + list((row.get("aliases") or {}).values()):
         d.pop(k, None)
+    configs = []
     try:
-        cfg = type(sub_config)(**{**d, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4})
-    except Exception:  # noqa: BLE001 - the class does not shrink: the config as it is
-        cfg = sub_config
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(0)
+        configs.append(type(sub_config)(**{**d, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4}))
+    except Exception:  # noqa: BLE001 - the class does not shrink
+        pass
+    configs.append(sub_config)  # as it is, where the shrunk one is refused or does not run
     init = inspect.signature(cls.__init__).parameters
     fwd = inspect.signature(cls.forward).parameters
-    try:
-        att = (cls(cfg, layer_idx=0) if "layer_idx" in init else cls(cfg)).eval()
-        small = rotary_modules(module, cfg)
-        rot = small[0][1] if small else rotary
-        x = torch.randn(1, 6, att.q_proj.in_features, generator=torch.Generator().manual_seed(1))
-        outs = []
-        with torch.no_grad():
-            for pos in ([0, 1, 2, 3, 4, 5], [0, 3, 1, 9, 2, 7]):
-                kw = {"hidden_states": x, "position_embeddings": rot(x, torch.tensor([pos]))}
-                if "layer_idx" in fwd:
-                    kw["layer_idx"] = 0
-                out = att(**kw)
-                outs.append(out[0] if isinstance(out, tuple) else out)
-    except Exception as e:  # noqa: BLE001 - reported
-        return [f"{cls.__name__} does not run for the check: {type(e).__name__}: {str(e).splitlines()[0][:100]}"]
+    failure = None
+    for cfg in configs:
+        try:
+            outs = _rope_off_outputs(module, cls, cfg, init, fwd, rotary)
+            break
+        except Exception as e:  # noqa: BLE001 - reported if no config runs
+            failure = e
+    else:
+        return [f"{cls.__name__} does not run for the check: {type(failure).__name__}: "
+                f"{str(failure).splitlines()[0][:100]}"]
     if not torch.equal(outs[0], outs[1]):
         return [f"the import has no RoPE ({gate.get('condition')} false), but {cls.__name__}'s output changes with "
                 f"the positions (max {float((outs[0] - outs[1]).abs().max()):.3g})"]
     return []
+
+
+def _rope_off_outputs(module, cls, cfg, init, fwd, rotary) -> list:
+    """The attention ``cls`` built from ``cfg`` (seeded), its outputs at two orders of positions."""
+    import torch
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    # the arguments the model's own layers pass (Zamba2AttentionDecoderLayer: num_fwd_mem_blocks =
+    # len(hybrid_layer_ids), block_id; its forward's layer_idx is a hybrid layer's index)
+    hybrid = list(getattr(cfg, "hybrid_layer_ids", None) or [0])
+    extra = {k: v for k, v in (("layer_idx", 0), ("num_fwd_mem_blocks", len(hybrid)), ("block_id", 0)) if k in init}
+    att = cls(cfg, **extra).eval()
+    small = rotary_modules(module, cfg)
+    rot = small[0][1] if small else rotary
+    x = torch.randn(1, 6, att.q_proj.in_features, generator=torch.Generator().manual_seed(1))
+    outs = []
+    with torch.no_grad():
+        for pos in ([0, 1, 2, 3, 4, 5], [0, 3, 1, 9, 2, 7]):
+            kw = {"hidden_states": x, "position_embeddings": rot(x, torch.tensor([pos]))}
+            if "layer_idx" in fwd:
+                kw["layer_idx"] = hybrid[0]
+            out = att(**kw)
+            outs.append(out[0] if isinstance(out, tuple) else out)
+    return outs
 
 
 def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dict] = None) -> tuple[str, str]:

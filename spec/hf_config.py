@@ -1350,6 +1350,16 @@ def component_imports(config: Union[dict, str, Path]) -> Optional[dict[str, Rope
     row = hf_model_types().get(mt) if isinstance(mt, str) else None
     if not row or not row.get("components"):
         return None
+    # the wrapper's own RoPE keys are read by no module, but transformers' config class still
+    # validates them (a malformed one refuses the whole config): validated by the first sub-model's rules
+    top = {k: config[k] for k in ("rope_parameters", "rope_scaling", "rope_theta") if config.get(k) is not None}
+    if top:
+        first = next(iter(row["components"].values()))
+        try:
+            rope_import({**top, "model_type": first})
+        except SpecError as e:
+            raise SpecError(f"{e} (the top level of {row['config_class']}: read by none of its sub-models, "
+                            f"validated by transformers all the same)") from None
     out = {}
     for attr, sub_type in row["components"].items():
         sub = config.get(attr)

@@ -206,8 +206,8 @@ def test_a_config_switch_that_turns_rope_off_is_checked_on_the_attention():
     from transformers import Zamba2Config
     from transformers.models.zamba2 import modeling_zamba2
     row = ROWS["zamba2"]
-    for flag, ok in ((False, True), (True, False)):
-        cfg = Zamba2Config(use_mem_rope=flag)
+    for flag, adapter, ok in ((False, False, True), (True, False, False), (False, True, True), (True, True, False)):
+        cfg = Zamba2Config(use_mem_rope=flag, use_shared_attention_adapter=adapter)  # adapter: its layers' own args
         rotary = hf_models.rotary_modules(modeling_zamba2, cfg)[0][1]
         problems = hf_models.compare_rope_off(modeling_zamba2, cfg, row, rotary)
         assert (problems == []) is ok, problems
@@ -244,6 +244,12 @@ def test_a_model_whose_rope_lives_in_its_sub_models_imports_each(tmp_path, capsy
         params_from_hf_config({"model_type": "blt", "global_config": {"rope_parameters": {"rope_theta": "x"}}})
     with pytest.raises(SpecError, match="encoder_config: expected an object"):
         params_from_hf_config({"model_type": "blt", "encoder_config": [1, 2]})
+    # the dead top-level set is still validated, as BltConfig validates it
+    for top, field in (({"rope_parameters": "garbage"}, "rope_parameters: expected an object"),
+                       ({"rope_scaling": 7}, "rope_scaling: expected an object"),
+                       ({"rope_parameters": {"rope_type": "linear"}}, "rope_parameters.factor: required")):
+        with pytest.raises(SpecError, match=f"{field}.*the top level of BltConfig: read by none of its sub-models"):
+            params_from_hf_config({"model_type": "blt", **top})
     # the check can fail: the global transformer's theta imported wrong is named
     cfg = BltConfig()
     wrong = {"rope": RopeParams(head_dim=128, rope_theta=10000.0, pairing="interleaved")}
