@@ -693,6 +693,18 @@ def rope_gate(module, sub_config) -> Optional[dict]:
     whose layers rotate; ``mixed``: types some of whose layers rotate and some not (Cohere 2 MoE's
     forced dense-prefix layers)."""
     import torch
+    for name, cls in _attention_classes(module):  # per-layer flags (SmolLM3, Llama 4, Mistral Large 4)
+        try:
+            init_src, fwd_src = inspect.getsource(cls.__init__), inspect.getsource(cls.forward)
+        except (OSError, TypeError):
+            continue
+        if "config.no_rope_layers[layer_idx]" in init_src and re.search(r"if self\.use_rope\b", fwd_src):
+            layers = getattr(sub_config, "num_hidden_layers", None)
+            return {"condition": "self.use_rope", "attention_class": name, "per_layer_flags": "no_rope_layers",
+                    "num_hidden_layers": layers,
+                    "no_rope_layer_interval": getattr(sub_config, "no_rope_layer_interval", None) or 4,
+                    "evidence": f"{name}.__init__: use_rope = config.no_rope_layers[layer_idx]; forward rotates "
+                                f"only if self.use_rope"}
     for name, cls in _attention_classes(module):
         try:
             m = _ROPE_GATE.search(inspect.getsource(cls.forward))
@@ -1252,6 +1264,30 @@ def _rope_off_outputs(module, cls, cfg, init, fwd, rotary) -> list:
     return outs
 
 
+def compare_nope(module, sub_config, row: dict, p) -> list[str]:
+    """The imported per-layer NoPE flags (:class:`~posenc.spec.models.NopeParams`, NOPE-*) against
+    the model's own attention: the class the survey's ``rope_gate`` names built for every layer
+    (meta device) from ``sub_config``, its ``use_rope``; ``[]`` when every layer agrees."""
+    import torch
+    from posenc.reference.nope import layer_flags
+    cls = getattr(module, (row.get("rope_gate") or {}).get("attention_class") or "", None)
+    if cls is None:
+        return ["the import has per-layer NoPE flags, and no attention class to check them on"]
+    want = layer_flags(p)
+    got = []
+    try:
+        with torch.device("meta"):
+            for i in range(sub_config.num_hidden_layers):
+                got.append(int(bool(cls(sub_config, i).use_rope)))
+    except Exception as e:  # noqa: BLE001 - reported
+        return [f"{cls.__name__} does not build for the NoPE check: {type(e).__name__}: {str(e).splitlines()[0][:100]}"]
+    if len(got) != p.num_hidden_layers or list(want[:len(got)]) != got:
+        bad = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(got), p.num_hidden_layers))
+        return [f"NoPE flags differ from layer {bad} on: imported {[int(v) for v in want]}, {cls.__name__}.use_rope "
+                f"per layer {got}"]
+    return []
+
+
 def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dict] = None) -> tuple[str, str]:
     """``(status, detail)`` of one RoPE model type: ``agrees`` (frequencies, attention factor and
     the apply function match the reference on the imported parameters), ``disagrees``,
@@ -1274,9 +1310,9 @@ def agreement(model_type: str, rows: Optional[dict] = None, config: Optional[dic
             return "import error", f"the config as written: {e}"
         if raw != found:
             diff = sorted(k for k in set(raw) | set(found) if raw.get(k) != found.get(k))
-            return "disagrees", (f"the config as written imports {', '.join(f'{k}: {raw.get(k)!r}' for k in diff)}"
-                                 f"[:600] where transformers' to_dict() of it imports "
-                                 f"{', '.join(f'{k}: {found.get(k)!r}' for k in diff)}")[:1200]
+            wrote = ", ".join(f"{k}: {raw.get(k)!r}" for k in diff)[:600]
+            back = ", ".join(f"{k}: {found.get(k)!r}" for k in diff)[:600]
+            return "disagrees", f"the config as written imports {wrote} where transformers' to_dict() of it imports {back}"
     if row.get("components"):  # RoPE in several sub-models (BLT): each against its own module
         problems, classes = [], []
         for attr, sub_type in row["components"].items():
@@ -1316,6 +1352,8 @@ def _agreement_of(model_type: str, row: dict, sub, found: dict) -> tuple[str, st
     problems = compare_frequencies(found, rotary_frequencies(rotary)) or compare_apply(module, rotary, found)
     if not problems and "mrope" in found:
         problems = compare_mrope_apply(module, rotary, found["mrope"])
+    if not problems and "nope" in found:
+        problems = compare_nope(module, sub, row, found["nope"])
     if not problems and "query_scale" in found and found["query_scale"].form == "mistral":
         # (Llama 4's tuning is inline in its attention: tests/test_query_scale.py checks its defaults)
         problems = compare_query_scale(module, sub, found["query_scale"])

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from .errors import SpecError
 from .models import (ROPE_TYPE_FIELDS, AlibiParams, AxialRopeParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
-                     LayerRopeParams, MRopeParams, OPTEmbeddingParams, QueryScaleParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams,
+                     LayerRopeParams, MRopeParams, NopeParams, OPTEmbeddingParams, QueryScaleParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams,
                      T5Params)
 
 #: transformers' model types, read from transformers by ``posenc config survey`` (conformance/hf_models.py)
@@ -270,6 +270,7 @@ class RopeImport:
     source: str
     provenance: dict
     query_scale: Optional[QueryScaleParams] = None
+    nope: Optional[NopeParams] = None
 
     def layers(self, name: str) -> list[int]:
         """Indices of the layers that use set ``name`` (all layers for ``all_layers``)."""
@@ -318,6 +319,8 @@ class RopeImport:
             out["layers"] = {k: self.layers(k) for k in self.sets}
         if self.query_scale is not None:
             out["query_scale"] = self.query_scale.model_dump(mode="json")
+        if self.nope is not None:
+            out["nope"] = self.nope.model_dump(mode="json", exclude_none=True)
         if self.provenance:
             out["provenance"] = dict(self.provenance)
         return out
@@ -513,13 +516,43 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
     else:
         sets = {"all_layers": _rope_set(eff, rope, rule, model_type, f"{prefix}{key}", provenance, row)}
     sets = _gated_sets(sets, (row or {}).get("rope_gate"), eff, layer_types, provenance)
+    nope = _layer_flags((row or {}).get("rope_gate"), eff, provenance)
     query_scale = None
     if scaling is not None:
         query_scale = _query_scale(*scaling, sets, rope, model_type, f"{prefix}{key}", provenance)
     elif model_type in QSCALE_LLAMA4_TYPES:
         query_scale = _llama4_query_scale(cfg, model_type, prefix, provenance)
     return RopeImport(model_type, where, sets, tuple(layer_types) if layer_types else None, rule.source, provenance,
-                      query_scale)
+                      query_scale, nope)
+
+
+def _layer_flags(gate: Optional[dict], config: dict, provenance: dict) -> Optional[NopeParams]:
+    """The per-layer NoPE flags of a model whose attention rotates only if ``use_rope =
+    config.no_rope_layers[layer_idx]`` (the table's ``rope_gate.per_layer_flags``: SmolLM3, Llama
+    4, Mistral Large 4) as :class:`NopeParams` (NOPE-*): the config's ``no_rope_layers`` where it
+    is a non-empty list, else every ``no_rope_layer_interval``-th layer (the three classes'
+    default, an empty list included: Llama 4 Scout's ``[]``), over ``num_hidden_layers``."""
+    if not gate or not gate.get("per_layer_flags"):
+        return None
+    n = config.get("num_hidden_layers", gate.get("num_hidden_layers"))
+    flags = config.get("no_rope_layers")
+    interval = config.get("no_rope_layer_interval", gate.get("no_rope_layer_interval"))
+    if flags is not None and not isinstance(flags, list):
+        raise SpecError(f"config.json: no_rope_layers: expected a list of 0 / 1, got {type(flags).__name__} {flags!r}")
+    try:
+        p = NopeParams(num_hidden_layers=n, no_rope_layers=tuple(flags) if flags else None,
+                       no_rope_layer_interval=interval)
+        if not flags:  # the classes' own derivation, written out (one form, whatever the config states)
+            p = p.model_copy(update={"no_rope_layers": tuple(int((i + 1) % p.no_rope_layer_interval != 0)
+                                                             for i in range(p.num_hidden_layers))})
+    except ValidationError as e:
+        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'nope'}: {_msg(err)}" for err in e.errors())
+        raise SpecError(f"config.json: no_rope_layers: {msgs}") from None
+    nope = [i for i in range(p.num_hidden_layers) if not p.no_rope_layers[i]]
+    provenance["nope"] = (f"no RoPE on layers {nope} of {p.num_hidden_layers} "
+                          f"({'no_rope_layers' if flags else f'every {p.no_rope_layer_interval}th layer'}): "
+                          f"{gate['evidence']} (NOPE-*)")
+    return p
 
 
 def _gated_sets(sets: dict, gate: Optional[dict], config: dict, layer_types, provenance: dict) -> dict:
@@ -527,7 +560,7 @@ def _gated_sets(sets: dict, gate: Optional[dict], config: dict, layer_types, pro
     the model type's ``rope_gate`` (its attention's own guard around ``apply_rotary_*``, evaluated by
     ``posenc config survey`` per layer type; with the config's ``sliding_window`` null where the
     guard reads it).  A type only some of whose layers rotate is said in provenance."""
-    if not gate or gate.get("error"):
+    if not gate or gate.get("error") or gate.get("per_layer_flags"):  # per layer: _layer_flags (NOPE-*)
         return sets
     if gate.get("flag"):
         on = config.get(gate["flag"])
@@ -1013,10 +1046,15 @@ def mrope_params_from_hf_config(config: Union[dict, str, Path]) -> MRopeParams:
         raise SpecError(f"config.json: text_config: expected an object, got {type(sub).__name__}")
     text = {**config, **(sub or {})}
     # the text config class's defaults for the head width keys the config omits (a derived head_dim
-    # only where none of head_dim, hidden_size, num_attention_heads is stated)
+    # only where none of head_dim, hidden_size, num_attention_heads is stated); with a text_config,
+    # transformers builds the text model from it alone: the top level's width keys are not read
     row = hf_model_types().get(model_type) or {}
     defaults, derived = row.get("defaults") or {}, row.get("derived") or ()
     width_keys = ("head_dim", "hidden_size", "num_attention_heads")
+    if sub is not None:
+        for k in width_keys:
+            if k not in sub:
+                text.pop(k, None)
     for k in width_keys:
         if text.get(k) is None and defaults.get(k) is not None and (
                 k != "head_dim" or "head_dim" not in derived or all(text.get(x) is None for x in width_keys)):
@@ -1390,6 +1428,8 @@ def is_rope_import(config: dict) -> bool:
 
 def _rope_import_params(imported: RopeImport) -> dict[str, Any]:
     extra = {} if imported.query_scale is None else {"query_scale": imported.query_scale}
+    if imported.nope is not None:
+        extra["nope"] = imported.nope
     if set(imported.sets) == {"all_layers"}:
         return {"rope": imported.sets["all_layers"], **extra}
     return {**{f"rope.{lt}": p for lt, p in imported.sets.items()}, **extra}

@@ -398,8 +398,8 @@ def test_llama4_scouts_equal_llama3_factors_import_and_agree():
              "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
                               "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
     found = params_from_hf_config({"model_type": "llama4", "text_config": {"model_type": "llama4_text", **scout}})
-    assert found["rope.full_attention"] is None  # Llama 4's global layers are its NoPE layers (use_rope)
-    p = found["rope.chunked_attention"]
+    assert found["nope"].no_rope_layers[:8] == (1, 1, 1, 0, 1, 1, 1, 0)  # Scout's []: every 4th layer NoPE
+    p = found["rope"]
     assert (p.low_freq_factor, p.high_freq_factor, p.factor) == (1.0, 1.0, 16.0)
     want, _ = ROPE_INIT_FUNCTIONS["llama3"](Llama4TextConfig(**scout), torch.device("cpu"))
     got = inv_freq(p)[0]

@@ -167,8 +167,8 @@ def test_a_config_switched_off_rope_imports_as_no_rope_and_mixed_layers_are_said
     with pytest.raises(SpecError, match="rope_theta"):  # switched off, the sets are still validated
         rope_import({"model_type": "zamba2", "rope_parameters": {"rope_type": "default", "rope_theta": -1.0}})
     assert rope_import({"model_type": "zamba2", "use_mem_rope": True}).sets["all_layers"] is not None
-    prov = rope_import({"model_type": "smollm3"}).provenance
-    assert "some full_attention layers have no RoPE" in prov["layers.full_attention"]
+    imp = rope_import({"model_type": "smollm3", "num_hidden_layers": 8})
+    assert imp.nope.no_rope_layers == (1, 1, 1, 0, 1, 1, 1, 0) and "no RoPE on layers [3, 7] of 8" in imp.provenance["nope"]
     with pytest.raises(SpecError, match="force_rope"):
         rope_import({"model_type": "cohere2_moe", "prefix_dense_sliding_window_pattern": 1})
 
@@ -178,14 +178,16 @@ def test_cohere2_imports_as_layer_rope_params_and_agrees_with_its_modules():
     assert p.full_rope_theta is None and p.pairing == "interleaved" and p.set_for(3) is None
 
 
-def test_llama4s_no_rope_layers_import_as_its_full_attention_type_without_rope():
-    """Llama 4: Llama4TextAttention rotates only if use_rope (no_rope_layers[i]); its config class
-    makes those layers full_attention and the others chunked_attention. The import's None set
-    against each layer's real forward (apply_rotary_emb called or not)."""
+@pytest.mark.parametrize("chunk", [8192, None])
+def test_llama4s_no_rope_layers_import_as_per_layer_flags(chunk):
+    """Llama 4: Llama4TextAttention rotates only if use_rope = no_rope_layers[i], per layer (whatever
+    the layer types: with attention_chunk_size null every layer is full_attention). The import's
+    NoPE flags (NOPE-*) against each layer's real forward (apply_rotary_emb called or not)."""
     from transformers import Llama4TextConfig
     from transformers.models.llama4 import modeling_llama4 as hf_llama4
     kw = dict(hidden_size=16, num_attention_heads=2, num_key_value_heads=1, head_dim=8, num_hidden_layers=6,
-              no_rope_layers=[1, 0, 1, 1, 0, 1], intermediate_size=8, intermediate_size_mlp=8)
+              no_rope_layers=[1, 0, 1, 1, 0, 1], intermediate_size=8, intermediate_size_mlp=8,
+              attention_chunk_size=chunk)
     cfg = Llama4TextConfig(**kw)
     cfg._attn_implementation = "eager"
     calls, real = [], hf_llama4.apply_rotary_emb
@@ -204,8 +206,14 @@ def test_llama4s_no_rope_layers_import_as_its_full_attention_type_without_rope()
             if calls:
                 rotating.append(i)
     assert rotating == [0, 2, 3, 5]
-    imp = rope_import({"model_type": "llama4_text", **kw, "layer_types": cfg.layer_types})
-    claimed = [i for i, lt in enumerate(cfg.layer_types) if imp.sets[lt] is not None]
-    assert claimed == rotating, (imp.sets, cfg.layer_types)
-    assert "no RoPE: Llama4TextAttention.forward rotates q and k only if self.use_rope" in \
-        imp.provenance["sets.full_attention"]
+    for stated in ({}, {"layer_types": cfg.layer_types}):
+        imp = rope_import({"model_type": "llama4_text", **kw, **stated})
+        assert all(v is not None for v in imp.sets.values()), imp.sets  # no layer type is NoPE as a type
+        claimed = [i for i, f in enumerate(imp.nope.no_rope_layers) if f]
+        assert claimed == rotating, (imp.nope, cfg.layer_types)
+        assert "no RoPE on layers [1, 4] of 6 (no_rope_layers)" in imp.provenance["nope"]
+    # the check against the model's own attention can fail
+    from posenc.conformance import hf_models
+    wrong = imp.nope.model_copy(update={"no_rope_layers": (1, 1, 1, 1, 0, 1)})
+    assert "NoPE flags differ from layer 1 on" in hf_models.compare_nope(
+        hf_llama4, cfg, hf_models.hf_model_types()["llama4_text"], wrong)[0]
