@@ -191,8 +191,8 @@ def _coverage(examples) -> int:
 def _config_import(path: Path) -> int:
     import json as _json
 
-    from posenc.spec.hf_config import (component_imports, hf_model_types, is_rope_import, params_from_hf_config,
-                                       read_config, rope_import)
+    from posenc.spec.hf_config import (component_imports, is_rope_import, params_from_hf_config, read_config,
+                                       rope_import, table_row)
     try:
         config = read_config(path)
         components = component_imports(config)
@@ -203,14 +203,14 @@ def _config_import(path: Path) -> int:
         raise SpecError(f"{path}: {msg.removeprefix('config.json: ')}" if msg.startswith("config.json: ") else
                         f"{path}{msg.removeprefix('config.json')}" if msg.startswith("config.json") else msg) from None
     if components is not None:  # RoPE in several sub-models (BLT): each one's import, and why the top is not read
-        note = hf_model_types()[config["model_type"]]["components_evidence"]
+        note = table_row(config)["components_evidence"]
         print(_json.dumps({"components": {a: imp.as_json() for a, imp in components.items()}, "note": note}, indent=2))
     elif imported is not None:  # RoPE: the sets (per layer type or all_layers), the rule, the provenance
         print(_json.dumps(imported.as_json(), indent=2))
     else:
         out = {k: {"params_model": type(v).__name__, **v.model_dump(mode="json", exclude_none=True)}
                for k, v in found.items()}
-        grid = (hf_model_types().get(config.get("model_type")) or {}).get("axial", {}).get("grid")
+        grid = ((table_row(config) or {}).get("axial") or {}).get("grid")
         if grid is not None and "axial" in out:  # the positions are the module's own (Llama 4 vision)
             out["axial"]["positions"] = (f"the rotary module tabulates its own square patch grid, row by row: patch "
                                          f"(row, column) + {grid['offset']}, the class token "

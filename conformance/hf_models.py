@@ -114,11 +114,16 @@ def _config_hint(cls):
         return None
 
 
+def _rotary_classes(module) -> dict[str, type]:
+    """``{name: class}`` of the ``*RotaryEmbedding`` classes the modeling module defines itself."""
+    return {n: c for n, c in vars(module).items()
+            if n.endswith("RotaryEmbedding") and inspect.isclass(c) and c.__module__ == module.__name__}
+
+
 def rotary_modules(module, sub_config, errors: Optional[list] = None) -> list[tuple[str, Any]]:
     """``[(class name, instance)]`` of the module's ``*RotaryEmbedding`` classes built from
     ``sub_config``: those annotated with the sub-config's class, else every one that builds."""
-    classes = {n: c for n, c in vars(module).items()
-               if n.endswith("RotaryEmbedding") and inspect.isclass(c) and c.__module__ == module.__name__}
+    classes = _rotary_classes(module)
     typed = [n for n, c in classes.items() if _config_hint(c) is type(sub_config)]
     built = []
     for name in typed or sorted(classes):
@@ -345,9 +350,8 @@ def grid_tables(module, sub_config) -> list[tuple[str, Any]]:
     and no ``inv_freq`` (Llama 4 vision's ``freqs_ci``)."""
     import torch
     out = []
-    for name, cls in sorted(vars(module).items()):
-        if not (name.endswith("RotaryEmbedding") and inspect.isclass(cls) and cls.__module__ == module.__name__
-                and _config_hint(cls) is type(sub_config)):
+    for name, cls in sorted(_rotary_classes(module).items()):
+        if _config_hint(cls) is not type(sub_config):
             continue
         try:
             r = cls(sub_config)
@@ -370,6 +374,12 @@ def axial_grid_positions(n: int, offset: int, cls: Optional[str]) -> Optional[np
     pos = np.stack([i // side, i % side]).astype(np.int64) + offset
     zero = np.zeros((2, 1), np.int64)
     return np.concatenate([zero, pos], 1) if cls == "first" else np.concatenate([pos, zero], 1) if cls == "last" else pos
+
+
+def _table_rows(rotary) -> int:
+    """The rows of a grid table module's complex buffer (:func:`grid_tables`): patches and class token."""
+    import torch
+    return int(next(b for b in rotary.buffers() if torch.is_complex(b)).shape[0])
 
 
 def axial_grid_call(module, rotary, q):
@@ -399,7 +409,7 @@ def axial_grid_probe(module, sub_config) -> tuple[Optional[dict], str]:
             or not theta:
         return None, "no grid table and apply function"
     name, rotary = tables[0]
-    n = int(next(b for b in rotary.buffers() if torch.is_complex(b)).shape[0])
+    n = _table_rows(rotary)
     declared = {k for c in type(sub_config).__mro__ for k in getattr(c, "__annotations__", {})}
     g = torch.Generator().manual_seed(0)
     for rule, keys in AXIAL_HEAD_WIDTH:
@@ -707,12 +717,12 @@ def rope_gate(module, sub_config) -> Optional[dict]:
                                 f"only if self.use_rope"}
     for name, cls in _attention_classes(module):
         try:
-            m = _ROPE_GATE.search(inspect.getsource(cls.forward))
+            src = inspect.getsource(cls.forward)
         except (OSError, TypeError):
             continue
+        m = _ROPE_GATE.search(src)
         if m is None or "self." not in m.group("cond"):
             continue
-        src = inspect.getsource(cls.forward)
         indent = re.match(r"[ \t]*", src[m.start():]).group(0)
         rest = src[m.end():]
         branch = re.search(rf"^{indent}(\S[^\n]*)", rest, re.M)  # the next line at the if's own level
@@ -1152,7 +1162,7 @@ def compare_axial_grid(module, rotary, p, grid: dict) -> list[str]:
     recorded rule (``grid``: offset, class token)."""
     import torch
     from posenc.reference import axial
-    n = int(next(b for b in rotary.buffers() if torch.is_complex(b)).shape[0])
+    n = _table_rows(rotary)
     pos = axial_grid_positions(n, grid["offset"], grid["class_token"])
     if pos is None:
         return [f"the table's {n} rows are no square grid{' plus a class token' if grid['class_token'] else ''}"]
@@ -1201,6 +1211,11 @@ def compare_query_scale(module, sub_config, qs) -> list[str]:
     return []
 
 
+def _gate_attention(module, row: dict):
+    """The attention class the survey's ``rope_gate`` names in ``module``, or None."""
+    return getattr(module, (row.get("rope_gate") or {}).get("attention_class") or "", None)
+
+
 def compare_rope_off(module, sub_config, row: dict, rotary) -> list[str]:
     """An import that says no layer has RoPE (``{"rope": None}``: a config switch such as Zamba2's
     ``use_mem_rope`` false, LAYERS-NO-ROPE) against the model's own attention: the class the
@@ -1210,7 +1225,7 @@ def compare_rope_off(module, sub_config, row: dict, rotary) -> list[str]:
     ``[]`` when the outputs are equal, the attention ignoring the positions."""
     import torch
     gate = row.get("rope_gate") or {}
-    cls = getattr(module, gate.get("attention_class") or "", None)
+    cls = _gate_attention(module, row)
     if cls is None:
         return [f"the import has no RoPE, and no attention class to check it on (rope_gate {gate or 'absent'})"]
     d = sub_config.to_dict()
@@ -1270,7 +1285,7 @@ def compare_nope(module, sub_config, row: dict, p) -> list[str]:
     (meta device) from ``sub_config``, its ``use_rope``; ``[]`` when every layer agrees."""
     import torch
     from posenc.reference.nope import layer_flags
-    cls = getattr(module, (row.get("rope_gate") or {}).get("attention_class") or "", None)
+    cls = _gate_attention(module, row)
     if cls is None:
         return ["the import has per-layer NoPE flags, and no attention class to check them on"]
     want = layer_flags(p)

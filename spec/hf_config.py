@@ -1139,10 +1139,15 @@ def axial_head_width(get, rule: str) -> Optional[int]:
     return vals[0] // den if vals[0] % den == 0 else None
 
 
+def table_row(config: dict) -> Optional[dict]:
+    """The model-type table's row of ``config``'s ``model_type`` (None: not a string, not a type)."""
+    mt = config.get("model_type") if isinstance(config, dict) else None
+    return hf_model_types().get(mt) if isinstance(mt, str) else None
+
+
 def is_axial(config: dict) -> bool:
     """Whether the model-type table records ``config``'s model type as axial RoPE (AXIAL-*)."""
-    row = hf_model_types().get(config.get("model_type")) if isinstance(config.get("model_type"), str) else None
-    return bool(row and row.get("axial"))
+    return bool((table_row(config) or {}).get("axial"))
 
 
 def rule_is_memory(row: dict) -> bool:
@@ -1384,8 +1389,7 @@ def component_imports(config: Union[dict, str, Path]) -> Optional[dict[str, Rope
     none of them (``posenc config survey`` probes it: ``components_evidence``).  Raises
     :class:`SpecError` naming the sub-config and field."""
     config = read_config(config)
-    mt = config.get("model_type") if isinstance(config, dict) else None
-    row = hf_model_types().get(mt) if isinstance(mt, str) else None
+    row = table_row(config)
     if not row or not row.get("components"):
         return None
     # the wrapper's own RoPE keys are read by no module, but transformers' config class still
@@ -1421,9 +1425,8 @@ def is_rope_import(config: dict) -> bool:
     """Whether :func:`params_from_hf_config` reads ``config`` through :func:`rope_import` (every
     model type but the M-RoPE and the other families' rules, and those whose RoPE lives in
     several sub-models, :func:`component_imports`)."""
-    row = hf_model_types().get(config.get("model_type")) if isinstance(config.get("model_type"), str) else None
     return (config.get("model_type") not in MROPE_RULES and config.get("model_type") not in FAMILY_RULES
-            and not is_axial(config) and not (row or {}).get("components"))
+            and not is_axial(config) and not (table_row(config) or {}).get("components"))
 
 
 def _rope_import_params(imported: RopeImport) -> dict[str, Any]:
