@@ -14,7 +14,7 @@ from pathlib import Path
 
 from posenc.spec.errors import UsageError, exception_text
 
-from .base import Adapter, RopeOp, Unsupported
+from .base import Adapter, RopeOp, Unsupported, for_rotation, positive_rotation_only
 
 ENTRY_POINT_GROUP = "posenc.adapters"
 

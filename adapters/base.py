@@ -91,7 +91,10 @@ last T columns.
 
 Parameters are the pydantic models of :mod:`posenc.spec.models`: ``RopeParams`` (``head_dim``,
 ``rotary_dim`` -- None means head_dim; use the ``rdim`` property --, ``rope_theta``,
-``pairing`` 'half' | 'interleaved' | 'deinterleave', ``attention_factor``, ``rope_type``); ``SinusoidalParams``
+``pairing`` 'half' | 'interleaved' | 'deinterleave', ``rotation`` 'positive' | 'negative' -- pairs
+turn by -phi, NanoChat; the tables are unchanged, ``sin_sign`` is -1 --, ``attention_factor``,
+``rope_type``; an implementation that rotates one way only raises Unsupported for the other:
+:func:`positive_rotation_only`, :func:`for_rotation`); ``SinusoidalParams``
 (``dim``, ``layout`` 'interleaved' | 'concat', ``base``, ``variant`` 'vaswani' | 't2t' | 'fairseq' |
 'whisper' -- the h-1 divisor variants are [sin | cos] --, ``padding_idx`` for fairseq; widths a
 variant cannot build raise ``posenc.spec.errors.DegenerateWidth``); ``RobertaEmbeddingParams``
@@ -139,6 +142,40 @@ class Unsupported(Exception):
     def __init__(self, reason: str):
         self.reason = reason
         super().__init__(reason)
+
+
+def _one_way(library: str) -> str:
+    return (f"{library}: pairs turn by +phi only, no rotation by -phi (ROPE-ROTATION-NEGATIVE, "
+            "NanoChat's rotate_half)")
+
+
+def positive_rotation_only(params, library: str) -> None:
+    """Raise :class:`Unsupported` for ``params.rotation`` negative: ``library`` turns every pair by
+    +phi only and has no rotation by -phi (ROPE-ROTATION-NEGATIVE, NanoChat)."""
+    if getattr(params, "rotation", "positive") != "positive":
+        raise Unsupported(_one_way(library))
+
+
+class PositiveRotationRope:
+    """A prepared RoPE operation of a library that rotates by +phi only, for a ``rotation:
+    negative`` case: its tables (``inv_freq``, ``cos_sin``) are served as they are (the rotation
+    does not change them, ROPE-ROTATION-NEGATIVE) and ``apply`` is unsupported."""
+
+    def __init__(self, op, library: str):
+        self._op, self._library = op, library
+
+    def apply(self, q, k, position_ids):
+        raise Unsupported(_one_way(self._library))
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._op, name)  # a missing inv_freq / cos_sin stays missing (unsupported)
+
+
+def for_rotation(op, params, library: str):
+    """``op`` for a positive rotation, else the :class:`PositiveRotationRope` around it."""
+    return op if getattr(params, "rotation", "positive") == "positive" else PositiveRotationRope(op, library)
 
 
 class RopeOp(Protocol):

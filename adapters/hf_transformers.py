@@ -25,6 +25,10 @@ Which HF code backs each operation (all paths under ``transformers/models/``):
 ``rope_apply_with_cos_sin``             half: the Llama (full) or GPT-NeoX (partial)
                                         ``apply_rotary_pos_emb`` with ``cat(c, c)``;
                                         interleaved: GPT-J ``apply_rotary_pos_emb`` (half-width)
+``rope`` / ``rope_apply_with_cos_sin``  ``nanochat/modeling_nanochat.py``: ``apply_rotary_pos_emb``
+rotation negative, half, full           (its ``rotate_half`` is ``cat(x2, -x1)``) with Llama's
+                                        rotary tables; other pairings or partial rotary with
+                                        rotation negative: tables only, apply unsupported
 ``sinusoidal`` concat                   ``marian``: ``MarianSinusoidalPositionalEmbedding``
 ``sinusoidal`` interleaved              ``distilbert``: ``create_sinusoidal_embeddings``,
                                         gathered with ``nn.Embedding``

@@ -99,7 +99,7 @@ import numpy as np
 from posenc.spec.errors import AdapterError, UsageError
 from posenc.spec.tolerance import EPS
 
-from .base import Adapter, Unsupported
+from .base import Adapter, Unsupported, for_rotation, positive_rotation_only
 
 BACKENDS = ("tensorflow", "jax", "torch")
 #: ``GPTNeoXAttention.call`` slices the rotary part and concatenates the pass-through tail.
@@ -389,11 +389,12 @@ class KerasHubAdapter(Adapter):
     def rope(self, params, *, dtype, device):
         """ROPE-*, SCALE-*: a prepared keras-hub RoPE layer (see :class:`_KerasRope`)."""
         _check_rope(params)
-        return _KerasRope(self, params, dtype)
+        return for_rotation(_KerasRope(self, params, dtype), params, "keras-hub's RotaryEmbedding")
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         """ROPE-PAIR-HALF / ROPE-PARTIAL with given half-width cos/sin ``[B, T, r/2]``:
         ``RotaryEmbedding._apply_rotary_pos_emb`` on ``[B, H, T, r]`` with ``cat(c, c)[:, None]``."""
+        positive_rotation_only(params, "keras-hub's RotaryEmbedding")
         if params.pairing != "half":
             raise Unsupported(INTERLEAVED)
         from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding

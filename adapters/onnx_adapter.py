@@ -47,7 +47,7 @@ import onnxruntime
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from .base import Adapter, Unsupported
+from .base import Adapter, Unsupported, positive_rotation_only
 
 OPSET = 23
 IR_VERSION = 10  # the IR version of opset 23 (onnx 1.18+), read by onnxruntime 1.32
@@ -135,6 +135,7 @@ class OnnxAdapter(Adapter):
         dtype = self.dtype_of(q)
         if dtype == "float64":
             raise Unsupported(NO_FLOAT64)
+        positive_rotation_only(params, "ONNX RotaryEmbedding")
         if params.pairing not in ("half", "interleaved"):
             raise Unsupported(f"ONNX RotaryEmbedding has half (interleaved=0) and interleaved (interleaved=1) "
                               f"pairs, each written back in place; pairing {params.pairing!r} writes another layout")

@@ -56,7 +56,7 @@ import importlib.metadata
 import torch
 import rotary_embedding_torch.rotary_embedding_torch as rer  # module attributes: patchable, as the library calls them
 
-from .base import Adapter, Unsupported
+from .base import Adapter, Unsupported, for_rotation
 from .torch_adapter import DTYPES, TorchAdapter, torch_device_available
 
 _ROPE_TYPES = ("default", "linear")
@@ -154,7 +154,7 @@ class RotaryEmbeddingTorchAdapter(Adapter):
                               "and raises ZeroDivisionError at dim 2 (rotary-embedding-torch 0.9.1)")
         if t == "linear" and params.factor < 1:
             raise Unsupported(f"linear factor {params.factor:g} < 1: RotaryEmbedding asserts interpolate_factor >= 1")
-        return _LucidrainsRope(params, DTYPES[dtype], device)
+        return for_rotation(_LucidrainsRope(params, DTYPES[dtype], device), params, "rotary-embedding-torch")
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         raise Unsupported("rotary-embedding-torch has no rotation with given cos/sin: apply_rotary_emb takes the "

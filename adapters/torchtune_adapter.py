@@ -78,7 +78,7 @@ from torchtune.modules import RotaryPositionalEmbeddings
 
 from posenc.spec.errors import AdapterError
 
-from .base import Adapter, Unsupported
+from .base import Adapter, Unsupported, for_rotation
 from .torch_adapter import DTYPES, TorchAdapter, torch_device_available
 
 #: torchtune's default ``max_seq_len`` of every rotary module.
@@ -190,7 +190,7 @@ class TorchtuneAdapter(Adapter):
         if m.theta.shape[-1] * 2 != D:
             raise AdapterError(f"torchtune: {type(m).__name__} built {m.theta.shape[-1]} frequencies, "
                                f"expected {D // 2}")
-        return _TorchtuneRope(m, params, DTYPES[dtype], half, applies)
+        return for_rotation(_TorchtuneRope(m, params, DTYPES[dtype], half, applies), params, "torchtune's rotary modules")
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         raise Unsupported("torchtune has no rotation with given cos/sin: its rotary modules read only their own "

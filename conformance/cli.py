@@ -191,8 +191,8 @@ def _coverage(examples) -> int:
 def _config_import(path: Path) -> int:
     import json as _json
 
-    from posenc.spec.hf_config import (component_imports, is_rope_import, params_from_hf_config, read_config,
-                                       rope_import, table_row)
+    from posenc.spec.hf_config import (axial_provenance, component_imports, is_rope_import, params_from_hf_config,
+                                       read_config, rope_import, table_row)
     try:
         config = read_config(path)
         components = component_imports(config)
@@ -210,11 +210,12 @@ def _config_import(path: Path) -> int:
     else:
         out = {k: {"params_model": type(v).__name__, **v.model_dump(mode="json", exclude_none=True)}
                for k, v in found.items()}
-        grid = ((table_row(config) or {}).get("axial") or {}).get("grid")
-        if grid is not None and "axial" in out:  # the positions are the module's own (Llama 4 vision)
-            out["axial"]["positions"] = (f"the rotary module tabulates its own square patch grid, row by row: patch "
-                                         f"(row, column) + {grid['offset']}, the class token "
-                                         f"{grid['class_token'] or 'absent'}{' at (0, 0)' if grid['class_token'] else ''}")
+        if "axial" in out:  # a module's own grid: Llama 4 vision's positions, EoMT-DINOv3's grid_size
+            extra = axial_provenance(config)
+            if "positions" in extra:
+                out["axial"]["positions"] = extra.pop("positions")
+            if extra:
+                out["axial"]["provenance"] = extra
         print(_json.dumps(out, indent=2))
     return 0
 

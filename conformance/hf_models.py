@@ -20,7 +20,9 @@ What is read, per model type (no weights, no download: config classes and module
   with its own rotary module's cos/sin, compared with the reference's three pairings
   (ROPE-PAIR-HALF / -INTERLEAVED / -DEINTERLEAVE) on those cos/sin; for axial (2-D) RoPE, which
   head-width rule, axes, frequencies, layout and axis order (AXIAL-*) its rotary module and apply
-  function compute (:func:`axial_probe`);
+  function compute (:func:`axial_probe`; a module whose forward takes pixel values and computes
+  the patch coordinates itself, EoMT-DINOv3's: :func:`axial_pixel_probe`, which also finds the
+  coordinate rule, AXIAL-COORDINATES-CENTRED);
 * the positional-encoding family of every other model type, from the names in its modeling
   source (:data:`SOURCE_FAMILIES`; evidence listed per row).
 
@@ -204,11 +206,12 @@ def _matches(outs: list, want: np.ndarray) -> bool:
 
 def probe_pairing(module, rotary, layer_type=None, function: str = "apply_rotary_pos_emb",
                   seq: int = 12) -> tuple[Optional[str], str]:
-    """The pairing of one of the model's apply functions (:data:`APPLY_FUNCTIONS`) with this rotary
-    module's cos/sin: ``(pairing or None, evidence)``.  q is random (seeded) and the output is
-    compared with the reference's three pairings (ROPE-PAIR-HALF / -INTERLEAVED / -DEINTERLEAVE)
-    on the module's own frequencies (float32 tolerance); a rotation by -phi, or anything else,
-    matches none."""
+    """The pairing and rotation of one of the model's apply functions (:data:`APPLY_FUNCTIONS`)
+    with this rotary module's cos/sin: ``(pairing or None, evidence)``, the pairing suffixed
+    ``/negative`` where the pairs turn by -phi (ROPE-ROTATION-NEGATIVE: NanoChat).  q is random
+    (seeded) and the output is compared with the reference's three pairings (ROPE-PAIR-HALF /
+    -INTERLEAVED / -DEINTERLEAVE) in both directions on the module's own frequencies (float32
+    tolerance); anything else matches none."""
     import torch
     from posenc.reference.rope import apply_with_cos_sin
     short = module.__name__.removeprefix("transformers.models.")
@@ -225,11 +228,17 @@ def probe_pairing(module, rotary, layer_type=None, function: str = "apply_rotary
     except Exception as e:  # noqa: BLE001 - recorded as the row's evidence
         return None, f"{where}: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
     phi = np.arange(seq, dtype=np.float64)[None, :, None] * w
-    matches = [pairing for pairing in ("half", "interleaved", "deinterleave")
-               if _matches(outs, apply_with_cos_sin(q.double().numpy(), a * np.cos(phi), a * np.sin(phi), r, pairing))]
+    matches = [(pairing, rotation) for rotation in ("positive", "negative")
+               for pairing in ("half", "interleaved", "deinterleave")
+               if _matches(outs, apply_with_cos_sin(q.double().numpy(), a * np.cos(phi), a * np.sin(phi), r, pairing,
+                                                    rotation))]
     if len(matches) != 1:
-        return None, f"{where}: matches {matches or 'no pairing'} of the reference"
-    return matches[0], f"{where} probed (ROPE-PAIR-{matches[0].upper()})"
+        named = [p if rot == "positive" else f"{p} by -phi" for p, rot in matches]
+        return None, f"{where}: matches {named or 'no pairing'} of the reference"
+    pairing, rotation = matches[0]
+    if rotation == "negative":
+        return f"{pairing}/negative", f"{where} probed (ROPE-PAIR-{pairing.upper()}, ROPE-ROTATION-NEGATIVE)"
+    return pairing, f"{where} probed (ROPE-PAIR-{pairing.upper()})"
 
 
 #: the modeling modules' apply functions of axial (vision) RoPE, in the order they are preferred
@@ -394,6 +403,16 @@ def axial_grid_call(module, rotary, q):
     return out.reshape(q.shape).double().numpy()
 
 
+def _probe_widths(sub_config):
+    """``(rule, head width)`` of each :data:`AXIAL_HEAD_WIDTH` rule whose keys the config class
+    declares and that gives an even width: the widths a probe tries, in order."""
+    declared = {k for c in type(sub_config).__mro__ for k in getattr(c, "__annotations__", {})}
+    for rule, keys in AXIAL_HEAD_WIDTH:
+        D = axial_head_width(lambda k: _class_value(sub_config, k), rule) if set(keys) <= declared else None
+        if D is not None and D % 2 == 0:
+            yield rule, D
+
+
 def axial_grid_probe(module, sub_config) -> tuple[Optional[dict], str]:
     """Which axial RoPE and which grid position rule a vision rotary module that tabulates its own
     patch grid computes (:func:`grid_tables`): random q, one row per table row, through the model's
@@ -410,12 +429,8 @@ def axial_grid_probe(module, sub_config) -> tuple[Optional[dict], str]:
         return None, "no grid table and apply function"
     name, rotary = tables[0]
     n = _table_rows(rotary)
-    declared = {k for c in type(sub_config).__mro__ for k in getattr(c, "__annotations__", {})}
     g = torch.Generator().manual_seed(0)
-    for rule, keys in AXIAL_HEAD_WIDTH:
-        D = axial_head_width(lambda k: _class_value(sub_config, k), rule) if set(keys) <= declared else None
-        if D is None or D % 2:
-            continue
+    for rule, D in _probe_widths(sub_config):
         q = torch.randn(n, D, generator=g, dtype=torch.float32)
         try:
             got = axial_grid_call(module, rotary, q)
@@ -441,6 +456,112 @@ def axial_grid_probe(module, sub_config) -> tuple[Optional[dict], str]:
         if len(matches) > 1:
             return None, f"{name}: {len(matches)} candidate layouts and grid rules match"
     return None, f"{name}: no axial layout and grid rule of the reference matches"
+
+
+#: the one parameter of a rotary module's forward that tabulates an image's patches itself
+#: (EoMT-DINOv3): no positions; the grid is the pixel values' (H // patch_size, W // patch_size)
+PIXEL_ARGUMENT = "pixel_values"
+#: the apply function of such a module's model (it rotates the last grid-many tokens only)
+PIXEL_APPLY = "apply_rotary_pos_emb"
+#: the non-square grids the probe and the check run a pixel-values module at (rows, columns)
+PIXEL_GRIDS = ((3, 5), (6, 2))
+
+
+def takes_pixel_values(rotary) -> bool:
+    """Whether a built rotary module's forward takes the image itself (:data:`PIXEL_ARGUMENT`) and
+    no positions: it computes the patch coordinates of the image's grid on its own."""
+    try:
+        names = list(inspect.signature(type(rotary).forward).parameters)[1:]
+    except (TypeError, ValueError):
+        return False
+    return names == [PIXEL_ARGUMENT]
+
+
+def _positive_int(v) -> Optional[int]:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+def pixel_grid_call(module, rotary, q, grid, patch: int, prefix: int = 0) -> np.ndarray:
+    """The model's own RoPE on ``q [prefix + n_h n_w, D]`` (torch float32; the first ``prefix`` rows
+    the prefix tokens): the rotary module in eval mode on zero pixel values ``[1, 3, n_h patch, n_w
+    patch]``, then the module's :data:`PIXEL_APPLY` with q laid out ``[1, 1, tokens, D]`` as its
+    attention lays it out; float64 ``[prefix + n_h n_w, D]``."""
+    import torch
+    fn = getattr(module, PIXEL_APPLY)
+    n_h, n_w = grid
+    was = rotary.training
+    rotary.eval()  # training mode shifts, jitters and rescales the coordinates at random
+    try:
+        with torch.no_grad():
+            cos, sin = rotary(torch.zeros(1, 3, n_h * patch, n_w * patch, dtype=torch.float32))
+            x = q[None, None]
+            out = fn(x, x.clone(), cos, sin)
+    finally:
+        rotary.train(was)
+    out = out[0] if isinstance(out, tuple) else out
+    return out.reshape(q.shape).double().numpy()
+
+
+def _full_grid(grid) -> np.ndarray:
+    """``[2, n_h n_w]`` (row, column) of every patch of ``grid``, row by row."""
+    i = np.arange(grid[0] * grid[1])
+    return np.stack([i // grid[1], i % grid[1]]).astype(np.int64)
+
+
+def axial_pixel_probe(module, sub_config, name: str, rotary, prefix: int = 2) -> tuple[Optional[dict], str]:
+    """Which axial RoPE a rotary module whose forward takes pixel values (:func:`takes_pixel_values`)
+    computes: random q, ``prefix`` prefix rows then one row per patch of each non-square grid of
+    :data:`PIXEL_GRIDS`, through :func:`pixel_grid_call`, against the reference with every two-axis
+    candidate (:func:`axial_candidates`) with index and with centred coordinates
+    (AXIAL-COORDINATES-CENTRED) at the grid's own size; the prefix rows must come back unchanged and
+    exactly one candidate must match at every grid.  ``({head_width, num_axes, frequencies, layout,
+    axis_order, coordinates}, evidence)`` or ``(None, why)``."""
+    import torch
+    from posenc.reference import axial
+    theta = (sub_config.to_dict().get("rope_parameters") or {}).get("rope_theta")
+    patch = _positive_int(_class_value(sub_config, "patch_size"))
+    fn = getattr(module, PIXEL_APPLY, None)
+    if not theta or patch is None or getattr(fn, "__module__", None) != module.__name__:
+        return None, (f"{name}: its forward takes {PIXEL_ARGUMENT}, but "
+                      + ("rope_theta is unknown" if not theta else "patch_size is no positive integer"
+                         if patch is None else f"the module has no {PIXEL_APPLY} of its own"))
+    g = torch.Generator().manual_seed(0)
+    for rule, D in _probe_widths(sub_config):
+        matches = None
+        for grid in PIXEL_GRIDS:
+            q = torch.randn(prefix + grid[0] * grid[1], D, generator=g, dtype=torch.float32)
+            try:
+                got = pixel_grid_call(module, rotary, q, grid, patch, prefix)
+            except Exception:  # noqa: BLE001 - not this head width
+                matches = None
+                break
+            if not np.array_equal(got[:prefix], q[:prefix].double().numpy()):
+                return None, f"{name}: {PIXEL_APPLY} changes the {prefix} prefix tokens (AXIAL-* covers patches only)"
+            patches, pos = q[prefix:].double().numpy()[None, None], _full_grid(grid)[:, None, :]
+            here = []
+            for cand in (c for c in axial_candidates(D, float(theta)) if c.num_axes == 2):
+                for coords in ("index", "centred"):
+                    c = cand if coords == "index" else cand.model_copy(update={"coordinates": "centred",
+                                                                               "grid_size": tuple(grid)})
+                    want = axial.apply(patches, patches, pos, c)[0][0, 0]
+                    if np.allclose(got[prefix:], want, atol=2e-5 * max(1.0, float(np.abs(want).max())), rtol=0):
+                        here.append((cand, coords))
+            matches = here if matches is None else [m for m in matches if m in here]
+        if matches is None:
+            continue
+        if len(matches) == 1:
+            (m, coords), = matches
+            if coords != "centred":
+                return None, f"{name}: index coordinates over a pixel grid (no import rule reads such a module)"
+            where = f"{module.__name__.removeprefix('transformers.models.')}.{name}"
+            return ({"head_width": rule, "num_axes": 2, "frequencies": m.frequencies, "layout": m.layout,
+                     "axis_order": list(m.order), "coordinates": "centred"},
+                    f"{where} probed against AXIAL-* (head width {rule}; its forward takes {PIXEL_ARGUMENT}: centred "
+                    f"patch coordinates over its own height // patch_size x width // patch_size grid, "
+                    f"AXIAL-COORDINATES-CENTRED; {PIXEL_APPLY} leaves the prefix tokens unrotated)")
+        return None, (f"{name}: {len(matches)} candidate layouts match" if matches else
+                      f"{name}: no axial layout and coordinate rule of the reference matches")
+    return None, f"{name}: no head width of {', '.join(r for r, _ in AXIAL_HEAD_WIDTH)} runs its {PIXEL_APPLY}"
 
 
 def _rope_location(cfg_dict: dict) -> Optional[str]:
@@ -584,6 +705,18 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
         return row
     name, rotary = built[0]
     row["rotary_class"] = f"{module.__name__.removeprefix('transformers.models.')}.{name}"
+    if takes_pixel_values(rotary):  # it tabulates an image's patch grid itself (EoMT-DINOv3)
+        found, evidence = axial_pixel_probe(module, sub_obj, name, rotary)
+        row["axial_evidence"] = evidence
+        if found is None:
+            row["not_covered"] = f"axial RoPE of an image's patch grid: {evidence}"
+            return row
+        row["axial"] = found
+        for k in ("image_size", "patch_size"):  # the grid of a square image, image_size // patch_size
+            v = _class_value(sub_obj, k)
+            if isinstance(v, int) and not isinstance(v, bool):
+                defaults[k] = v
+        return row
     width = head_width_rule(module, sub_obj)
     if width is not None:
         row["head_width"] = width
@@ -607,6 +740,10 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
         row["pairing"] = plain
     elif pairing.get("apply_rotary_emb"):
         row["pairing"] = pairing["apply_rotary_emb"]
+    if "/" in row.get("pairing", ""):  # pairs that turn by -phi (NanoChat): ROPE-ROTATION-NEGATIVE
+        row["pairing"], row["rotation"] = row["pairing"].split("/")
+    if any("/" in v for v in (row.get("pairing_flag") or {}).values() if isinstance(v, str)):
+        del row["pairing_flag"]  # a flag between rotations is no layout the import reads: pairing unknown
     return row
 
 
@@ -1086,7 +1223,7 @@ def compare_apply(module, rotary, found: dict, seq: int = 12) -> list[str]:
         r = 2 * len(rw)
         q = torch.randn(1, 1, seq, r, generator=torch.Generator().manual_seed(1), dtype=torch.float32)
         phi = np.arange(seq, dtype=np.float64)[None, :, None] * rw
-        want = apply_with_cos_sin(q.double().numpy(), ra * np.cos(phi), ra * np.sin(phi), r, p.pairing)
+        want = apply_with_cos_sin(q.double().numpy(), ra * np.cos(phi), ra * np.sin(phi), r, p.pairing, p.rotation)
         try:
             outs = _apply(fn, kind, rotary, lt, q, seq)
         except Exception as e:  # noqa: BLE001 - reported
@@ -1094,7 +1231,7 @@ def compare_apply(module, rotary, found: dict, seq: int = 12) -> list[str]:
             continue
         if not _matches(outs, want):
             problems.append(f"{lt or 'all layers'}: {name} differs from the reference RoPE with the imported "
-                            f"parameters (pairing {p.pairing})")
+                            f"parameters (pairing {p.pairing}, rotation {p.rotation})")
     return problems
 
 
@@ -1179,6 +1316,56 @@ def compare_axial_grid(module, rotary, p, grid: dict) -> list[str]:
                 f"{p.layout}, axis order {list(p.order)}) from table row {i} on, at (row, column) "
                 f"{tuple(int(v) for v in pos[:, i])}"]
     return []
+
+
+def compare_axial_pixels(module, rotary, p, sub_config) -> list[str]:
+    """The imported :class:`~posenc.spec.models.AxialRopeParams` (centred coordinates) against a
+    rotary module whose forward takes pixel values (EoMT-DINOv3): its ``inv_freq`` against the
+    reference's axis frequencies; the imported ``grid_size`` against the config's image_size //
+    patch_size; then, at that grid and at each grid of :data:`PIXEL_GRIDS` (the model recomputes
+    the grid from each image), random q with the model's prefix tokens (the class token and the
+    registers) first, through :func:`pixel_grid_call`: the prefix rows unchanged and the patch rows
+    equal to the reference's axial RoPE at every patch of the grid, row by row."""
+    import torch
+    from posenc.reference import axial
+    problems = []
+    w = next((b for name, b in rotary.named_buffers() if name == "inv_freq"), None)
+    want = axial.axis_frequencies(p)[0]
+    if w is None or want.shape != tuple(w.shape):
+        problems.append(f"{len(want)} frequencies imported, the module has {None if w is None else len(w)}")
+    elif not np.allclose(want, w.double().numpy(), rtol=4e-6, atol=0):
+        w = w.double().numpy()
+        i = int(np.argmax(np.abs(want - w) / np.abs(w)))
+        problems.append(f"inv_freq[{i}] {want[i]:.9g} imported, the module has {w[i]:.9g}")
+    size, patch = (_positive_int(_class_value(sub_config, k)) for k in ("image_size", "patch_size"))
+    if patch is None:
+        return problems + ["patch_size is no positive integer"]
+    if size is not None and tuple(p.grid_size or ()) != (size // patch,) * p.num_axes:
+        problems.append(f"grid_size {list(p.grid_size or ())} imported, image_size // patch_size is {size // patch}")
+    registers = _positive_int(_class_value(sub_config, "num_register_tokens")) or 0
+    prefix = 1 + registers
+    g = torch.Generator().manual_seed(3)
+    for grid in ((tuple(p.grid_size),) if p.grid_size else ()) + PIXEL_GRIDS:
+        q = torch.randn(prefix + grid[0] * grid[1], p.head_dim, generator=g, dtype=torch.float32)
+        try:
+            got = pixel_grid_call(module, rotary, q, grid, patch, prefix)
+        except Exception as e:  # noqa: BLE001 - reported
+            problems.append(f"{PIXEL_APPLY} at grid {grid[0]} x {grid[1]}: {type(e).__name__}: "
+                            f"{str(e).splitlines()[0][:100]}")
+            continue
+        if not np.array_equal(got[:prefix], q[:prefix].double().numpy()):
+            problems.append(f"{PIXEL_APPLY} changes the {prefix} prefix tokens (class and {registers} registers) at "
+                            f"grid {grid[0]} x {grid[1]}")
+        patches, pos = q[prefix:].double().numpy()[None, None], _full_grid(grid)
+        here = p.model_copy(update={"grid_size": tuple(grid)}) if p.coordinates == "centred" else p
+        ref = axial.apply(patches, patches, pos[:, None, :], here)[0][0, 0]
+        bad = np.flatnonzero(np.abs(got[prefix:] - ref).max(axis=1) > 2e-5 * max(1.0, float(np.abs(ref).max())))
+        if bad.size:
+            i = int(bad[0])
+            problems.append(f"{PIXEL_APPLY} differs from the reference axial RoPE with the imported parameters "
+                            f"(coordinates {p.coordinates}, layout {p.layout}, axis order {list(p.order)}) at grid "
+                            f"{grid[0]} x {grid[1]} from patch {i} on, (row, column) {tuple(int(v) for v in pos[:, i])}")
+    return problems
 
 
 def compare_query_scale(module, sub_config, qs) -> list[str]:
@@ -1361,6 +1548,9 @@ def _agreement_of(model_type: str, row: dict, sub, found: dict) -> tuple[str, st
         return ("disagrees", "; ".join(problems)) if problems else (
             "agrees", f"no RoPE: {row['rope_gate']['condition']} false ({row['rope_gate']['attention_class']}'s "
                       f"output does not depend on the positions)")
+    if "axial" in found and (row.get("axial") or {}).get("coordinates") == "centred":
+        problems = compare_axial_pixels(module, rotary, found["axial"], sub)
+        return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
     if "axial" in found:
         problems = compare_axial(module, rotary, found["axial"])
         return ("disagrees", "; ".join(problems)) if problems else ("agrees", row.get("rotary_class", ""))
@@ -1470,6 +1660,12 @@ def coverage_rows(table: dict, results: Optional[dict] = None) -> list[dict]:
             types = sorted({s.get("rope_type", "default") for s in (rope.values() if _nested(rope) else [rope]) if s})
             variant = ", ".join(types) + (" per layer type" if _nested(rope) else "")
             variant += f" ({row['where']})" if row.get("where") else ""
+            flag = row.get("pairing_flag")
+            layout = [f"{row['pairing']} pairs" if row.get("pairing") not in (None, "half") else "",
+                      f"{flag['key']}: {flag['true']} or {flag['false']} pairs" if flag else "",
+                      "rotation -phi" if row.get("rotation") == "negative" else "",
+                      "centred coordinates" if (row.get("axial") or {}).get("coordinates") == "centred" else ""]
+            variant += "".join(f", {x}" for x in layout if x)  # what the table probed beyond the rope_type
             r.update(family="M-RoPE" if mt in MROPE_RULES or "mrope_section" in json.dumps(rope) else
                      "axial RoPE" if _is_axial(rope) or row.get("axial") else "RoPE",
                      variant=variant, evidence=row.get("rotary_class") or "; ".join(

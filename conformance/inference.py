@@ -140,6 +140,12 @@ def _geometry(ctx: _Ctx) -> tuple[int, str]:
     return (getattr(p, "rdim", p.head_dim), "half") if ctx.op.startswith("mrope") else (p.pair_dim, p.pairing)
 
 
+def _sin_sign(ctx: _Ctx) -> int:
+    """-1 where the case's pairs turn by -phi (ROPE-ROTATION-NEGATIVE), else +1: the sign that
+    turns the sin recovered from a rotation into the table's sin, and back."""
+    return -1 if ctx.op.startswith("rope.") and getattr(ctx.p, "rotation", "positive") == "negative" else 1
+
+
 def _reference_calls(ctx: _Ctx) -> list[_Call]:
     """The reference's cos/sin (and frequencies, positions) of every call of the case."""
     op, p, x = ctx.op, ctx.p, ctx.x
@@ -174,14 +180,15 @@ def _effective(ctx: _Ctx, calls: list[_Call], tensors: list[str]) -> None:
         num = num + (zo * np.conj(zi)).sum(axis=1)  # over heads: [B, T, n]
         den = den + (np.abs(zi) ** 2).sum(axis=1)
     z = num / np.where(den == 0, 1.0, den)
-    calls[0].ce, calls[0].se = z.real, z.imag
+    calls[0].ce, calls[0].se = z.real, _sin_sign(ctx) * z.imag  # the table's sin (ROPE-ROTATION-NEGATIVE)
 
 
 def _emit(ctx: _Ctx, calls: list[_Call], cs: list[tuple[np.ndarray, np.ndarray]]) -> Outputs:
     """Outputs implied by cos/sin ``cs`` per call (for apply: the bad tensors rotated by them)."""
     if ctx.op in ("rope.cos_sin", "rope.cos_sin_calls", "mrope.cos_sin"):
         return {n + c.key: v for c, pair in zip(calls, cs) for n, v in zip(("cos", "sin"), pair)}
-    return {n: rope.apply_with_cos_sin(ctx.x[n], *cs[0], *_geometry(ctx)) for n in ctx.bad}
+    rotation = "negative" if _sin_sign(ctx) < 0 else "positive"
+    return {n: rope.apply_with_cos_sin(ctx.x[n], *cs[0], *_geometry(ctx), rotation) for n in ctx.bad}
 
 
 def _wrap(a):
@@ -242,7 +249,10 @@ def _rotation_models(ctx: _Ctx, calls: list[_Call]) -> list[Candidate]:
     phr = [np.arctan2(c.s, c.c) for c in calls]
     if all(np.abs(_wrap(e + r)).max() < 0.05 for e, r in zip(phe, phr)) and \
             any(np.abs(_wrap(e - r)).max() > 0.05 for e, r in zip(phe, phr)):
-        cands.append((prefix + "sin has the wrong sign: the rotation runs in the other direction (angle -φ)",
+        turn = ("+φ where -φ is specified (ROPE-ROTATION-NEGATIVE: a standard rotate_half?)"
+                if _sin_sign(ctx) < 0 and ctx.op != "rope.cos_sin" and ctx.op != "rope.cos_sin_calls"
+                else "-φ where +φ is specified")
+        cands.append((prefix + f"sin has the wrong sign: the rotation runs in the other direction (angle {turn})",
                       lambda: _emit(ctx, calls, [(c.c * scale, -c.s * scale) for c in calls])))
     if ctx.op.startswith("mrope"):  # [3, B, T] positions: the same shift on every axis
         cands += [(prefix + f"positions are the specified ones {k:+d} on every token and axis", lambda k=k: ctx.ref(
@@ -353,7 +363,7 @@ def _theta_models(ctx: _Ctx, calls: list[_Call], phe, prefix: str) -> list[Candi
     p = ctx.p
     if ctx.op.startswith("rope.") and p.rope_type != "default":  # a scaled type with plain θ frequencies
         plain = RopeParams(head_dim=p.head_dim, rotary_dim=p.rotary_dim, rope_theta=p.rope_theta,
-                           pairing=p.pairing, attention_factor=ctx.af or p.attention_factor)
+                           pairing=p.pairing, rotation=p.rotation, attention_factor=ctx.af or p.attention_factor)
         return [(prefix + f"the rope_type {p.rope_type!r} scaling is not applied (plain θ "
                  f"{_sig(p.rope_theta, 6)} frequencies)", lambda: ctx.ref(plain))]
     if not ctx.op.startswith("rope."):

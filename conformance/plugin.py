@@ -638,6 +638,17 @@ class GeneratedDivergence(pytest.xfail.Exception):
         self.raised = False
 
 
+def distinct_reasons(reasons) -> list[str]:
+    """The unsupported reasons of a generated test's examples, one per kind: reasons that differ only
+    in the numbers they quote (``got 100``, ``got 1005.79``, ...) are one kind, said once with how
+    many other values there were, so a report or the matrix lists each reason once."""
+    groups: dict[str, list[str]] = {}
+    for r in reasons:
+        # a number standing on its own (not the digits of a name: float64, bfloat16, cuda:0 stay)
+        groups.setdefault(re.sub(r"(?<![\w.:])[-+]?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])", "#", r), []).append(r)
+    return [g[0] if len(g) == 1 else f"{g[0]} (and {len(g) - 1} more like it, other values)" for g in groups.values()]
+
+
 def report_generated(request, op: str, dtype: str, outcomes, excuses: Optional[_Excuses] = None) -> None:
     """End a generated test: unsupported when no example reached a verdict; the expected
     divergence when an example was excused; else pass.  The counts go to the report."""
@@ -650,7 +661,7 @@ def report_generated(request, op: str, dtype: str, outcomes, excuses: Optional[_
         request.node.user_properties.append(("posenc_clauses", {
             "passed": sorted(c for c, k in by_clause.items() if k["passed"]),
             "unsupported": sorted(c for c, k in by_clause.items() if not k["passed"] and not k["excused"])}))
-    reasons = sorted({k.split(":", 1)[1] for k in outcomes if k.startswith("unsupported:")})
+    reasons = distinct_reasons(sorted({k.split(":", 1)[1] for k in outcomes if k.startswith("unsupported:")}))
     if counts["unsupported"] and counts["passed"]:
         request.node.user_properties.append((
             "posenc_partly_unsupported",

@@ -15,7 +15,8 @@ class MyRope:  # a prepared operation; it has no inv_freq() / cos_sin(): those a
 
     def apply(self, q, k, position_ids):
         p = self.p
-        if p.pairing != "half" or p.rdim != p.head_dim or p.rope_type != "default" or p.attention_factor:
+        if (p.pairing, p.rotation, p.rope_type) != ("half", "positive", "default") or p.rdim != p.head_dim \
+                or p.attention_factor:
             raise Unsupported("my kernel does plain full-width half pairing only")
         phi = position_ids[..., None].double() * self.w          # angles in float64
         c, s = torch.cos(phi)[:, None], torch.sin(phi)[:, None]  # [B, 1, T, D/2]

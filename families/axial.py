@@ -15,10 +15,11 @@ from .rope import exponent_amplification
 
 
 def axial_outputs(op, p: AxialRopeParams, x, positions=None, freq=None, rotate=None) -> Outputs:
-    """Outputs of an axial op.  Mutants substitute ``positions`` (``[B, T, R/2]``, the position
-    each pair reads), ``freq`` (``[R/2]``, each pair's frequency) and ``rotate`` (``fn(x, c, s)``,
-    the rotation applied to q and k)."""
-    pos = axial.pair_positions(x["position_ids"], p) if positions is None else positions
+    """Outputs of an axial op.  Mutants substitute ``positions`` (``[B, T, R/2]``, what each pair's
+    frequency multiplies: the position, or ``2 pi`` times the patch centre with coordinates
+    centred), ``freq`` (``[R/2]``, each pair's frequency) and ``rotate`` (``fn(x, c, s)``, the
+    rotation applied to q and k)."""
+    pos = axial.pair_coordinates(x["position_ids"], p) if positions is None else positions
     w = axial.pair_frequencies(p) if freq is None else freq
     phi = np.asarray(pos, np.float64) * w
     c, s = np.cos(phi), np.sin(phi)
@@ -61,9 +62,19 @@ def _pair_scales(x, p: AxialRopeParams, phi_abs):
     return ds, an
 
 
+def _angle_magnitudes(p: AxialRopeParams, position_ids) -> np.ndarray:
+    """``[B, T, R/2]`` the magnitude a float32 angle's error is relative to: ``|phi|`` for
+    coordinates index; centred: ``2 pi f (1 + |c|)``, since a float32 patch centre ``(2 i + 1) / n -
+    1`` is off by a few eps absolutely (not relative to ``c``, which is 0 at an odd grid's centre)."""
+    if p.coordinates == "index":
+        return np.abs(axial.angles(position_ids, p))
+    c = axial.pair_coordinates(position_ids, p) / (2.0 * np.pi)
+    return 2.0 * np.pi * (1.0 + np.abs(c)) * axial.pair_frequencies(p)
+
+
 def _axial_scales_for(op):
     def f(p, x):
-        phi = np.abs(axial.angles(x["position_ids"], p)) * _pair_amplification(p)
+        phi = _angle_magnitudes(p, x["position_ids"]) * _pair_amplification(p)
         if op == "axial.cos_sin":
             sc = (np.ones_like(phi), phi)
             return {"cos": sc, "sin": sc}
@@ -86,14 +97,21 @@ for _op in ("axial.cos_sin", "axial.apply"):
 _OPS = ("axial.cos_sin", "axial.apply")
 
 
+def _per_pair(coords, p: AxialRopeParams) -> np.ndarray:
+    """``[A, B, T]`` per-axis coordinates to the ``[B, T, R/2]`` each pair reads."""
+    axes = np.asarray([a for a, _ in p.pairs])
+    return np.moveaxis(np.asarray(coords, np.float64)[axes], 0, -1)
+
+
 @mutant("axial_axes_swapped", *_OPS)
 def axial_axes_swapped(op, p, x, dtype=None):
     """The height and width coordinates exchanged (the last two axes of position_ids: [0] and [1]
-    of (h, w), [1] and [2] of (t, h, w))."""
-    pos = np.asarray(x["position_ids"]).copy()
+    of (h, w), [1] and [2] of (t, h, w); with centred coordinates each is normalised over its own
+    axis first, the normalised values exchanged)."""
+    coords = axial.axis_coordinates(x["position_ids"], p).copy()
     h, w = p.num_axes - 2, p.num_axes - 1
-    pos[[h, w]] = pos[[w, h]]
-    return axial_outputs(op, p, {**x, "position_ids": pos})
+    coords[[h, w]] = coords[[w, h]]
+    return axial_outputs(op, p, x, positions=_per_pair(coords, p))
 
 
 @mutant("axial_full_width_frequencies", *_OPS)
@@ -126,13 +144,45 @@ def axial_pairing(op, p, x, dtype=None):
 
 @mutant("axial_1d_positions", *_OPS)
 def axial_1d_positions(op, p, x, dtype=None):
-    """Every pair reads the flattened patch index t (positions ``arange(T)`` on every axis)."""
+    """Every pair reads the flattened patch index t (positions ``arange(T)`` on every axis); no form
+    for centred coordinates (a flattened index is no patch index of an axis)."""
     pos = np.asarray(x["position_ids"])
     _, B, T = pos.shape
-    if T < 2:
+    if T < 2 or p.coordinates != "index":
         return None
     flat = np.broadcast_to(np.arange(T, dtype=np.int64)[None, :, None], (B, T, p.rdim // 2))
     return axial_outputs(op, p, x, positions=flat)
+
+
+def _centred_mutant(coords_of):
+    """A mutant of centred coordinates: ``coords_of(i, n)`` ``[A, B, T]`` float what each axis's
+    frequencies multiply, from the indices and the grid; no form for coordinates index."""
+    def fn(op, p, x, dtype=None):
+        if p.coordinates != "centred":
+            return None
+        axial.axis_coordinates(x["position_ids"], p)  # the reference's range check
+        i = np.asarray(x["position_ids"], np.float64)
+        n = np.asarray(p.grid_size, np.float64).reshape(-1, 1, 1)
+        return axial_outputs(op, p, x, positions=_per_pair(coords_of(i, n), p))
+    return fn
+
+
+@mutant("axial_corner_coordinates", *_OPS)
+def axial_corner_coordinates(op, p, x, dtype=None):
+    """The patch's corner instead of its centre: ``2 pi (2 i / n - 1)`` (DIV-AXIAL-CORNER-COORDINATES)."""
+    return _centred_mutant(lambda i, n: 2.0 * np.pi * (2.0 * i / n - 1.0))(op, p, x, dtype)
+
+
+@mutant("axial_unnormalised_coordinates", *_OPS)
+def axial_unnormalised_coordinates(op, p, x, dtype=None):
+    """The integer patch index as the coordinate, ``i`` (the index rule where centred is meant)."""
+    return _centred_mutant(lambda i, n: i)(op, p, x, dtype)
+
+
+@mutant("axial_centred_without_2pi", *_OPS)
+def axial_centred_without_2pi(op, p, x, dtype=None):
+    """The patch centre without the 2 pi: ``(2 i + 1) / n - 1``."""
+    return _centred_mutant(lambda i, n: axial.centred(i, n))(op, p, x, dtype)
 
 
 # ---- golden cases ----------------------------------------------------------------------------
@@ -253,4 +303,58 @@ add_cases(
            "Pixtral's alternating frequencies at far coordinates"),
     Case("axial-minimax-m3-vision-cos-sin", "axial.cos_sin", (_F, "AXIAL-SPLIT"), _MINIMAX, {"position_ids": _GRID3},
          "MiniMax-M3's 39 per-pair angles"),
+)
+
+
+# ---- centred coordinates (AXIAL-COORDINATES-CENTRED) -----------------------------------------
+# EoMT-DINOv3 as transformers 5.24 defines it: EomtDinov3Config's hidden_size 1024 over 16 heads (head
+# 64), rope_theta 100, image_size 640 / patch_size 16 (a 40 x 40 grid; the model takes the grid of
+# each image); its rotary module tabulates the whole grid row by row, so the full-grid cases below
+# are what the model computes for a 48 x 80 (3 x 5 patches), 64 x 112, ... pixel image.
+
+def _full_grid(h: int, w: int, batch: int = 1) -> np.ndarray:
+    """position_ids [2, batch, h * w]: every patch of an h x w grid, row by row (the model's order)."""
+    return _grid(*[_patches(h, w)] * batch)
+
+
+_CENTRED = "AXIAL-COORDINATES-CENTRED"
+_CFIG = AxialRopeParams(**_FIG, coordinates="centred", grid_size=(2, 4))
+_CFIG_POS = _grid([(1, 0)])
+
+
+def _eomt(grid, head_dim: int = 64, theta: float = 100.0, **kw) -> AxialRopeParams:
+    return AxialRopeParams(head_dim=head_dim, rope_theta=theta, coordinates="centred", grid_size=grid, **kw)
+
+
+add_cases(
+    Case("axial-figure-centred-cos-sin", "axial.cos_sin", (_F, "AXIAL-SPLIT", _CENTRED), _CFIG,
+         {"position_ids": _CFIG_POS}, "grid (2, 4), patch (1, 0): c = (0.5, -0.75), angles 2 pi [0.5, 0.05, -0.75, "
+                                      "-0.075]"),
+    Case("axial-figure-centred-apply", "axial.apply", (_F, "AXIAL-SPLIT", _CENTRED), _CFIG,
+         {"q": _FIG_X, "k": _FIG_X[..., ::-1].copy(), "position_ids": _CFIG_POS},
+         "the centred figure end to end, x = 0..7: pairs (p, p + 4)"),
+    _apply("axial-eomt-dinov3-grid-3x5", _eomt((3, 5)), (_F, "AXIAL-SPLIT", _CENTRED), _full_grid(3, 5),
+           "EoMT-DINOv3 (head 64, theta 100): every patch of a 3 x 5 grid, row by row", heads=(2, 1)),
+    Case("axial-eomt-dinov3-grid-3x5-cos-sin", "axial.cos_sin", (_F, "AXIAL-SPLIT", _CENTRED), _eomt((3, 5)),
+         {"position_ids": _full_grid(3, 5)}, "the 3 x 5 grid's per-pair angles"),
+    Case("axial-eomt-dinov3-grid-7x4-cos-sin", "axial.cos_sin", (_F, "AXIAL-SPLIT", _CENTRED), _eomt((7, 4)),
+         {"position_ids": _full_grid(7, 4)}, "a tall 7 x 4 grid: the height's centres over 7, the width's over 4"),
+    _apply("axial-eomt-dinov3-grid-2x6-batch", _eomt((2, 6), head_dim=32), (_F, "AXIAL-SPLIT", _CENTRED),
+           _full_grid(2, 6, batch=2), "two images of 2 x 6 patches, head 32", heads=(2, 1)),
+    _apply("axial-eomt-dinov3-grid-1x8", _eomt((1, 8)), (_F, "AXIAL-SPLIT", _CENTRED), _full_grid(1, 8),
+           "one row of patches: the height's centre c = 0 (angle 0) everywhere"),
+    _apply("axial-centred-theta-1e4-grid-5x9", _eomt((5, 9), head_dim=32, theta=10000.0),
+           (_F, "AXIAL-SPLIT", _CENTRED), _full_grid(5, 9), "theta 10000, head 32, a 5 x 9 grid (odd: centre c = 0)",
+           heads=(2, 1)),
+    _apply("axial-eomt-dinov3-default-grid-scattered", _eomt((40, 40)), (_F, "AXIAL-SPLIT", _CENTRED),
+           _grid([(0, 0), (0, 39), (39, 0), (39, 39), (19, 20), (20, 19)],
+                 [(7, 33), (33, 7), (1, 38), (38, 1), (20, 20), (0, 21)]),
+           "the default config's 40 x 40 grid (640 / 16): corners, centre and scattered patches", heads=(2, 1)),
+    Case("axial-centred-interleaved-width-first-cos-sin", "axial.cos_sin",
+         (_F, "AXIAL-INTERLEAVED", "AXIAL-AXIS-ORDER", _CENTRED),
+         _eomt((3, 4), theta=1000.0, layout="interleaved", axis_order=(1, 0)), {"position_ids": _full_grid(3, 4)},
+         "centred coordinates with adjacent pairs, width first (the rule is the layout's, not EoMT's)"),
+    _apply("axial-centred-3-axes-blocks", _eomt((2, 3, 5), head_dim=48, theta=500.0, num_axes=3, layout="blocks"),
+           (_F, "AXIAL-BLOCKS", _CENTRED), _grid([(0, 0, 0), (1, 2, 4), (0, 1, 3), (1, 0, 2)]),
+           "three axes (t, h, w) over 2 x 3 x 5, one block per axis", heads=(2, 1)),
 )

@@ -61,7 +61,7 @@ def rope_outputs(op, p, x, freq) -> Outputs:
     c, s = a * np.cos(phi), a * np.sin(phi)
     if op == "rope.cos_sin":
         return {"cos": c, "sin": s}
-    return {n: rope.apply_with_cos_sin(x[n], c, s, p.pair_dim, p.pairing) for n in ("q", "k")}
+    return {n: rope.apply_with_cos_sin(x[n], c, s, p.pair_dim, p.pairing, p.rotation) for n in ("q", "k")}
 
 
 def rope_scales(op, p, x, freq) -> dict:
@@ -105,7 +105,7 @@ def _pair_scales(x, cos_mag, phi_abs, rotary_dim, pairing):
 
 def _rope_apply_cs(p, x):
     r = p.pair_dim
-    return {n: rope.apply_with_cos_sin(x[n], x["cos"], x["sin"], r, p.pairing) for n in ("q", "k")}
+    return {n: rope.apply_with_cos_sin(x[n], x["cos"], x["sin"], r, p.pairing, p.rotation) for n in ("q", "k")}
 
 
 def _rope_apply_cs_scales(p, x):
@@ -138,7 +138,7 @@ def _rope_outputs(op, p, x, cos, sin, rotary_dim=None, pairing=None):
     pr = pairing or p.pairing
     if op == "rope.cos_sin":
         return {"cos": cos, "sin": sin}
-    return {n: rope.apply_with_cos_sin(x[n], cos, sin, r, pr) for n in ("q", "k")}
+    return {n: rope.apply_with_cos_sin(x[n], cos, sin, r, pr, p.rotation) for n in ("q", "k")}
 
 
 @mutant("rope_pairing_swapped", "rope.apply", "rope.apply_with_cos_sin")
@@ -177,6 +177,28 @@ def rope_bf16_positions(op, p, x, dtype=None):
     scaling applied as position interpolation (positions / factor, rotary-embedding-torch's
     ``interpolate_factor``) holds the interpolated positions in bfloat16 too."""
     return _angles_form(op, p, x, pos_round=bf16_round, interpolate=True)
+
+
+def _offset_rounded(rnd):
+    """Positions built as ``arange(T)`` in a half-precision dtype plus each row's offset (its first
+    position), the offset rounded to that dtype before the add and the sum rounded again: what
+    torch computes for ``arange(T, dtype=bf16) + offset`` with a Python int offset (the scalar
+    takes the tensor's dtype)."""
+    def f(pid):
+        off = pid[..., :1]
+        return rnd(rnd(pid - off) + rnd(off))
+    return f
+
+
+@mutant("rope_position_offset_rounded", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls")
+def rope_position_offset_rounded(op, p, x, dtype=None):
+    """DIV-ROPE-POSITION-OFFSET-ROUNDED: at bfloat16 / float16 activations, the positions built as
+    ``arange(T)`` in the activation dtype plus the sequence offset, the offset rounded to the dtype
+    first (bfloat16: 257 + 0, 1, 2 -> 256, 256, 258), position interpolation in that dtype too."""
+    rnd = {"bfloat16": bf16_round, "float16": _f16_round}.get(dtype)
+    if rnd is None:
+        return None
+    return _angles_form(op, p, x, pos_round=_offset_rounded(rnd), interpolate=True)
 
 
 @mutant("rope_tail_rotated", "rope.apply")
@@ -286,7 +308,8 @@ def _sin_replaced(op, p, x, fn) -> Outputs:
 
 @mutant("rope_sin_sign_flipped", "rope.apply", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply_with_cos_sin")
 def rope_sin_sign_flipped(op, p, x, dtype=None):
-    """The transposed rotation: every pair rotated by -phi (sin negated)."""
+    """The transposed rotation: every pair turned the other way than specified (sin negated: -phi
+    where +phi is specified, +phi where ROPE-ROTATION-NEGATIVE specifies -phi)."""
     return _sin_replaced(op, p, x, lambda s: -s)
 
 
@@ -318,7 +341,7 @@ def rope_partial_split_head_dim(op, p, x, dtype=None):
     w = p.rope_theta ** (-np.arange(0, p.rdim, 2, dtype=np.float64) / p.head_dim)
     af = rope.inv_freq(p)[1]
     phi = np.asarray(x["position_ids"], np.float64)[..., None] * w
-    c, s = (af * np.cos(phi))[:, None], (af * np.sin(phi))[:, None]
+    c, s = (af * np.cos(phi))[:, None], (p.sin_sign * af * np.sin(phi))[:, None]
     i = np.arange(n)
     out = {}
     for name in ("q", "k"):
@@ -440,6 +463,32 @@ for pairing, cl in (("half", "ROPE-PAIR-HALF"), ("interleaved", "ROPE-PAIR-INTER
              {"q": x, "k": x, "position_ids": pos([3])}, "rotary_dim 4 of head_dim 8"),
     )
 
+# rotation by -phi (ROPE-ROTATION-NEGATIVE): the tiny figure, NanoChat's heads, and the other pairings
+_TINY_NEG = RopeParams(head_dim=4, rope_theta=10000.0, rotation="negative")
+_E0 = np.zeros((1, 1, 1, 4))
+_E0[..., 0] = 1.0
+_NANOCHAT = model_params("nanochat-d20")
+add_cases(
+    Case("rope-rotation-negative-figure", "rope.apply", ("ROPE-ROTATION-NEGATIVE", "ROPE-PAIR-HALF", "ROPE-ANGLE"),
+         _TINY_NEG, {"q": _E0, "k": _E0, "position_ids": pos([1])},
+         "the clause's figure: e_0 at position 1 turns to (cos 1, 0, -sin 1, 0)"),
+    Case("rope-nanochat-d20", "rope.apply", ("ROPE-ROTATION-NEGATIVE", "ROPE-PAIR-HALF", "ROPE-ANGLE"), _NANOCHAT,
+         {"q": Gen((2, 2, 5, 128)), "k": Gen((2, 1, 5, 128)), "position_ids": pos(range(5), [0, 7, 2047, 300, 1])},
+         "NanoChat d20 heads (head_dim 128, theta 10000): every pair turns by -phi"),
+    Case("rope-rotation-negative-interleaved-partial", "rope.apply",
+         ("ROPE-ROTATION-NEGATIVE", "ROPE-PAIR-INTERLEAVED", "ROPE-PARTIAL"),
+         RopeParams(head_dim=64, rotary_dim=32, rope_theta=500000.0, pairing="interleaved", rotation="negative",
+                    attention_factor=1.25),
+         {"q": Gen((2, 3, 4, 64)), "k": Gen((2, 1, 4, 64)), "position_ids": pos([9, 0, 3, 70000], [1, 1, 500, 2])},
+         "-phi with interleaved pairs, a pass-through tail and an attention factor"),
+    Case("rope-cos-sin-nanochat-d20", "rope.cos_sin", ("ROPE-ROTATION-NEGATIVE", "ROPE-ANGLE"), _NANOCHAT,
+         {"position_ids": pos([0, 1, 2047], [5, 300, 65536])},
+         "NanoChat's tables are the standard ones: the sign of -phi is the rotation's, not sin's"),
+    Case("rope-rotation-negative-deinterleave", "rope.apply", ("ROPE-ROTATION-NEGATIVE", "ROPE-PAIR-DEINTERLEAVE"),
+         RopeParams(head_dim=64, rope_theta=10000.0, pairing="deinterleave", rotation="negative"),
+         {"q": Gen((1, 2, 3, 64)), "k": Gen((1, 1, 3, 64)), "position_ids": pos([4096, 3, 65536])},
+         "-phi with de-interleaved output"),
+)
 _LLAMA3 = model_params("llama-3-8b")
 _LLAMA4 = RopeParams(head_dim=128, rope_theta=500000.0, pairing="interleaved")
 _DSV3_ROPE = model_params("deepseek-v3-rope")
@@ -496,16 +545,25 @@ add_cases(
 # partial (NeoX, GPT-J) and full rotation (Llama 3, Llama 4 heads): the ONNX op's rotary_embedding_dim
 # default (0 = head_size) and the flash-attn full-width path are exercised too
 for name, p in (("half", _NEOX), ("interleaved", _GPTJ), ("half-full", _LLAMA3), ("interleaved-full", _LLAMA4),
-                ("deinterleave", RopeParams(head_dim=64, pairing="deinterleave"))):
+                ("deinterleave", RopeParams(head_dim=64, pairing="deinterleave")),
+                ("negative-half", RopeParams(head_dim=64, rotary_dim=48, rotation="negative")),
+                ("negative-interleaved", RopeParams(head_dim=32, pairing="interleaved", rotation="negative"))):
     B, T = 2, 3
     pid = pos(range(3), range(2045, 2048))
     # given cos/sin inputs (magnitude 1.25, so an implementation may not renormalise them)
     c, s = rope.cos_sin(pid, p.model_copy(update={"attention_factor": 1.25}))
-    pair = f"ROPE-PAIR-{p.pairing.upper()}"
+    pair = (f"ROPE-PAIR-{p.pairing.upper()}",) + (("ROPE-ROTATION-NEGATIVE",) if p.rotation == "negative" else ())
     add_cases(Case(f"rope-apply-cos-sin-{name}", "rope.apply_with_cos_sin",
-              (pair, "ROPE-PARTIAL") if p.rdim < p.head_dim else (pair,), p,
+              pair + (("ROPE-PARTIAL",) if p.rdim < p.head_dim else ()), p,
               {"q": Gen((B, 4, T, p.head_dim)), "k": Gen((B, 1, T, p.head_dim)), "cos": c, "sin": s},
               "cos/sin given (the ONNX / flash-attn level)"))
+# a half-precision sequence offset: arange(T) + 257 / + 2049 in bfloat16 / float16 rounds the offset first
+add_cases(
+    Case("rope-position-offset-257", "rope.apply", ("ROPE-PAIR-INTERLEAVED", "ROPE-ANGLE", "ROPE-PRECISION"),
+         RopeParams(head_dim=8, rope_theta=10000.0, pairing="interleaved"),
+         {"q": Gen((2, 2, 3, 8)), "k": Gen((2, 1, 3, 8)), "position_ids": pos(range(257, 260), range(2049, 2052))},
+         "offsets 257 and 2049 (not representable in bfloat16 / float16), three tokens each"),
+)
 # decode: a batch of single-token calls (T == 1 after a cache), and a prefill followed by decode steps
 add_cases(
     Case("rope-decode-batch", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-ANGLE"), _LLAMA3,

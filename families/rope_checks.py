@@ -49,12 +49,17 @@ def pairing_probe(request, adapter, device, dtype, case):
     w, a = rope.inv_freq(p, 2)
     if w[0] != 1.0:
         raise Unsupported(f"the probe needs inv_freq[0] == 1; rope_type {p.rope_type} scales it to {w[0]:.6g}")
-    want = a * np.sin(1.0)
+    want = p.sin_sign * a * np.sin(1.0)  # -sin 1 where the pairs turn by -phi (ROPE-ROTATION-NEGATIVE)
     tol = 8 * max(EPS[dtype], EPS["float32"]) * a + 0.01 * a
     for name, y in zip(("q", "k"), (ys[0][0, 0, 0], ys[1][0, 0, 0])):
         lit = [int(i) for i in np.flatnonzero(~(np.abs(y) <= tol)) if i != 0]
-        if lit == [expect]:  # the pairing is right; the angle's value is the goldens' and ROPE-ANGLE's to judge
-            continue
+        if lit == [expect] and np.sign(y[expect]) == np.sign(want):
+            continue  # the pairing and the direction are right; the angle's value is the goldens' to judge
+        if lit == [expect]:
+            fail(cl, adapter, case, dtype,
+                 f"{name}: e_0 at position 1 must light index {expect} with {want:.4f} (rotation {p.rotation}); got "
+                 f"{y[expect]:.4f}: the pair turns the other way (DIV-ROPE-SIN-SIGN-FLIPPED"
+                 f"{', ROPE-ROTATION-NEGATIVE' if p.rotation == 'negative' else ''})")
         if not lit:
             verdict = "nothing but index 0 is lit: e_0 was not rotated at position 1"
         elif lit == [p.pair_dim // 2]:

@@ -1,5 +1,5 @@
-"""Generated-case strategies of the RoPE family's operations (``rope.*``): every pairing, full and
-partial rotary, an optional attention factor, every ``rope_type`` with its scaling fields at
+"""Generated-case strategies of the RoPE family's operations (``rope.*``): every pairing, both
+rotation directions (the rotating operations), full and partial rotary, an optional attention factor, every ``rope_type`` with its scaling fields at
 random valid values (:mod:`posenc.families.rope_scaling_generated`), θ from 1e2 to 1e8, and
 positions anywhere up to 2^17 (near powers of two, above 65504, scattered, after a cache)."""
 
@@ -36,12 +36,20 @@ def rope_params(draw, *, scaled: bool = True, favour: tuple[str, ...] = ()) -> R
                       pairing=g.field(draw, M, "pairing"), rope_type=rt, attention_factor=af, **fields)
 
 
+def with_rotation(draw, p: RopeParams) -> RopeParams:
+    """``p`` turned by -phi one case in four (ROPE-ROTATION-NEGATIVE), for the operations that
+    rotate; drawn after the rest of the case, so the other fields' draws are those of before."""
+    return p.model_copy(update={"rotation": "negative"}) if draw(st.integers(0, 3)) == 0 else p
+
+
 def rope_clauses(p: RopeParams, op: str) -> list[str]:
     cl = ["ROPE-INV-FREQ" if op == "rope.inv_freq" else "ROPE-ANGLE", f"ROPE-PAIR-{p.pairing.upper()}"]
     if p.rdim < p.head_dim:
         cl.append("ROPE-PARTIAL")
     if p.attention_factor is not None:
         cl.append("ROPE-ATTENTION-FACTOR")
+    if p.rotation == "negative":
+        cl.append("ROPE-ROTATION-NEGATIVE")
     return cl + list(scale_clauses(p)) + ["ROPE-PRECISION"]
 
 
@@ -60,8 +68,9 @@ def gen_inv_freq(draw):
 def gen_cos_sin(draw):
     p = rope_params(draw)
     b, t = g.shape(draw, (1, 2, 3), (1, 2, 5))
-    return g.case("rope.cos_sin", p, {"position_ids": g.positions(draw, b, t, g.MAX_POSITION)},
-                  rope_clauses(p, "rope.cos_sin"))
+    x = {"position_ids": g.positions(draw, b, t, g.MAX_POSITION)}
+    p = with_rotation(draw, p)  # the tables do not depend on it (ROPE-ROTATION-NEGATIVE)
+    return g.case("rope.cos_sin", p, x, rope_clauses(p, "rope.cos_sin"))
 
 
 @generator("rope.apply")
@@ -69,6 +78,7 @@ def gen_apply(draw):
     p = rope_params(draw)
     b, t = g.shape(draw, (1, 2, 3), (1, 3, 5))
     x = {**_qk(draw, p, b, t), "position_ids": g.positions(draw, b, t, g.MAX_POSITION)}
+    p = with_rotation(draw, p)
     return g.case("rope.apply", p, x, rope_clauses(p, "rope.apply"))
 
 
@@ -104,7 +114,9 @@ def gen_apply_with_cos_sin(draw):
     p = rope_params(draw, scaled=False)
     b, t = g.shape(draw, (1, 2), (1, 3, 4))
     x = {**_qk(draw, p, b, t), "cos": g.values((b, t, p.pair_dim // 2), 0.5), "sin": g.values((b, t, p.pair_dim // 2), 0.5)}
-    cl = [f"ROPE-PAIR-{p.pairing.upper()}"] + (["ROPE-PARTIAL"] if p.rdim < p.head_dim else [])
+    p = with_rotation(draw, p)
+    cl = [f"ROPE-PAIR-{p.pairing.upper()}"] + (["ROPE-PARTIAL"] if p.rdim < p.head_dim else []) \
+        + (["ROPE-ROTATION-NEGATIVE"] if p.rotation == "negative" else [])
     return g.case("rope.apply_with_cos_sin", p, x, cl)
 
 

@@ -12,6 +12,12 @@ and ``apply_rotary_pos_emb_vision``; ``models/gemma4/modeling_gemma4.py::Gemma4V
 ``models/pixtral/modeling_pixtral.py::PixtralVisionRotaryEmbedding``; Heo et al., "Rotary Position
 Embedding for Vision Transformer" (arXiv:2403.13298), section 3.2 (RoPE-Axial).
 
+AXIAL-COORDINATES-CENTRED (DINOv3 / EoMT-DINOv3, coordinates ``centred``): the integer patch index
+``i`` of axis a (of ``grid_size[a]`` patches) becomes the patch centre ``c = (2 i + 1) / grid_size[a]
+- 1`` in (-1, 1), and the angle of a pair of that axis is ``2 pi c f``.  Source: HF transformers 5.24
+``models/eomt_dinov3/modeling_eomt_dinov3.py::get_patches_center_coordinates`` and
+``EomtDinov3RotaryEmbedding.forward`` (eval mode: no coordinate augmentation).
+
 Shapes and dtypes: ``position_ids`` integer ``[A, B, T]`` (height, width; or temporal, height,
 width); cos/sin float64 ``[B, T, A axis_dim / 2]``, one angle per rotated pair in the layout's pair
 order; q ``[B, Hq, T, D]``, k ``[B, Hk, T, D]`` float64.
@@ -63,9 +69,41 @@ def pair_positions(position_ids, params: AxialRopeParams) -> np.ndarray:
     return np.moveaxis(pos[axes], 0, -1).astype(np.int64)
 
 
+def centred(index, n) -> np.ndarray:
+    """AXIAL-COORDINATES-CENTRED: the centre of patch ``index`` of ``n`` along one axis, normalised to
+    (-1, 1): ``(2 index + 1) / n - 1`` (n = 4: -0.75, -0.25, 0.25, 0.75), float64."""
+    return (2.0 * np.asarray(index, np.float64) + 1.0) / np.asarray(n, np.float64) - 1.0
+
+
+def axis_coordinates(position_ids, params: AxialRopeParams) -> np.ndarray:
+    """float64 ``[A, B, T]``: what the frequencies of each axis multiply.  coordinates ``index``:
+    the position itself; ``centred`` (AXIAL-COORDINATES-CENTRED): ``2 pi c``, ``c`` the patch centre
+    (:func:`centred`) over ``grid_size[a]`` patches; an index outside ``[0, grid_size[a])`` is a
+    ``ValueError``."""
+    pos = positions(position_ids, params)
+    if params.coordinates == "index":
+        return pos.astype(np.float64)
+    n = np.asarray(params.grid_size, np.int64).reshape(-1, 1, 1)
+    bad = (pos < 0) | (pos >= n)
+    if bad.any():
+        a, b, t = (int(v) for v in np.argwhere(bad)[0])
+        raise ValueError(f"AXIAL-COORDINATES-CENTRED: position_ids[{a}, {b}, {t}] = {int(pos[a, b, t])} is not a patch "
+                         f"index of axis {a} (grid_size {list(params.grid_size)}: 0 .. {int(n[a, 0, 0]) - 1})")
+    return 2.0 * np.pi * centred(pos, n)
+
+
+def pair_coordinates(position_ids, params: AxialRopeParams) -> np.ndarray:
+    """What each rotated pair's frequency multiplies, float64 ``[B, T, A axis_dim / 2]``: the
+    :func:`axis_coordinates` of the pair's axis."""
+    coords = axis_coordinates(position_ids, params)
+    axes = np.asarray([a for a, _ in params.pairs])
+    return np.moveaxis(coords[axes], 0, -1)
+
+
 def angles(position_ids, params: AxialRopeParams) -> np.ndarray:
-    """``phi[b, t, p] = position_ids[axis(p), b, t] * freq(p)``, float64 ``[B, T, A axis_dim / 2]``."""
-    return pair_positions(position_ids, params).astype(np.float64) * pair_frequencies(params)
+    """``phi[b, t, p] = x[axis(p), b, t] * freq(p)``, float64 ``[B, T, A axis_dim / 2]``: x the
+    position (coordinates index) or ``2 pi`` times the patch centre (centred)."""
+    return pair_coordinates(position_ids, params) * pair_frequencies(params)
 
 
 def cos_sin(position_ids, params: AxialRopeParams) -> tuple[np.ndarray, np.ndarray]:

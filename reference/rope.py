@@ -2,7 +2,9 @@
 
 Primary sources: Su et al., *RoFormer: Enhanced Transformer with Rotary Position Embedding*
 (arXiv:2104.09864), section 3.4 (interleaved pairs); GPT-NeoX / HF transformers 5.24
-``models/llama/modeling_llama.py::rotate_half`` and ``apply_rotary_pos_emb`` (half pairing).
+``models/llama/modeling_llama.py::rotate_half`` and ``apply_rotary_pos_emb`` (half pairing);
+``models/nanochat/modeling_nanochat.py::rotate_half`` (``cat(x2, -x1)``: the rotation by -phi of
+``rotation: negative``, ROPE-ROTATION-NEGATIVE).
 
 Layout is canonical ``[B, H, T, D]`` for q and k (q and k may have different head counts, as
 in GQA); ``position_ids`` are integers ``[B, T]``; cos and sin are half width
@@ -97,17 +99,22 @@ def output_indices(rotary_dim: int, pairing: str) -> tuple[np.ndarray, np.ndarra
     return pair_indices(rotary_dim, "half" if pairing == "deinterleave" else pairing)
 
 
-def apply_with_cos_sin(x, cos, sin, rotary_dim: int, pairing: str) -> np.ndarray:
+def apply_with_cos_sin(x, cos, sin, rotary_dim: int, pairing: str, rotation: str = "positive") -> np.ndarray:
     """Rotate the first ``rotary_dim`` dims of ``x [B, H, T, D]`` by given cos/sin ``[B, T, r/2]``.
 
     For each input pair (a, b) of frequency i, written to its output pair (a', b')
-    (:func:`output_indices`): ``y_a' = x_a cos - x_b sin``, ``y_b' = x_b cos + x_a sin``.
-    Dims ``>= rotary_dim`` are returned unchanged (ROPE-PARTIAL).
-    Clauses: ROPE-PAIR-HALF, ROPE-PAIR-INTERLEAVED, ROPE-PAIR-DEINTERLEAVE, ROPE-PARTIAL.
+    (:func:`output_indices`): ``y_a' = x_a cos - x_b sin``, ``y_b' = x_b cos + x_a sin``; with
+    ``rotation`` ``"negative"`` the pair turns the other way, ``y_a' = x_a cos + x_b sin``,
+    ``y_b' = x_b cos - x_a sin`` (ROPE-ROTATION-NEGATIVE).  Dims ``>= rotary_dim`` are returned
+    unchanged (ROPE-PARTIAL).
+    Clauses: ROPE-PAIR-HALF, ROPE-PAIR-INTERLEAVED, ROPE-PAIR-DEINTERLEAVE, ROPE-PARTIAL,
+    ROPE-ROTATION-NEGATIVE.  Raises ``ValueError`` for an unknown pairing or rotation.
     """
+    if rotation not in ("positive", "negative"):
+        raise ValueError(f"ROPE-ROTATION-NEGATIVE: unknown rotation {rotation!r} (expected 'positive' or 'negative')")
     x = _f64(x)
     c = _f64(cos)[:, None]  # [B, 1, T, r/2]
-    s = _f64(sin)[:, None]
+    s = _f64(sin)[:, None] * (-1.0 if rotation == "negative" else 1.0)
     a, b = pair_indices(rotary_dim, pairing)
     oa, ob = output_indices(rotary_dim, pairing)
     y = x.copy()
@@ -133,14 +140,16 @@ def apply(q, k, position_ids, params: RopeParams) -> tuple[np.ndarray, np.ndarra
                              f"for {name} {list(x.shape)}, got {list(pid.shape)}")
     c, s = cos_sin(position_ids, params)
     r = params.pair_dim
-    return (apply_with_cos_sin(q, c, s, r, params.pairing), apply_with_cos_sin(k, c, s, r, params.pairing))
+    return (apply_with_cos_sin(q, c, s, r, params.pairing, params.rotation),
+            apply_with_cos_sin(k, c, s, r, params.pairing, params.rotation))
 
 
 def apply_complex(x, position_ids, params: RopeParams) -> np.ndarray:
     """Second, independent formulation: pairs as complex numbers times ``e^{j phi}``.
 
     Interleaved: ``z_i = x_{2i} + j x_{2i+1}`` (Meta ``llama/model.py::apply_rotary_emb``);
-    half: ``z_i = x_i + j x_{i+r/2}``.  Used only to cross-check :func:`apply` in tests.
+    half: ``z_i = x_i + j x_{i+r/2}``; rotation negative multiplies by ``e^{-j phi}`` instead
+    (ROPE-ROTATION-NEGATIVE).  Used only to cross-check :func:`apply` in tests.
     """
     x = _f64(x)
     if params.rope_type != "default":
@@ -150,7 +159,7 @@ def apply_complex(x, position_ids, params: RopeParams) -> np.ndarray:
     oa, ob = output_indices(r, params.pairing)
     w = params.rope_theta ** (-np.arange(0, r, 2, dtype=np.float64) / r)
     af = 1.0 if params.attention_factor is None else params.attention_factor
-    rot = af * np.exp(1j * np.multiply.outer(np.asarray(position_ids, dtype=np.float64), w))
+    rot = af * np.exp(params.sin_sign * 1j * np.multiply.outer(np.asarray(position_ids, dtype=np.float64), w))
     z = (x[..., a] + 1j * x[..., b]) * rot[:, None]
     y = x.copy()
     y[..., oa], y[..., ob] = z.real, z.imag

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -52,6 +53,8 @@ class ModelRule:
 
     source: str
     pairing: str = "half"
+    #: the direction the pairs turn (ROPE-ROTATION-NEGATIVE: NanoChat's -phi), probed with the pairing
+    rotation: str = "positive"
     theta_default: Optional[float] = None
     theta_provenance: str = ""
     theta_keys: tuple[str, ...] = ("rope_theta",)
@@ -294,6 +297,9 @@ class RopeImport:
         if {(p.head_dim, p.rotary_dim, p.pairing) for p in present}.__len__() > 1:
             raise SpecError(f"{self.model_type}: the layer types' sets differ in head width, rotary width or pairing "
                             f"(LayerRopeParams shares them)")
+        if any(p.rotation != "positive" for p in present):
+            raise SpecError(f"{self.model_type}: pairs that turn by -phi (ROPE-ROTATION-NEGATIVE): LayerRopeParams "
+                            f"rotates by +phi only")
         for name, p, allowed in (("full_attention", full, ("default", "linear")), ("sliding_attention", sliding,
                                                                                     ("default",))):
             if p is not None and (p.rope_type not in allowed or p.rotary_dim not in (None, p.head_dim)
@@ -313,7 +319,9 @@ class RopeImport:
         out: dict[str, Any] = {"model_type": self.model_type, "rule": self.source}
         if self.where:
             out["read_from"] = self.where
-        out["sets"] = {k: None if v is None else v.model_dump(mode="json", exclude_none=True)
+        # the rotation is written out where it is not the standard +phi (ROPE-ROTATION-NEGATIVE)
+        out["sets"] = {k: None if v is None else {f: x for f, x in v.model_dump(mode="json", exclude_none=True).items()
+                                                  if (f, x) != ("rotation", "positive")}
                        for k, v in self.sets.items()}
         if self.layer_types is not None:
             out["layers"] = {k: self.layers(k) for k in self.sets}
@@ -354,7 +362,7 @@ def _table_rule(model_type: str, row: dict) -> ModelRule:
     theta = _default_theta(row)
     return ModelRule(source=f"transformers {hf_table_version()} {row['config_class']} "
                      f"({row.get('rotary_class', 'no rotary module')}; spec/registry/{HF_TABLE_PATH.name})",
-                     pairing=row.get("pairing") or "", theta_default=theta,
+                     pairing=row.get("pairing") or "", rotation=row.get("rotation", "positive"), theta_default=theta,
                      theta_provenance=f"{row['config_class']} default rope_theta",
                      pairing_flag=(flag["key"], bool(row.get("defaults", {}).get(flag["key"], True)), flag["true"],
                                    flag["false"]) if flag else None)
@@ -876,6 +884,8 @@ def _rope_set(config: dict, rope: dict, rule: ModelRule, model_type: str, where:
     pairing = _pairing(config, rule)
     values: dict[str, Any] = {"head_dim": head_dim, "rotary_dim": None if rotary_dim == head_dim else rotary_dim,
                               "rope_theta": float(theta), "pairing": pairing, "rope_type": rope_type}
+    if rule.rotation != "positive":
+        values["rotation"] = rule.rotation
     required, optional = ROPE_TYPE_FIELDS[rope_type]
     for k, v in rope.items():
         if v is not None:
@@ -916,6 +926,8 @@ def _pairing_provenance(config: dict, rule: ModelRule, row: Optional[dict], mode
         provenance["pairing"] = "; ".join(row.get("pairing_evidence", []))
     else:
         provenance["pairing"] = f"assumed half: model_type {model_type!r} is not a transformers model type"
+    if rule.rotation != "positive":  # probed together with the pairing (ROPE-ROTATION-NEGATIVE)
+        provenance["rotation"] = f"{rule.rotation}: " + "; ".join((row or {}).get("pairing_evidence", []))
 
 
 def _rule_provenance(config: dict, rope: dict, rule: ModelRule, key: str, provenance: dict) -> None:
@@ -1155,6 +1167,42 @@ def rule_is_memory(row: dict) -> bool:
     return str((row.get("axial") or {}).get("head_width", "")).startswith("memory_attention")
 
 
+def is_centred(row: Optional[dict]) -> bool:
+    """Whether an axial row's rotary module takes pixel values and centred patch coordinates
+    (AXIAL-COORDINATES-CENTRED: EoMT-DINOv3), its grid image_size // patch_size per axis."""
+    return ((row or {}).get("axial") or {}).get("coordinates") == "centred"
+
+
+def axial_provenance(config: Union[dict, str, Path]) -> dict[str, str]:
+    """What :func:`axial_params_from_hf_config` derived beyond the config's keys, by field: the grid
+    of a module that tabulates its own patches (Llama 4 vision's ``positions``; a centred row's
+    ``grid_size`` from image_size // patch_size, which the model recomputes from each image).
+    Empty for the other axial rows."""
+    config = read_config(config)
+    row = table_row(config) or {}
+    probed = row.get("axial") or {}
+    where = row.get("where") or ""
+    cfg = config.get(where, {}) if where else config
+    defaults = row.get("defaults") or {}
+    out = {}
+    grid = probed.get("grid")
+    if grid is not None:
+        out["positions"] = (f"the rotary module tabulates its own square patch grid, row by row: patch (row, column) "
+                            f"+ {grid['offset']}, the class token {grid['class_token'] or 'absent'}"
+                            f"{' at (0, 0)' if grid['class_token'] else ''}")
+    if is_centred(row):
+        size, patch = (cfg.get(k) if cfg.get(k) is not None else defaults.get(k) for k in ("image_size", "patch_size"))
+        said = [k for k in ("image_size", "patch_size") if cfg.get(k) is None]
+        out["grid_size"] = (f"image_size // patch_size = {size} // {patch} per axis"
+                            + (f" ({', '.join(said)}: {row.get('config_class', 'the config class')} default)"
+                               if said else "")
+                            + ": the grid of a square image_size image; the model recomputes it from each image "
+                              "(height // patch_size, width // patch_size)")
+        out["coordinates"] = (f"centred, probed: {row.get('axial_evidence', row.get('rotary_class', ''))}; its prefix "
+                              f"tokens (class, registers) are not rotated")
+    return out
+
+
 @_named_errors
 def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopeParams:
     """``AxialRopeParams`` for a vision encoder's ``config.json`` whose ``rope_type`` is ``axial``.
@@ -1163,7 +1211,9 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
     model-type table records for it (probed from its transformers 5.24 rotary module and apply
     function against the reference: ``posenc config survey``); ``rope_theta`` and the head-width
     keys are read from the config (``vision_config`` where the table says so), a missing key from
-    the config class's default.  Raises :class:`SpecError` naming the field.
+    the config class's default.  A row probed with centred coordinates (a rotary module that takes
+    pixel values: EoMT-DINOv3) gives ``coordinates="centred"`` and ``grid_size`` image_size //
+    patch_size per axis (:func:`axial_provenance`).  Raises :class:`SpecError` naming the field.
     """
     config = read_config(config)
     model_type = config.get("model_type")
@@ -1186,8 +1236,10 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
     rope, key = _rope_dict(cfg)
     if not rope:  # the class default, its rope_theta below a top-level one
         rope = {k: v for k, v in (defaults.get("rope_parameters") or {}).items() if k != "rope_theta"}
-    # a module that tabulates its own grid (Llama 4 vision) is configured with its class's rope_type
-    own = (defaults.get("rope_parameters") or {}).get("rope_type", "default") if row["axial"].get("grid") else "axial"
+    # a module that tabulates its own grid (Llama 4 vision) or takes pixel values (EoMT-DINOv3) is
+    # configured with its class's rope_type
+    own = ((defaults.get("rope_parameters") or {}).get("rope_type", "default")
+           if row["axial"].get("grid") or is_centred(row) else "axial")
     rope_type = rope.get("rope_type", rope.get("type", own))
     if rope_type != own:
         raise SpecError(f"config.json: {prefix}{key}.rope_type: {rope_type!r}: {model_type}'s vision "
@@ -1216,7 +1268,8 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
     rule = probed["head_width"]
     head = axial_head_width(get, rule)
     grid = probed.get("grid")
-    if grid is not None:  # the module tabulates image_size // patch_size squared patches itself
+    centred = is_centred(row)
+    if grid is not None or centred:  # the module tabulates image_size // patch_size squared patches itself
         for k in ("image_size", "patch_size"):
             v = get(k)
             if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
@@ -1225,7 +1278,8 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
         if get("image_size") < get("patch_size"):
             raise SpecError(f"config.json: {prefix}image_size: {get('image_size')} is smaller than patch_size "
                             f"{get('patch_size')}: the patch grid is empty")
-    explicit = None if grid is not None else cfg.get("head_dim")  # the table's width is the rule's alone
+    # the table's width is the rule's alone (the module and the attention take hidden_size // heads)
+    explicit = None if grid is not None or centred else cfg.get("head_dim")
     if rule in AXIAL_READS_HEAD_DIM and explicit is not None:
         # compute_axial_rope_parameters: getattr(config, "head_dim", None) or <the rule>
         if not (isinstance(explicit, int) and not isinstance(explicit, bool) and explicit > 0):
@@ -1250,11 +1304,20 @@ def axial_params_from_hf_config(config: Union[dict, str, Path]) -> AxialRopePara
         raise SpecError(f"config.json: {prefix}head_dim: {model_type}'s head width {head} is not a multiple of "
                         f"4: its two axes would rotate {head // 2} dims each (odd), which transformers' "
                         f"{model_type} module does not compute consistently and AXIAL-* does not define")
+    if centred and math.ceil(1 / (4 / head)) != head // 4:
+        # EomtDinov3RotaryEmbedding's arange(0, 1, 4 / head_dim) has ceil(1 / (4 / head_dim)) entries
+        # (torch's length rule, in double): one too many at 196, 392, 412, ... its apply cannot broadcast
+        raise SpecError(f"config.json: {prefix}head_dim: {model_type}'s head width {head}: its rotary module's "
+                        f"arange(0, 1, 4 / {head}) gives {math.ceil(1 / (4 / head))} frequencies per axis, not "
+                        f"{head // 4}, and its apply_rotary_pos_emb cannot run (a transformers defect at this width)")
+    # centred (AXIAL-COORDINATES-CENTRED): the grid of a square image_size image; the model itself
+    # recomputes it from each image's height and width (axial_provenance says so)
+    coords = {"coordinates": "centred", "grid_size": (get("image_size") // get("patch_size"),) * A} if centred else {}
     try:
         return AxialRopeParams(head_dim=head, rope_theta=float(theta), num_axes=probed["num_axes"],
                                frequencies=probed["frequencies"], layout=probed["layout"],
                                axis_order=None if probed["axis_order"] == list(range(probed["num_axes"]))
-                               else tuple(probed["axis_order"]))
+                               else tuple(probed["axis_order"]), **coords)
     except ValidationError as e:
         msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'axial'}: {_msg(err)}" for err in e.errors())
         raise SpecError(f"config.json ({model_type}, axial): {msgs}") from None

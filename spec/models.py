@@ -70,6 +70,10 @@ class RopeParams(_Strict):
 
     ``rotary_dim`` defaults to ``head_dim`` (no partial rotary); for ``proportional`` it is the
     rotated share of a head whose pairs still span ``head_dim`` (SCALE-PROPORTIONAL).
+    ``rotation``: ``positive`` turns every pair by +phi (ROPE-PAIR-*); ``negative`` by -phi
+    (ROPE-ROTATION-NEGATIVE: NanoChat's ``rotate_half`` returns ``cat(x2, -x1)``); the cos/sin
+    tables are the same either way, only the rotations (``rope.apply``, ``rope.apply_with_cos_sin``)
+    differ.
     ``attention_factor``: an explicit factor multiplying cos and sin; ``None`` means the
     rope_type's own rule (1 for default, linear, dynamic, llama3, proportional; SCALE-YARN-
     ATTENTION-FACTOR; SCALE-LONGROPE-ATTENTION-FACTOR).  The scaling fields follow HF's
@@ -80,6 +84,9 @@ class RopeParams(_Strict):
     rotary_dim: Optional[int] = Field(None, gt=0)
     rope_theta: float = Field(10000.0, gt=0)
     pairing: Literal["half", "interleaved", "deinterleave"] = "half"
+    rotation: Literal["positive", "negative"] = Field(
+        "positive", description="the direction every pair turns: +phi (ROPE-PAIR-*) or -phi "
+                                "(ROPE-ROTATION-NEGATIVE, NanoChat)")
     rope_type: RopeType = "default"
     attention_factor: Optional[float] = Field(None, gt=0)
     factor: Optional[float] = Field(None, gt=0)
@@ -145,6 +152,12 @@ class RopeParams(_Strict):
     def pair_dim(self) -> int:
         """The width the pairs span: ``head_dim`` for proportional rope, else :attr:`rdim`."""
         return self.head_dim if self.rope_type == "proportional" else self.rdim
+
+    @property
+    def sin_sign(self) -> int:
+        """``+1`` for ``rotation`` positive, ``-1`` for negative: a rotation by -phi is the
+        rotation by +phi with sin negated (ROPE-ROTATION-NEGATIVE)."""
+        return -1 if self.rotation == "negative" else 1
 
 
 SinusoidVariant = Literal["vaswani", "t2t", "fairseq", "whisper"]
@@ -457,7 +470,11 @@ class AxialRopeParams(_Strict):
     over the axes' angles taken in turn); ``axis_order`` the order the axes' angles are laid out
     (AXIAL-AXIS-ORDER: ``(0, 1)`` height first, ``(1, 0)`` width first).  Dims ``>= num_axes *
     axis_dim`` pass through (AXIAL-PARTIAL).  No attention factor (transformers' axial rule has
-    none).
+    none).  ``coordinates``: ``index`` multiplies each frequency by the patch index itself;
+    ``centred`` (AXIAL-COORDINATES-CENTRED, DINOv3 / EoMT-DINOv3) by ``2 pi c`` with ``c = (2 i +
+    1) / grid_size[a] - 1``, the patch centre normalised to (-1, 1): position_ids stay the integer
+    patch indices, each in ``[0, grid_size[a])``; ``grid_size`` (patches per axis) is required
+    there and refused with ``index``.
     """
 
     head_dim: int = Field(gt=0)
@@ -468,6 +485,11 @@ class AxialRopeParams(_Strict):
     frequencies: Literal["shared", "alternating"] = "shared"
     layout: AxialLayout = "split"
     axis_order: Optional[tuple[int, ...]] = Field(None, description="None means (0, 1[, 2])")
+    coordinates: Literal["index", "centred"] = Field(
+        "index", description="index: angle = position * f; centred: angle = 2 pi c f, c = (2 i + 1) / "
+                             "grid_size[a] - 1 (AXIAL-COORDINATES-CENTRED)")
+    grid_size: Optional[tuple[int, ...]] = Field(None, description="patches per axis, one per axis; required "
+                                                                   "with coordinates centred, refused otherwise")
 
     @model_validator(mode="after")
     def _check(self) -> "AxialRopeParams":
@@ -480,6 +502,18 @@ class AxialRopeParams(_Strict):
             raise ValueError(f"num_axes * axis_dim = {self.num_axes * ad} exceeds head_dim {self.head_dim}")
         if sorted(self.order) != list(range(self.num_axes)):
             raise ValueError(f"axis_order {list(self.order)} must be a permutation of 0 .. {self.num_axes - 1}")
+        if self.coordinates == "centred":
+            if self.grid_size is None:
+                raise ValueError("coordinates 'centred' needs grid_size, the patches per axis "
+                                 "(AXIAL-COORDINATES-CENTRED: c = (2 i + 1) / grid_size[a] - 1)")
+            if len(self.grid_size) != self.num_axes:
+                raise ValueError(f"grid_size {list(self.grid_size)} must give one size per axis "
+                                 f"(num_axes {self.num_axes})")
+            if any(n <= 0 for n in self.grid_size):
+                raise ValueError(f"grid_size {list(self.grid_size)}: every axis needs at least one patch (> 0)")
+        elif self.grid_size is not None:
+            raise ValueError(f"grid_size {list(self.grid_size)} is read only with coordinates 'centred' "
+                             f"(AXIAL-COORDINATES-CENTRED); coordinates 'index' takes the positions as they are")
         return self
 
     @property

@@ -15,6 +15,7 @@ from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchMRope, Torc
 class _SwappedRope(TorchRope):
     def apply(self, q, k, position_ids):
         c, s = self._cos_sin(position_ids)
+        s = s * self.p.sin_sign  # the declared rotation kept (ROPE-ROTATION-NEGATIVE): only the pairing is wrong
         other = "interleaved" if self.p.pairing == "half" else "half"
         return rotate(q, c, s, self.p.rdim, other), rotate(k, c, s, self.p.rdim, other)
 
@@ -86,6 +87,7 @@ class _KSideRope(TorchRope):
     def apply(self, q, k, position_ids):
         c, s = self._cos_sin(position_ids)
         r, pr = self.p.pair_dim, self.p.pairing
+        s = s * self.p.sin_sign  # q turns the declared way (ROPE-ROTATION-NEGATIVE)
         yk = rotate(k, c, -s, r, pr) if self.backwards else k
         return rotate(q, c, s, r, pr), yk
 

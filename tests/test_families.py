@@ -205,6 +205,7 @@ def test_mutant_adapter_names_an_unknown_divergence():
 @pytest.mark.parametrize("divergence, case", [
     ("DIV-ROPE-PAIRING-SWAPPED", "rope-llama4-interleaved"), ("DIV-LEARNED-OPT-NO-OFFSET", "opt-125m-rows"),
     ("DIV-ALIBI-SLOPES-NON-POW2", "alibi-slopes-6"), ("DIV-T5-REL-SIGN", "t5-base-bias-decoder-prefill"),
+    ("DIV-AXIAL-CORNER-COORDINATES", "axial-eomt-dinov3-grid-3x5"),
 ])
 def test_mutant_adapters_of_kit_divergences_fail_named(run_suite, tmp_path, divergence, case):
     """The generated mutant adapter of a real divergence fails its golden with that divergence named."""

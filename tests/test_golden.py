@@ -316,7 +316,9 @@ def test_generated_ids_in_range():
 
 def test_committed_goldens_are_small():
     total = sum(p.stat().st_size for p in GDIR.iterdir() if p.is_file())
-    assert total < 8_000_000, f"committed goldens take {total} bytes (limit 8 MB; 5.5 MB at spec 0.4.0, 199 cases)"
+    # a budget for the repository, raised once: 5.5 MB at 199 cases, 8.3 MB at 278 (ROPE-ROTATION-NEGATIVE and
+    # AXIAL-COORDINATES-CENTRED cases added, their largest inputs already halved)
+    assert total < 9_000_000, f"committed goldens take {total} bytes (limit 9 MB; 8.3 MB at spec 0.4.0, 278 cases)"
 
 
 def test_npz_members_need_no_pickle():

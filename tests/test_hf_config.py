@@ -131,6 +131,26 @@ def test_cli_prints_the_params(tmp_path, capsys):
     assert cli.main(["config", "import", str(tmp_path / "unknown.json")]) == 2
 
 
+def test_nanochat_imports_the_rotation_by_minus_phi(tmp_path, capsys):
+    """NanoChat's apply turns pairs by -phi (its rotate_half is cat(x2, -x1)): the survey probes the
+    rotation with the pairing and the import says where it came from (ROPE-ROTATION-NEGATIVE); a
+    published d20-shaped config (1280 / 10 heads) gives NanoChat's registry heads."""
+    from posenc.conformance import cli
+    from posenc.spec.registry import model_params
+    d = {"model_type": "nanochat", "hidden_size": 1280, "num_attention_heads": 10, "num_key_value_heads": 10,
+         "max_position_embeddings": 2048, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+    p = imp(d)
+    assert p == model_params("nanochat-d20")
+    assert (p.rotation, p.pairing, p.head_dim) == ("negative", "half", 128)
+    (tmp_path / "config.json").write_text(json.dumps(d))
+    assert cli.main(["config", "import", str(tmp_path / "config.json")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sets"]["all_layers"]["rotation"] == "negative"
+    assert "ROPE-ROTATION-NEGATIVE" in out["provenance"]["rotation"]
+    # every other model type keeps the standard direction (it is not written out)
+    assert imp({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 2}).rotation == "positive"
+
+
 @pytest.mark.parametrize("flag, pairing", [(None, "deinterleave"), (True, "deinterleave"), (False, "half")])
 def test_deepseek_v3_rope_interleave_decides_the_pairing(flag, pairing):
     """DeepseekV3Config.rope_interleave (default true) selects apply_rotary_pos_emb_interleave

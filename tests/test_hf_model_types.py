@@ -98,6 +98,8 @@ def _perturbed(mt: str):
                                                                for s in sets if s)) % 2 == 0)
     elif len(width) == 2 and isinstance(d.get(width[1]), int) and d[width[1]] % 2 == 0:
         over[width[1]] = d[width[1]] // 2
+    if (row.get("axial") or {}).get("coordinates") == "centred":  # the grid too: image_size // patch_size
+        over["image_size"], over["patch_size"] = d["image_size"] // 2 + 7, d["patch_size"] - 2
     return over
 
 
@@ -162,7 +164,7 @@ def test_a_multimodal_config_reads_its_text_config():
     ({"model_type": "gemma3_text", "layer_types": "full_attention"}, "layer_types: expected a list"),
     ({"model_type": "gemma3_text", "rope_parameters": {"full_attention": 5, "sliding_attention": None}},
      "rope_parameters.full_attention: expected an object"),
-    ({"model_type": "nanochat"}, "pairing unknown"),
+    ({"model_type": "musicflamingo"}, "musicflamingo.: pairing unknown .*no apply_rotary_pos_emb"),
     ({"model_type": 7}, "model_type: expected a string"),
     ({"model_type": "my_new_model", "hidden_size": 64, "num_attention_heads": 2}, "carries no rope_parameters"),
 ])
@@ -294,6 +296,65 @@ def test_a_vision_rotary_module_that_tabulates_its_own_grid_is_probed_with_its_p
     from posenc.conformance.cli import main
     assert main(["config", "import", str(path)]) == 0
     assert "(row, column) + 1, the class token last at (0, 0)" in json.loads(capsys.readouterr().out)["axial"]["positions"]
+
+
+def test_a_vision_rotary_module_that_takes_pixel_values_is_probed_with_centred_coordinates(monkeypatch):
+    """EoMT-DINOv3: its rotary module's forward takes pixel values and computes the patch centres of
+    the image's grid itself. The survey finds AXIAL-SPLIT, height first, with centred coordinates
+    (AXIAL-COORDINATES-CENTRED); the import gives grid_size image_size // patch_size; the check runs
+    the module at the imported grid and at non-square ones, with the model's prefix tokens, on the
+    default config and on others; a wrong import, or a module with another coordinate rule, fails."""
+    import numpy as np
+    import torch
+    from transformers import EomtDinov3Config
+    from transformers.models.eomt_dinov3 import modeling_eomt_dinov3 as m
+    row = ROWS["eomt_dinov3"]
+    assert row["axial"] == {"head_width": "hidden_size / num_attention_heads", "num_axes": 2, "frequencies": "shared",
+                            "layout": "split", "axis_order": [0, 1], "coordinates": "centred"}
+    assert (row["defaults"]["image_size"], row["defaults"]["patch_size"]) == (640, 16) and "eomt_dinov3" not in EXCEPTIONS
+    assert hf_models.agreement("eomt_dinov3") == ("agrees", row["rotary_class"])
+    over = {"hidden_size": 768, "num_attention_heads": 12, "image_size": 500, "patch_size": 14,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 321.0}}
+    p = params_from_hf_config({"model_type": "eomt_dinov3", **over})["axial"]
+    assert (p.head_dim, p.rope_theta, p.grid_size, p.coordinates, p.layout) == (64, 321.0, (35, 35), "centred", "split")
+    assert hf_models.agreement("eomt_dinov3", config=over)[0] == "agrees"
+    cfg = EomtDinov3Config(**over)
+    rotary = hf_models.rotary_modules(m, cfg)[0][1]
+    assert hf_models.takes_pixel_values(rotary)
+    assert not hf_models.takes_pixel_values(hf_models.rotary_modules(
+        __import__("transformers.models.llama.modeling_llama", fromlist=["x"]), __import__(
+            "transformers").LlamaConfig())[0][1])
+    assert hf_models.compare_axial_pixels(m, rotary, p, cfg) == []
+    # the check can fail: another theta, the axes exchanged, another grid, index coordinates
+    for wrong, said in (({"rope_theta": 320.0}, "inv_freq"), ({"axis_order": (1, 0)}, "at grid 3 x 5 from patch 0 on"),
+                        ({"grid_size": (36, 36)}, "grid_size [36, 36] imported, image_size // patch_size is 35"),
+                        ({"coordinates": "index", "grid_size": None}, "coordinates index")):
+        problems = hf_models.compare_axial_pixels(m, rotary, p.model_copy(update=wrong), cfg)
+        assert problems and said in "; ".join(problems), (wrong, problems)
+    # the probe is the survey's: on the module it finds the table's row ...
+    name = row["rotary_class"].rsplit(".", 1)[1]
+    assert hf_models.axial_pixel_probe(m, cfg, name, rotary) == (row["axial"], row["axial_evidence"])
+
+    # ... and nothing on a module whose patch coordinates are the corners, or whose apply rotates the prefix
+    def corners(n_h, n_w, dtype, device):
+        h, w = torch.arange(n_h, dtype=dtype) / n_h, torch.arange(n_w, dtype=dtype) / n_w
+        return 2.0 * torch.stack(torch.meshgrid(h, w, indexing="ij"), dim=-1).flatten(0, 1) - 1.0
+    with monkeypatch.context() as mp:
+        mp.setattr(m, "get_patches_center_coordinates", corners)
+        found, why = hf_models.axial_pixel_probe(m, cfg, name, rotary)
+        assert found is None and "no axial layout and coordinate rule of the reference matches" in why
+        assert "at grid 3 x 5 from patch 0 on" in "; ".join(hf_models.compare_axial_pixels(m, rotary, p, cfg))
+
+    def rotate_all(q, k, cos, sin, **kw):
+        cos, sin = (torch.cat([torch.ones_like(t[:2]), t]) for t in (cos, sin))
+        return q * cos + m.rotate_half(q) * sin, k * cos + m.rotate_half(k) * sin
+    rotate_all.__module__ = m.__name__  # the model's own function, as the probe requires
+    with monkeypatch.context() as mp:
+        mp.setattr(m, "apply_rotary_pos_emb", rotate_all)
+        found, why = hf_models.axial_pixel_probe(m, cfg, name, rotary)
+        assert found is None and "changes the 2 prefix tokens" in why
+    assert np.isfinite(hf_models.pixel_grid_call(m, rotary, torch.zeros(2 + 6, 64), (2, 3), 14, 2)).all()
+    assert rotary.training  # the calls ran it in eval mode and gave it back as it was
 
 
 @pytest.mark.parametrize("mt", sorted(mt for mt, r in ROWS.items() if (r.get("head_dim_rule") or {}).get("source")

@@ -146,6 +146,24 @@ def test_sin_sign_flipped_on_apply():
     assert "wrong sign" in _one(infer(g, _cast(out), "float32"))
 
 
+@pytest.mark.parametrize("case", ["rope-nanochat-d20", "rope-rotation-negative-interleaved-partial",
+                                  "rope-apply-cos-sin-negative-half"])
+def test_a_standard_rotation_where_negative_is_specified(case):
+    """An implementation that ignores ROPE-ROTATION-NEGATIVE (a NanoChat port with the common
+    rotate_half): named as the other direction, +phi where -phi is specified."""
+    g, positive = _with(case, rotation="positive")
+    s = _one(_infer(case, params=positive))
+    assert "wrong sign" in s and "+φ where -φ is specified" in s, s
+
+
+def test_a_negative_rotation_with_its_positions_off():
+    """The position models read the table's angles, not the rotation's: -phi at positions + 1 is
+    "+1 on every token", not a sign or frequency story."""
+    g = load_golden("rope-nanochat-d20")
+    s = _one(_infer("rope-nanochat-d20", inputs={**g.inputs, "position_ids": g.inputs["position_ids"] + 1}))
+    assert "+1 on every token" in s, s
+
+
 def test_estimators_recover_positions_and_frequencies():
     w = 500000.0 ** (-np.arange(0, 128, 2) / 128)
     pid = np.array([0, 1, 7, 4095, 65536, 131071], float)

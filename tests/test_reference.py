@@ -181,6 +181,7 @@ def rope_problems(draw):
         rotary_dim=draw(st.sampled_from([None, rotary_dim])) if head_dim == rotary_dim else rotary_dim,
         rope_theta=draw(st.sampled_from([10000.0, 500000.0, 1e6, 123.5])),
         pairing=draw(st.sampled_from(["half", "interleaved", "deinterleave"])),
+        rotation=draw(st.sampled_from(["positive", "negative"])),
         attention_factor=draw(st.sampled_from([1.0, 1.25, 0.7, 1.1902380714238083])),
     )
     B, H, T = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 6))
@@ -209,6 +210,45 @@ def test_rope_apply_matches_complex_formulation(problem):
     np.testing.assert_array_equal(y[..., r:], x[..., r:])  # ROPE-PARTIAL: bit-identical tail
     # pair norms scale by exactly the attention factor (up to rounding)
     np.testing.assert_allclose(np.hypot(y[..., oa], y[..., ob]), norm, rtol=8 * EPS64, atol=1e-300)
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved", "deinterleave"])
+def test_rotation_negative_by_hand(pairing):
+    """ROPE-ROTATION-NEGATIVE's figure and its general form, written out here: with the pair (a, b)
+    of frequency i written to (a', b'), y_a' = x_a cos + x_b sin, y_b' = x_b cos - x_a sin."""
+    p = RopeParams(head_dim=4, rope_theta=10000.0, pairing=pairing, rotation="negative")
+    e0 = np.zeros((1, 1, 1, 4))
+    e0[..., 0] = 1.0
+    y = rope.apply(e0, e0, np.array([[1]]), p)[0].ravel()
+    c1, s1 = np.cos(1.0), np.sin(1.0)
+    # e_0 is the first member of pair 0 in every layout; its second member sits at 2 (half, the
+    # de-interleaved output) or 1 (interleaved)
+    want = [c1, 0, -s1, 0] if pairing != "interleaved" else [c1, -s1, 0, 0]
+    np.testing.assert_allclose(y, want, atol=1e-15)
+    if pairing == "half":
+        np.testing.assert_allclose(y, [0.540302, 0, -0.841471, 0], atol=5e-7)  # the clause's figure
+    x = np.array([1.0, 2.0, 3.0, 4.0]).reshape(1, 1, 1, 4)
+    yx = rope.apply(x, x, np.array([[5]]), p)[0].ravel()
+    w = np.array([1.0, 0.01])  # 10000 ** (-2i / 4)
+    c, s = np.cos(5 * w), np.sin(5 * w)
+    if pairing == "half":  # pairs (0, 2), (1, 3)
+        want = [1 * c[0] + 3 * s[0], 2 * c[1] + 4 * s[1], 3 * c[0] - 1 * s[0], 4 * c[1] - 2 * s[1]]
+    elif pairing == "interleaved":  # pairs (0, 1), (2, 3)
+        want = [1 * c[0] + 2 * s[0], 2 * c[0] - 1 * s[0], 3 * c[1] + 4 * s[1], 4 * c[1] - 3 * s[1]]
+    else:  # pairs (0, 1), (2, 3) in, written (0, 2), (1, 3)
+        want = [1 * c[0] + 2 * s[0], 3 * c[1] + 4 * s[1], 2 * c[0] - 1 * s[0], 4 * c[1] - 3 * s[1]]
+    np.testing.assert_allclose(yx, want, atol=1e-14)
+    # the other direction is a different encoding, and the tables are the same for both
+    assert not np.allclose(yx, rope.apply(x, x, np.array([[5]]), p.model_copy(update={"rotation": "positive"}))[0].ravel())
+    for got, ref in zip(rope.cos_sin(np.array([[5]]), p), rope.cos_sin(np.array([[5]]), p.model_copy(update={"rotation": "positive"}))):
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_rotation_rejects_an_unknown_direction():
+    with pytest.raises(ValueError, match="ROPE-ROTATION-NEGATIVE: unknown rotation 'clockwise'"):
+        rope.apply_with_cos_sin(np.zeros((1, 1, 1, 4)), np.ones((1, 1, 2)), np.zeros((1, 1, 2)), 4, "half", "clockwise")
+    with pytest.raises(ValueError):
+        RopeParams(head_dim=4, rotation="clockwise")
 
 
 def test_complex_formulation_is_not_trivially_equal():
@@ -492,6 +532,24 @@ def test_hf_llama_rotary_embedding_float32_angles():
         assert np.all(np.abs(got[..., :64] - ref) <= bound)
         assert np.all(np.abs(got[..., 64:] - ref) <= bound)
     np.testing.assert_allclose(emb.inv_freq.numpy(), rope.inv_freq(p)[0], rtol=16 * EPS32)
+
+
+def test_hf_nanochat_apply_float64_matches_rotation_negative():
+    """transformers' NanoChat ``apply_rotary_pos_emb`` (its own ``rotate_half``, ``cat(x2, -x1)``) in
+    float64 on the reference's cos/sin: the reference with rotation negative, and not positive."""
+    from transformers.models.nanochat.modeling_nanochat import apply_rotary_pos_emb
+
+    rng = np.random.default_rng(11)
+    p = RopeParams(head_dim=64, rope_theta=10000.0, rotation="negative")
+    q, k = rng.uniform(-2, 2, (2, 3, 5, 64)), rng.uniform(-2, 2, (2, 1, 5, 64))
+    pos = rng.integers(0, 4096, (2, 5))
+    c, s = rope.cos_sin(pos, p)
+    cf, sf = (torch.from_numpy(np.concatenate([t, t], -1)) for t in (c, s))
+    hq, hk = (t.numpy() for t in apply_rotary_pos_emb(torch.from_numpy(q), torch.from_numpy(k), cf, sf))
+    yq, yk = rope.apply(q, k, pos, p)
+    np.testing.assert_allclose(yq, hq, rtol=0, atol=32 * EPS64)
+    np.testing.assert_allclose(yk, hk, rtol=0, atol=32 * EPS64)
+    assert not np.allclose(rope.apply(q, k, pos, p.model_copy(update={"rotation": "positive"}))[0], hq, atol=1e-3)
 
 
 @pytest.mark.parametrize("rotary_dim", [None, 24])

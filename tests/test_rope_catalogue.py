@@ -26,7 +26,7 @@ NEW = ["DIV-ROPE-DECODE-OFF-BY-ONE", "DIV-ROPE-POSITIONS-OFF-BY-ONE", "DIV-ROPE-
        "DIV-ROPE-SIN-SIGN-FLIPPED", "DIV-ROPE-SIN-DROPPED", "DIV-ROPE-THETA-DEFAULT",
        "DIV-ROPE-PARTIAL-SPLIT-HEAD-DIM", "DIV-ROPE-F16-ANGLES", "DIV-ROPE-F16-INV-FREQ",
        "DIV-ROPE-F16-POSITIONS", "DIV-ROPE-F16-COS-SIN", "DIV-ROPE-BF16-ANGLE-ROUNDED",
-       "DIV-ROPE-BF16-ANGLE-PRODUCT"]
+       "DIV-ROPE-BF16-ANGLE-PRODUCT", "DIV-ROPE-POSITION-OFFSET-ROUNDED"]
 PAIRS = [(d, dt) for d in NEW for dt in SPEC.divergences[d].dtypes]
 
 P = RopeParams(head_dim=8, rope_theta=10000.0)
@@ -150,6 +150,40 @@ def test_sin_sign_flipped_is_the_transposed_rotation():
         assert_same(out, ref_apply(q, k, -pid, p))
     cs = mut("DIV-ROPE-SIN-SIGN-FLIPPED", "rope.cos_sin", P, {"position_ids": np.array([[3]])})
     np.testing.assert_allclose(cs["sin"], -ref_cos_sin([[3]])["sin"], atol=1e-15)
+
+
+def test_sin_sign_flipped_against_a_negative_rotation_is_the_positive_one():
+    """Where ROPE-ROTATION-NEGATIVE specifies -phi, the flipped sign is the standard rotation (a
+    NanoChat port that imports the common rotate_half)."""
+    neg = P.model_copy(update={"rotation": "negative"})
+    for p in (neg, P_INTER.model_copy(update={"rotation": "negative"})):
+        q, k = qk(2, 3)
+        pid = np.array([[0, 5, 77], [2, 1, 4096]])
+        out = mut("DIV-ROPE-SIN-SIGN-FLIPPED", "rope.apply", p, {"q": q, "k": k, "position_ids": pid})
+        assert_same(out, ref_apply(q, k, pid, p.model_copy(update={"rotation": "positive"})))
+        assert not np.allclose(out["q"], ref_apply(q, k, pid, p)["q"])
+        c, s = rope.cos_sin(pid, p)
+        out = mut("DIV-ROPE-SIN-SIGN-FLIPPED", "rope.apply_with_cos_sin", p, {"q": q, "k": k, "cos": c, "sin": s})
+        assert_same(out, dict(zip(("q", "k"), (rope.apply_with_cos_sin(t, c, s, 8, p.pairing, "positive") for t in (q, k)))))
+
+
+def test_position_offset_rounded_is_torch_arange_plus_an_int():
+    """The mutant is what torch computes for arange(T, dtype) + offset (rotary-embedding-torch's
+    get_seq_pos), and not each position rounded once (DIV-ROPE-BF16-POSITIONS)."""
+    import torch
+    pid = np.array([[257, 258, 259], [2049, 2050, 2051]])
+    for dtype, tdt, want in (("bfloat16", torch.bfloat16, [[256, 256, 258], [2048, 2048, 2048]]),
+                             ("float16", torch.float16, [[257, 258, 259], [2048, 2048, 2050]])):
+        built = [(torch.arange(3, dtype=tdt) + int(r[0])).double().numpy() for r in pid]
+        np.testing.assert_array_equal(built, want)  # torch itself
+        q, k = qk(2, 3)
+        out = mut("DIV-ROPE-POSITION-OFFSET-ROUNDED", "rope.apply", P_INTER, {"q": q, "k": k, "position_ids": pid},
+                  dtype)
+        assert_same(out, ref_apply(q, k, np.asarray(want), P_INTER))
+        once = mut("DIV-ROPE-BF16-POSITIONS", "rope.apply", P_INTER, {"q": q, "k": k, "position_ids": pid}, dtype)
+        if dtype == "bfloat16":
+            assert not np.allclose(out["q"], once["q"])  # 257, 258, 259 -> 256, 258, 260 there
+    assert mut("DIV-ROPE-POSITION-OFFSET-ROUNDED", "rope.apply", P, {"q": q, "k": k, "position_ids": pid}, "float32") is None
 
 
 def test_sin_dropped_scales_by_cos():

@@ -2,13 +2,17 @@
 Qwen2.5-VL vision tower (split, height first), Step 3.7 (split, width first), Pixtral (split,
 alternating frequencies), Gemma 4 vision (blocks), SAM 2 video (interleaved, height first),
 Inkling 2 (interleaved, width first), Kimi K2.5 (alternate, width first) and MiniMax-M3 (three
-axes, split, pass-through tail)."""
+axes, split, pass-through tail); centred coordinates (AXIAL-COORDINATES-CENTRED) through
+EoMT-DINOv3's rotary module, which takes pixel values and tabulates every patch of the image's
+grid itself (split, height first)."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import torch
+from transformers.models.eomt_dinov3 import modeling_eomt_dinov3 as hf_eomt
 from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4
 from transformers.models.inkling2 import modeling_inkling2 as hf_inkling2
 from transformers.models.kimi_k25 import modeling_kimi_k25 as hf_kimi
@@ -130,10 +134,83 @@ class _Axial:
         return torch.stack(qs), torch.stack(ks)
 
 
+class _CentredAxial:
+    """EoMT-DINOv3's ``EomtDinov3RotaryEmbedding`` (built from an ``EomtDinov3Config`` with the case's
+    head width as hidden_size over one head and its rope_theta; eval mode: no coordinate
+    augmentation) and its ``apply_rotary_pos_emb``.  The module's forward takes pixel values and
+    tabulates every patch of their grid (H // patch_size, W // patch_size) row by row, so a case is
+    expressible only where every batch row's positions are exactly that full grid, in that order;
+    pixel values ``[1, 3, n_h patch, n_w patch]`` in the activation dtype (the model passes them in
+    its hidden states' dtype, which its cos / sin take)."""
+
+    def __init__(self, params, dtype: torch.dtype, device):
+        layout = (params.num_axes, params.frequencies, params.layout, params.order)
+        if layout != (2, "shared", "split", (0, 1)):
+            raise Unsupported(f"transformers' centred-coordinate axial RoPE (EoMT-DINOv3's, run here; DINOv3-ViT's "
+                              f"is the same rule) is 2 axes, shared "
+                              f"frequencies, split, height first; not {params.num_axes} axes, {params.frequencies} "
+                              f"frequencies, layout {params.layout}, axis order {list(params.order)}")
+        if params.axis_dim is not None and params.axis_dim != params.head_dim // 2:
+            raise Unsupported("EoMT-DINOv3's rotary module derives the axis width from the head (axis_dim not settable)")
+        if params.head_dim % 4:
+            raise Unsupported(f"head_dim {params.head_dim} is not a multiple of 4: EomtDinov3RotaryEmbedding takes "
+                              f"arange(0, 1, 4 / head_dim) frequencies per axis, which no AXIAL-* layout matches there")
+        if math.ceil(1 / (4 / params.head_dim)) != params.head_dim // 4:  # torch's arange length rule
+            raise Unsupported(f"head_dim {params.head_dim}: EomtDinov3RotaryEmbedding's arange(0, 1, 4 / head_dim) has "
+                              f"{math.ceil(1 / (4 / params.head_dim))} entries, not head_dim / 4: its apply cannot "
+                              f"run at this width (a transformers defect)")
+        cfg = hf_eomt.EomtDinov3Config(hidden_size=params.head_dim, num_attention_heads=1,
+                                       rope_parameters={"rope_type": "default", "rope_theta": float(params.rope_theta)})
+        self.patch = cfg.patch_size
+        self.p, self.dtype, self.device = params, dtype, device
+        self.rotary = hf_eomt.EomtDinov3RotaryEmbedding(cfg).to(device).eval()
+
+    def _check(self, position_ids):
+        if position_ids.dim() != 3 or position_ids.shape[0] != 2:
+            raise ValueError(f"position_ids must be [2, B, T], got {list(position_ids.shape)}")
+        n_h, n_w = self.p.grid_size
+        i = torch.arange(n_h * n_w, device=position_ids.device)
+        full = torch.stack([i // n_w, i % n_w])  # every patch, row by row
+        if position_ids.shape[2] != n_h * n_w or not all(torch.equal(position_ids[:, b], full)
+                                                         for b in range(position_ids.shape[1])):
+            raise Unsupported(f"EomtDinov3RotaryEmbedding tabulates every patch of the image's {n_h} x {n_w} grid row "
+                              f"by row (its forward takes pixel values, no positions): only position_ids that are "
+                              f"that full grid, in that order, in every batch row, are expressible")
+
+    @torch.no_grad()
+    def _table(self):
+        """The module's cos, sin ``[n_h n_w, head_dim]`` for a ``[1, 3, n_h patch, n_w patch]`` image."""
+        n_h, n_w = self.p.grid_size
+        pixels = torch.zeros(1, 3, n_h * self.patch, n_w * self.patch, dtype=self.dtype, device=self.device)
+        return self.rotary(pixels)
+
+    @torch.no_grad()
+    def cos_sin(self, position_ids):
+        self._check(position_ids)
+        B, R = position_ids.shape[1], self.p.rdim
+        out = []
+        for full in self._table():  # tile(2): cat(a, a) over the head
+            a, b = full[..., :R // 2], full[..., R // 2:R]
+            if not torch.equal(a, b):
+                raise AdapterError("hf-transformers: EoMT-DINOv3's cos/sin is not the split layout's duplicate")
+            out.append(a[None].expand(B, -1, -1).to(self.dtype))
+        return tuple(out)
+
+    @torch.no_grad()
+    def apply(self, q, k, position_ids):
+        self._check(position_ids)
+        cos, sin = self._table()
+        yq, yk = hf_eomt.apply_rotary_pos_emb(q, k, cos, sin)  # q [B, H, T, D]: every token a patch here
+        return yq.to(q.dtype), yk.to(k.dtype)
+
+
 class Ops:
     """The axial RoPE operations of :class:`~posenc.adapters.hf_transformers.HFTransformersAdapter`."""
 
     def axial(self, params, *, dtype, device):
-        """AXIAL-* through the transformers vision rotary module of the model with that layout."""
+        """AXIAL-* through the transformers vision rotary module of the model with that layout (centred
+        coordinates: EoMT-DINOv3's; the index-coordinate modules never see a centred case)."""
         from ..torch_adapter import DTYPES
+        if params.coordinates == "centred":
+            return _CentredAxial(params, DTYPES[dtype], device)
         return _Axial(params, DTYPES[dtype], device)

@@ -1,4 +1,5 @@
-"""RoPE core (ROPE-*) through HF's rotary modules: Llama, GPT-NeoX, Llama 4, GPT-J, DeepSeek-V3."""
+"""RoPE core (ROPE-*) through HF's rotary modules: Llama, GPT-NeoX, Llama 4, GPT-J, DeepSeek-V3, and
+NanoChat's rotation by -phi (ROPE-ROTATION-NEGATIVE)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,18 @@ from transformers.models.gptj import modeling_gptj as hf_gptj
 from transformers.models.llama import modeling_llama as hf_llama
 from transformers.models.llama4 import modeling_llama4 as hf_llama4
 from transformers.models.llama4.configuration_llama4 import Llama4TextConfig
+from transformers.models.nanochat import modeling_nanochat as hf_nanochat
 
 from posenc.spec.errors import AdapterError
 
-from ..base import Unsupported
+from ..base import Unsupported, for_rotation
 from ..torch_adapter import DTYPES
 from ._common import HF_FIXED_BASE, _dedup_half, _probe
 from .rope_scaling import _check_scaling_expressible, _config_extra, _rope_parameters, _set_attention_factor
 
 
+_NEGATIVE = ("transformers' one rotation by -phi is NanoChat's apply_rotary_pos_emb (its rotate_half is "
+             "cat(x2, -x1)), full-width half pairing only")
 _DEINTERLEAVE_FULL = ("HF's de-interleaved RoPE is DeepSeek-V3's apply_rotary_pos_emb_interleave, which rotates "
                       "the whole rope head (qk_rope_head_dim): no partial rotary")
 #: GPT-J's default context (``GPTJConfig.n_positions``); tables grow past it when needed.
@@ -181,6 +185,11 @@ class Ops:
         _check_scaling_expressible(params)
         dt, D, r = DTYPES[dtype], params.head_dim, params.rdim
         full = r == D or params.rope_type == "proportional"
+        if params.rotation == "negative" and not (params.pairing == "half" and r == D):
+            # the tables are the same either way; only the rotation has no HF form
+            return for_rotation(self.rope(params.model_copy(update={"rotation": "positive"}), dtype=dtype,
+                                          device=device), params,
+                                "transformers outside NanoChat's full-width half pairing")
         if params.pairing == "deinterleave" and r != D:
             raise Unsupported(_DEINTERLEAVE_FULL)
         if params.pairing == "interleaved" and not full:
@@ -202,7 +211,9 @@ class Ops:
         if params.pairing == "half":
             if full:
                 cfg = LlamaConfig(hidden_size=D, head_dim=D, num_key_value_heads=1, pad_token_id=None, **common)
-                rotary, apply_fn = hf_llama.LlamaRotaryEmbedding(cfg), hf_llama.apply_rotary_pos_emb
+                # NanoChat's rotary module is Llama's (the same tables); its apply turns by -phi
+                apply_fn = hf_nanochat.apply_rotary_pos_emb if params.rotation == "negative" else hf_llama.apply_rotary_pos_emb
+                rotary = hf_llama.LlamaRotaryEmbedding(cfg)
             else:
                 cfg = GPTNeoXConfig(hidden_size=D, **common)
                 rotary, apply_fn = hf_neox.GPTNeoXRotaryEmbedding(cfg), hf_neox.apply_rotary_pos_emb
@@ -239,6 +250,10 @@ class Ops:
         r = params.rdim
         if cos.shape[-1] * 2 != r:
             raise ValueError(f"cos has width {cos.shape[-1]}, expected rotary_dim/2 = {r // 2}")
+        if params.rotation == "negative":  # ROPE-ROTATION-NEGATIVE: NanoChat's apply, cat(c, c) as it expects
+            if params.pairing != "half" or r != params.head_dim:
+                raise Unsupported(_NEGATIVE)
+            return hf_nanochat.apply_rotary_pos_emb(q, k, torch.cat((cos, cos), -1), torch.cat((sin, sin), -1))
         if params.pairing == "deinterleave":
             if r != params.head_dim:
                 raise Unsupported(_DEINTERLEAVE_FULL)

@@ -1,6 +1,7 @@
 """Axial RoPE of vision encoders (AXIAL-*): each rotated pair reads one axis of ``position_ids
 [A, B, T]`` at one of that axis's frequencies (shared, or Pixtral's alternating), with the
-layout's pairs; the dims beyond the axes' share pass through."""
+layout's pairs; the dims beyond the axes' share pass through; centred coordinates
+(AXIAL-COORDINATES-CENTRED): ``2 pi ((2 i + 1) / n - 1)`` in the compute dtype."""
 
 from __future__ import annotations
 
@@ -28,7 +29,12 @@ def axial_cos_sin(position_ids, p, cd):
     w = (np.float64(p.rope_theta) ** -np.asarray(pair_exponents(p), np.float64)).astype(cd)
     axes = jnp.asarray([a for a, _ in p.pairs])
     pos = jnp.transpose(position_ids[axes], (1, 2, 0))  # [B, T, R/2]
-    phi = pos.astype(cd) * w
+    if p.coordinates == "index":
+        x = pos.astype(cd)
+    else:  # AXIAL-COORDINATES-CENTRED: 2 pi times the patch centre in (-1, 1)
+        n = np.asarray([p.grid_size[a] for a, _ in p.pairs]).astype(cd)
+        x = ((2 * pos + 1).astype(cd) / n - 1) * np.asarray(2 * np.pi, cd)
+    phi = x * w
     return jnp.cos(phi), jnp.sin(phi)
 
 
@@ -65,6 +71,11 @@ class JaxAxial:
     def _check(self, position_ids):
         if position_ids.ndim != 3 or position_ids.shape[0] != self.p.num_axes:
             raise ValueError(f"position_ids must be [{self.p.num_axes}, B, T], got {list(position_ids.shape)}")
+        if self.p.coordinates == "centred":
+            pos, n = np.asarray(position_ids), np.asarray(self.p.grid_size).reshape(-1, 1, 1)
+            if ((pos < 0) | (pos >= n)).any():
+                raise ValueError(f"AXIAL-COORDINATES-CENTRED: position_ids must be patch indices of the grid "
+                                 f"{list(self.p.grid_size)}")
 
     def cos_sin(self, position_ids):
         self._check(position_ids)

@@ -42,14 +42,16 @@ def rope_cos_sin(position_ids, theta, p, cd, dtype):
 def rope_apply(q, k, position_ids, theta, p, cd):
     """ROPE-PAIR-HALF / -INTERLEAVED / -DEINTERLEAVE, ROPE-PARTIAL: rotated q, k (and the call's inv_freq)."""
     c, s, w = _rope_angles(position_ids, theta, p, cd)
+    s = s * p.sin_sign  # a turn by -phi is sin negated (ROPE-ROTATION-NEGATIVE)
     return rotate(q, c, s, p.pair_dim, p.pairing), rotate(k, c, s, p.pair_dim, p.pairing), w
 
 
-@kernel("rotary_dim", "pairing")
-def rope_apply_cos_sin(q, k, cos, sin, rotary_dim, pairing):
-    """Rotate with given half-width cos/sin (upcast to q's compute dtype)."""
+@kernel("rotary_dim", "pairing", "sign")
+def rope_apply_cos_sin(q, k, cos, sin, rotary_dim, pairing, sign=1):
+    """Rotate with given half-width cos/sin (upcast to q's compute dtype); ``sign`` -1 turns by -phi
+    (ROPE-ROTATION-NEGATIVE)."""
     cd = compute_dtype(q.dtype)
-    c, s = cos.astype(cd), sin.astype(cd)
+    c, s = cos.astype(cd), sin.astype(cd) * sign
     return rotate(q, c, s, rotary_dim, pairing), rotate(k, c, s, rotary_dim, pairing)
 
 
@@ -107,4 +109,5 @@ class Ops:
         return JaxRope(self, params, dtype, device)
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
-        return self.run(rope_apply_cos_sin, q, k, cos, sin, rotary_dim=params.pair_dim, pairing=params.pairing)
+        return self.run(rope_apply_cos_sin, q, k, cos, sin, rotary_dim=params.pair_dim, pairing=params.pairing,
+                        sign=params.sin_sign)

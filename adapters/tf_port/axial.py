@@ -1,9 +1,12 @@
 """Axial RoPE of vision encoders (AXIAL-*): each rotated pair reads one axis of ``position_ids
 [A, B, T]`` at one of that axis's frequencies (shared, or Pixtral's alternating), with the
-layout's pairs; the dims beyond the axes' share pass through; the prepared :class:`TFAxial`."""
+layout's pairs; the dims beyond the axes' share pass through; centred coordinates
+(AXIAL-COORDINATES-CENTRED): ``2 pi ((2 i + 1) / n - 1)`` in the compute dtype; the prepared
+:class:`TFAxial`."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ._common import DTYPES, F64, KernelRunner, _rotate, compute_dtype, tf
@@ -25,7 +28,12 @@ def k_axial(position_ids, *, p, dt):
     cd = compute_dtype(dt)
     w = tf.pow(tf.constant(p.rope_theta, F64), -tf.constant(pair_exponents(p), F64))
     pos = tf.transpose(tf.gather(position_ids, [a for a, _ in p.pairs]), [1, 2, 0])  # [B, T, R/2]
-    phi = tf.cast(pos, cd) * tf.cast(w, cd)
+    if p.coordinates == "index":
+        x = tf.cast(pos, cd)
+    else:  # AXIAL-COORDINATES-CENTRED: 2 pi times the patch centre in (-1, 1)
+        n = tf.constant([float(p.grid_size[a]) for a, _ in p.pairs], cd)
+        x = (tf.cast(2 * pos + 1, cd) / n - 1) * tf.constant(2 * math.pi, cd)
+    phi = x * tf.cast(w, cd)
     return tf.cos(phi), tf.sin(phi)
 
 
@@ -58,6 +66,11 @@ class TFAxial:
     def _check(self, position_ids):
         if position_ids.shape.rank != 3 or position_ids.shape[0] != self.p.num_axes:
             raise ValueError(f"position_ids must be [{self.p.num_axes}, B, T], got {position_ids.shape.as_list()}")
+        if self.p.coordinates == "centred":
+            n = tf.reshape(tf.constant(self.p.grid_size, position_ids.dtype), [-1, 1, 1])
+            if bool(tf.reduce_any((position_ids < 0) | (position_ids >= n))):
+                raise ValueError(f"AXIAL-COORDINATES-CENTRED: position_ids must be patch indices of the grid "
+                                 f"{list(self.p.grid_size)}")
 
     def cos_sin(self, position_ids):
         self._check(position_ids)

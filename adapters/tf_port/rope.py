@@ -41,14 +41,16 @@ def k_rope_apply(q, k, position_ids, cached, theta, *, p, cd, af):
     w, cached, theta = k_rope_inv_freq(_seq_len(position_ids), cached, theta, p=p, cd=cd)
     c, s = _angles_cos_sin(position_ids, w, af, cd)
     r, pr = p.pair_dim, p.pairing
+    s = s * p.sin_sign  # a turn by -phi is sin negated (ROPE-ROTATION-NEGATIVE)
     return _rotate(q, c, s, r, pr), _rotate(k, c, s, r, pr), w, cached, theta
 
 
-def k_rotate_with_cos_sin(q, k, cos, sin, *, rotary_dim, pairing):
-    """ROPE-PAIR-*: q, k ``[B, H, T, D]`` rotated by given half-width cos/sin ``[B, T, r/2]``,
-    computed in the compute dtype of ``q``, rounded once to its dtype."""
+def k_rotate_with_cos_sin(q, k, cos, sin, *, rotary_dim, pairing, sign=1):
+    """ROPE-PAIR-*, ROPE-ROTATION-NEGATIVE: q, k ``[B, H, T, D]`` rotated by given half-width
+    cos/sin ``[B, T, r/2]`` (``sign`` -1: by -phi), computed in the compute dtype of ``q``,
+    rounded once to its dtype."""
     cd = compute_dtype(q.dtype)
-    c, s = tf.cast(cos, cd), tf.cast(sin, cd)
+    c, s = tf.cast(cos, cd), tf.cast(sin, cd) * sign
     return _rotate(q, c, s, rotary_dim, pairing), _rotate(k, c, s, rotary_dim, pairing)
 
 
@@ -94,4 +96,5 @@ class Ops(KernelRunner):
         return TFRope(self, params, DTYPES[dtype], device)
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
-        return self.run(k_rotate_with_cos_sin, q, k, cos, sin, rotary_dim=params.pair_dim, pairing=params.pairing)
+        return self.run(k_rotate_with_cos_sin, q, k, cos, sin, rotary_dim=params.pair_dim, pairing=params.pairing,
+                        sign=params.sin_sign)

@@ -1,9 +1,13 @@
 """Axial RoPE of vision encoders (AXIAL-*): each rotated pair reads one axis of ``position_ids
 [A, B, T]`` at one of that axis's frequencies (shared, or Pixtral's alternating), with the
 layout's pairs (split / alternate half pairing, interleaved adjacent pairs, blocks one
-half-paired block per axis); the dims beyond the axes' share pass through."""
+half-paired block per axis); the dims beyond the axes' share pass through.  With centred
+coordinates (AXIAL-COORDINATES-CENTRED) a pair's frequency multiplies ``2 pi ((2 i + 1) / n - 1)``,
+i the axis's patch index of n, computed in the compute dtype."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -41,12 +45,23 @@ class TorchAxial:
         self.compute = compute_dtype(dtype)
         self._w = pair_frequencies(params, device).to(self.compute)
         self._axes = torch.tensor([a for a, _ in params.pairs], dtype=torch.int64, device=device)
+        # centred: each pair's axis's patch count
+        self._n = None if params.coordinates == "index" else torch.tensor(
+            [params.grid_size[a] for a, _ in params.pairs], dtype=torch.int64, device=device)
 
     def _cos_sin(self, position_ids):
         if position_ids.dim() != 3 or position_ids.shape[0] != self.p.num_axes:
             raise ValueError(f"position_ids must be [{self.p.num_axes}, B, T], got {list(position_ids.shape)}")
         pos = position_ids[self._axes].permute(1, 2, 0)  # [B, T, R/2]
-        phi = pos.to(self.compute) * self._w
+        if self._n is None:
+            x = pos.to(self.compute)
+        else:  # AXIAL-COORDINATES-CENTRED: 2 pi times the patch centre in (-1, 1)
+            if bool(((pos < 0) | (pos >= self._n)).any()):
+                raise ValueError(f"AXIAL-COORDINATES-CENTRED: position_ids must be patch indices of the grid "
+                                 f"{list(self.p.grid_size)}")
+            c = (2 * pos + 1).to(self.compute) / self._n.to(self.compute) - 1
+            x = c * torch.tensor(2 * math.pi, dtype=self.compute, device=c.device)
+        phi = x * self._w
         return torch.cos(phi), torch.sin(phi)
 
     def cos_sin(self, position_ids):

@@ -56,6 +56,7 @@ class TorchRope:
     def apply(self, q, k, position_ids):
         c, s = self._cos_sin(position_ids)
         r, pr = self.p.pair_dim, self.p.pairing
+        s = s * self.p.sin_sign  # a turn by -phi is sin negated (ROPE-ROTATION-NEGATIVE)
         return rotate(q, c, s, r, pr), rotate(k, c, s, r, pr)
 
 
@@ -68,6 +69,6 @@ class Ops:
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         cd = compute_dtype(q.dtype)
-        c, s = cos.to(cd), sin.to(cd)
+        c, s = cos.to(cd), sin.to(cd) * params.sin_sign
         r = params.pair_dim
         return rotate(q, c, s, r, params.pairing), rotate(k, c, s, r, params.pairing)
