@@ -46,12 +46,35 @@ def _import(what: str, fn):
         raise UsageError(f"{what} {_cause(e)}") from None
 
 
-def _instantiate(obj, where: str) -> Adapter:
-    if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Adapter)):
+def _instantiate(obj, where: str, base: type = Adapter):
+    if isinstance(obj, type) or (callable(obj) and not isinstance(obj, base)):
         obj = _import(f"{where}: constructing the adapter raised", obj)
-    if not isinstance(obj, Adapter):
-        raise UsageError(f"{where} is not a posenc.adapters.Adapter (got {type(obj).__name__})")
+    if not isinstance(obj, base):
+        what = "posenc.adapters.Adapter" if base is Adapter else f"{base.__module__}.{base.__name__}"
+        raise UsageError(f"{where} is not a {what} (got {type(obj).__name__})")
     return obj
+
+
+def load_model_adapter(spec: str):
+    """Load a model adapter (:class:`posenc.adapters.model.ModelAdapter`): ``hf:<model_type>`` (a
+    tiny transformers model of that architecture, :mod:`posenc.adapters.hf_model`),
+    ``package.module:attr`` or ``path/to/file.py[:attr]`` (a file without ``:attr`` defines
+    ``MODEL``).  Raises :class:`UsageError` for anything else."""
+    from .model import ModelAdapter
+    if spec.startswith("hf:"):
+        try:
+            from .hf_model import HFModelAdapter, architectures
+        except ImportError as e:
+            raise UsageError(f"--model {spec!r} needs transformers and torch: {e}; pip install -e '.[hf]'") from None
+        arch = spec[3:]
+        if arch not in architectures():
+            raise UsageError(f"--model {spec!r}: no tiny configuration of {arch!r}; the hf: architectures are "
+                             f"{', '.join('hf:' + a for a in architectures())}")
+        return HFModelAdapter(arch)
+    if spec.endswith(".py") or ".py:" in spec or ":" in spec:
+        return _load(spec, ModelAdapter, "--model", "MODEL")
+    raise UsageError(f"unknown model {spec!r}: pass hf:<model_type> (a tiny transformers model), "
+                     "package.module:attr or a path to a .py file")
 
 
 def load_adapter(spec: str) -> Adapter:
@@ -61,6 +84,8 @@ def load_adapter(spec: str) -> Adapter:
     Raises :class:`UsageError` naming the available adapters for an unknown name.
     """
     regs = registered()
+    if spec not in regs and (spec.endswith(".py") or ".py:" in spec or ":" in spec):
+        return _load(spec, Adapter, "--adapter", "ADAPTER")
     if spec in regs:
         target = regs[spec]
         mod, _, attr = target.partition(":")
@@ -74,35 +99,38 @@ def load_adapter(spec: str) -> Adapter:
                 raise
             raise UsageError(f"adapter {spec!r} ({target}): importing it raised {_cause(e)}") from None
         return _instantiate(getattr(module, attr), f"adapter {spec!r} ({target})")
-    path_part, _, attr = spec.partition(".py")
-    if spec.endswith(".py") or ".py:" in spec:
-        path = Path(path_part + ".py")
-        attr = attr.lstrip(":") or "ADAPTER"
-        if not path.is_file():
-            raise UsageError(f"--adapter {spec!r}: file {path} does not exist")
-        modspec = importlib.util.spec_from_file_location(f"posenc_user_adapter_{path.stem}", path)
-        module = importlib.util.module_from_spec(modspec)
-        _import(f"--adapter {spec!r}: importing {path} raised", lambda: modspec.loader.exec_module(module))
-        if not hasattr(module, attr):
-            raise UsageError(f"--adapter {spec!r}: {path} defines no {attr!r}")
-        return _instantiate(getattr(module, attr), f"{path}:{attr}")
-    if ":" in spec:
-        mod, _, attr = spec.partition(":")
-        try:
-            module = importlib.import_module(mod)
-        except ImportError as e:
-            raise UsageError(f"--adapter {spec!r}: cannot import {mod!r}: {e} (is it installed or on PYTHONPATH?)") from None
-        except BaseException as e:  # noqa: BLE001
-            if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
-                raise
-            raise UsageError(f"--adapter {spec!r}: importing {mod!r} raised {_cause(e)}") from None
-        if not hasattr(module, attr):
-            raise UsageError(f"--adapter {spec!r}: module {mod} has no attribute {attr!r}")
-        return _instantiate(getattr(module, attr), spec)
     raise UsageError(
         f"unknown adapter {spec!r}; registered adapters: {', '.join(sorted(regs)) or '(none)'}; "
         "or pass package.module:attr or a path to a .py file"
     )
 
 
-__all__ = ["Adapter", "RopeOp", "Unsupported", "load_adapter", "registered", "ENTRY_POINT_GROUP"]
+def _load(spec: str, base: type, option: str, default_attr: str):
+    """An adapter from ``path/to/file.py[:attr]`` (default ``default_attr``) or ``package.module:attr``."""
+    path_part, _, attr = spec.partition(".py")
+    if spec.endswith(".py") or ".py:" in spec:
+        path = Path(path_part + ".py")
+        attr = attr.lstrip(":") or default_attr
+        if not path.is_file():
+            raise UsageError(f"{option} {spec!r}: file {path} does not exist")
+        modspec = importlib.util.spec_from_file_location(f"posenc_user_adapter_{path.stem}", path)
+        module = importlib.util.module_from_spec(modspec)
+        _import(f"{option} {spec!r}: importing {path} raised", lambda: modspec.loader.exec_module(module))
+        if not hasattr(module, attr):
+            raise UsageError(f"{option} {spec!r}: {path} defines no {attr!r}")
+        return _instantiate(getattr(module, attr), f"{path}:{attr}", base)
+    mod, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(mod)
+    except ImportError as e:
+        raise UsageError(f"{option} {spec!r}: cannot import {mod!r}: {e} (is it installed or on PYTHONPATH?)") from None
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
+            raise
+        raise UsageError(f"{option} {spec!r}: importing {mod!r} raised {_cause(e)}") from None
+    if not hasattr(module, attr):
+        raise UsageError(f"{option} {spec!r}: module {mod} has no attribute {attr!r}")
+    return _instantiate(getattr(module, attr), spec, base)
+
+
+__all__ = ["Adapter", "RopeOp", "Unsupported", "load_adapter", "load_model_adapter", "registered", "ENTRY_POINT_GROUP"]

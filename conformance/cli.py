@@ -9,7 +9,9 @@
     posenc config import FILE     a HF config.json as the spec's parameter models (JSON)
     posenc config survey [--check]  read every transformers model type (spec/registry/hf_model_types.json,
                                   docs/model-coverage.md); needs the [hf] extra
-    posenc matrix [--check]       run every adapter, write docs/conformance-matrix.{md,json}
+    posenc matrix [--check]       run every adapter and model, write docs/conformance-matrix.{md,json} and
+                                  docs/model-matrix.{md,json}
+    posenc model-check CONFIG     a tiny random model of a config.json's architecture, every MODEL-* scenario
     posenc expectations convert FILE...          rewrite old expectation files (test_id lines) as format 2
     posenc expectations init --from-report R     draft an expectation file from a --report-json report
 """
@@ -58,9 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     p = c.add_parser("survey", help="read every model type of the installed transformers: write "
                      "spec/registry/hf_model_types.json and docs/model-coverage.md (needs the [hf] extra)")
     p.add_argument("--check", action="store_true", help="fail if either differs from what transformers gives")
-    p = sub.add_parser("matrix", help="run every adapter (one process each) and write the conformance matrix")
+    p = sub.add_parser("matrix", help="run every adapter and model (one process each) and write the conformance "
+                       "matrix and the model matrix")
     p.add_argument("--adapter", action="append", dest="adapters", metavar="NAME",
                    help="only this adapter (repeatable); default: every registered adapter but numpy")
+    p.add_argument("--model", action="append", dest="models", metavar="NAME",
+                   help="only this model (hf:<model_type>, repeatable); default: every architecture of the model matrix")
     p.add_argument("--dtype", default="all", help="dtypes to run (default: all)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: the kit's docs/)")
     p.add_argument("--check", action="store_true", help="fail if the committed matrix differs (write nothing)")
@@ -98,8 +103,11 @@ def _main(argv=None) -> int:
             return _expectations(a)
         if a.group == "matrix":
             from . import matrix
-            return matrix.main(a.adapters or matrix.default_adapters(), a.dtype, a.out or matrix.DOCS_DIR,
-                               a.check, a.jobs, a.device)
+            from .model_matrix import default_models
+            both = not a.adapters and not a.models
+            return matrix.main(a.adapters or (matrix.default_adapters() if both else []), a.dtype,
+                               a.out or matrix.DOCS_DIR, a.check, a.jobs, a.device,
+                               tuple(a.models or (default_models() if both else ())))
         if a.group == "config":
             if a.cmd == "survey":
                 from . import hf_models
@@ -136,11 +144,14 @@ def _mutants_resolve(spec) -> None:
     known = families.mutants()
     bad = []
     for d in spec.divergences.values():
-        if d.mutant not in known:
-            near = difflib.get_close_matches(d.mutant, known, n=1)
-            bad.append(f"{d.id}: mutant {d.mutant!r} is not registered" + (f" (did you mean {near[0]!r}?)" if near else ""))
+        names = families.model_mutants() if d.level == "model" else known
+        if d.mutant not in names:
+            near = difflib.get_close_matches(d.mutant, names, n=1)
+            bad.append(f"{d.id}: {'model ' if d.level == 'model' else ''}mutant {d.mutant!r} is not registered"
+                       + (f" (did you mean {near[0]!r}?)" if near else ""))
     if bad:
-        raise SpecError("; ".join(bad) + " (mutants are registered with @posenc.families.mutant)")
+        raise SpecError("; ".join(bad) + " (mutants are registered with @posenc.families.mutant, model-level ones "
+                        "with @posenc.families.model_mutant)")
 
 
 def _expectations(a) -> int:

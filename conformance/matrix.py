@@ -51,12 +51,12 @@ def default_adapters() -> list[str]:
 
 
 def run_adapter(name: str, dtype: str, workdir: Path, device: str = "cpu",
-                cpu: int | None = None) -> tuple[dict | None, str, float]:
+                cpu: int | None = None, option: str = "--adapter") -> tuple[dict | None, str, float]:
     """One conformance run in a fresh process; returns (report or None, output, seconds).
     ``cpu``: the CPU its pytest process and adapter worker share (``POSENC_CPU``; parallel jobs get
-    different ones)."""
-    out = workdir / f"{name}.json"
-    cmd = [sys.executable, "-m", "pytest", str(CONFORMANCE_DIR), "--adapter", name, "--dtype", dtype,
+    different ones); ``option``: ``--adapter`` or ``--model`` (a model of the model matrix)."""
+    out = workdir / f"{name.replace(':', '-')}.json"
+    cmd = [sys.executable, "-m", "pytest", str(CONFORMANCE_DIR), option, name, "--dtype", dtype,
            "--device", device, "-q", "-rfE", "-p", "no:cacheprovider", "--import-mode=importlib",
            "--report-json", str(out)]
     t0 = time.monotonic()
@@ -200,25 +200,32 @@ def write(m: dict, out_dir: Path) -> list[Path]:
     return paths
 
 
-def main(adapters: list[str], dtype: str, out_dir: Path, check: bool, jobs: int, device: str = "cpu") -> int:
-    """Run every adapter, write (or ``check``) the matrix; 1 if a run failed or the files are stale."""
+def main(adapters: list[str], dtype: str, out_dir: Path, check: bool, jobs: int, device: str = "cpu",
+         models: tuple[str, ...] = ()) -> int:
+    """Run every adapter (and every model of ``models``: the model matrix,
+    :mod:`posenc.conformance.model_matrix`), write (or ``check``) the matrices; 1 if a run failed or
+    a file is stale.  Only the matrices of what ran are written or checked."""
+    from . import model_matrix
     ok = True
+    jobs_list = [(n, "--adapter") for n in adapters] + [(n, "--model") for n in models]
     with tempfile.TemporaryDirectory() as tmp:
         slots: queue.Queue[int] = queue.Queue()
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
         for k in range(max(1, jobs)):
             slots.put(k)
 
-        def one(n):
+        def one(job):
+            n, option = job
             k = slots.get()  # a job slot: parallel runs pin themselves to different CPUs
             try:
-                return (n, *run_adapter(n, dtype, Path(tmp), device, cpus[k % len(cpus)] if jobs > 1 else None))
+                return (n, option, *run_adapter(n, dtype, Path(tmp), device, cpus[k % len(cpus)] if jobs > 1 else None,
+                                                option))
             finally:
                 slots.put(k)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            runs = list(pool.map(one, adapters))
-    reports = []
-    for name, report, text, seconds in runs:
+            runs = list(pool.map(one, jobs_list))
+    reports, model_reports = [], []
+    for name, option, report, text, seconds in runs:
         summary = next((ln.strip("= ") for ln in reversed(text.splitlines()) if _SUMMARY.search(ln)), "(no summary)")
         status = report["exit_status"] if report else "no report"
         print(f"matrix: {name}: {summary} (exit {status}, {seconds:.0f} s)")
@@ -229,22 +236,28 @@ def main(adapters: list[str], dtype: str, out_dir: Path, check: bool, jobs: int,
             ok = False
             print("\n".join(text.splitlines()[-60:]))
         if report is not None:
-            reports.append(report)
-    m = aggregate(reports, device)
+            (model_reports if option == "--model" else reports).append(report)
+    files: dict[str, str] = {}
+    if adapters:
+        files.update(render(aggregate(reports, device)))
+    if models:
+        files.update(model_matrix.render(model_matrix.aggregate(model_reports, device)))
     if check:
-        for name, text in render(m).items():
+        for name, text in files.items():
             path = out_dir / name
             old = path.read_text(encoding="utf-8") if path.is_file() else ""
             if old != text:
                 ok = False
                 print(f"matrix: {path} is stale: run `posenc matrix` and commit it")
-                if name == MD_NAME:  # what changed, readable in a CI log
+                if name.endswith(".md"):  # what changed, readable in a CI log
                     diff = list(difflib.unified_diff(old.splitlines(), text.splitlines(), "committed", "this run",
                                                      n=0, lineterm=""))
                     print("\n".join(diff[:DIFF_LINES]) + (f"\n... {len(diff) - DIFF_LINES} more lines"
                                                           if len(diff) > DIFF_LINES else ""))
         print("matrix: fresh" if ok else "matrix: check failed")
     else:
-        for path in write(m, out_dir):
-            print(f"matrix: wrote {path}")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (out_dir / name).write_text(text, encoding="utf-8")
+            print(f"matrix: wrote {out_dir / name}")
     return 0 if ok else 1

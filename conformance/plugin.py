@@ -118,11 +118,14 @@ class State:
         self.crashes: list[str] = []  # pytest-xdist: node IDs whose worker died
         self.not_run: list[str] = []  # pytest-xdist: scheduled, never booked (the run was ended)
         self.contradicted: list[dict] = []  # suite.contradicted_diagnoses of the run's records
+        self.model_info: Optional[dict] = None  # --model: the model adapter's description
 
 
 def pytest_addoption(parser):
     g = parser.getgroup("posenc", "positional-encoding conformance")
     g.addoption("--adapter", default=None, help="adapter: registered name, package.module:attr, or path/to/file.py")
+    g.addoption("--model", default=None, help="model adapter (the model-level suite, MODEL-*): hf:<model_type>, "
+                "package.module:attr, or path/to/file.py[:Name]; excludes --adapter")
     g.addoption("--device", default="cpu", help="device: cpu (default), cuda, cuda:N (gpu, gpu:N: aliases)")
     g.addoption("--dtype", default="float32", help="float32 (default), float64, bfloat16, float16, a comma list, or all")
     g.addoption("--expectations", default=None, help="expectation file (YAML) of known divergences")
@@ -175,13 +178,24 @@ def pytest_cmdline_main(config):
 def pytest_configure(config):
     config.addinivalue_line("markers", "posenc: a conformance test (parametrized over --dtype)")
     config.addinivalue_line("markers", "clauses(*ids): the spec clauses a conformance test checks")
-    name = config.getoption("--adapter")
-    if not name:
+    name, model = config.getoption("--adapter"), config.getoption("--model")
+    if name and model:
+        raise pytest.UsageError("--adapter and --model are mutually exclusive: --adapter checks an implementation's "
+                                "operations, --model a whole model (run them as two commands)")
+    if not name and not model:
         return
+    info = None
     try:
         families.load_checks()  # every registered family, validated: a broken one is named here
-        adapter = RemoteAdapter(name) if _isolated(config) else load_adapter(name)
-        _adapter_attributes(adapter)
+        if model:
+            from posenc.adapters import load_model_adapter
+            from .model_suite import model_info
+            adapter = RemoteAdapter(f"model:{model}") if _isolated(config) else load_model_adapter(model)
+            _adapter_attributes(adapter)
+            info = model_info(adapter)
+        else:
+            adapter = RemoteAdapter(name) if _isolated(config) else load_adapter(name)
+            _adapter_attributes(adapter)
     except PosencError as e:
         raise pytest.UsageError(str(e))
     device = normalize_device(config.getoption("--device"))
@@ -195,11 +209,29 @@ def pytest_configure(config):
     _report_path(config)
     exp = config.getoption("--expectations")
     if exp is None:
-        default = EXPECTATIONS_DIR / f"{adapter.name}.yaml"
+        default = default_expectations(adapter.name, info is not None)
         exp = default if default.is_file() else None
     st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
+    st.model_info = info
     if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
         config.pluginmanager.register(_Booker(st), "posenc-booker")
+
+
+def default_expectations(name: str, model: bool) -> Path:
+    """The default expectation file of an adapter (``adapters/expectations/<name>.yaml``) or of a model
+    (``adapters/expectations/models/<name>.yaml``, ``:`` written ``-``: ``hf-llama.yaml``)."""
+    if model:
+        return EXPECTATIONS_DIR / "models" / f"{name.replace(':', '-').replace('/', '-')}.yaml"
+    return EXPECTATIONS_DIR / f"{name}.yaml"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """``--model`` collects the model-level suite only; ``--adapter`` everything but it."""
+    if collection_path.parent != Path(__file__).resolve().parent or not collection_path.name.startswith("test_"):
+        return None
+    if config.getoption("--model"):
+        return collection_path.name != "test_model.py" or None
+    return collection_path.name == "test_model.py" or None
 
 
 def _isolated(config) -> bool:
@@ -242,6 +274,15 @@ def pytest_report_header(config):
         return None
     a = st.adapter
     vers = ", ".join(f"{k} {v}" for k, v in st.versions.items()) or "n/a"
+    if st.model_info is not None:
+        i = st.model_info
+        enc = ", ".join(f"{k}: {type(v).__name__}" for k, v in i["encodings"].items()) or "none"
+        return [f"posenc spec {SPEC_VERSION}: model {a.name} ({i['architecture']}, {i['kind']}; {a.framework}; {vers})",
+                f"posenc device {st.device}, dtypes {', '.join(st.dtypes)}, attention {', '.join(a.attn_implementations)}"
+                + (f"; {a.notes}" if a.notes else ""),
+                f"posenc encodings: {enc}; capabilities: {', '.join(i['capabilities']) or 'none'}; probes: "
+                f"{', '.join(i['probes']) or 'none'}",
+                f"posenc expectations: {st.expectations_path or 'none'}"]
     return [
         f"posenc spec {SPEC_VERSION}: adapter {a.name} ({a.framework}; {vers})",
         f"posenc device {st.device}, dtypes {', '.join(st.dtypes)}" + (f"; policy: {a.notes}" if a.notes else ""),
@@ -455,7 +496,7 @@ def pytest_runtest_makereport(item, call):
         elif hasattr(rep, "wasxfail"):  # only an expectation line may make an expected divergence
             kind = "diverges (expected)" if rep.outcome == "skipped" and entry is not None else "failed"
         elif rep.outcome == "skipped":
-            kind = "unsupported"
+            kind = "n/a" if _skip_reason(rep).startswith("unsupported: n/a: ") else "unsupported"
         else:
             kind = rep.outcome
         if kind == "failed":
@@ -480,6 +521,10 @@ def pytest_runtest_makereport(item, call):
 
 
 _TEST_ID = re.compile(r"test_(?P<check>\w+)\[(?P<dtype>[a-z0-9]+)-(?P<case>[^@\]]+)(?:@(?P<clauses>[^\]]+))?\]")
+
+
+def _skip_reason(rep) -> str:
+    return rep.longrepr[2].removeprefix("Skipped: ") if isinstance(rep.longrepr, tuple) else ""
 
 
 def _crash_payload(st: State, report) -> Optional[dict]:
@@ -683,7 +728,8 @@ def rerun_command(item) -> str:
 
 def _rerun(config, node: str, dtype: str) -> str:
     opt = config.getoption
-    cmd = ["pytest", node, "--adapter", opt("--adapter"), "--device", opt("--device"), "--dtype", dtype]
+    which = "--model" if opt("--model") else "--adapter"
+    cmd = ["pytest", node, which, opt(which), "--device", opt("--device"), "--dtype", dtype]
     for name in ("--expectations", "--left-pad-fill", "--posenc-examples", "--posenc-seed"):
         if opt(name) is not None:
             cmd += [name, str(opt(name))]
@@ -712,8 +758,8 @@ def _record(item, rep, kind: str, entry, violated, exc=None, counted=None) -> di
     callspec = getattr(item, "callspec", None)
     case_id, check, dtype = expectations_mod.key_of(item)
     reason = ""
-    if kind == "unsupported" and isinstance(rep.longrepr, tuple):
-        reason = rep.longrepr[2].removeprefix("Skipped: ").removeprefix("unsupported: ")
+    if kind in ("unsupported", "n/a") and isinstance(rep.longrepr, tuple):
+        reason = rep.longrepr[2].removeprefix("Skipped: ").removeprefix("unsupported: ").removeprefix("n/a: ")
     elif kind == "kit error":
         reason = str(exc)[:300]
     elif kind == "failed":
@@ -762,6 +808,9 @@ def report(config, st: State, exit_status: int) -> dict:
     return {
         "report_format": REPORT_FORMAT,
         "adapter": a.name, "framework": a.framework, "versions": st.versions, "device": st.device,
+        "model": None if st.model_info is None else {"architecture": st.model_info["architecture"],
+                                                     "kind": st.model_info["kind"],
+                                                     "attn_implementations": list(a.attn_implementations)},
         "dtypes": st.dtypes, "spec_version": SPEC_VERSION, "exit_status": int(exit_status),
         "expectations": _expectations_given(config, st),
         "examples": generated_examples(config),
@@ -790,6 +839,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tr.section(f"posenc conformance: {st.adapter.name} on {st.device} ({', '.join(st.dtypes)})")
     kinds = ["passed", "failed", "diverges (expected)", "unsupported"]
+    if any(st.outcomes[c]["n/a"] for c in st.outcomes):
+        kinds.append("n/a")
     w = max(len(c) for c in st.outcomes) + 2
     tr.write_line(f"{'clause':{w}s}" + "".join(f"{k:>{len(k) + 2}s}" for k in kinds))
     for c in sorted(st.outcomes):
@@ -855,12 +906,38 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_generate_tests(metafunc):
     if "dtype" in metafunc.fixturenames and metafunc.definition.get_closest_marker("posenc") is not None:
         metafunc.parametrize("dtype", state(metafunc.config).dtypes)
+    if "model_case" in metafunc.fixturenames:
+        from .model_suite import test_ids
+        st = state(metafunc.config)
+        if st.model_info is None:
+            raise pytest.UsageError("the model-level suite (conformance/test_model.py) needs --model NAME")
+        attns = tuple(st.adapter.attn_implementations)
+        metafunc.parametrize("model_case", [pytest.param(case, id=f"{cid}@{'+'.join(cl)}", marks=pytest.mark.clauses(*cl))
+                                            for cid, case, cl in test_ids(st.model_info, attns)])
 
 
 @pytest.fixture(scope="session")
 def adapter(request) -> Adapter:
     """The adapter under test (from ``--adapter``)."""
     return state(request.config).adapter
+
+
+@pytest.fixture(scope="session")
+def model_under_test(request):
+    """``(model adapter, its info, run)``: ``run(scenario, dtype, attn, device)`` runs a scenario where
+    the model lives (its worker process, or here with ``--posenc-isolation none``)."""
+    st = state(request.config)
+    if st.model_info is None:
+        raise pytest.UsageError("the model-level suite needs --model NAME")
+    a = st.adapter
+    if is_remote(a):
+        run = a.posenc_run_scenario
+    else:
+        from .model_suite import run_scenario
+
+        def run(name, dtype, attn, device):
+            return run_scenario(a, name, dtype, attn, device)
+    return a, st.model_info, run
 
 
 @pytest.fixture(scope="session")

@@ -111,9 +111,20 @@ class Worker:
                 wire.write_frame(self.out, {"err": wire.exception_data(e), "seq": req.get("seq")}, [])
 
     def op_load(self, req, blobs, out):
-        from posenc.adapters import load_adapter
-        self.adapter = load_adapter(req["spec"])
+        spec = req["spec"]
+        if spec.startswith("model:"):  # a model adapter (--model): posenc.adapters.model
+            from posenc.adapters import load_model_adapter
+            self.adapter = load_model_adapter(spec[len("model:"):])
+        else:
+            from posenc.adapters import load_adapter
+            self.adapter = load_adapter(spec)
         return None
+
+    def op_run_scenario(self, req, blobs, out):
+        """:func:`posenc.conformance.model_suite.run_scenario` here, on the model adapter; its record."""
+        from posenc.conformance.model_suite import run_scenario
+        trace = run_scenario(self.adapter, req["scenario"], req["dtype"], req["attn"], req["device"])
+        return wire.encode(trace, out, self._handle)
 
     def op_getattr(self, req, blobs, out):
         target = self._in(req["target"], blobs)

@@ -45,7 +45,7 @@ ENTRY_POINT_GROUP = "posenc.families"
 #: The order the kit's families are listed, run and stored in (a family not named here follows,
 #: by name): RoPE and its scaling first, as the spec reads.
 KIT_ORDER = ("rope", "rope_scaling", "sinusoidal", "learned", "position_ids", "alibi", "t5", "mrope", "axial", "layer_types", "query_scale",
-             "nope")
+             "nope", "model")
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,10 @@ FAMILIES: dict[str, Family] = {}
 REFERENCES: dict[str, Reference] = {}
 MUTANTS: dict[str, dict[str, Callable]] = {}
 MUTANT_NAMES: dict[str, Callable] = {}
+#: Model-level mutants (family ``model``): name -> ``fn(facts) -> bool | None`` (see :func:`model_mutant`).
+MODEL_MUTANTS: dict[str, Callable] = {}
+#: Model scenarios (family ``model``): clause ID -> :class:`posenc.families.model.Scenario`.
+SCENARIOS: dict = {}
 CASES: list = []
 CHECKS: dict[str, Check] = {}
 GENERATORS: dict[str, Callable] = {}
@@ -213,12 +217,24 @@ def _check_registrations() -> None:
     has a form for an operation; every case's operation is declared and serves its clauses."""
     sp = spec()
     for d in sp.divergences.values():
+        if d.level == "model":
+            if d.mutant not in MODEL_MUTANTS:
+                raise SpecError(f"{d.id}: model mutant {d.mutant!r} is not registered (@posenc.families.model_mutant)")
+            continue
         forms = MUTANTS.get(d.mutant)
         if not forms:
             raise SpecError(f"{d.id}: mutant {d.mutant!r} is not registered (@posenc.families.mutant)")
         unknown = sorted(set(forms) - set(sp.operations))
         if unknown:
             raise SpecError(f"mutant {d.mutant!r}: registered for undeclared operation(s) {', '.join(unknown)}")
+    for clause, sc in SCENARIOS.items():
+        c = sp.clauses.get(clause)
+        if c is None or sp.family_of_clause(clause) != "model":
+            raise SpecError(f"scenario {sc.name!r}: clause {clause} is not a clause of the model family (spec/model.yaml)")
+    scenario_clauses = [c for c in sp.clauses if sp.family_of_clause(c) == "model"]
+    missing = [c for c in scenario_clauses if c not in SCENARIOS and not sp.clauses[c].superseded_by]
+    if missing:
+        raise SpecError(f"model clauses without a registered scenario (@posenc.families.scenario): {', '.join(missing)}")
     for c in CASES:
         if c.op not in sp.operations:
             raise SpecError(f"case {c.id!r}: operation {c.op!r} is not declared by any spec file")
@@ -265,6 +281,44 @@ def mutant(name: str, *ops: str) -> Callable:
             MUTANTS.setdefault(name, {})[op] = (lambda op_: lambda p, x, dtype=None: fn(op_, p, x, dtype))(op)
         return fn
     return deco
+
+
+def model_mutant(name: str) -> Callable:
+    """Register ``fn(facts) -> bool | None`` as model-level mutant ``name`` (a ``level: model``
+    divergence's ``mutant``; an operation-level divergence whose bug also has a model-level form may
+    register one under its mutant's name).  ``facts`` is a scenario run's
+    :class:`posenc.families.model.Facts` (the positions recovered from the probes per forward
+    pass, the attention mass across documents and on pads, the first step whose logits differ);
+    the function says whether they are what the bug produces, ``None`` where the bug has no form in
+    that scenario."""
+    def deco(fn):
+        if name in MODEL_MUTANTS and MODEL_MUTANTS[name] is not fn:
+            raise SpecError(f"model mutant {name!r} is already registered ({MODEL_MUTANTS[name].__module__})")
+        MODEL_MUTANTS[name] = fn
+        return fn
+    return deco
+
+
+def scenario(sc) -> None:
+    """Register a model scenario (:class:`posenc.families.model.Scenario`) under its clause."""
+    old = SCENARIOS.get(sc.clause)
+    if old is not None and old != sc:
+        raise SpecError(f"clause {sc.clause} already has a scenario ({old.name})")
+    if any(o.name == sc.name and o.clause != sc.clause for o in SCENARIOS.values()):
+        raise SpecError(f"scenario name {sc.name!r} is used twice")
+    SCENARIOS[sc.clause] = sc
+
+
+def scenarios() -> dict:
+    """Clause ID -> scenario, in the spec's order of the model family's clauses."""
+    load_modules()
+    order = {c: i for i, c in enumerate(spec().clauses)}
+    return dict(sorted(SCENARIOS.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+def model_mutants() -> dict[str, Callable]:
+    load_modules()
+    return MODEL_MUTANTS
 
 
 def add_cases(*cases) -> None:
@@ -402,5 +456,5 @@ def family_of(op: str) -> Family:
 
 
 __all__ = ["Family", "Reference", "Check", "register_family", "discover", "reference", "mutant", "add_cases",
-           "check", "generator", "generators", "branch", "branches", "operation", "operations_by_method", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
+           "check", "generator", "generators", "branch", "model_mutant", "scenario", "scenarios", "model_mutants", "branches", "operation", "operations_by_method", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
            "load_modules", "load_checks", "ENTRY_POINT_GROUP"]

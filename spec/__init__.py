@@ -83,6 +83,20 @@ class Spec:
         """The family whose file declares operation ``op`` (``KeyError`` for an unknown one)."""
         return self._operation_family[op]
 
+    @cached_property
+    def _clause_family(self) -> dict[str, str]:
+        return {c.id: f.family for f in self.families.values() for c in [*f.clauses, *f.divergences]}
+
+    def family_of_clause(self, clause_id: str) -> str:
+        """The family whose file declares clause (or divergence) ``clause_id`` (``KeyError`` for an unknown one)."""
+        return self._clause_family[clause_id]
+
+    @cached_property
+    def operation_divergences(self) -> dict[str, Divergence]:
+        """The current divergences whose mutant is an operation-level function (``level: operation``):
+        the ones an adapter's outputs are diagnosed against and a ``MutantAdapter`` runs."""
+        return {k: d for k, d in self.current_divergences.items() if d.level == "operation"}
+
     def clause(self, clause_id: str) -> Clause:
         try:
             return self.clauses[clause_id]

@@ -144,7 +144,12 @@ class Divergence(_Strict):
     description: str
     symptom: str
     evidence: list[str] = Field(min_length=1)
-    mutant: str = Field(description="Name of the mutant registered by the family (posenc.families.mutant)")
+    level: Literal["operation", "model"] = Field(
+        "operation", description="operation: an implementation's output is wrong, the mutant is an operation-level "
+        "NumPy function (posenc.families.mutant); model: a model's plumbing is wrong (family model, MODEL-*), the "
+        "mutant is a rule over a scenario's forward passes (posenc.families.model_mutant)")
+    mutant: str = Field(description="Name of the mutant registered by the family (posenc.families.mutant, or "
+                        "posenc.families.model_mutant for a model-level divergence)")
     dtypes: list[Dtype] = Field(list(DTYPES), description="the activation dtypes at which the bug is observable "
                                 "(a compute-dtype rounding is invisible at float32 and float64)")
     since: str = Field(pattern=VERSION, description="the spec version in which this ID got its meaning")

@@ -119,3 +119,24 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
                f"({dtype}); worst at {list(idx)}: got {float(a[idx])!r}, expected {float(e[idx])!r}, "
                f"|err|/bound = {ratio:.3g}")
     return Comparison(False, ratio, n_bad, int(mask.sum()), idx, float(a[idx]), float(e[idx]), msg)
+
+
+#: The model tolerance rule's constants (spec family ``model``): logits that a MODEL-* clause says
+#: are equal may differ by ``K_LOGITS[dt] * eps_eff * scale``, ``scale`` the larger max |logit| of
+#: the two rows compared and ``eps_eff`` ``eps(dt)``, never below float32's (a float64 model may
+#: take its softmax in float32, as transformers' eager attention does).  Calibrated on the
+#: unpatched models of the model matrix (every hf:* architecture, eager and sdpa, every scenario
+#: that applies, its recorded divergences left out; ``python bench/calibrate_logits.py`` prints
+#: the worst ratio per dtype): about 4x the worst seen.
+K_LOGITS = {"float64": 128.0, "float32": 128.0, "bfloat16": 16.0, "float16": 32.0}
+
+
+def logits_eps(dtype: str) -> float:
+    """``eps_eff`` of the model tolerance rule: ``eps(dtype)``, never below float32's."""
+    return max(EPS[dtype], EPS["float32"])
+
+
+def logits_bound(dtype: str, scale) -> np.ndarray:
+    """The allowed |a - b| between two logit rows a MODEL-* clause says are equal, per row
+    (``scale``: max |logit| of each row pair): ``K_LOGITS[dtype] * logits_eps(dtype) * scale``."""
+    return K_LOGITS[dtype] * logits_eps(dtype) * np.asarray(scale, np.float64) + TINY[dtype]

@@ -31,7 +31,7 @@ def _goldens():
 def co_matching(dtype: str) -> set[tuple[str, str, str]]:
     """``(a, b, case)``: ``a``'s mutant output is caught on golden ``case`` and ``b``'s mutant reproduces it."""
     found = set()
-    divs = list(SPEC.current_divergences.values())
+    divs = list(SPEC.operation_divergences.values())
     for g in _goldens():
         forms = [d for d in divs if g.case.op in families.mutants().get(d.mutant, {})]
         for a in forms:

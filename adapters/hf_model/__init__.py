@@ -1,0 +1,134 @@
+"""``hf:<model_type>``: a tiny transformers model of a real architecture, as a model adapter.
+
+The model is built from transformers' own config class with the tiny sizes and the overlaid
+positional parameters of :mod:`posenc.adapters.hf_model.architectures` and seeded random weights
+(``torch.manual_seed``; nothing is downloaded), at the requested dtype, on the requested device,
+with the requested attention implementation (``eager`` or ``sdpa``; transformers 5.24 picks the
+masks and kernels for each).  It is called as users call it: ``model(input_ids=...,
+attention_mask=..., position_ids=..., cache=..., use_cache=...)`` and ``model.generate(...)``
+(greedy, ``output_logits``); the probes are :class:`posenc.adapters.hf_model.probes.Recorder`'s.
+Its positional encoding, for the oracle, is the kit's own import of the same config
+(:func:`posenc.spec.hf_config.params_from_hf_config`), which the config survey checks against
+transformers' rotary modules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posenc.adapters.model import ModelAdapter
+from posenc.spec.models import DTYPES
+
+from .architectures import ARCHS, architectures, tiny_config
+
+_TORCH_DTYPES = {"float64": "float64", "float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+
+
+class HFModelAdapter(ModelAdapter):
+    """A tiny transformers model of ``model_type`` (one of :func:`architectures`)."""
+
+    framework = "torch"
+    attn_implementations = ("eager", "sdpa")
+    devices = ("cpu", "cuda")
+    dtypes = DTYPES
+
+    def __init__(self, model_type: str):
+        a = ARCHS[model_type]
+        self.arch = a
+        self.name = f"hf:{model_type}"
+        self.architecture = model_type
+        self.kind = a.kind
+        self.config = tiny_config(model_type)
+        self.vocab_size = self.config.get("vocab_size")
+        self.pad_token_id = self.config.get("pad_token_id")
+        self.capabilities = a.capabilities
+        self.probes = a.probes
+        self.notes = a.notes
+
+    def versions(self) -> dict[str, str]:
+        import torch
+        import transformers
+        return {"transformers": transformers.__version__, "torch": torch.__version__}
+
+    def device_available(self, device: str) -> bool:
+        import torch
+        kind, _, index = device.partition(":")
+        if kind == "cpu":
+            return True
+        return kind == "cuda" and torch.cuda.is_available() and (not index or int(index) < torch.cuda.device_count())
+
+    def encodings(self) -> dict:
+        from posenc.spec.hf_config import params_from_hf_config
+        return params_from_hf_config(self.config)
+
+    def build(self, *, dtype: str, device: str, attn_implementation: str, seed: int = 0):
+        import torch
+        import transformers
+        from transformers import CONFIG_MAPPING
+        kw = {k: v for k, v in self.config.items() if k != "model_type"}
+        cfg = CONFIG_MAPPING[self.architecture](**kw)
+        torch.manual_seed(seed)
+        auto = getattr(transformers, self.arch.auto)
+        model = auto.from_config(cfg, attn_implementation=attn_implementation,
+                                 dtype=getattr(torch, _TORCH_DTYPES[dtype]))
+        model = model.to(device).eval()
+        return HFModel(model, self.arch, device)
+
+
+class HFModel:
+    """A built transformers model behind the model contract (posenc.adapters.model)."""
+
+    def __init__(self, model, arch, device: str):
+        from .probes import Recorder
+        self.model, self.arch, self.device = model, arch, device
+        self.recorder = Recorder(model, arch)
+        self.dtype = next(model.parameters()).dtype
+
+    def _t(self, x, floating: bool = False):
+        import torch
+        if x is None:
+            return None
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        return t.to(self.device, self.dtype if floating else torch.int64)
+
+    def forward(self, input_ids=None, *, inputs_embeds=None, attention_mask=None, position_ids=None, cache=None,
+                use_cache=False):
+        import torch
+        kw = {"input_ids": self._t(input_ids), "inputs_embeds": self._t(inputs_embeds, True),
+              "attention_mask": self._t(attention_mask), "use_cache": bool(use_cache or cache is not None)}
+        if position_ids is not None:
+            kw["position_ids"] = self._t(position_ids)
+        if cache is not None:
+            kw["cache"] = cache
+        with torch.no_grad(), self.recorder.capture():
+            out = self.model(**kw)
+        return out.logits, (out.cache if kw["use_cache"] else None)
+
+    def embed(self, input_ids):
+        import torch
+        with torch.no_grad():
+            return self.model.get_input_embeddings()(self._t(input_ids))
+
+    def new_cache(self, kind: str, *, batch: int, max_length: int):
+        from transformers import DynamicCache, StaticCache
+        if kind == "static":
+            return StaticCache(config=self.model.config, max_cache_len=max_length)
+        return DynamicCache(config=self.model.config)
+
+    def generate(self, input_ids, *, attention_mask, max_new_tokens: int, use_cache: bool):
+        import torch
+        with torch.no_grad(), self.recorder.capture():
+            out = self.model.generate(input_ids=self._t(input_ids), attention_mask=self._t(attention_mask),
+                                      max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens, do_sample=False,
+                                      use_cache=use_cache, output_logits=True, return_dict_in_generate=True,
+                                      pad_token_id=self.model.config.pad_token_id)
+        return out.sequences, torch.stack(out.logits, dim=1)
+
+    def probes(self, all_passes: bool = False):
+        passes = self.recorder.passes
+        if all_passes:
+            return passes
+        return passes[-1] if passes else []
+
+
+__all__ = ["HFModelAdapter", "HFModel", "architectures"]

@@ -1,0 +1,208 @@
+"""Tiny configurations of real architectures, built from transformers' config classes.
+
+Each :class:`Arch` names a transformers ``model_type``, the named model of
+``spec/registry/models.yaml`` whose positional parameters it carries, and tiny sizes.
+:func:`tiny_config` gives the ``config.json``-style dict: the config class's sizes shrunk
+(2 to 4 layers, width 64 to 224, a vocabulary of 96), the registry entry's positional parameters
+overlaid, and the context shrunk so that every regime of the encoding is reached within a few
+hundred tokens:
+
+* **head width**: the tiny width (16 or 32); the rotated fraction kept (GPT-NeoX's 1/4, GPT-J's
+  rotary_dim / head_dim);
+* **context**: ``original_max_position_embeddings`` and ``max_position_embeddings`` divided by one
+  power of two ``s`` chosen so the original context becomes ``Arch.context`` (Llama 3.1: 8192 /
+  128 = 64; Phi-3.5: 4096 / 128 = 32, 131072 / 128 = 1024, so LongRoPE's switch and its
+  attention factor sqrt(1 + ln(32) / ln(4096 / s))... are reached at 32 tokens); the scaling
+  factors, theta and the llama3 / YaRN band fields kept;
+* **LongRoPE factor lists**: resampled from the real model's d/2 entries to the tiny width's
+  m = d'/2 by taking entry ``round(i (n - 1) / (m - 1))`` for i = 0 .. m - 1 (first and last
+  kept, monotone lists stay monotone);
+* **ALiBi**: the real head count (its slopes depend on it: BLOOM-176B's 112, MPT-7B's 32) with a
+  head width of 2;
+* **absolute tables**: ``n_positions`` / ``max_position_embeddings`` shrunk to 128.
+
+The import of that dict (:func:`posenc.spec.hf_config.params_from_hf_config`) is the oracle's
+parameter set (``HFModelAdapter.encodings``), and the kit's tests check that it equals the
+registry entry after the same shrink (``expected_encoding``).  Weights are drawn by torch's
+seeded initialiser with ``initializer_range`` 0.2 at width 64 (scaled as 1.6 / sqrt(width)): at
+transformers' 0.02 the attention of a tiny random model is nearly uniform and a one-position
+shift of the decode steps moves the logits by 1e-3 of their size; at 0.2 by 25 % and more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from posenc.spec.registry import load as load_registry
+
+VOCAB = 96
+PAD = 0
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One architecture of the model matrix.
+
+    ``sizes``: the config class's keyword arguments for the tiny model; ``registry``: the named
+    model whose positional parameters are overlaid (None: the config class's own defaults are
+    the subject); ``context``: what the original context shrinks to; ``rope``: ``(function name,
+    convention)`` of the modeling module's rotation (``qk``: ``f(q, k, cos, sin) -> (q, k)`` on
+    ``[B, H, T, D]``; ``single_bthd``: ``f(x, sin, cos)`` on ``[B, T, H, R]``, k then q);
+    ``table``: attribute path of the absolute position table module; ``bias``: the modeling
+    module's bias builder; ``capabilities``: what the hf:* model adapter offers for it."""
+
+    model_type: str
+    auto: str
+    sizes: dict
+    registry: Optional[str] = None
+    kind: str = "decoder"
+    context: int = 64
+    rope: Optional[tuple[str, str]] = None
+    table: Optional[str] = None
+    bias: Optional[str] = None
+    capabilities: tuple[str, ...] = ("cache", "position_ids", "inputs_embeds", "generate", "static_cache",
+                                     "attention_mask")
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def probes(self) -> tuple[str, ...]:
+        kinds = ["rope"] if self.rope else []
+        kinds += ["table"] if self.table else []
+        kinds += ["bias"] if self.bias else []
+        return tuple(kinds) + ("attention",)
+
+
+def _decoder(hidden: int = 64, heads: int = 4, kv_heads: Optional[int] = 2, layers: int = 2, **kw) -> dict:
+    d = {"vocab_size": VOCAB, "hidden_size": hidden, "intermediate_size": 2 * hidden, "num_hidden_layers": layers,
+         "num_attention_heads": heads, "pad_token_id": PAD, "bos_token_id": 1, "eos_token_id": 2,
+         "initializer_range": 1.6 / hidden ** 0.5, "tie_word_embeddings": False}
+    if kv_heads:
+        d["num_key_value_heads"] = kv_heads
+    d.update(kw)
+    return d
+
+
+ARCHS: dict[str, Arch] = {a.model_type: a for a in (
+    Arch("llama", "AutoModelForCausalLM", _decoder(), registry="llama-3.1-8b", rope=("apply_rotary_pos_emb", "qk"),
+         notes="Llama 3.1's llama3 scaling (factor 8, band 1..4) at original context 64"),
+    Arch("qwen2", "AutoModelForCausalLM", _decoder(), registry="qwen2.5-7b-yarn", rope=("apply_rotary_pos_emb", "qk"),
+         notes="Qwen2.5's YaRN recipe (factor 4) at original context 64"),
+    Arch("phi3", "AutoModelForCausalLM", _decoder(), registry="phi-3.5-mini", context=32,
+         rope=("apply_rotary_pos_emb", "qk"), notes="Phi-3.5-mini's LongRoPE factors resampled to 8 pairs; switch at 32"),
+    Arch("gpt_neox", "AutoModelForCausalLM", _decoder(hidden=128, kv_heads=None, use_parallel_residual=True),
+         registry="gpt-neox-20b", rope=("apply_rotary_pos_emb", "qk"), notes="partial rotary: 8 of 32 dims"),
+    Arch("gptj", "AutoModelForCausalLM",
+         {"vocab_size": VOCAB, "n_embd": 128, "n_head": 4, "n_layer": 2, "n_positions": 256, "pad_token_id": PAD,
+          "bos_token_id": 1, "eos_token_id": 2, "initializer_range": 1.6 / 128 ** 0.5, "tie_word_embeddings": False},
+         registry="gpt-j-6b", rope=("apply_rotary_pos_emb", "single_bthd"),
+         notes="interleaved pairs on the first 8 of 32 dims"),
+    Arch("smollm3", "AutoModelForCausalLM", _decoder(layers=4), registry="smollm3-3b", rope=("apply_rotary_pos_emb", "qk"),
+         notes="NoPE on every 4th layer (layer 3 of 4)"),
+    Arch("gpt2", "AutoModelForCausalLM",
+         {"vocab_size": VOCAB, "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 128, "pad_token_id": PAD,
+          "bos_token_id": 1, "eos_token_id": 2, "initializer_range": 0.2, "tie_word_embeddings": False},
+         registry="gpt2", table="transformer.wpe", notes="learned table of 128 rows"),
+    Arch("opt", "AutoModelForCausalLM",
+         {"vocab_size": VOCAB, "hidden_size": 64, "ffn_dim": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "max_position_embeddings": 128, "word_embed_proj_dim": 64, "pad_token_id": PAD, "bos_token_id": 1,
+          "eos_token_id": 2, "init_std": 0.2, "tie_word_embeddings": False},
+         registry="opt-125m", table="model.decoder.embed_positions", notes="learned table of 128 + 2 rows (offset 2)"),
+)}
+
+
+def architectures() -> list[str]:
+    """The model types of the model matrix, in its order."""
+    return list(ARCHS)
+
+
+def _shrink(v: float, s: int) -> int:
+    return max(1, int(round(v / s)))
+
+
+def resample(factors, m: int) -> list[float]:
+    """LongRoPE's per-pair factors for a tiny width: ``m`` entries, entry i the real list's
+    ``round(i (n - 1) / (m - 1))`` (first and last kept)."""
+    f = list(factors)
+    n = len(f)
+    if m == 1:
+        return [f[0]]
+    return [float(f[int(round(i * (n - 1) / (m - 1)))]) for i in range(m)]
+
+
+def _head_dim(sizes: dict) -> int:
+    hidden = sizes.get("hidden_size", sizes.get("n_embd"))
+    heads = sizes.get("num_attention_heads", sizes.get("n_head"))
+    return int(sizes.get("head_dim", hidden // heads))
+
+
+def _rope_overlay(a: Arch, v: dict) -> dict:
+    """HF config keys of a RopeParams registry entry, shrunk (module docstring)."""
+    d = _head_dim(a.sizes)
+    out: dict[str, Any] = {}
+    rp: dict[str, Any] = {"rope_type": v.get("rope_type", "default"), "rope_theta": float(v["rope_theta"])}
+    rdim = v.get("rotary_dim")
+    if rdim is not None and rdim != v["head_dim"]:
+        frac = rdim / v["head_dim"]
+        if a.model_type == "gptj":
+            out["rotary_dim"] = int(d * frac)
+        else:
+            rp["partial_rotary_factor"] = frac
+    orig = v.get("original_max_position_embeddings")
+    s = 1
+    if orig:
+        s = max(1, orig // a.context)
+        rp["original_max_position_embeddings"] = _shrink(orig, s)
+    for k in ("factor", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+              "attention_factor", "truncate"):
+        if v.get(k) is not None:
+            rp[k] = v[k]
+    for k in ("short_factor", "long_factor"):
+        if v.get(k) is not None:
+            rp[k] = resample(v[k], (int(d * (rdim / v["head_dim"])) if rdim else d) // 2)
+    if v.get("max_position_embeddings"):
+        out["max_position_embeddings"] = _shrink(v["max_position_embeddings"], s)
+    if a.model_type == "phi3" and orig:
+        out["original_max_position_embeddings"] = rp["original_max_position_embeddings"]
+    if a.model_type == "gptj":
+        if rp["rope_theta"] != 10000.0 or rp["rope_type"] != "default":
+            raise ValueError("GPT-J hard-codes theta 10000 and no scaling")
+        return out
+    out["rope_parameters"] = rp
+    return out
+
+
+def tiny_config(model_type: str) -> dict:
+    """The tiny ``config.json``-style dict of ``model_type`` (``model_type`` key included)."""
+    a = ARCHS[model_type]
+    cfg: dict[str, Any] = {"model_type": a.model_type, **a.sizes}
+    if a.registry:
+        e = load_registry()[a.registry]
+        v = dict(e.values)
+        if e.params_model == "RopeParams":
+            cfg.update(_rope_overlay(a, v))
+        elif e.params_model == "NopeParams":
+            cfg["no_rope_layer_interval"] = v["no_rope_layer_interval"]
+    cfg.update(a.extra)
+    return cfg
+
+
+def expected_encoding(model_type: str) -> dict:
+    """The registry entry's values after the shrink, field by field, for the parameters the tiny
+    config overlays (what the kit's tests compare with the config import)."""
+    a = ARCHS[model_type]
+    if not a.registry:
+        return {}
+    e = load_registry()[a.registry]
+    v = dict(e.values)
+    if e.params_model != "RopeParams":
+        return {k: x for k, x in v.items() if k not in ("num_hidden_layers", "vocab_size", "n_embd", "hidden_size",
+                                                        "n_positions", "max_position_embeddings")}
+    d = _head_dim(a.sizes)
+    out = {k: x for k, x in v.items() if k in ("rope_theta", "pairing", "rope_type", "factor", "low_freq_factor",
+                                                "high_freq_factor", "rotation")}
+    out["head_dim"] = d
+    if v.get("rotary_dim") is not None:
+        out["rotary_dim"] = int(d * v["rotary_dim"] / v["head_dim"])
+    return out

@@ -1,0 +1,180 @@
+"""Probes inside a transformers model: what each layer's positional encoding received and produced.
+
+While :meth:`Recorder.capture` is active, the modeling modules' own functions are wrapped (and
+restored afterwards, also on an exception):
+
+* the rotation (``apply_rotary_pos_emb`` of the architecture's modeling module, its calling
+  convention from :class:`~posenc.adapters.hf_model.architectures.Arch`): q and k in and out,
+  ``[B, H, T, D]`` (GPT-J's single-tensor ``[B, T, H, R]`` calls, k then q, transposed);
+* the attention functions (transformers' ``sdpa`` in ``ALL_ATTENTION_FUNCTIONS`` and each
+  modeling module's ``eager_attention_forward``): q and k as the softmax sees them (every key,
+  the cached ones too), the mask (``None`` when transformers lets sdpa apply causality itself) and
+  the scaling; eager's own attention probabilities;
+* an absolute position table module (``Arch.table``): a forward hook reads its output and finds
+  the table row each output vector is (an exact gather, so the row whose values are equal).
+
+The layer a record belongs to is set by a forward pre-hook on each decoder layer; a forward pass
+starts at each call of the module that holds the layers (``generate`` makes one per step).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, Optional
+
+import torch
+
+_SDPA_KEY = "sdpa"
+
+
+def _f(x) -> torch.Tensor:
+    """A detached copy (the model may reuse its buffers)."""
+    return x.detach().clone()
+
+
+class Recorder:
+    def __init__(self, model, arch):
+        self.model, self.arch = model, arch
+        self.active = False
+        self.passes: list[list[dict]] = []
+        self.layer: Optional[int] = None
+        self._hooks = []
+        self._install()
+
+    # ---- hooks that stay (inactive outside capture) ----------------------------------------
+    def _install(self) -> None:
+        stack, layers = _stack(self.model)
+        self._hooks.append(stack.register_forward_pre_hook(self._new_pass))
+        for i, layer in enumerate(layers):
+            self._hooks.append(layer.register_forward_pre_hook(lambda m, a, i=i: self._set_layer(i)))
+        if self.arch.table:
+            table = _attr(self.model, self.arch.table)
+            self._hooks.append(table.register_forward_hook(self._table_hook))
+
+    def _new_pass(self, module, args):
+        if self.active:
+            self.passes.append([])
+            self.layer = None
+
+    def _set_layer(self, i: int):
+        if self.active:
+            self.layer = i
+
+    def _add(self, record: dict) -> None:
+        if not self.active:
+            return
+        if not self.passes:
+            self.passes.append([])
+        self.passes[-1].append(record)
+
+    def _table_hook(self, module, args, output):
+        if not self.active:
+            return
+        weight = module.weight
+        out = output.detach()
+        flat = out.reshape(-1, out.shape[-1])
+        # the row of the table each output vector equals (a gather: exact)
+        d = torch.cdist(flat.double(), weight.detach().double())
+        rows = d.argmin(dim=-1).reshape(out.shape[:-1])
+        if rows.dim() == 1:
+            rows = rows[None]
+        self._add({"kind": "table", "rows": rows.to(torch.int64), "output": out.reshape(rows.shape + (out.shape[-1],)),
+                   "table": weight.detach()})
+
+    # ---- wrapped functions -------------------------------------------------------------------
+    def _rope_qk(self, fn):
+        def wrapped(q, k, *args, **kwargs):
+            q_out, k_out = fn(q, k, *args, **kwargs)
+            self._add({"kind": "rope", "layer": self.layer, "q_in": _f(q), "k_in": _f(k), "q_out": _f(q_out),
+                       "k_out": _f(k_out)})
+            return q_out, k_out
+        return wrapped
+
+    def _rope_single(self, fn):
+        pending: dict[str, Any] = {}
+
+        def wrapped(x, *args, **kwargs):
+            out = fn(x, *args, **kwargs)
+            if self.active:
+                if "k" not in pending or pending.get("layer") != self.layer:
+                    pending.clear()
+                    pending.update(k=(x, out), layer=self.layer)
+                else:
+                    (k_in, k_out), (q_in, q_out) = pending.pop("k"), (x, out)
+                    pending.clear()
+                    t = lambda v: _f(v).transpose(1, 2)  # noqa: E731 - [B, T, H, R] -> [B, H, T, R]
+                    self._add({"kind": "rope", "layer": self.layer, "q_in": t(q_in), "k_in": t(k_in),
+                               "q_out": t(q_out), "k_out": t(k_out)})
+            return out
+        return wrapped
+
+    def _attention(self, fn, eager: bool):
+        def wrapped(module, query, key, value, attention_mask, *args, **kwargs):
+            out = fn(module, query, key, value, attention_mask, *args, **kwargs)
+            if self.active:
+                scaling = kwargs.get("scaling", args[1] if len(args) > 1 else None)
+                rec = {"kind": "attention", "layer": getattr(module, "layer_idx", self.layer), "q": _f(query),
+                       "k": _f(key), "mask": None if attention_mask is None else _f(attention_mask),
+                       "scaling": float(scaling) if scaling is not None else float(query.shape[-1]) ** -0.5}
+                if eager and isinstance(out, tuple) and len(out) > 1 and out[1] is not None:
+                    rec["probs"] = _f(out[1])
+                self._add(rec)
+            return out
+        return wrapped
+
+    @contextlib.contextmanager
+    def capture(self):
+        """Record every forward pass made inside the block (``passes``)."""
+        from transformers.modeling_utils import AttentionInterface
+        self.passes, self.layer = [], None
+        patches: list[tuple[Any, str, Any]] = []
+        for mod in _modeling_modules(self.model):
+            if self.arch.rope and hasattr(mod, self.arch.rope[0]):
+                fn = getattr(mod, self.arch.rope[0])
+                wrap = self._rope_qk if self.arch.rope[1] == "qk" else self._rope_single
+                patches.append((mod, self.arch.rope[0], wrap(fn)))
+            if hasattr(mod, "eager_attention_forward"):
+                patches.append((mod, "eager_attention_forward", self._attention(mod.eager_attention_forward, True)))
+        mapping = AttentionInterface._global_mapping
+        saved = []
+        try:
+            for obj, name, new in patches:
+                saved.append((obj, name, getattr(obj, name)))
+                setattr(obj, name, new)
+            sdpa = mapping[_SDPA_KEY]
+            mapping[_SDPA_KEY] = self._attention(sdpa, False)
+            saved.append((mapping, _SDPA_KEY, sdpa))
+            self.active = True
+            yield self
+        finally:
+            self.active = False
+            for obj, name, old in reversed(saved):
+                if obj is mapping:
+                    mapping[name] = old
+                else:
+                    setattr(obj, name, old)
+
+
+def _attr(obj, path: str):
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _stack(model) -> tuple:
+    """``(stack, layers)``: the module that holds the model's blocks (the longest ModuleList; its
+    forward is one forward pass: embeddings, every layer) and the blocks."""
+    best, owner = None, model
+    for m in model.modules():
+        for child in m.children():
+            if isinstance(child, torch.nn.ModuleList) and (best is None or len(child) > len(best)):
+                best, owner = child, m
+    return owner, list(best or [])
+
+
+def _modeling_modules(model) -> list:
+    """The Python modules that define the model's classes (the modeling module, and those it
+    imports classes from)."""
+    names = {type(m).__module__ for m in model.modules()}
+    return [sys.modules[n] for n in sorted(names) if n.startswith("transformers.models.") and n in sys.modules]

@@ -1,0 +1,51 @@
+"""The model tolerance rule's calibration: for every hf:* architecture, attention implementation,
+dtype and scenario of the unpatched models, the worst |a - b| / (eps(dtype) * scale) over the
+logits pairs each scenario compares (posenc.spec.tolerance.K_LOGITS is set to about 4x the worst).
+
+    python bench/calibrate_logits.py [--arch llama,...] [--dtype float32,...]
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+from posenc import families
+from posenc.adapters import load_model_adapter
+from posenc.adapters.hf_model import architectures
+from posenc.families.model import Run
+from posenc.spec.tolerance import K_LOGITS, logits_eps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", default=",".join(architectures()))
+    ap.add_argument("--dtype", default="float64,float32,bfloat16,float16")
+    a = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    worst = {d: (0.0, "") for d in a.dtype.split(",")}
+    for arch in a.arch.split(","):
+        ad = load_model_adapter(f"hf:{arch}")
+        info = ad.info()
+        t0 = time.perf_counter()
+        for dtype in worst:
+            for attn in ad.attn_implementations:
+                model = ad.build(dtype=dtype, device="cpu", attn_implementation=attn)
+                for clause, sc in families.scenarios().items():
+                    if sc.not_applicable(info) or sc.missing(info):
+                        continue
+                    r = Run(model, info)
+                    sc.run(r)
+                    for p in r.pairs:
+                        scale = np.maximum(np.abs(p["a"]).max(-1), np.abs(p["b"]).max(-1))
+                        ratio = float((np.abs(p["a"] - p["b"]).max(-1) / (logits_eps(dtype) * scale)).max())
+                        if ratio > worst[dtype][0]:
+                            worst[dtype] = (ratio, f"{arch} {attn} {clause} {p['label']}")
+        print(f"{arch}: {time.perf_counter() - t0:.1f} s")
+    for d, (r, where) in worst.items():
+        print(f"{d}: worst {r:.1f} x eps (K_LOGITS {K_LOGITS[d]:g}, {K_LOGITS[d] / max(r, 1e-9):.1f}x margin) at {where}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,583 @@
+"""Family ``model`` (spec/model.yaml, MODEL-*): whole-model scenarios and their position rules.
+
+A :class:`Scenario` is one clause: a *driver* ``run(r: Run)`` that calls a built model the way the
+clause describes (a prefill, decode steps through a cache, a padded or packed batch, generate) and
+records, for every forward pass, the positions the clause's rule gives (``positions``: int
+``[B, T]``; the slots compared, ``valid``), the probes the model captured, and the pairs of logits
+the clause says are equal.  The driver runs where the model lives (the adapter's worker process,
+:mod:`posenc.conformance.isolation`); what it records is plain data (NumPy arrays, numbers,
+strings, lists and dicts), and the checks (:mod:`posenc.families.model_checks`) judge it in the
+kit's process.
+
+Position rules are the POS-* references (:mod:`posenc.reference.position_ids`): ``prefill``,
+``decode``, ``left_pad`` (cumsum(mask) - 1 at real tokens) and ``packed``.  The encoding-level rule
+(a learned table's row offset, RoPE's rotation, ALiBi's slopes) is applied by the checks from the
+model's own encoding parameters (:meth:`posenc.adapters.model.ModelAdapter.encodings`).
+
+Model-level mutants (:func:`posenc.families.model_mutant`) say whether a run's :class:`Facts`
+-- the positions recovered from the probes of every forward pass, the attention mass that crosses
+documents or reaches pads -- are what a plumbing bug produces.
+
+Primary sources: transformers 5.24 ``generation/utils.py`` (``_prepare_position_ids_for_generation``,
+``_update_model_kwargs_for_generation``), ``masking_utils.py::find_packed_sequence_indices``,
+``tests/generation/test_utils.py`` and ``tests/test_modeling_common.py`` (the equivalences each
+clause cites).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from posenc import families
+from posenc.reference import position_ids as pos
+
+#: What a model is, for a scenario's applicability: a causal decoder (GPT-2, Llama), a bidirectional
+#: encoder (BERT), or an encoder-decoder (T5, BART, Whisper: the scenarios drive the decoder).
+MODEL_KINDS = ("decoder", "encoder", "encoder-decoder")
+#: Capabilities a model adapter may declare (``ModelAdapter.capabilities``); a scenario that needs
+#: one the model lacks is *unsupported* (with this reason), never passed.
+CAPABILITIES = {
+    "cache": "forward takes and returns a KV cache",
+    "position_ids": "forward takes explicit position_ids",
+    "inputs_embeds": "forward takes inputs_embeds (and embed(input_ids) gives them)",
+    "generate": "generate(...) decodes greedily, with and without a cache",
+    "static_cache": "new_cache('static', ...) gives a pre-allocated cache",
+    "attention_mask": "forward takes an attention_mask (padding)",
+}
+#: Sizes the scenarios use (rows, lengths): small enough for 2 CPU cores, long enough that every
+#: row of a mixed batch has real tokens after its padding.
+PROMPT = 20
+DECODE_STEPS = 6
+LENGTHS = (20, 13, 7)  # a mixed batch: row 0 unpadded, rows 1 and 2 padded
+DOCS = (9, 12, 7)  # packed document lengths
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One MODEL-* clause as a driver.
+
+    ``run(r)``: calls the model through :class:`Run`; ``kinds``: the model kinds it applies to
+    (else ``n/a``); ``needs``: capabilities it needs (else unsupported); ``applies(info)``: the
+    reason it does not apply to this model (``n/a``), or ``None``; ``implies``: the encoding-level
+    clauses its position rule uses (POS-*), named in the test ID."""
+
+    clause: str
+    name: str
+    run: Callable = field(compare=False)
+    kinds: tuple[str, ...] = ("decoder",)
+    needs: tuple[str, ...] = ()
+    applies: Optional[Callable] = field(default=None, compare=False)
+    implies: tuple[str, ...] = ()
+
+    def not_applicable(self, info: dict) -> Optional[str]:
+        """Why this scenario is ``n/a`` for a model (``info``: the adapter's description), or None."""
+        if info["kind"] not in self.kinds:
+            return f"{self.clause} applies to {' and '.join(self.kinds)} models; {info['architecture']} is an {info['kind']}"
+        return self.applies(info) if self.applies else None
+
+    def missing(self, info: dict) -> list[str]:
+        """The capabilities this scenario needs that the model does not declare."""
+        return [c for c in self.needs if c not in info["capabilities"]]
+
+
+def _scenario(clause: str, name: str, **kw):
+    def deco(fn):
+        families.scenario(Scenario(clause, name, fn, **kw))
+        return fn
+    return deco
+
+
+# ---- the driver ---------------------------------------------------------------------------------
+
+
+class Run:
+    """One scenario's run on a built model (``model``: what ``ModelAdapter.build`` returned).
+
+    Records ``calls`` (one per forward pass: label, expected ``positions`` ``[B, T]``, ``valid``
+    ``[B, T]``, ``cache_length``, the ``attention_mask`` passed, ``probes``, and ``documents`` for a
+    packed row) and ``pairs`` (logits the clause says are equal: ``a``, ``b`` ``[n, V]`` and the
+    ``where`` of each of the n rows).  Everything is plain data for the wire."""
+
+    def __init__(self, model, info: dict, seed: int = 0):
+        self.model, self.info = model, info
+        self.rng = np.random.default_rng(seed)
+        self.calls: list[dict] = []
+        self.pairs: list[dict] = []
+        self.static_capacity = 0  # the allocated length of the static cache in use (0: none)
+
+    # inputs
+    def tokens(self, batch: int, length: int) -> np.ndarray:
+        """Seeded token ids ``[batch, length]`` (int64), never the pad token."""
+        vocab, pad = int(self.info["vocab_size"]), self.info.get("pad_token_id")
+        low = 3 if vocab > 16 else 0  # clear of the usual pad / bos / eos ids
+        ids = self.rng.integers(low, vocab, size=(batch, length), dtype=np.int64)
+        if pad is not None:
+            ids[ids == pad] = (pad + 1) % vocab if (pad + 1) % vocab >= low else low
+        return ids
+
+    def padded(self, rows: list[np.ndarray], side: str = "left") -> tuple[np.ndarray, np.ndarray]:
+        """Rows of different lengths padded into one batch with the pad token: ``(ids, mask)``."""
+        pad = self.info.get("pad_token_id")
+        pad = 0 if pad is None else int(pad)
+        n = max(len(r) for r in rows)
+        ids = np.full((len(rows), n), pad, np.int64)
+        mask = np.zeros((len(rows), n), np.int64)
+        for b, r in enumerate(rows):
+            sl = slice(n - len(r), n) if side == "left" else slice(0, len(r))
+            ids[b, sl], mask[b, sl] = r, 1
+        return ids, mask
+
+    # model calls
+    def forward(self, label: str, *, positions: np.ndarray, valid: Optional[np.ndarray] = None,
+                cache_length: int = 0, documents: Optional[list] = None, **kwargs):
+        """One forward pass; ``positions``: what the clause says each token's encoding sees.
+        Returns ``(logits float64 [B, T, V], cache)``."""
+        out = self.model.forward(**kwargs)
+        logits, cache = _unpack(out, "forward")
+        self._record(label, positions, valid, cache_length, kwargs.get("attention_mask"), self.model.probes(),
+                     documents=documents, static=self.static_capacity if kwargs.get("cache") is not None else 0)
+        return logits, cache
+
+    def new_cache(self, kind: str = "dynamic", *, batch: int, max_length: int):
+        """A new cache of ``kind`` (``dynamic`` or ``static``, allocated for ``max_length`` tokens)."""
+        self.static_capacity = max_length if kind == "static" else 0
+        return self.model.new_cache(kind, batch=batch, max_length=max_length)
+
+    def generate(self, label: str, input_ids: np.ndarray, attention_mask: np.ndarray, max_new_tokens: int,
+                 use_cache: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Greedy generation; returns ``(sequences int [B, T + N], step logits float64 [B, N, V])``.
+        Every forward pass it made is recorded, its expected positions read from the full
+        sequence's mask (``cumsum - 1`` at real tokens) at the tokens that pass fed."""
+        seqs, logits = self.model.generate(input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
+                                           use_cache=use_cache)
+        seqs, logits = np.asarray(_array(seqs)).astype(np.int64), _array(logits).astype(np.float64)
+        passes = self.model.probes(all_passes=True)
+        b, t = input_ids.shape
+        full_mask = np.concatenate([attention_mask, np.ones((b, max_new_tokens), np.int64)], axis=1)
+        full_pos, full_valid = pos.left_pad(full_mask)
+        for i, probes in enumerate(passes):
+            end = t + i  # pass i (0: the prompt) ends before token t + i
+            n = _pass_length(probes, end)
+            sl = slice(end - n, end)
+            self._record(f"{label}: forward pass {i}", full_pos[:, sl], full_valid[:, sl], end - n,
+                         full_mask[:, :end], probes)
+        return seqs, logits
+
+    def _record(self, label, positions, valid, cache_length, mask, probes, documents=None, static=0):
+        positions = np.asarray(positions, np.int64)
+        self.calls.append({
+            "label": label, "positions": positions,
+            "valid": np.ones(positions.shape[-2:], bool) if valid is None else np.asarray(valid, bool),
+            "cache_length": int(cache_length),
+            "attention_mask": None if mask is None else np.asarray(mask, np.int64),
+            "documents": documents, "static": int(static), "probes": _plain_probes(probes)})
+
+    def same(self, label: str, a: np.ndarray, b: np.ndarray, where: list[str]) -> None:
+        """Record that logits ``a`` and ``b`` (``[n, V]``, the n rows named by ``where``) must be equal."""
+        self.pairs.append({"label": label, "a": np.asarray(a, np.float64), "b": np.asarray(b, np.float64),
+                           "where": list(where)})
+
+    def same_steps(self, label: str, a: tuple, b: tuple, rows: list[int], steps_of: str = "step") -> None:
+        """Record that two greedy generations (``(sequences [B, T + N], logits [B, N, V])`` each, rows
+        ``rows`` of ``a`` against rows 0.. of ``b``) agree step by step: their logits are compared up
+        to and including each row's first step whose chosen token differs (after it the two
+        continue from different tokens, which a near tie at that step allows)."""
+        (sa, la), (sb, lb) = a, b
+        n = la.shape[1]
+        xs, ys, where = [], [], []
+        for j, row in enumerate(rows):
+            ta, tb = sa[row, -n:], sb[j, -n:]
+            diff = np.flatnonzero(ta != tb)
+            last = int(diff[0]) if diff.size else n - 1
+            for s in range(last + 1):
+                xs.append(la[row, s])
+                ys.append(lb[j, s])
+                where.append(f"row {row} {steps_of} {s}")
+        self.same(label, np.stack(xs), np.stack(ys), where)
+
+    def trace(self) -> dict:
+        return {"calls": self.calls, "pairs": self.pairs}
+
+
+def _pass_length(probes: list, end: int) -> int:
+    """How many tokens a generate forward pass fed (read from its probes; ``end`` when none tells)."""
+    for p in probes:
+        for key in ("q_in", "rows", "q"):
+            if key in p:
+                return int(np.shape(p[key])[-2] if key != "rows" else np.shape(p[key])[-1])
+    return end
+
+
+def _array(x) -> np.ndarray:
+    """A model's output as a NumPy array: NumPy, or a framework tensor (torch: bfloat16 and float16
+    widened to float32)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "detach"):  # torch
+        x = x.detach()
+        if str(x.dtype) in ("torch.bfloat16", "torch.float16"):
+            x = x.float()
+        return x.cpu().numpy()
+    if hasattr(x, "numpy"):  # tensorflow, jax
+        return np.asarray(x.numpy() if callable(x.numpy) else x)
+    return np.asarray(x)
+
+
+def _unpack(out, what: str):
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError(f"{what}() must return (logits, cache), got {type(out).__name__}")
+    logits = _array(out[0])
+    if logits.ndim != 3:
+        raise ValueError(f"{what}(): logits must be [B, T, V], got shape {list(logits.shape)}")
+    return logits.astype(np.float64), out[1]
+
+
+def _plain_probes(probes) -> list[dict]:
+    """The probes of one forward pass as plain data (arrays as NumPy, float64 where floating)."""
+    out = []
+    for p in probes or []:
+        d = {}
+        for k, v in dict(p).items():
+            if isinstance(v, (str, int, float, bool)) or v is None:
+                d[k] = v
+            else:
+                a = _array(v)
+                d[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a
+        out.append(d)
+    return out
+
+
+def _logits_rows(logits: np.ndarray, rows_tokens: list[tuple[int, int]]) -> np.ndarray:
+    return np.stack([logits[b, t] for b, t in rows_tokens]) if rows_tokens else np.zeros((0, logits.shape[-1]))
+
+
+# ---- scenarios -----------------------------------------------------------------------------------
+# Each driver: the clause's calls, the positions its rule gives, the logits it says are equal.
+
+
+@_scenario("MODEL-PREFILL", "prefill", kinds=MODEL_KINDS, implies=("POS-PREFILL",))
+def _prefill(r: Run) -> None:
+    ids = r.tokens(2, PROMPT + 12)
+    r.forward("prefill", input_ids=ids, positions=pos.prefill(*ids.shape))
+
+
+@_scenario("MODEL-BATCH", "batch", kinds=MODEL_KINDS, implies=("POS-PREFILL",))
+def _batch(r: Run) -> None:
+    ids = r.tokens(3, PROMPT)
+    logits, _ = r.forward("batch of 3", input_ids=ids, positions=pos.prefill(*ids.shape))
+    for b in range(3):
+        one, _ = r.forward(f"row {b} alone", input_ids=ids[b:b + 1], positions=pos.prefill(1, PROMPT))
+        r.same(f"row {b} in the batch == row {b} alone", logits[b], one[0], [f"row {b} position {t}" for t in range(PROMPT)])
+
+
+@_scenario("MODEL-DECODE", "decode", kinds=("decoder",), needs=("cache",), implies=("POS-DECODE",))
+def _decode(r: Run) -> None:
+    p, n = PROMPT, DECODE_STEPS
+    ids = r.tokens(2, p + n)
+    full, _ = r.forward("prefill of all tokens", input_ids=ids, positions=pos.prefill(2, p + n))
+    _, cache = r.forward("prefill", input_ids=ids[:, :p], positions=pos.prefill(2, p), cache=None, use_cache=True)
+    for s in range(n):
+        step, cache = r.forward(f"decode step {s}", input_ids=ids[:, p + s:p + s + 1], cache=cache, use_cache=True,
+                                positions=pos.decode(2, 1, p + s), cache_length=p + s)
+        r.same(f"decode step {s} == prefill at position {p + s}", step[:, 0], full[:, p + s],
+               [f"row {b} position {p + s}" for b in range(2)])
+
+
+@_scenario("MODEL-CHUNKED-PREFILL", "chunked-prefill", kinds=("decoder",), needs=("cache",), implies=("POS-DECODE",))
+def _chunked(r: Run) -> None:
+    chunk, n = 7, 3
+    ids = r.tokens(2, chunk * n)
+    full, _ = r.forward("prefill of all tokens", input_ids=ids, positions=pos.prefill(2, chunk * n))
+    cache = None
+    for c in range(n):
+        sl = slice(c * chunk, (c + 1) * chunk)
+        out, cache = r.forward(f"chunk {c}", input_ids=ids[:, sl], cache=cache, use_cache=True,
+                               positions=pos.decode(2, chunk, c * chunk), cache_length=c * chunk)
+        r.same(f"chunk {c} == prefill at positions {c * chunk}..{(c + 1) * chunk - 1}",
+               out.reshape(-1, out.shape[-1]), full[:, sl].reshape(-1, full.shape[-1]),
+               [f"row {b} position {t}" for b in range(2) for t in range(c * chunk, (c + 1) * chunk)])
+
+
+def _mixed_rows(r: Run) -> list[np.ndarray]:
+    return [r.tokens(1, n)[0] for n in LENGTHS]
+
+
+def _alone(r: Run, row: np.ndarray, b: int, extra: Optional[np.ndarray] = None) -> np.ndarray:
+    ids = row[None] if extra is None else np.concatenate([row, extra])[None]
+    logits, _ = r.forward(f"row {b} alone", input_ids=ids, positions=pos.prefill(1, ids.shape[1]))
+    return logits[0]
+
+
+def _real(mask: np.ndarray, b: int) -> list[int]:
+    return [int(t) for t in np.flatnonzero(mask[b])]
+
+
+@_scenario("MODEL-LEFT-PAD", "left-pad", kinds=("decoder",), needs=("attention_mask", "position_ids", "cache"),
+           implies=("POS-LEFT-PAD", "POS-DECODE"))
+def _left_pad(r: Run) -> None:
+    rows = _mixed_rows(r)
+    ids, mask = r.padded(rows, "left")
+    b_, s_ = ids.shape
+    positions, valid = pos.left_pad(mask)
+    logits, cache = r.forward("left-padded prefill", input_ids=ids, attention_mask=mask, position_ids=positions,
+                              use_cache=True, positions=positions, valid=valid)
+    nxt = r.tokens(b_, DECODE_STEPS)
+    steps = []
+    for s in range(DECODE_STEPS):
+        full_mask = np.concatenate([mask, np.ones((b_, s + 1), np.int64)], axis=1)
+        p, v = pos.left_pad(full_mask, s_ + s)
+        step, cache = r.forward(f"decode step {s}", input_ids=nxt[:, s:s + 1], attention_mask=full_mask,
+                                position_ids=p, cache=cache, use_cache=True, positions=p, valid=v, cache_length=s_ + s)
+        steps.append(step[:, 0])
+    for b, row in enumerate(rows):
+        alone = _alone(r, row, b, nxt[b])
+        real = _real(mask, b)
+        n = len(row)
+        r.same(f"row {b} of the left-padded prefill == row {b} alone", logits[b, real], alone[:n],
+               [f"row {b} position {t}" for t in range(n)])
+        r.same(f"row {b}'s decode steps == row {b} alone", np.stack([s[b] for s in steps]), alone[n:],
+               [f"row {b} decode step {s} (position {n + s})" for s in range(DECODE_STEPS)])
+
+
+@_scenario("MODEL-LEFT-PAD-MASK-ONLY", "left-pad-mask-only", kinds=("decoder",), needs=("attention_mask",),
+           implies=("POS-LEFT-PAD",))
+def _left_pad_mask_only(r: Run) -> None:
+    rows = _mixed_rows(r)
+    ids, mask = r.padded(rows, "left")
+    positions, valid = pos.left_pad(mask)
+    logits, _ = r.forward("left-padded forward, attention_mask only", input_ids=ids, attention_mask=mask,
+                          positions=positions, valid=valid)
+    for b, row in enumerate(rows):
+        alone = _alone(r, row, b)
+        r.same(f"row {b} of the left-padded batch == row {b} alone", logits[b, _real(mask, b)], alone,
+               [f"row {b} position {t}" for t in range(len(row))])
+
+
+@_scenario("MODEL-RIGHT-PAD", "right-pad", kinds=MODEL_KINDS, needs=("attention_mask",), implies=("POS-PREFILL",))
+def _right_pad(r: Run) -> None:
+    rows = _mixed_rows(r)
+    ids, mask = r.padded(rows, "right")
+    positions = np.where(mask == 1, pos.prefill(*ids.shape), 0)
+    logits, _ = r.forward("right-padded forward", input_ids=ids, attention_mask=mask, positions=positions,
+                          valid=mask == 1)
+    for b, row in enumerate(rows):
+        alone = _alone(r, row, b)
+        r.same(f"row {b} of the right-padded batch == row {b} alone", logits[b, :len(row)], alone,
+               [f"row {b} position {t}" for t in range(len(row))])
+
+
+@_scenario("MODEL-PACKED", "packed", kinds=("decoder",), needs=("position_ids",), implies=("POS-PACKED",))
+def _packed(r: Run) -> None:
+    docs = [r.tokens(1, n)[0] for n in DOCS]
+    cu = np.concatenate([[0], np.cumsum(DOCS)]).astype(np.int64)
+    ids = np.concatenate(docs)[None]
+    positions = pos.packed(cu)
+    logits, _ = r.forward("packed documents", input_ids=ids, position_ids=positions, positions=positions,
+                          documents=cu.tolist())
+    for d, doc in enumerate(docs):
+        alone = _alone(r, doc, 0)
+        r.same(f"document {d} in the pack == document {d} alone", logits[0, cu[d]:cu[d + 1]], alone,
+               [f"document {d} position {t}" for t in range(len(doc))])
+
+
+@_scenario("MODEL-INPUTS-EMBEDS", "inputs-embeds", kinds=MODEL_KINDS, needs=("inputs_embeds",), implies=("POS-PREFILL",))
+def _inputs_embeds(r: Run) -> None:
+    ids = r.tokens(2, PROMPT)
+    a, _ = r.forward("input_ids", input_ids=ids, positions=pos.prefill(*ids.shape))
+    emb = r.model.embed(ids)
+    b, _ = r.forward("inputs_embeds", inputs_embeds=_array(emb), positions=pos.prefill(*ids.shape))
+    r.same("inputs_embeds == input_ids", b.reshape(-1, b.shape[-1]), a.reshape(-1, a.shape[-1]),
+           [f"row {x} position {t}" for x in range(2) for t in range(PROMPT)])
+
+
+@_scenario("MODEL-INPUTS-EMBEDS-DECODE", "inputs-embeds-decode", kinds=("decoder",), needs=("inputs_embeds", "cache"),
+           implies=("POS-DECODE",))
+def _inputs_embeds_decode(r: Run) -> None:
+    p, n = PROMPT, DECODE_STEPS
+    ids = r.tokens(2, p + n)
+    emb = _array(r.model.embed(ids))
+    ref, _ = r.forward("prefill of all tokens (input_ids)", input_ids=ids, positions=pos.prefill(2, p + n))
+    _, cache = r.forward("prefill (inputs_embeds)", inputs_embeds=emb[:, :p], use_cache=True,
+                         positions=pos.prefill(2, p))
+    for s in range(n):
+        step, cache = r.forward(f"decode step {s} (inputs_embeds)", inputs_embeds=emb[:, p + s:p + s + 1], cache=cache,
+                                use_cache=True, positions=pos.decode(2, 1, p + s), cache_length=p + s)
+        r.same(f"decode step {s} (inputs_embeds) == input_ids at position {p + s}", step[:, 0], ref[:, p + s],
+               [f"row {b} position {p + s}" for b in range(2)])
+
+
+@_scenario("MODEL-GENERATE", "generate", kinds=("decoder",), needs=("generate", "attention_mask"),
+           implies=("POS-LEFT-PAD", "POS-DECODE"))
+def _generate(r: Run) -> None:
+    rows = _mixed_rows(r)
+    ids, mask = r.padded(rows, "left")
+    n = DECODE_STEPS
+    with_cache = r.generate("generate with a cache", ids, mask, n, use_cache=True)
+    without = r.generate("generate without a cache", ids, mask, n, use_cache=False)
+    r.same_steps("generate with a cache == without (step logits)", with_cache, without, list(range(len(rows))))
+    for b, row in enumerate(rows):
+        alone = r.generate(f"row {b} generated alone", row[None], np.ones((1, len(row)), np.int64), n, use_cache=True)
+        r.same_steps(f"row {b} in the batch == row {b} generated alone (step logits)", with_cache, alone, [b])
+
+
+@_scenario("MODEL-STATIC-CACHE", "static-cache", kinds=("decoder",), needs=("cache", "static_cache"),
+           implies=("POS-DECODE",))
+def _static_cache(r: Run) -> None:
+    p, n = PROMPT, DECODE_STEPS
+    ids = r.tokens(2, p + n)
+    dyn, stat = [], []
+    for kind, out in (("dynamic", dyn), ("static", stat)):
+        cache = r.new_cache(kind, batch=2, max_length=p + n + 16)
+        logits, cache = r.forward(f"prefill ({kind} cache)", input_ids=ids[:, :p], cache=cache, use_cache=True,
+                                  positions=pos.prefill(2, p))
+        out.append(logits[:, -1])
+        for s in range(n):
+            step, cache = r.forward(f"decode step {s} ({kind} cache)", input_ids=ids[:, p + s:p + s + 1], cache=cache,
+                                    use_cache=True, positions=pos.decode(2, 1, p + s), cache_length=p + s)
+            out.append(step[:, 0])
+    r.same("static cache == dynamic cache", np.concatenate(stat), np.concatenate(dyn),
+           [f"row {b} position {p - 1 + s}" for s in range(n + 1) for b in range(2)])
+
+
+def _is_longrope(info: dict) -> Optional[str]:
+    p = info["encodings"].get("rope")
+    if p is None or getattr(p, "rope_type", None) != "longrope":
+        return "MODEL-LONGROPE-SWITCH applies to models with LongRoPE (rope_type longrope)"
+    return None
+
+
+@_scenario("MODEL-LONGROPE-SWITCH", "longrope-switch", kinds=("decoder",), needs=("generate",), applies=_is_longrope,
+           implies=("POS-DECODE",))
+def _longrope_switch(r: Run) -> None:
+    p = r.info["encodings"]["rope"]
+    orig = int(p.original_max_position_embeddings)
+    prompt, n = orig - 4, 10  # crosses seq_len > original_max_position_embeddings at step 4
+    ids = r.tokens(2, prompt)
+    mask = np.ones_like(ids)
+    with_cache = r.generate("generate with a cache", ids, mask, n, use_cache=True)
+    without = r.generate("generate without a cache", ids, mask, n, use_cache=False)
+    r.same_steps(f"generate with a cache == without, across the switch at sequence length {orig + 1}", with_cache,
+                 without, [0, 1], steps_of=f"step (prompt {prompt}) ")
+
+
+# ---- facts and model-level mutants -----------------------------------------------------------------
+
+
+@dataclass
+class Facts:
+    """What a scenario's run showed, for the model-level mutants: per forward pass its record
+    (``calls[i]``) and the positions its encoding used (``used[i]``: int ``[B, T]`` recovered from
+    the probes, -1 where no position was encoded; ``None`` where no probe tells); the largest
+    attention probability across packed documents and on padded keys (``None`` without an
+    attention probe)."""
+
+    calls: list[dict]
+    used: list[Optional[np.ndarray]]
+    cross_document: Optional[float] = None
+    on_pads: Optional[float] = None
+    extra: dict = field(default_factory=dict)
+
+    def positions_are(self, rule: Callable[[dict], Optional[np.ndarray]]) -> Optional[bool]:
+        """Whether every forward pass whose positions are known used ``rule(call)`` (compared at its
+        valid tokens; -1, nothing encoded, also stands for position 0, which no rotation shows);
+        ``None`` when the rule gives nothing that differs from the clause's positions in any of them
+        (the bug has no visible form in this scenario)."""
+        differs, seen = False, False
+        for call, used in zip(self.calls, self.used):
+            if used is None:
+                continue
+            want = rule(call)
+            if want is None:
+                want = call["positions"]
+            want = np.asarray(want)
+            if want.shape != used.shape:
+                return False
+            v = np.broadcast_to(call["valid"], used.shape)
+            seen = True
+            differs |= bool((want != call["positions"])[v].any())
+            same = (want == used) | ((used == -1) & (want <= 0)) | ((want == -1) & (used == 0))
+            if not same[v].all():
+                return False
+        return True if seen and differs else None
+
+
+def _cached_real(call: dict) -> np.ndarray:
+    """Per row, how many real tokens the cache held before this pass."""
+    m, c = call["attention_mask"], call["cache_length"]
+    b = call["positions"].shape[-2]
+    if m is None or c == 0:
+        return np.full(b, c, np.int64)
+    return np.asarray(m)[:, :c].sum(axis=1).astype(np.int64)
+
+
+@families.model_mutant("model_restart_after_cache")
+def _m_restart(f: Facts) -> Optional[bool]:
+    return f.positions_are(lambda c: c["positions"] - _cached_real(c)[:, None] if c["cache_length"] else None)
+
+
+@families.model_mutant("model_decode_no_position")
+def _m_no_position(f: Facts) -> Optional[bool]:
+    return f.positions_are(lambda c: np.full_like(c["positions"], -1) if c["positions"].shape[-1] == 1
+                           and c["cache_length"] else None)
+
+
+@families.model_mutant("pos_cache_off_by_one")
+def _m_off_by_one(f: Facts) -> Optional[bool]:
+    return f.positions_are(lambda c: c["positions"] + 1 if c["cache_length"] else None)
+
+
+@families.model_mutant("pos_left_pad_ignored")
+def _m_left_pad_ignored(f: Facts) -> Optional[bool]:
+    def rule(c):
+        if c["attention_mask"] is None or (np.asarray(c["attention_mask"]) == 1).all():
+            return None
+        return pos.decode(*c["positions"].shape, c["cache_length"])
+    return f.positions_are(rule)
+
+
+@families.model_mutant("model_decode_padded_width")
+def _m_padded_width(f: Facts) -> Optional[bool]:
+    def rule(c):
+        if not c["cache_length"] or c["attention_mask"] is None or (np.asarray(c["attention_mask"]) == 1).all():
+            return None
+        return pos.decode(*c["positions"].shape, c["cache_length"])
+    return f.positions_are(rule)
+
+
+@families.model_mutant("pos_packed_no_restart")
+def _m_packed(f: Facts) -> Optional[bool]:
+    return f.positions_are(lambda c: pos.prefill(*c["positions"].shape) if c["documents"] else None)
+
+
+@families.model_mutant("model_static_cache_allocated_length")
+def _m_static(f: Facts) -> Optional[bool]:
+    return f.positions_are(lambda c: pos.decode(*c["positions"].shape, c["static"]) if c["static"] and c["cache_length"]
+                           else None)
+
+
+@families.model_mutant("model_packed_cross_document")
+def _m_cross(f: Facts) -> Optional[bool]:
+    if f.cross_document is None:
+        return None
+    return f.cross_document > 0 and bool(f.positions_are(lambda c: None) is not False)
+
+
+@families.model_mutant("model_pads_attended")
+def _m_pads(f: Facts) -> Optional[bool]:
+    if f.on_pads is None:
+        return None
+    return f.on_pads > 0
+
+
+@families.model_mutant("model_padded_rows_nan")
+def _m_nan(f: Facts) -> Optional[bool]:
+    padded = any(c["attention_mask"] is not None and (np.asarray(c["attention_mask"]) == 0).any() for c in f.calls)
+    return bool(padded and f.extra.get("non_finite")) if padded else None
+
+
+@families.model_mutant("model_longrope_stale_cache")
+def _m_longrope(f: Facts) -> Optional[bool]:
+    return f.extra.get("stale_long_cache")

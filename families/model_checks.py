@@ -1,0 +1,465 @@
+"""Checks of the model family (MODEL-*): the verdict on one scenario's run (:func:`judge`).
+
+(a) **Oracle.**  Every probe of every forward pass is compared with the family's reference at the
+positions the scenario's rule gives: a ``rope`` probe (q and k in and out of the rotation) with
+``rope.apply`` -- ``nope.apply`` on a NoPE layer -- under the spec's tolerance rule
+(:func:`posenc.spec.tolerance.compare`, the padded slots not compared); a ``table`` probe's rows
+with the encoding's row rule (GPT-2 and BERT: the position; OPT and BART: + 2; RoPE... ) exactly.
+Where they differ, the positions the encoding *used* are recovered from the probe (the rotation
+angle of each pair against ``p * inv_freq``, or the row minus the table's offset) and compared with
+the model-level mutants (:func:`posenc.families.model_mutant`) over every forward pass of the run;
+the operation-level diagnosis (:func:`posenc.conformance.runner.diagnose`) names encoding bugs
+(a pairing swapped, theta replaced).  ``attention`` probes give the attention mass that crosses
+packed documents (MODEL-PACKED requires exactly 0) and that reaches padded keys (0 for every
+real query).
+
+(b) **Oracle-free.**  Every pair of logits the scenario says are equal is compared under the
+model tolerance rule (:func:`posenc.spec.tolerance.logits_bound`).
+
+A failure names the scenario clause, the forward pass, the layer, the row, the first wrong
+position, the encoding clause it breaks, and what the model did instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import numpy as np
+
+from posenc import families
+from posenc.conformance.cases import Case
+from posenc.conformance.golden import computed
+from posenc.conformance.runner import Match, compare_outputs, diagnose
+from posenc.reference import rope as rope_ref
+from posenc.spec import load_spec
+from posenc.spec.models import NopeParams, RopeParams
+from posenc.spec.tolerance import logits_bound
+
+from .model import Facts
+
+_SPEC = load_spec()
+#: Row offsets of absolute tables: the row of position p is p + offset (RoBERTa and fairseq: padding_idx + 1).
+_TABLE_OFFSETS = {"GPT2EmbeddingParams": 0, "BertEmbeddingParams": 0, "OPTEmbeddingParams": 2,
+                  "BartEmbeddingParams": 2}
+
+
+@dataclass
+class Problem:
+    """One thing wrong in a run: ``kind`` (``oracle``, ``logits``, ``attention``, ``probe``), the
+    clauses it breaks, a one-line ``text`` and detail lines."""
+
+    kind: str
+    clauses: tuple[str, ...]
+    text: str
+    detail: list[str] = field(default_factory=list)
+    matches: tuple = ()
+
+
+@dataclass
+class Verdict:
+    problems: list[Problem]
+    facts: Facts
+    matches: list[Match]
+    inferred: list[str]
+    unsupported: list[str]  # checks that could not run, with the reason
+    checked: int  # probes and pairs compared
+
+
+# ---- parameters per layer --------------------------------------------------------------------
+
+
+def _nope(enc: dict) -> Optional[NopeParams]:
+    return enc.get("nope")
+
+
+def _rope_params(enc: dict) -> Optional[RopeParams]:
+    p = enc.get("rope")
+    return p if isinstance(p, RopeParams) else None
+
+
+def _layer_rotates(enc: dict, layer: Optional[int]) -> bool:
+    n = _nope(enc)
+    if n is None or layer is None:
+        return True
+    from posenc.reference.nope import layer_flags
+    flags = layer_flags(n)
+    return bool(flags[layer]) if layer < len(flags) else True
+
+
+# ---- recovering the positions an encoding used ---------------------------------------------------
+
+
+def recovered_rope_positions(p: RopeParams, rec: dict, expected: np.ndarray) -> np.ndarray:
+    """The integer position each token's rotation corresponds to, ``[B, T]``: the rotation angle
+    of every (q and k) pair against ``position * inv_freq``, the best integer in
+    ``[0, 2 max(expected) + 64]`` (weighted over heads and pairs); -1 where q and k came back
+    unchanged (nothing encoded), -2 where no integer position explains the angles."""
+    rd, pairing = p.rdim, p.pairing
+    a, b = rope_ref.pair_indices(rd, pairing)
+    oa, ob = rope_ref.output_indices(rd, pairing)
+    w, _ = rope_ref.inv_freq(p, rope_ref.seq_len_of(expected))
+    sign = -1.0 if p.rotation == "negative" else 1.0
+    angles, weights = [], []
+    for xi, yo in (("q_in", "q_out"), ("k_in", "k_out")):
+        x, y = np.asarray(rec[xi], np.float64), np.asarray(rec[yo], np.float64)
+        x1, x2, y1, y2 = x[..., a], x[..., b], y[..., oa], y[..., ob]
+        angles.append(np.arctan2(x1 * y2 - x2 * y1, x1 * y1 + x2 * y2))  # [B, H, T, P]
+        weights.append(np.hypot(x1, x2) * np.hypot(y1, y2))
+    ang = np.concatenate(angles, axis=1)
+    wt = np.concatenate(weights, axis=1)
+    hi = int(max(0, np.max(expected))) * 2 + 64
+    cand = np.arange(0, hi + 1, dtype=np.float64)
+    # cost[b, t, c] = sum_{h, i} w (1 - cos(angle - sign c w_i))
+    phase = sign * cand[:, None] * w[None, :]  # [C, P]
+    cos_a, sin_a = np.cos(ang), np.sin(ang)  # [B, H, T, P]
+    cost = (np.einsum("bhtp,cp->btc", wt * cos_a, np.cos(phase)) + np.einsum("bhtp,cp->btc", wt * sin_a, np.sin(phase)))
+    total = wt.sum(axis=(1, 3))[..., None]  # [B, T, 1]
+    resid = 1.0 - cost / np.maximum(total, 1e-300)
+    best = np.argmin(resid, axis=-1)
+    out = best.astype(np.int64)
+    bad = np.take_along_axis(resid, best[..., None], -1)[..., 0] > 1e-3
+    out[bad] = -2
+    same = np.all(np.asarray(rec["q_in"]) == np.asarray(rec["q_out"]), axis=(1, 3)) & \
+        np.all(np.asarray(rec["k_in"]) == np.asarray(rec["k_out"]), axis=(1, 3))
+    out[same] = -1
+    return out
+
+
+# ---- the oracle on one forward pass ----------------------------------------------------------------
+
+
+def _rope_case(p, call_label: str, layer) -> Case:
+    return Case(id=f"model-{call_label}-layer{layer}".replace(" ", "-"), op="rope.apply",
+                clauses=("ROPE-ANGLE",), params=p)
+
+
+def _oracle_rope(call: dict, rec: dict, enc: dict, dtype: str):
+    """(problem or None, positions used [B, T] or None) of one rope probe."""
+    p = _rope_params(enc)
+    layer = rec.get("layer")
+    if p is None:
+        return None, None
+    d = np.shape(rec["q_in"])[-1]
+    if d == p.rdim and p.rdim < p.head_dim:  # the probe sees the rotated part only (GPT-J)
+        p = p.model_copy(update={"head_dim": p.rdim, "rotary_dim": None})
+    positions, valid = call["positions"], call["valid"]
+    if not _layer_rotates(enc, layer):
+        used = recovered_rope_positions(p, rec, positions)
+        return Problem("oracle", ("NOPE-LAYER-FLAGS", "NOPE-IDENTITY"),
+                       f"{call['label']}: layer {layer} is a NoPE layer (NopeParams) but rotated q and k"), used
+    inputs = {"q": np.asarray(rec["q_in"], np.float64), "k": np.asarray(rec["k_in"], np.float64),
+              "position_ids": np.asarray(positions, np.int64)}
+    case = _rope_case(p, call["label"], layer)
+    g = computed(case, inputs)
+    mask = np.asarray(valid, bool)[:, None, :, None]
+    outputs = dict(g.outputs)
+    outputs["q.compared"] = np.broadcast_to(mask, g.outputs["q"].shape)
+    outputs["k.compared"] = np.broadcast_to(mask, g.outputs["k"].shape)
+    g = replace(g, outputs=outputs)
+    got = {"q": np.asarray(rec["q_out"], np.float64), "k": np.asarray(rec["k_out"], np.float64)}
+    comps = compare_outputs(g, got, dtype)
+    if all(c.ok for c in comps):
+        return None, positions
+    used = recovered_rope_positions(p, rec, positions)
+    wrong = valid & ~_same_positions(used, positions)
+    lines = [c.message for c in comps if not c.ok]
+    if wrong.any():
+        b, t = map(int, np.argwhere(wrong)[0])
+        first = f"row {b} token {t}: the rotation is that of position {_pos_text(used[b, t])} where the rule gives {positions[b, t]}"
+        clauses = ("ROPE-ANGLE",)
+    else:
+        first = "the positions are right, the rotation is not (frequencies, pairing or scaling)"
+        clauses = tuple(x for x in ("ROPE-ANGLE", f"ROPE-PAIR-{p.pairing.upper()}") if x in _SPEC.clauses)
+    matches = tuple(diagnose(_SPEC, g, got, dtype)) if not wrong.any() else ()
+    return Problem("oracle", clauses, f"{call['label']}, layer {layer}: {first}", lines, matches), used
+
+
+def _same_positions(used: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Where the recovered positions are the wanted ones (-1, nothing encoded, is position 0 too:
+    a rotation by 0 leaves q and k unchanged)."""
+    return (used == want) | ((used == -1) & (want == 0))
+
+
+def _pos_text(u: int) -> str:
+    return {-1: "none (q and k unchanged)", -2: "none (not a rotation by an integer position)"}.get(int(u), str(int(u)))
+
+
+def _table_offset(enc: dict) -> Optional[tuple[int, str, object]]:
+    """(row offset, clause, params) of the model's absolute position table, or None."""
+    for name, p in enc.items():
+        cls = type(p).__name__
+        if cls in _TABLE_OFFSETS:
+            clause = {"GPT2EmbeddingParams": "LEARNED-GPT2-POSITIONS", "BertEmbeddingParams": "LEARNED-BERT-POSITIONS",
+                      "OPTEmbeddingParams": "LEARNED-OPT-OFFSET", "BartEmbeddingParams": "LEARNED-BART-POSITIONS"}[cls]
+            return _TABLE_OFFSETS[cls], clause, p
+        if cls == "RobertaEmbeddingParams":
+            return p.padding_idx + 1, "LEARNED-ROBERTA-POSITIONS", p
+        if cls == "SinusoidalParams" and getattr(p, "variant", None) == "fairseq":
+            return p.padding_idx + 1, "SIN-FAIRSEQ-POSITIONS", p
+    return None
+
+
+def _oracle_table(call: dict, rec: dict, enc: dict):
+    t = _table_offset(enc)
+    if t is None:
+        return None, None
+    off, clause, _ = t
+    rows = np.asarray(rec["rows"], np.int64)
+    positions, valid = call["positions"], np.asarray(call["valid"], bool)
+    if rows.ndim == 2 and rows.shape[0] == 1 and rows.shape[1:] == positions.shape[1:]:
+        rows = np.broadcast_to(rows, positions.shape)  # one row of positions for the whole batch
+    if rows.shape != positions.shape:
+        return Problem("probe", (clause,), f"{call['label']}: the table probe has rows of shape {list(rows.shape)}, "
+                       f"the forward pass has {list(positions.shape)} tokens"), None
+    used = rows - off
+    wrong = valid & (rows != positions + off)
+    if not wrong.any():
+        return None, positions
+    b, t_ = map(int, np.argwhere(wrong)[0])
+    return Problem("oracle", (clause,), f"{call['label']}: row {b} token {t_} read table row {rows[b, t_]} "
+                   f"(position {used[b, t_]}) where the rule gives row {positions[b, t_] + off} (position "
+                   f"{positions[b, t_]})"), used
+
+
+# ---- attention probes --------------------------------------------------------------------------------
+
+
+def attention_probs(rec: dict) -> np.ndarray:
+    """The attention probabilities ``[B, Hq, Tq, Tk]``: the probe's own (eager), or recomputed in
+    float64 from its q, k, mask and scaling (a ``None`` mask: causal, bottom-right aligned)."""
+    if rec.get("probs") is not None:
+        return np.asarray(rec["probs"], np.float64)
+    q, k = np.asarray(rec["q"], np.float64), np.asarray(rec["k"], np.float64)
+    if k.shape[1] != q.shape[1]:
+        k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
+    logits = np.einsum("bhqd,bhkd->bhqk", q, k) * float(rec["scaling"])
+    tq, tk = logits.shape[-2:]
+    mask = rec.get("mask")
+    if mask is None:
+        allowed = np.tril(np.ones((tq, tk), bool), k=tk - tq)
+    else:
+        m = np.asarray(mask)
+        allowed = m.astype(bool) if m.dtype == bool else m > -1e30
+        m = m[..., -tk:] if m.shape[-1] != tk else m
+        allowed = allowed[..., -tk:] if allowed.shape[-1] != tk else allowed
+    logits = np.where(allowed, logits, -np.inf)
+    mx = np.max(logits, axis=-1, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    e = np.exp(logits - mx)
+    s = e.sum(-1, keepdims=True)
+    return np.where(s > 0, e / np.where(s > 0, s, 1), 0.0)
+
+
+def _key_tokens(call: dict, tk: int) -> int:
+    """How many keys precede this pass's tokens in the attention (its cache length)."""
+    return tk - call["positions"].shape[-1]
+
+
+def _cross_document(call: dict, rec: dict) -> float:
+    cu = call["documents"]
+    probs = attention_probs(rec)
+    tk = probs.shape[-1]
+    doc = np.searchsorted(np.asarray(cu[1:]), np.arange(tk), side="right")
+    qdoc = doc[_key_tokens(call, tk):]
+    other = qdoc[:, None] != doc[None, :]
+    return float(np.max(np.where(other, probs, 0.0)))
+
+
+def _on_pads(call: dict, rec: dict) -> float:
+    m = call["attention_mask"]
+    probs = attention_probs(rec)
+    tk = probs.shape[-1]
+    if m is None or np.asarray(m).shape[-1] != tk:
+        return 0.0
+    pad_key = np.asarray(m)[:, None, None, :] == 0
+    real_query = np.asarray(call["valid"], bool)[:, None, :, None]
+    return float(np.max(np.where(pad_key & real_query, probs, 0.0)))
+
+
+# ---- logits pairs ------------------------------------------------------------------------------------------
+
+
+def _pair_problem(clause: str, pair: dict, dtype: str) -> Optional[Problem]:
+    a, b = pair["a"], pair["b"]
+    if a.shape != b.shape:
+        return Problem("logits", (clause,), f"{pair['label']}: logits of shapes {list(a.shape)} and {list(b.shape)}")
+    scale = np.maximum(np.abs(a).max(axis=-1), np.abs(b).max(axis=-1))
+    bound = logits_bound(dtype, scale)
+    err = np.abs(a - b).max(axis=-1)
+    finite = np.isfinite(a).all(axis=-1) & np.isfinite(b).all(axis=-1)
+    bad = (err > bound) | ~finite
+    if not bad.any():
+        return None
+    i = int(np.argmax(bad))
+    if not finite[i]:
+        return Problem("logits", (clause,), f"{pair['label']}: {pair['where'][i]}: the logits are not finite (NaN or "
+                       f"inf in {int((~finite).sum())} of {len(bad)} rows)")
+    ratio = err / np.where(bound > 0, bound, np.inf)
+    return Problem("logits", (clause,), f"{pair['label']}: {pair['where'][i]}: max |logit difference| {err[i]:.3g} > bound "
+                   f"{bound[i]:.3g} ({int(bad.sum())} of {len(bad)} rows; worst {np.nanmax(ratio):.3g} x the bound)")
+
+
+# ---- the verdict ------------------------------------------------------------------------------------------
+
+
+def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
+    """Every check of one scenario's run (``trace``: :meth:`posenc.families.model.Run.trace`)."""
+    enc = info["encodings"]
+    calls, problems, unsupported = trace["calls"], [], []
+    used: list[Optional[np.ndarray]] = []
+    checked = 0
+    probes_of = set(info.get("probes", ()))
+    rope_layers = {r.get("layer") for c in calls for r in c["probes"] if r["kind"] == "rope"}
+    needs_rope = _rope_params(enc) is not None
+    needs_table = _table_offset(enc) is not None
+    if needs_rope and not rope_layers:
+        unsupported.append("oracle: the model reported no rope probe (q and k before and after the rotation)")
+    if needs_table and not any(r["kind"] == "table" for c in calls for r in c["probes"]):
+        unsupported.append("oracle: the model reported no table probe (the rows its positions selected)")
+    cross, pads = None, None
+    for call in calls:
+        u_call = None
+        recs = call["probes"]
+        if needs_rope and rope_layers:
+            seen = {r.get("layer") for r in recs if r["kind"] == "rope"}
+            missing = sorted(x for x in rope_layers if x is not None and x not in seen and _layer_rotates(enc, x))
+            if missing and call["positions"].size:
+                problems.append(Problem("oracle", ("ROPE-ANGLE",), f"{call['label']}: layer(s) {missing} did not rotate "
+                                        "q and k in this forward pass (no rotation; other passes rotated them)"))
+                u_call = np.full(call["positions"].shape, -1, np.int64)
+        for rec in recs:
+            kind = rec["kind"]
+            if kind == "rope" and needs_rope:
+                prob, u = _oracle_rope(call, rec, enc, dtype)
+                checked += 1
+            elif kind == "table" and needs_table:
+                prob, u = _oracle_table(call, rec, enc)
+                checked += 1
+            elif kind == "attention":
+                if call["documents"]:
+                    x = _cross_document(call, rec)
+                    cross = max(cross or 0.0, x)
+                    checked += 1
+                    if x > 0:
+                        problems.append(Problem("attention", (scenario.clause,), f"{call['label']}, layer {rec.get('layer')}: "
+                                                f"a token attends to another document with probability {x:.3g} (exactly 0 "
+                                                "required)"))
+                if call["attention_mask"] is not None and (np.asarray(call["attention_mask"]) == 0).any():
+                    x = _on_pads(call, rec)
+                    pads = max(pads or 0.0, x)
+                    checked += 1
+                    if x > 0:
+                        problems.append(Problem("attention", (scenario.clause,), f"{call['label']}, layer {rec.get('layer')}: "
+                                                f"a real token attends to a padded key with probability {x:.3g}"))
+                continue
+            else:
+                continue
+            if prob is not None:
+                problems.append(prob)
+            if u is not None and (u_call is None or (u != call["positions"]).any()):
+                u_call = u
+        used.append(u_call)
+    if "attention" not in probes_of and any(c["documents"] for c in calls):
+        unsupported.append("attention mass across documents: the model reports no attention probe")
+    non_finite = False
+    for pair in trace["pairs"]:
+        checked += 1
+        prob = _pair_problem(scenario.clause, pair, dtype)
+        if prob is not None:
+            problems.append(prob)
+        non_finite |= not (np.isfinite(pair["a"]).all() and np.isfinite(pair["b"]).all())
+    facts = Facts(calls=calls, used=used, cross_document=cross, on_pads=pads, extra={"non_finite": non_finite})
+    matches, inferred = [], []
+    if problems:
+        matches = _model_matches(scenario, facts)
+        if not matches:
+            matches = list(dict.fromkeys(m for p in problems for m in p.matches))
+        inferred = infer(facts)
+    return Verdict(problems, facts, matches, inferred, unsupported, checked)
+
+
+def _model_matches(scenario, facts: Facts) -> list[Match]:
+    """The divergences whose model-level mutants reproduce the run's facts."""
+    out = []
+    mut = families.model_mutants()
+    for d in _SPEC.current_divergences.values():
+        fn = mut.get(d.mutant)
+        if fn is None:
+            continue
+        try:
+            hit = fn(facts)
+        except Exception:  # noqa: BLE001 - a mutant without a form for these facts
+            hit = None
+        if hit:
+            out.append(Match(d.id, tuple(d.violates), d.description, 0.0))
+    return out
+
+
+def positions_used(facts: Facts, limit: int = 3) -> list[str]:
+    """Per forward pass whose encoding used other positions than the rule's (at most ``limit``):
+    each wrong row's first positions against the rule's."""
+    out = []
+    for call, u in zip(facts.calls, facts.used):
+        if u is None:
+            continue
+        v = np.broadcast_to(call["valid"], u.shape)
+        e = call["positions"]
+        ok = _same_positions(u, e)
+        if ok[v].all():
+            continue
+        rows = []
+        for b in range(u.shape[0]):
+            if ok[b][v[b]].all():
+                continue
+            got = [_pos_text(x) if x < 0 else str(int(x)) for x in u[b][v[b]][:6]]
+            want = [str(int(x)) for x in e[b][v[b]][:6]]
+            more = " ..." if v[b].sum() > 6 else ""
+            rows.append(f"row {b}: {', '.join(got)}{more} (rule: {', '.join(want)}{more})")
+        out.append(f"{call['label']}: {'; '.join(rows)}")
+        if len(out) >= limit:
+            break
+    return out
+
+
+def infer(facts: Facts) -> list[str]:
+    """What the positions the encoding used are, in words, where a simple rule explains every
+    forward pass whose positions are known: they restart at 0 after the cache, are shifted by k
+    after it (or everywhere), count the pads, are row 0's on every row, or are missing on
+    one-token steps."""
+    known = [(c, u) for c, u in zip(facts.calls, facts.used) if u is not None]
+    if not known:
+        return []
+
+    def every(rule) -> bool:
+        hit = False
+        for c, u in known:
+            want = rule(c)
+            if want is None:
+                want = c["positions"]
+            v = np.broadcast_to(c["valid"], u.shape)
+            if not _same_positions(u, np.asarray(want))[v].all():
+                return False
+            hit |= bool((np.asarray(want) != c["positions"])[v].any())
+        return hit
+
+    from .model import _cached_real
+    from posenc.reference import position_ids as pos
+    out = []
+    if every(lambda c: c["positions"] - _cached_real(c)[:, None] if c["cache_length"] else None):
+        out.append("positions restart at 0 after the cache (each forward pass counts from 0)")
+    if every(lambda c: np.full_like(c["positions"], -1) if c["positions"].shape[-1] == 1 and c["cache_length"] else None):
+        out.append("no position is encoded on one-token steps")
+    for k in sorted({int(x) for c, u in known if c["cache_length"] for x in (u - c["positions"]).ravel()} - {0})[:4]:
+        if every(lambda c, k=k: c["positions"] + k if c["cache_length"] else None):
+            out.append(f"{k:+d} on the forward passes after the cache")
+    if every(lambda c: pos.decode(*c["positions"].shape, c["cache_length"]) if c["attention_mask"] is not None
+             and (np.asarray(c["attention_mask"]) == 0).any() else None):
+        out.append("positions count the pads (cache length + arange over the padded row, every row the same)")
+    if every(lambda c: np.broadcast_to(c["positions"][:1], c["positions"].shape) if c["positions"].shape[0] > 1
+             else None):
+        out.append("row 1 and the others use row 0's positions")
+    deltas = {int(x) for c, u in known for x in (u - c["positions"])[np.broadcast_to(c["valid"], u.shape)].ravel()}
+    if len(deltas) == 1 and deltas != {0}:
+        out.append(f"positions shifted by {deltas.pop():+d} everywhere")
+    return out
