@@ -57,9 +57,10 @@ def _instantiate(obj, where: str, base: type = Adapter):
 
 def load_model_adapter(spec: str):
     """Load a model adapter (:class:`posenc.adapters.model.ModelAdapter`): ``hf:<model_type>`` (a
-    tiny transformers model of that architecture, :mod:`posenc.adapters.hf_model`),
-    ``package.module:attr`` or ``path/to/file.py[:attr]`` (a file without ``:attr`` defines
-    ``MODEL``).  Raises :class:`UsageError` for anything else."""
+    tiny transformers model of that architecture, :mod:`posenc.adapters.hf_model`), a
+    ``path/to/config.json`` (a tiny model of that config's architecture with its positional
+    parameters), ``package.module:attr`` or ``path/to/file.py[:attr]`` (a file without ``:attr``
+    defines ``MODEL``).  Raises :class:`UsageError` for anything else."""
     from .model import ModelAdapter
     if spec.startswith("hf:"):
         try:
@@ -71,6 +72,17 @@ def load_model_adapter(spec: str):
             raise UsageError(f"--model {spec!r}: no tiny configuration of {arch!r}; the hf: architectures are "
                              f"{', '.join('hf:' + a for a in architectures())}")
         return HFModelAdapter(arch)
+    if spec.endswith(".json"):  # a config.json: a tiny model of its architecture and positional parameters
+        if not Path(spec).is_file():
+            raise UsageError(f"--model {spec!r}: file does not exist")
+        try:
+            from .hf_model import from_config_file
+        except ImportError as e:
+            raise UsageError(f"--model {spec!r} needs transformers and torch: {e}; pip install -e '.[hf]'") from None
+        try:
+            return from_config_file(spec)
+        except (ValueError, OSError) as e:  # json.JSONDecodeError is a ValueError
+            raise UsageError(f"--model {spec!r}: {e}") from None
     if spec.endswith(".py") or ".py:" in spec or ":" in spec:
         return _load(spec, ModelAdapter, "--model", "MODEL")
     raise UsageError(f"unknown model {spec!r}: pass hf:<model_type> (a tiny transformers model), "

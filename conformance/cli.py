@@ -71,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="fail if the committed matrix differs (write nothing)")
     p.add_argument("--jobs", type=int, default=1, help="adapters run in parallel (default 1)")
     p.add_argument("--device", default="cpu", help="device for every adapter (default cpu)")
+    p = sub.add_parser("model-check", help="a tiny random model of a config.json's architecture with its positional "
+                       "parameters: every MODEL-* scenario, the report and a short summary (needs the [hf] extra)")
+    p.add_argument("config", type=Path, help="a Hugging Face config.json")
+    p.add_argument("--dtype", default="float32", help="float32 (default), float64, bfloat16, float16, a comma list, or all")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N")
+    p.add_argument("--report-json", type=Path, default=None, metavar="PATH", help="also write the full report here")
     _expectations_parser(sub)
     return ap
 
@@ -108,6 +114,8 @@ def _main(argv=None) -> int:
             return matrix.main(a.adapters or (matrix.default_adapters() if both else []), a.dtype,
                                a.out or matrix.DOCS_DIR, a.check, a.jobs, a.device,
                                tuple(a.models or (default_models() if both else ())))
+        if a.group == "model-check":
+            return _model_check(a)
         if a.group == "config":
             if a.cmd == "survey":
                 from . import hf_models
@@ -134,6 +142,44 @@ def _main(argv=None) -> int:
     except PosencError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _model_check(a) -> int:
+    """``posenc model-check CONFIG``: ``pytest conformance --model CONFIG`` in a fresh process, then a
+    short summary per scenario and attention implementation; pytest's exit status."""
+    import json as _json
+    import subprocess
+    import tempfile
+    from .model_matrix import _cell
+    if not a.config.is_file():
+        print(f"error: {a.config}: no such file", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(a.report_json) if a.report_json else Path(tmp) / "report.json"
+        cmd = [sys.executable, "-m", "pytest", str(Path(__file__).resolve().parent), "--model", str(a.config.resolve()),
+               "--dtype", a.dtype, "--device", a.device, "--report-json", str(report.resolve()), "-q", "-rfE",
+               "-p", "no:cacheprovider", "--import-mode=importlib"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if not report.is_file():
+            print((proc.stdout + proc.stderr).strip(), file=sys.stderr)
+            return proc.returncode or 2
+        rep = _json.loads(report.read_text(encoding="utf-8"))
+    if "= FAILURES =" in proc.stdout:  # the failures as pytest printed them, before the summary
+        print(proc.stdout.split("= FAILURES =", 1)[1].split("posenc conformance:")[0].strip(" =\n"))
+    grid: dict = {}
+    for r in rep["results"]:
+        attn, _, scen = r["case"].partition("-")
+        grid.setdefault(scen, {}).setdefault(attn, {})[r["dtype"]] = r
+    info = rep.get("model") or {}
+    print(f"posenc model-check {a.config}: {rep['adapter']} ({info.get('architecture')}, transformers "
+          f"{rep['versions'].get('transformers')}), dtypes {', '.join(rep['dtypes'])}")
+    attns = info.get("attn_implementations") or sorted({k for v in grid.values() for k in v})
+    w = max(len(s) for s in grid) + 2 if grid else 10
+    print(f"{'scenario':{w}s}" + "".join(f"{x:40s}" for x in attns))
+    for scen, by_attn in grid.items():
+        print(f"{scen:{w}s}" + "".join(f"{_cell(by_attn.get(x, {})) if by_attn.get(x) else '.':40s}" for x in attns))
+    print(f"exit status {proc.returncode}" + (f"; report: {a.report_json}" if a.report_json else ""))
+    return proc.returncode
 
 
 def _mutants_resolve(spec) -> None:

@@ -209,7 +209,7 @@ def pytest_configure(config):
     _report_path(config)
     exp = config.getoption("--expectations")
     if exp is None:
-        default = default_expectations(adapter.name, info is not None)
+        default = default_expectations(adapter.name, info)
         exp = default if default.is_file() else None
     st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
     st.model_info = info
@@ -217,10 +217,14 @@ def pytest_configure(config):
         config.pluginmanager.register(_Booker(st), "posenc-booker")
 
 
-def default_expectations(name: str, model: bool) -> Path:
+def default_expectations(name: str, model_info: Optional[dict] = None) -> Path:
     """The default expectation file of an adapter (``adapters/expectations/<name>.yaml``) or of a model
-    (``adapters/expectations/models/<name>.yaml``, ``:`` written ``-``: ``hf-llama.yaml``)."""
-    if model:
+    (``adapters/expectations/models/<name>.yaml``, ``:`` written ``-``: ``hf-llama.yaml``; a tiny
+    model of a user's config.json, ``config:<file>``, takes its architecture's: what transformers
+    does there is the architecture's code, whatever the config's numbers)."""
+    if model_info is not None:
+        if name.startswith("config:"):
+            name = f"hf:{model_info['architecture']}"
         return EXPECTATIONS_DIR / "models" / f"{name.replace(':', '-').replace('/', '-')}.yaml"
     return EXPECTATIONS_DIR / f"{name}.yaml"
 

@@ -97,8 +97,9 @@ class Run:
     """One scenario's run on a built model (``model``: what ``ModelAdapter.build`` returned).
 
     Records ``calls`` (one per forward pass: label, expected ``positions`` ``[B, T]``, ``valid``
-    ``[B, T]``, ``cache_length``, the ``attention_mask`` passed, ``probes``, and ``documents`` for a
-    packed row) and ``pairs`` (logits the clause says are equal: ``a``, ``b`` ``[n, V]`` and the
+    ``[B, T]``, ``cache_length``, the ``attention_mask`` passed, ``probes``, ``documents`` for a
+    packed row, ``static`` (the allocated length of a static cache in use) and ``step`` (a
+    generate run's pass index)) and ``pairs`` (logits the clause says are equal: ``a``, ``b`` ``[n, V]`` and the
     ``where`` of each of the n rows).  Everything is plain data for the wire."""
 
     def __init__(self, model, info: dict, seed: int = 0):
@@ -163,17 +164,17 @@ class Run:
             n = _pass_length(probes, end)
             sl = slice(end - n, end)
             self._record(f"{label}: forward pass {i}", full_pos[:, sl], full_valid[:, sl], end - n,
-                         full_mask[:, :end], probes)
+                         full_mask[:, :end], probes, step=i)
         return seqs, logits
 
-    def _record(self, label, positions, valid, cache_length, mask, probes, documents=None, static=0):
+    def _record(self, label, positions, valid, cache_length, mask, probes, documents=None, static=0, step=None):
         positions = np.asarray(positions, np.int64)
         self.calls.append({
             "label": label, "positions": positions,
             "valid": np.ones(positions.shape[-2:], bool) if valid is None else np.asarray(valid, bool),
             "cache_length": int(cache_length),
             "attention_mask": None if mask is None else np.asarray(mask, np.int64),
-            "documents": documents, "static": int(static), "probes": _plain_probes(probes)})
+            "documents": documents, "static": int(static), "step": step, "probes": _plain_probes(probes)})
 
     def same(self, label: str, a: np.ndarray, b: np.ndarray, where: list[str]) -> None:
         """Record that logits ``a`` and ``b`` (``[n, V]``, the n rows named by ``where``) must be equal."""
@@ -476,6 +477,9 @@ class Facts:
 
     calls: list[dict]
     used: list[Optional[np.ndarray]]
+    #: per forward pass, which probe its ``used`` positions come from: ``rope`` (an unrotated token,
+    #: -1, is also position 0) or ``table`` (-1: no row of the table, strictly no position)
+    used_from: list[Optional[str]] = field(default_factory=list)
     cross_document: Optional[float] = None
     on_pads: Optional[float] = None
     extra: dict = field(default_factory=dict)
@@ -486,7 +490,8 @@ class Facts:
         ``None`` when the rule gives nothing that differs from the clause's positions in any of them
         (the bug has no visible form in this scenario)."""
         differs, seen = False, False
-        for call, used in zip(self.calls, self.used):
+        sources = self.used_from or [None] * len(self.used)
+        for call, used, src in zip(self.calls, self.used, sources):
             if used is None:
                 continue
             want = rule(call)
@@ -498,7 +503,9 @@ class Facts:
             v = np.broadcast_to(call["valid"], used.shape)
             seen = True
             differs |= bool((want != call["positions"])[v].any())
-            same = (want == used) | ((used == -1) & (want <= 0)) | ((want == -1) & (used == 0))
+            same = want == used
+            if src != "table":  # a rotation by 0 leaves q and k unchanged: -1 and 0 are one rotation
+                same |= ((used == -1) & (want <= 0)) | ((want == -1) & (used == 0))
             if not same[v].all():
                 return False
         return True if seen and differs else None
@@ -540,8 +547,9 @@ def _m_left_pad_ignored(f: Facts) -> Optional[bool]:
 
 @families.model_mutant("model_decode_padded_width")
 def _m_padded_width(f: Facts) -> Optional[bool]:
-    def rule(c):
-        if not c["cache_length"] or c["attention_mask"] is None or (np.asarray(c["attention_mask"]) == 1).all():
+    def rule(c):  # every pass after the prompt's: a decode step, or a generate step without a cache
+        if not (c["cache_length"] or c.get("step")) or c["attention_mask"] is None \
+                or (np.asarray(c["attention_mask"]) == 1).all():
             return None
         return pos.decode(*c["positions"].shape, c["cache_length"])
     return f.positions_are(rule)

@@ -212,14 +212,15 @@ def _oracle_table(call: dict, rec: dict, enc: dict):
     if rows.shape != positions.shape:
         return Problem("probe", (clause,), f"{call['label']}: the table probe has rows of shape {list(rows.shape)}, "
                        f"the forward pass has {list(positions.shape)} tokens"), None
-    used = rows - off
+    used = np.where(rows >= 0, rows - off, -1)  # -1: the output is no row of the table
     wrong = valid & (rows != positions + off)
     if not wrong.any():
         return None, positions
     b, t_ = map(int, np.argwhere(wrong)[0])
-    return Problem("oracle", (clause,), f"{call['label']}: row {b} token {t_} read table row {rows[b, t_]} "
-                   f"(position {used[b, t_]}) where the rule gives row {positions[b, t_] + off} (position "
-                   f"{positions[b, t_]})"), used
+    got = (f"table row {rows[b, t_]} (position {used[b, t_]})" if rows[b, t_] >= 0 else
+           "no row of the table (the position added is none of its rows)")
+    return Problem("oracle", (clause,), f"{call['label']}: row {b} token {t_} got {got} where the rule gives row "
+                   f"{positions[b, t_] + off} (position {positions[b, t_]})"), used
 
 
 # ---- attention probes --------------------------------------------------------------------------------
@@ -308,6 +309,7 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
     enc = info["encodings"]
     calls, problems, unsupported = trace["calls"], [], []
     used: list[Optional[np.ndarray]] = []
+    used_from: list[Optional[str]] = []
     checked = 0
     probes_of = set(info.get("probes", ()))
     rope_layers = {r.get("layer") for c in calls for r in c["probes"] if r["kind"] == "rope"}
@@ -317,9 +319,10 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
         unsupported.append("oracle: the model reported no rope probe (q and k before and after the rotation)")
     if needs_table and not any(r["kind"] == "table" for c in calls for r in c["probes"]):
         unsupported.append("oracle: the model reported no table probe (the rows its positions selected)")
+    table_seen = needs_table and any(r["kind"] == "table" for c in calls for r in c["probes"])
     cross, pads = None, None
     for call in calls:
-        u_call = None
+        u_call, u_from = None, None
         recs = call["probes"]
         if needs_rope and rope_layers:
             seen = {r.get("layer") for r in recs if r["kind"] == "rope"}
@@ -327,7 +330,11 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
             if missing and call["positions"].size:
                 problems.append(Problem("oracle", ("ROPE-ANGLE",), f"{call['label']}: layer(s) {missing} did not rotate "
                                         "q and k in this forward pass (no rotation; other passes rotated them)"))
-                u_call = np.full(call["positions"].shape, -1, np.int64)
+                u_call, u_from = np.full(call["positions"].shape, -1, np.int64), "table"  # strictly none
+        if needs_table and table_seen and call["positions"].size and not any(r["kind"] == "table" for r in recs):
+            problems.append(Problem("oracle", (_table_offset(enc)[1],), f"{call['label']}: no position table was read "
+                                    "in this forward pass (other passes read it): no position added"))
+            u_call, u_from = np.full(call["positions"].shape, -1, np.int64), "table"
         for rec in recs:
             kind = rec["kind"]
             if kind == "rope" and needs_rope:
@@ -358,8 +365,9 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
             if prob is not None:
                 problems.append(prob)
             if u is not None and (u_call is None or (u != call["positions"]).any()):
-                u_call = u
+                u_call, u_from = u, kind
         used.append(u_call)
+        used_from.append(u_from)
     if "attention" not in probes_of and any(c["documents"] for c in calls):
         unsupported.append("attention mass across documents: the model reports no attention probe")
     non_finite = False
@@ -369,7 +377,13 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
         if prob is not None:
             problems.append(prob)
         non_finite |= not (np.isfinite(pair["a"]).all() and np.isfinite(pair["b"]).all())
-    facts = Facts(calls=calls, used=used, cross_document=cross, on_pads=pads, extra={"non_finite": non_finite})
+    stale = None
+    if needs_rope and rope_layers:
+        for prob in _cached_keys(calls, used, enc, dtype):
+            problems.append(prob)
+            stale = True
+    facts = Facts(calls=calls, used=used, used_from=used_from, cross_document=cross, on_pads=pads,
+                  extra={"non_finite": non_finite, "stale_long_cache": stale})
     matches, inferred = [], []
     if problems:
         matches = _model_matches(scenario, facts)
@@ -377,6 +391,65 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
             matches = list(dict.fromkeys(m for p in problems for m in p.matches))
         inferred = infer(facts)
     return Verdict(problems, facts, matches, inferred, unsupported, checked)
+
+
+def _chains(calls: list[dict]) -> dict[str, list[dict]]:
+    """The forward passes of each ``generate`` run with a cache (labels ``<run>: forward pass i``),
+    in order, where the passes after the first feed one token each."""
+    out: dict[str, list[dict]] = {}
+    for c in calls:
+        run, sep, _ = c["label"].rpartition(": forward pass ")
+        if sep:
+            out.setdefault(run, []).append(c)
+    return {k: v for k, v in out.items() if len(v) > 1 and all(c["positions"].shape[-1] == 1 for c in v[1:])}
+
+
+def _cached_keys(calls: list[dict], used: list, enc: dict, dtype: str) -> list[Problem]:
+    """The keys the attention reads from the cache, in every decode pass of a ``generate`` run,
+    against RoPE of each cached token's key (its rope probe's k_in) at the position its own pass
+    used with *this* pass's frequencies (a per-call LongRoPE or dynamic NTK changes them as the
+    sequence grows): one problem per run whose cached keys are rotated otherwise (stale: encoded
+    under other frequencies and kept).  The positions are the ones recovered from the probes, so a
+    position bug is not taken for a stale cache."""
+    p = _rope_params(enc)
+    out = []
+    used_of = {id(c): u for c, u in zip(calls, used)}
+    for run, chain in _chains(calls).items():
+        ks: dict = {}
+        for i, c in enumerate(chain):
+            for r in c["probes"]:
+                if r["kind"] == "rope":
+                    ks.setdefault(r.get("layer"), []).append(np.asarray(r["k_in"], np.float64))
+            if i == 0:
+                continue
+            pos_all = np.concatenate([np.where(used_of.get(id(x)) is not None and (used_of[id(x)] >= 0),
+                                               used_of.get(id(x)) if used_of.get(id(x)) is not None else 0,
+                                               x["positions"]) for x in chain[:i + 1]], axis=-1)
+            valid = np.concatenate([np.broadcast_to(x["valid"], x["positions"].shape) for x in chain[:i + 1]], axis=-1)
+            for a in (r for r in c["probes"] if r["kind"] == "attention"):
+                k_pre = ks.get(a.get("layer"))
+                if not k_pre or len(k_pre) != i + 1 or not _layer_rotates(enc, a.get("layer")):
+                    continue
+                k_pre = np.concatenate(k_pre, axis=2)
+                k_att = np.asarray(a["k"], np.float64)
+                if k_att.shape != k_pre.shape or k_pre.shape[-1] != p.head_dim:
+                    continue
+                case = Case(id=f"model-cached-keys-{i}", op="rope.apply", clauses=("ROPE-ANGLE",), params=p)
+                g = computed(case, {"q": k_pre[:, :1], "k": k_pre, "position_ids": pos_all})
+                outputs = dict(g.outputs)
+                outputs["k.compared"] = np.broadcast_to(valid[:, None, :, None], g.outputs["k"].shape)
+                outputs["q.compared"] = np.zeros(g.outputs["q"].shape, bool)
+                comps = compare_outputs(replace(g, outputs=outputs), {"q": g.outputs["q"], "k": k_att}, dtype)
+                if not all(cmp.ok for cmp in comps):
+                    seq = int(pos_all.max()) + 1
+                    out.append(Problem("oracle", ("ROPE-ANGLE",), f"{c['label']}, layer {a.get('layer')}: the cached "
+                                       f"keys the attention reads are not RoPE at their positions with this pass's "
+                                       f"frequencies (sequence length {seq}): encoded under other frequencies and kept",
+                                       [x.message for x in comps if not x.ok]))
+                    break
+            if out and out[-1].text.startswith(c["label"]):
+                break
+    return out
 
 
 def _model_matches(scenario, facts: Facts) -> list[Match]:
@@ -430,19 +503,7 @@ def infer(facts: Facts) -> list[str]:
     known = [(c, u) for c, u in zip(facts.calls, facts.used) if u is not None]
     if not known:
         return []
-
-    def every(rule) -> bool:
-        hit = False
-        for c, u in known:
-            want = rule(c)
-            if want is None:
-                want = c["positions"]
-            v = np.broadcast_to(c["valid"], u.shape)
-            if not _same_positions(u, np.asarray(want))[v].all():
-                return False
-            hit |= bool((np.asarray(want) != c["positions"])[v].any())
-        return hit
-
+    every = facts.positions_are
     from .model import _cached_real
     from posenc.reference import position_ids as pos
     out = []

@@ -19,7 +19,7 @@ import numpy as np
 from posenc.adapters.model import ModelAdapter
 from posenc.spec.models import DTYPES
 
-from .architectures import ARCHS, architectures, tiny_config
+from .architectures import ARCHS, architectures, tiny_config, tiny_from_config
 
 _TORCH_DTYPES = {"float64": "float64", "float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
@@ -32,13 +32,15 @@ class HFModelAdapter(ModelAdapter):
     devices = ("cpu", "cuda")
     dtypes = DTYPES
 
-    def __init__(self, model_type: str):
+    def __init__(self, model_type: str, config: dict | None = None, name: str | None = None):
         a = ARCHS[model_type]
         self.arch = a
-        self.name = f"hf:{model_type}"
+        self.name = name or f"hf:{model_type}"
         self.architecture = model_type
         self.kind = a.kind
-        self.config = tiny_config(model_type)
+        #: the config.json-style dict the model is built from (the tiny config of the model matrix, or
+        #: a user's config shrunk by tiny_from_config)
+        self.config = tiny_config(model_type) if config is None else dict(config)
         self.vocab_size = self.config.get("vocab_size")
         self.pad_token_id = self.config.get("pad_token_id")
         self.capabilities = a.capabilities
@@ -131,4 +133,16 @@ class HFModel:
         return passes[-1] if passes else []
 
 
-__all__ = ["HFModelAdapter", "HFModel", "architectures"]
+def from_config_file(path) -> HFModelAdapter:
+    """A tiny model of a user's ``config.json`` (:func:`tiny_from_config`: its architecture and its
+    positional parameters, sizes shrunk), named after the file."""
+    import json
+    from pathlib import Path
+    cfg = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{path}: a config.json holds a JSON object")
+    tiny = tiny_from_config(cfg)
+    return HFModelAdapter(tiny["model_type"], tiny, name=f"config:{Path(path).name}")
+
+
+__all__ = ["HFModelAdapter", "HFModel", "architectures", "from_config_file"]

@@ -206,3 +206,56 @@ def expected_encoding(model_type: str) -> dict:
     if v.get("rotary_dim") is not None:
         out["rotary_dim"] = int(d * v["rotary_dim"] / v["head_dim"])
     return out
+
+
+#: Size keys of a user's config.json that ``tiny_from_config`` replaces (every other key, the
+#: positional ones among them, is kept as written).
+_LAYERS = ("num_hidden_layers", "n_layer", "num_layers")
+_HEADS = ("num_attention_heads", "n_head", "num_heads")
+_WIDTH = ("hidden_size", "n_embd", "d_model")
+_FFN = ("intermediate_size", "ffn_dim", "n_inner")
+_DROP = ("architectures", "auto_map", "quantization_config", "torch_dtype", "dtype", "transformers_version",
+         "_name_or_path", "use_cache")
+
+
+def tiny_from_config(config: dict) -> dict:
+    """A user's ``config.json`` shrunk to a tiny model of the same architecture, its positional
+    parameters kept as written (rope_parameters / rope_scaling, theta, partial rotary, the
+    contexts, NoPE flags, layer types): 2 heads of the config's own head width (1 key/value head
+    where the config has fewer key/value heads than heads), 2 layers (4 where per-layer NoPE flags
+    or layer types are set, so one of each kind runs; the flag lists are kept whole), a vocabulary of
+    96 with pad / bos / eos 0 / 1 / 2, the width 2 x head width and the feed-forward twice that,
+    ``initializer_range`` 1.6 / sqrt(width).  Raises ``ValueError`` for a model type the hf:*
+    adapters have no probes for."""
+    cfg = {k: v for k, v in dict(config).items() if k not in _DROP}
+    mt = cfg.get("model_type")
+    if mt not in ARCHS:
+        raise ValueError(f"model_type {mt!r}: the model-level suite builds {', '.join(ARCHS)} "
+                         "(docs/model-adapter.md says how to write a model adapter for another)")
+    a = ARCHS[mt]
+
+    def first(keys, default=None):
+        return next((cfg[k] for k in keys if cfg.get(k) is not None), default)
+
+    heads = int(first(_HEADS, 2))
+    width = int(first(_WIDTH, 64))
+    hd = int(cfg.get("head_dim") or width // heads)
+    kv = cfg.get("num_key_value_heads")
+    layers = 4 if any(cfg.get(k) is not None for k in ("no_rope_layers", "no_rope_layer_interval", "layer_types")) else 2
+    tiny_heads, tiny_width = 2, 2 * hd
+    for keys, value in ((_LAYERS, layers), (_HEADS, tiny_heads), (_WIDTH, tiny_width), (_FFN, 2 * tiny_width)):
+        present = [k for k in keys if k in cfg] or [k for k in keys if k in a.sizes][:1]
+        for k in present:
+            cfg[k] = value
+    if kv is not None:
+        cfg["num_key_value_heads"] = 1 if int(kv) < heads else tiny_heads
+    if "head_dim" in cfg:
+        cfg["head_dim"] = hd
+    if cfg.get("rotary_dim") is not None and mt == "gptj":
+        cfg["rotary_dim"] = int(cfg["rotary_dim"])
+    cfg.update(vocab_size=VOCAB, pad_token_id=PAD, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    key = "init_std" if mt == "opt" else "initializer_range"
+    cfg[key] = 1.6 / tiny_width ** 0.5
+    if mt == "opt":
+        cfg["word_embed_proj_dim"] = tiny_width
+    return cfg

@@ -75,8 +75,11 @@ class Recorder:
         out = output.detach()
         flat = out.reshape(-1, out.shape[-1])
         # the row of the table each output vector equals (a gather: exact)
-        d = torch.cdist(flat.double(), weight.detach().double())
-        rows = d.argmin(dim=-1).reshape(out.shape[:-1])
+        table = weight.detach().to(flat.dtype)
+        idx = torch.cdist(flat.double(), table.double()).argmin(dim=-1)
+        # an output that is no row of the table (a position added some other way, or none): -1
+        exact = (flat == table[idx]).all(dim=-1)
+        rows = torch.where(exact, idx, -1).reshape(out.shape[:-1])
         if rows.dim() == 1:
             rows = rows[None]
         self._add({"kind": "table", "rows": rows.to(torch.int64), "output": out.reshape(rows.shape + (out.shape[-1],)),

@@ -1,0 +1,221 @@
+"""Real transformers models with a plumbing bug patched in: model adapters the model-level suite
+must fail, naming the scenario and the cause (tests/test_model_suite.py).
+
+Each class is an ``hf:<model_type>`` adapter (:class:`posenc.adapters.hf_model.HFModelAdapter`)
+whose model runs every call inside ``bug()``: a ``unittest.mock.patch`` of transformers' own code
+(the modeling module, ``generation/utils.py``, ``masking_utils.py``, ``cache_utils.py``), entered
+before the probes, so the suite sees exactly what the patched library computes.  Usable as
+``pytest conformance --model tests/model_bugs.py:DecodeOffByOneLlama``.
+"""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import torch
+
+from posenc.adapters.hf_model import HFModel, HFModelAdapter
+
+
+class _BuggedModel(HFModel):
+    def __init__(self, model, arch, device, bug):
+        super().__init__(model, arch, device)
+        self.bug = bug
+
+    def forward(self, *args, **kwargs):
+        with self.bug():
+            return super().forward(*args, **kwargs)
+
+    def generate(self, *args, **kwargs):
+        with self.bug():
+            return super().generate(*args, **kwargs)
+
+
+class _Bugged(HFModelAdapter):
+    model_type = "llama"
+    #: the divergence the suite must name, and a scenario clause that must catch it
+    expect = ("", "")
+
+    def __init__(self):
+        super().__init__(self.model_type)
+        self.name = f"hf:{self.model_type}+{type(self).__name__}"
+
+    def bug(self):
+        raise NotImplementedError
+
+    def build(self, **kw):
+        m = super().build(**kw)
+        return _BuggedModel(m.model, m.arch, m.device, self.bug)
+
+
+def _wrap(target, name, make):
+    """``mock.patch.object(target, name, make(original))``."""
+    return mock.patch.object(target, name, make(getattr(target, name)))
+
+
+class RestartAfterCacheGPT2(_Bugged):
+    """GPT-2's learned table reached through inputs_embeds counts its positions from 0 in every
+    forward pass (the past length dropped: transformers#15736's kind)."""
+
+    model_type = "gpt2"
+    expect = ("DIV-MODEL-POSITIONS-RESTART-AFTER-CACHE", "MODEL-INPUTS-EMBEDS-DECODE")
+
+    def bug(self):
+        from transformers.models.gpt2 import modeling_gpt2 as m
+
+        def make(forward):
+            def patched(self, input_ids=None, *args, inputs_embeds=None, position_ids=None, **kw):
+                if inputs_embeds is not None and position_ids is None:
+                    position_ids = torch.arange(inputs_embeds.shape[1], device=inputs_embeds.device)[None]
+                return forward(self, input_ids, *args, inputs_embeds=inputs_embeds, position_ids=position_ids, **kw)
+            return patched
+        return _wrap(m.GPT2Model, "forward", make)
+
+
+class DecodeNoPositionGPT2(_Bugged):
+    """GPT-2 adds no position embedding on one-token steps."""
+
+    model_type = "gpt2"
+    expect = ("DIV-MODEL-DECODE-NO-POSITION", "MODEL-DECODE")
+
+    def bug(self):
+        from torch import nn
+
+        def make(forward):
+            def patched(self, x):
+                out = forward(self, x)
+                is_wpe = self.num_embeddings == 128 and self.embedding_dim == 64 and x.shape[-1] == 1
+                return torch.zeros_like(out) if is_wpe else out
+            return patched
+        return _wrap(nn.Embedding, "forward", make)
+
+
+class DecodeNoRotationLlama(_Bugged):
+    """Llama rotates nothing on one-token steps (a seq_len > 1 guard around the rotation)."""
+
+    expect = ("DIV-MODEL-DECODE-NO-POSITION", "MODEL-DECODE")
+
+    def bug(self):
+        from transformers.models.llama import modeling_llama as m
+
+        def make(apply):
+            def patched(q, k, cos, sin, *a, **kw):
+                return (q, k) if q.shape[2] == 1 else apply(q, k, cos, sin, *a, **kw)
+            return patched
+        return _wrap(m, "apply_rotary_pos_emb", make)
+
+
+class DecodeOffByOneLlama(_Bugged):
+    """Llama's positions after a cache start one too far (past_seen_tokens + 1)."""
+
+    expect = ("DIV-POS-CACHE-OFF-BY-ONE", "MODEL-DECODE")
+
+    def bug(self):
+        from transformers.models.llama import modeling_llama as m
+
+        def make(forward):
+            def patched(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, inputs_embeds=None,
+                        **kw):
+                past = cache.get_seq_length() if cache is not None else 0
+                if position_ids is None and past:
+                    n = (input_ids if input_ids is not None else inputs_embeds).shape[1]
+                    position_ids = torch.arange(n)[None] + past + 1
+                return forward(self, input_ids, attention_mask, position_ids, cache, inputs_embeds, **kw)
+            return patched
+        return _wrap(m.LlamaModel, "forward", make)
+
+
+class GenerateArangeLlama(_Bugged):
+    """generate builds the prompt's positions with arange, ignoring the left padding."""
+
+    expect = ("DIV-POS-LEFT-PAD-IGNORED", "MODEL-GENERATE")
+
+    def bug(self):
+        from transformers.generation.utils import GenerationMixin
+
+        def make(prepare):
+            def patched(self, inputs_tensor, model_kwargs):
+                pos = prepare(self, inputs_tensor, model_kwargs)
+                return torch.arange(pos.shape[-1], device=pos.device).expand_as(pos).clone()
+            return patched
+        return _wrap(GenerationMixin, "_prepare_position_ids_for_generation", make)
+
+
+class SharedCachePositionLlama(_Bugged):
+    """After a left-padded prefill with the rows' own positions, generate's decode steps take the
+    padded width as every row's position (one shared cache_position: unsloth#3699's kind)."""
+
+    expect = ("DIV-MODEL-DECODE-PADDED-WIDTH", "MODEL-GENERATE")
+
+    def bug(self):
+        from transformers.generation.utils import GenerationMixin
+
+        def make(update):
+            def patched(self, outputs, model_kwargs, *a, **kw):
+                out = update(self, outputs, model_kwargs, *a, **kw)
+                pos = out.get("position_ids")
+                if pos is not None:
+                    out["position_ids"] = torch.arange(pos.shape[-1], device=pos.device).expand_as(pos).clone()
+                return out
+            return patched
+        return _wrap(GenerationMixin, "_update_model_kwargs_for_generation", make)
+
+
+class PackedCrossDocumentLlama(_Bugged):
+    """Packing read from position_ids is lost: the mask is causal over the whole row."""
+
+    expect = ("DIV-MODEL-PACKED-CROSS-DOCUMENT", "MODEL-PACKED")
+
+    def bug(self):
+        from transformers import masking_utils
+        return mock.patch.object(masking_utils, "find_packed_sequence_indices", lambda position_ids: None)
+
+
+class PadsAttendedLlama(_Bugged):
+    """The attention mask's padding is dropped: real tokens attend to the pads (left pads: with right
+    padding a causal mask hides them anyway)."""
+
+    expect = ("DIV-MODEL-PADS-ATTENDED", "MODEL-LEFT-PAD")
+
+    def bug(self):
+        from transformers.models.llama import modeling_llama as m
+
+        def make(create):
+            def patched(*a, **kw):
+                kw["attention_mask"] = None
+                return create(*a, **kw)
+            return patched
+        return _wrap(m, "create_causal_mask", make)
+
+
+class StaticCacheCapacityLlama(_Bugged):
+    """A static cache reports its allocated length as the number of cached tokens."""
+
+    expect = ("DIV-MODEL-STATIC-CACHE-ALLOCATED-LENGTH", "MODEL-STATIC-CACHE")
+
+    def bug(self):
+        from transformers import cache_utils
+
+        def make(get):
+            def patched(self):
+                return self.max_cache_len if self.is_initialized else get(self)
+            return patched
+        return _wrap(cache_utils.StaticLayer, "get_seq_length", make)
+
+
+class LongropeStaleCachePhi3(_Bugged):
+    """Phi-3 keeps its cache at LongRoPE's switch (the re-prefill of prepare_inputs_for_generation removed)."""
+
+    model_type = "phi3"
+    expect = ("DIV-MODEL-LONGROPE-STALE-CACHE", "MODEL-LONGROPE-SWITCH")
+
+    def bug(self):
+        from transformers.generation.utils import GenerationMixin
+        from transformers.models.phi3 import modeling_phi3 as m
+        return mock.patch.object(m.Phi3ForCausalLM, "prepare_inputs_for_generation",
+                                 GenerationMixin.prepare_inputs_for_generation)
+
+
+BUGS = [RestartAfterCacheGPT2, DecodeNoPositionGPT2, DecodeNoRotationLlama, DecodeOffByOneLlama, GenerateArangeLlama,
+        SharedCachePositionLlama, PackedCrossDocumentLlama, PadsAttendedLlama, StaticCacheCapacityLlama,
+        LongropeStaleCachePhi3]
