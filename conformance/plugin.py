@@ -642,9 +642,11 @@ def _judge_expected(item, rep, exc, entry, path) -> None:
 def generated_examples(config) -> int:
     """``--posenc-examples`` (default :data:`posenc.conformance.generated.DEFAULT_EXAMPLES`)."""
     n = config.getoption("--posenc-examples")
+    st = config.stash.get(_KEY, None)
+    if st is not None and st.model_info is not None:
+        return 0  # the model-level suite draws no generated cases
     if n is None:
         from .generated import DEFAULT_EXAMPLES
-        st = config.stash.get(_KEY, None)
         hint = getattr(st.adapter, "generated_examples", None) if st else None
         if hint is not None and int(hint) < 1:
             raise pytest.UsageError(f"adapter {st.adapter.name!r}: generated_examples = {hint}: an adapter may "

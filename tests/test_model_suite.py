@@ -1,0 +1,270 @@
+"""The model-level suite (spec family model, MODEL-*): pytest conformance --model NAME.
+
+Every plumbing bug kind of tests/model_bugs.py, patched into the real transformers modules, fails
+the scenario that must catch it, and the diagnosis names its divergence; the unpatched models pass;
+the plugin's options, reports and isolation work for models as for adapters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+
+from posenc import families  # noqa: E402
+from posenc.adapters import load_model_adapter  # noqa: E402
+from posenc.conformance import model_suite  # noqa: E402
+from posenc.conformance.suite import ConformanceFailure  # noqa: E402
+from posenc.families.model import Facts, Run  # noqa: E402
+from posenc.spec import load_spec  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_bugs():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("posenc_model_bugs", ROOT / "tests" / "model_bugs.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+model_bugs = _load_bugs()
+EXAMPLE = ROOT / "docs" / "example_model_adapter.py"
+
+
+def _check(adapter, clause: str, attn: str = "eager", dtype: str = "float32"):
+    info = model_suite.model_info(adapter)
+    sc = families.scenarios()[clause]
+
+    def run(name, dt, at, device):
+        return model_suite.run_scenario(adapter, name, dt, at, device)
+    return model_suite.check(adapter, info, attn, sc, dtype, "cpu", run)
+
+
+@pytest.mark.parametrize("bug", model_bugs.BUGS, ids=lambda b: b.__name__)
+def test_every_patched_plumbing_bug_is_caught_and_named(bug):
+    """The scenario fails naming its clause, and the diagnosis names the bug's divergence."""
+    div, clause = bug.expect
+    for attn in ("eager", "sdpa"):
+        with pytest.raises(ConformanceFailure) as e:
+            _check(bug(), clause, attn)
+        assert e.value.msg.startswith(f"{clause}: hf:{bug.model_type}+{bug.__name__} fails scenario")
+        assert div in e.value.divergences, (attn, e.value.divergences, e.value.msg)
+        assert f"diagnosis: the run matches known divergence(s)" in e.value.msg
+
+
+def test_a_failure_names_the_layer_row_first_wrong_position_and_what_the_model_did():
+    with pytest.raises(ConformanceFailure) as e:
+        _check(model_bugs.DecodeOffByOneLlama(), "MODEL-DECODE")
+    msg = e.value.msg
+    assert "decode step 0, layer 0: row 0 token 0: the rotation is that of position 21 where the rule gives 20 (ROPE-ANGLE)" in msg
+    assert "decode step 0: row 0: 21 (rule: 20); row 1: 21 (rule: 20)" in msg
+    assert "inferred: +1 on the forward passes after the cache" in msg
+    assert "DIV-POS-CACHE-OFF-BY-ONE (violates POS-DECODE)" in msg
+    assert "POS-DECODE" in e.value.violated
+
+
+def test_inferred_descriptions_without_a_known_divergence():
+    """Positions no mutant reproduces still get a description: the positions used, row by row."""
+    with pytest.raises(ConformanceFailure) as e:
+        _check(_Shift3(), "MODEL-DECODE")
+    assert not e.value.divergences
+    assert "no known divergence reproduces the run" in e.value.msg
+    assert "inferred: +3 on the forward passes after the cache" in e.value.msg
+
+
+class _Shift3(model_bugs._Bugged):
+    """Positions +3 after the cache: no divergence of the catalogue."""
+
+    def bug(self):
+        import torch
+        from transformers.models.llama import modeling_llama as m
+
+        def make(forward):
+            def patched(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, **kw):
+                past = cache.get_seq_length() if cache is not None else 0
+                if position_ids is None and past:
+                    position_ids = torch.arange(input_ids.shape[1])[None] + past + 3
+                return forward(self, input_ids, attention_mask, position_ids, cache, **kw)
+            return patched
+        return model_bugs._wrap(m.LlamaModel, "forward", make)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "phi3"])
+def test_unpatched_models_pass_every_scenario_that_applies(arch):
+    """At float32, eager: every scenario passes but those transformers itself fails (recorded in
+    adapters/expectations/models/hf-<arch>.yaml, named as recorded)."""
+    from posenc.conformance import expectations
+    ad = load_model_adapter(f"hf:{arch}")
+    exp = expectations.load(ROOT / "adapters" / "expectations" / "models" / f"hf-{arch}.yaml", load_spec(),
+                            ad.versions())
+    for clause, sc in families.scenarios().items():
+        if sc.not_applicable(model_suite.model_info(ad)):
+            continue
+        line = exp.lookup(f"eager-{sc.name}", "model", "float32")
+        if line is None:
+            _check(ad, clause)
+        else:
+            with pytest.raises(ConformanceFailure) as e:
+                _check(ad, clause)
+            assert line.divergence in e.value.divergences
+
+
+def test_facts_positions_are_needs_a_visible_difference():
+    """A mutant whose positions equal the clause's in a run has no form there (None), and the
+    -1 of an unrotated token is position 0 for a rope probe only."""
+    call = {"positions": np.array([[5]]), "valid": np.array([[True]]), "cache_length": 5, "attention_mask": None,
+            "documents": None, "static": 0, "step": None}
+    f = Facts(calls=[call], used=[np.array([[5]])], used_from=["rope"])
+    assert f.positions_are(lambda c: None) is None
+    f = Facts(calls=[call], used=[np.array([[-1]])], used_from=["rope"])
+    assert f.positions_are(lambda c: np.array([[0]])) is True
+    f = Facts(calls=[call], used=[np.array([[-1]])], used_from=["table"])
+    assert f.positions_are(lambda c: np.array([[0]])) is False
+
+
+def test_every_model_divergence_is_reproduced_by_a_patched_bug():
+    """The catalogue's model-level divergences are each planted and named at least once (the
+    padded-rows NaN and the packed crossing by transformers itself: see the matrix)."""
+    planted = {b.expect[0] for b in model_bugs.BUGS}
+    spec = load_spec()
+    model_level = {d for d, v in spec.current_divergences.items() if v.level == "model"}
+    recorded = set()
+    for f in (ROOT / "adapters" / "expectations" / "models").glob("*.yaml"):
+        recorded |= {line.split(":", 1)[1].strip() for line in f.read_text().splitlines()
+                     if line.strip().startswith("divergence:")}
+    assert model_level <= planted | recorded, model_level - planted - recorded
+
+
+def _pytest(*args, cwd=None, env=None):
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "conformance"), "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd or ROOT, env=dict(os.environ, **(env or {})))
+
+
+def test_plugin_runs_a_patched_model_names_it_and_reports_json(tmp_path):
+    report = tmp_path / "r.json"
+    p = _pytest("--model", f"{ROOT / 'tests' / 'model_bugs.py'}:DecodeOffByOneLlama", "-k", "eager-decode or sdpa-decode",
+                "--report-json", str(report))
+    assert p.returncode == 1, p.stdout[-2000:]
+    assert "DIV-POS-CACHE-OFF-BY-ONE" in p.stdout and "posenc rerun" in p.stdout and "--model" in p.stdout
+    rep = json.loads(report.read_text())
+    assert rep["model"]["architecture"] == "llama" and rep["model"]["attn_implementations"] == ["eager", "sdpa"]
+    bad = [r for r in rep["results"] if r["outcome"] == "failed"]
+    assert {r["case"] for r in bad} == {"eager-decode", "sdpa-decode"}
+    assert all(r["check"] == "model" and r["diagnosis"][0]["divergence"] == "DIV-POS-CACHE-OFF-BY-ONE" for r in bad)
+
+
+def test_na_and_unsupported_are_reported_never_passed(tmp_path):
+    report = tmp_path / "r.json"
+    p = _pytest("--model", str(EXAMPLE), "--report-json", str(report))
+    assert p.returncode == 0, p.stdout[-3000:]
+    rep = json.loads(report.read_text())
+    out = {r["case"]: (r["outcome"], r["reason"]) for r in rep["results"]}
+    assert out["default-longrope-switch"][0] == "n/a" and "LongRoPE" in out["default-longrope-switch"][1]
+    assert out["default-generate"] == ("unsupported", out["default-generate"][1])
+    assert "needs generate" in out["default-generate"][1]
+    assert out["default-decode"][0] == "passed"
+    assert "n/a" in p.stdout  # the summary's column
+
+
+def test_the_example_model_adapter_fails_when_its_positions_ignore_the_cache(tmp_path):
+    src = EXAMPLE.read_text().replace("else (keep.long().cumsum(-1) - 1).clamp(min=0)[:, past:])",
+                                      "else (keep.long().cumsum(-1) - 1).clamp(min=0)[:, past:] - past)")
+    assert src != EXAMPLE.read_text()
+    bad = tmp_path / "bad_model.py"
+    bad.write_text(src)
+    p = _pytest("--model", str(bad), "-k", "decode", cwd=tmp_path)
+    assert p.returncode == 1
+    assert "DIV-MODEL-POSITIONS-RESTART-AFTER-CACHE" in p.stdout, p.stdout[-3000:]
+
+
+def test_model_and_adapter_are_mutually_exclusive_and_bad_models_are_usage_errors(tmp_path):
+    p = _pytest("--model", "hf:llama", "--adapter", "torch")
+    assert p.returncode == 4 and "mutually exclusive" in p.stderr
+    p = _pytest("--model", "hf:no_such_model")
+    assert p.returncode == 4 and "no tiny configuration of 'no_such_model'" in p.stderr
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "bert_generation"}))
+    p = _pytest("--model", str(cfg))
+    assert p.returncode == 4 and "model_type 'bert_generation'" in p.stderr
+
+
+def test_a_crash_inside_the_model_fails_that_test_and_the_run_goes_on(tmp_path):
+    mod = tmp_path / "crashing.py"
+    mod.write_text(EXAMPLE.read_text() + "\n\nimport os\n"
+                   "class Crashing(TinyModelAdapter):\n"
+                   "    def build(self, **kw):\n"
+                   "        m = super().build(**kw)\n"
+                   "        old = m.forward\n"
+                   "        def forward(*a, **k):\n"
+                   "            if k.get('cache') is not None:\n"
+                   "                os._exit(3)\n"
+                   "            return old(*a, **k)\n"
+                   "        m.forward = forward\n"
+                   "        return m\n")
+    report = tmp_path / "r.json"
+    p = _pytest("--model", f"{mod}:Crashing", "-k", "prefill or decode", "--report-json", str(report), cwd=tmp_path)
+    assert p.returncode == 1
+    rep = json.loads(report.read_text())
+    out = {r["case"]: r for r in rep["results"]}
+    assert out["default-decode"]["outcome"] == "failed" and "exit status 3" in out["default-decode"]["reason"]
+    assert out["default-prefill"]["outcome"] == "passed"
+
+
+def test_model_check_cli_on_a_published_config(tmp_path):
+    cfg = tmp_path / "config.json"  # Llama 3.1 8B's published config (llama3 scaling), as written
+    cfg.write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+        "rope_theta": 500000.0, "vocab_size": 128256, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}}))
+    p = subprocess.run([sys.executable, "-m", "posenc.conformance.cli", "model-check", str(cfg), "--report-json",
+                        str(tmp_path / "r.json")], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "config:config.json (llama, transformers 5.24.0)" in p.stdout
+    assert "left-pad-mask-only    diverges: DIV-POS-LEFT-PAD-IGNORED" in p.stdout
+    rep = json.loads((tmp_path / "r.json").read_text())
+    from posenc.adapters.hf_model import from_config_file
+    enc = from_config_file(cfg).encodings()["rope"]
+    assert (enc.head_dim, enc.rope_type, enc.factor, enc.original_max_position_embeddings) == (128, "llama3", 8.0, 8192)
+    assert rep["exit_status"] == 0
+
+
+def test_tiny_configs_carry_the_registry_entries_parameters():
+    """The oracle's parameters (the kit's import of each tiny config) are the named model's, shrunk
+    by the documented rule (architectures.expected_encoding)."""
+    import importlib
+    archs = importlib.import_module("posenc.adapters.hf_model.architectures")
+    for mt in archs.architectures():
+        enc = load_model_adapter(f"hf:{mt}").encodings()
+        want = archs.expected_encoding(mt)
+        got = enc.get("nope") or enc.get("rope") or next(iter(enc.values()))
+        for k, v in want.items():
+            assert getattr(got, k) == (tuple(v) if isinstance(v, list) else v), (mt, k, getattr(got, k), v)
+    phi = load_model_adapter("hf:phi3").encodings()["rope"]
+    assert phi.original_max_position_embeddings == 32 and phi.max_position_embeddings == 1024
+    assert len(phi.long_factor) == 8 and phi.long_factor[0] == pytest.approx(1.08) and phi.long_factor[-1] == pytest.approx(64.84)
+
+
+def test_scenario_drivers_record_plain_data():
+    """What crosses from the worker is plain data: arrays, numbers, strings, lists and dicts."""
+    ad = load_model_adapter("hf:gpt2")
+    r = Run(ad.build(dtype="float32", device="cpu", attn_implementation="sdpa"), model_suite.model_info(ad))
+    families.scenarios()["MODEL-DECODE"].run(r)
+
+    def plain(x):
+        if isinstance(x, dict):
+            return all(isinstance(k, str) and plain(v) for k, v in x.items())
+        if isinstance(x, list):
+            return all(plain(v) for v in x)
+        return x is None or isinstance(x, (np.ndarray, int, float, str, bool))
+    assert plain(r.trace())
