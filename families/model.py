@@ -206,7 +206,7 @@ class Run:
 def _pass_length(probes: list, end: int) -> int:
     """How many tokens a generate forward pass fed (read from its probes; ``end`` when none tells)."""
     for p in probes:
-        for key in ("q_in", "rows", "q"):
+        for key in ("q_in", "rows", "q", "bias"):
             if key in p:
                 return int(np.shape(p[key])[-2] if key != "rows" else np.shape(p[key])[-1])
     return end
@@ -568,9 +568,12 @@ def _m_static(f: Facts) -> Optional[bool]:
 
 @families.model_mutant("model_packed_cross_document")
 def _m_cross(f: Facts) -> Optional[bool]:
-    if f.cross_document is None:
+    if not any(c["documents"] for c in f.calls):
         return None
-    return f.cross_document > 0 and bool(f.positions_are(lambda c: None) is not False)
+    right = f.positions_are(lambda c: None) is not False  # the positions restart as they should
+    if f.cross_document is None:  # no attention probe: documents that differ at the right positions
+        return bool(f.extra.get("logits_differ")) and right
+    return f.cross_document > 0 and right
 
 
 @families.model_mutant("model_pads_attended")

@@ -223,6 +223,45 @@ def _oracle_table(call: dict, rec: dict, enc: dict):
                    f"{positions[b, t_] + off} (position {positions[b, t_]})"), used
 
 
+def _alibi(enc: dict):
+    p = enc.get("alibi")
+    return p if type(p).__name__ == "AlibiParams" else None
+
+
+def _oracle_bias(call: dict, rec: dict, enc: dict, dtype: str):
+    """An ALiBi bias probe against ``alibi.bias`` of the model's form (BLOOM: from the attention mask
+    the model read, all ones when none was passed; MPT: relative to the last key), compared where
+    the clause specifies it (real queries and keys, no future key)."""
+    p = _alibi(enc)
+    if p is None:
+        return None
+    got = np.asarray(rec["bias"], np.float64)
+    b, tq = call["positions"].shape
+    tk = got.shape[-1]
+    mask = call["attention_mask"]
+    mask = np.ones((b, tk), np.int64) if mask is None else np.asarray(mask, np.int64)
+    inputs = {"query_length": tq, "key_length": tk}
+    if p.form == "bloom":  # from the mask; the other forms from the lengths alone
+        inputs["attention_mask"] = mask
+    case = Case(id=f"model-{call['label']}-bias".replace(" ", "-"), op="alibi.bias", clauses=("ALIBI-SLOPES",), params=p)
+    g = computed(case, inputs)
+    want = g.outputs["bias"]
+    if got.ndim == want.ndim + 1 and got.shape[0] == 1:  # a batch-independent form ([H, Tq, Tk]) probed as [1, ...]
+        got = got[0]
+    elif got.ndim == want.ndim and got.shape[0] == 1 and want.shape[0] > 1:  # one row of the batch for all
+        got = np.broadcast_to(got, want.shape)
+    if got.shape != want.shape:
+        return Problem("probe", ("ALIBI-SLOPES",), f"{call['label']}: the bias probe has shape {list(np.shape(rec['bias']))}, "
+                       f"the {p.form} form's is {list(want.shape)}")
+    comps = compare_outputs(g, {"bias": got}, dtype)
+    if all(c.ok for c in comps):
+        return None
+    form = {"bloom": "ALIBI-BLOOM", "mpt": "ALIBI-MPT", "causal": "ALIBI-CAUSAL", "symmetric": "ALIBI-SYMMETRIC"}[p.form]
+    return Problem("oracle", ("ALIBI-SLOPES", form), f"{call['label']}, layer {rec.get('layer')}: the ALiBi bias is not "
+                   f"the {p.form} form's at these positions", [c.message for c in comps if not c.ok],
+                   tuple(diagnose(_SPEC, g, {"bias": got}, dtype)))
+
+
 # ---- attention probes --------------------------------------------------------------------------------
 
 
@@ -237,8 +276,8 @@ def attention_probs(rec: dict) -> np.ndarray:
     logits = np.einsum("bhqd,bhkd->bhqk", q, k) * float(rec["scaling"])
     tq, tk = logits.shape[-2:]
     mask = rec.get("mask")
-    if mask is None:
-        allowed = np.tril(np.ones((tq, tk), bool), k=tk - tq)
+    if mask is None:  # the attention's own rule: causal, bottom-right aligned, or every key (an encoder)
+        allowed = np.tril(np.ones((tq, tk), bool), k=tk - tq) if rec.get("causal", True) else np.ones((tq, tk), bool)
     else:
         m = np.asarray(mask)
         allowed = m.astype(bool) if m.dtype == bool else m > -1e30
@@ -319,6 +358,8 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
         unsupported.append("oracle: the model reported no rope probe (q and k before and after the rotation)")
     if needs_table and not any(r["kind"] == "table" for c in calls for r in c["probes"]):
         unsupported.append("oracle: the model reported no table probe (the rows its positions selected)")
+    if _alibi(enc) is not None and not any(r["kind"] == "bias" for c in calls for r in c["probes"]):
+        unsupported.append("oracle: the model reported no bias probe (the ALiBi bias added to its attention logits)")
     table_seen = needs_table and any(r["kind"] == "table" for c in calls for r in c["probes"])
     cross, pads = None, None
     for call in calls:
@@ -342,6 +383,9 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
                 checked += 1
             elif kind == "table" and needs_table:
                 prob, u = _oracle_table(call, rec, enc)
+                checked += 1
+            elif kind == "bias" and _alibi(enc) is not None:
+                prob, u = _oracle_bias(call, rec, enc, dtype), None
                 checked += 1
             elif kind == "attention":
                 if call["documents"]:
@@ -370,12 +414,13 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
         used_from.append(u_from)
     if "attention" not in probes_of and any(c["documents"] for c in calls):
         unsupported.append("attention mass across documents: the model reports no attention probe")
-    non_finite = False
+    non_finite, logits_differ = False, False
     for pair in trace["pairs"]:
         checked += 1
         prob = _pair_problem(scenario.clause, pair, dtype)
         if prob is not None:
             problems.append(prob)
+            logits_differ = True
         non_finite |= not (np.isfinite(pair["a"]).all() and np.isfinite(pair["b"]).all())
     stale = None
     if needs_rope and rope_layers:
@@ -383,7 +428,7 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
             problems.append(prob)
             stale = True
     facts = Facts(calls=calls, used=used, used_from=used_from, cross_document=cross, on_pads=pads,
-                  extra={"non_finite": non_finite, "stale_long_cache": stale})
+                  extra={"non_finite": non_finite, "stale_long_cache": stale, "logits_differ": logits_differ})
     matches, inferred = [], []
     if problems:
         matches = _model_matches(scenario, facts)

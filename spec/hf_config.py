@@ -1405,6 +1405,12 @@ FAMILY_RULES: dict[str, dict[str, FamilyRule]] = {
     "whisper": {"encoder_positions": FamilyRule(
         "models/whisper/modeling_whisper.py::sinusoids", SinusoidalParams,
         {"dim": FieldRule(("d_model",), 384)}, {"layout": "concat", "variant": "whisper"})},
+    # XGLM's table rows are position + 2 (XGLMSinusoidalPositionalEmbedding.offset), padding_idx + 1 with
+    # its pad_token_id 1; since 5.x its positions are arange + the cache length (padding is not read)
+    "xglm": {"positions": FamilyRule(
+        "models/xglm/modeling_xglm.py::XGLMSinusoidalPositionalEmbedding", SinusoidalParams,
+        {"dim": FieldRule(("d_model",), 1024), "padding_idx": FieldRule(("pad_token_id",), 1)},
+        {"layout": "concat", "variant": "fairseq"})},
     "m2m_100": {"positions": FamilyRule(
         "models/m2m_100/modeling_m2m_100.py::M2M100SinusoidalPositionalEmbedding", SinusoidalParams,
         {"dim": FieldRule(("d_model",), 1024), "padding_idx": FieldRule(("pad_token_id",), 1)},

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.adapters.model import ModelAdapter
+from posenc.adapters.model import ModelAdapter, Unsupported
 from posenc.spec.models import DTYPES
 
 from .architectures import ARCHS, architectures, tiny_config, tiny_from_config
@@ -45,6 +45,7 @@ class HFModelAdapter(ModelAdapter):
         self.pad_token_id = self.config.get("pad_token_id")
         self.capabilities = a.capabilities
         self.probes = a.probes
+        self.attn_implementations = a.attn
         self.notes = a.notes
 
     def versions(self) -> dict[str, str]:
@@ -64,6 +65,8 @@ class HFModelAdapter(ModelAdapter):
         return params_from_hf_config(self.config)
 
     def build(self, *, dtype: str, device: str, attn_implementation: str, seed: int = 0):
+        if dtype in self.arch.unsupported:
+            raise Unsupported(self.arch.unsupported[dtype])
         import torch
         import transformers
         from transformers import CONFIG_MAPPING

@@ -60,9 +60,15 @@ class Arch:
     context: int = 64
     rope: Optional[tuple[str, str]] = None
     table: Optional[str] = None
-    bias: Optional[str] = None
+    bias: Optional[tuple[str, str]] = None
     capabilities: tuple[str, ...] = ("cache", "position_ids", "inputs_embeds", "generate", "static_cache",
                                      "attention_mask")
+    #: the attention implementations transformers builds it with; ``attention``: whether its attention
+    #: goes through transformers' attention functions (the attention probe)
+    attn: tuple[str, ...] = ("eager", "sdpa")
+    attention: bool = True
+    #: dtypes transformers cannot run it at, with the reason (the scenarios report them unsupported)
+    unsupported: dict = field(default_factory=dict)
     notes: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -71,7 +77,7 @@ class Arch:
         kinds = ["rope"] if self.rope else []
         kinds += ["table"] if self.table else []
         kinds += ["bias"] if self.bias else []
-        return tuple(kinds) + ("attention",)
+        return tuple(kinds) + (("attention",) if self.attention else ())
 
 
 def _decoder(hidden: int = 64, heads: int = 4, kv_heads: Optional[int] = 2, layers: int = 2, **kw) -> dict:
@@ -109,6 +115,40 @@ ARCHS: dict[str, Arch] = {a.model_type: a for a in (
           "max_position_embeddings": 128, "word_embed_proj_dim": 64, "pad_token_id": PAD, "bos_token_id": 1,
           "eos_token_id": 2, "init_std": 0.2, "tie_word_embeddings": False},
          registry="opt-125m", table="model.decoder.embed_positions", notes="learned table of 128 + 2 rows (offset 2)"),
+    Arch("xglm", "AutoModelForCausalLM",
+         {"vocab_size": VOCAB, "d_model": 64, "ffn_dim": 128, "num_layers": 2, "attention_heads": 4,
+          "max_position_embeddings": 128, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "init_std": 0.2,
+          "tie_word_embeddings": False},
+         table="model.embed_positions", attn=("eager",), attention=False,
+         unsupported={"float64": "transformers 5.24's XGLMAttention.forward clamps with torch.full((), "
+                                 "finfo(float64).min), a float32 scalar that overflows: XGLM raises at float64"},
+         notes="fairseq sinusoids (rows position + 2, padding_idx 1), its own attention (eager only)"),
+    Arch("bloom", "AutoModelForCausalLM",
+         {"vocab_size": VOCAB, "hidden_size": 224, "n_layer": 2, "n_head": 112, "pad_token_id": PAD, "bos_token_id": 1,
+          "eos_token_id": 2, "initializer_range": 1.6 / 224 ** 0.5, "tie_word_embeddings": False},
+         registry="bloom-176b", bias=("alibi", "bloom"), attn=("eager",), attention=False,
+         capabilities=("cache", "inputs_embeds", "generate", "static_cache", "attention_mask"),
+         notes="ALiBi over BLOOM-176B's 112 heads (width 2 each), from the attention mask; no position_ids"),
+    Arch("mpt", "AutoModelForCausalLM",
+         {"vocab_size": VOCAB, "d_model": 64, "n_layers": 2, "n_heads": 32, "expansion_ratio": 2, "max_seq_len": 128,
+          "pad_token_id": PAD, "bos_token_id": 1, "eos_token_id": 2, "initializer_range": 0.2,
+          "attn_config": {"alibi": True, "alibi_bias_max": 8}, "tie_word_embeddings": False},
+         registry="mpt-7b", bias=("position_bias", "mpt"), attn=("eager",), attention=False,
+         capabilities=("cache", "inputs_embeds", "generate", "attention_mask"),
+         notes="ALiBi over MPT-7B's 32 heads (width 2 each), relative to the last key; no position_ids"),
+    Arch("bert", "AutoModelForMaskedLM",
+         {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "max_position_embeddings": 128, "pad_token_id": PAD, "initializer_range": 0.2,
+          "tie_word_embeddings": False},
+         registry="bert-base", kind="encoder", table="bert.embeddings.position_embeddings",
+         capabilities=("position_ids", "inputs_embeds", "attention_mask"), notes="learned table of 128 rows, 2 token types"),
+    Arch("roberta", "AutoModelForMaskedLM",
+         {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "max_position_embeddings": 130, "pad_token_id": 1, "bos_token_id": 0,
+          "eos_token_id": 2, "initializer_range": 0.2, "tie_word_embeddings": False, "type_vocab_size": 1},
+         registry="roberta-base", kind="encoder", table="roberta.embeddings.position_embeddings",
+         capabilities=("position_ids", "inputs_embeds", "attention_mask"),
+         notes="padding-aware rows padding_idx + 1 + position (128 + 2 rows)"),
 )}
 
 

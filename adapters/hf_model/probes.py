@@ -44,13 +44,17 @@ class Recorder:
 
     # ---- hooks that stay (inactive outside capture) ----------------------------------------
     def _install(self) -> None:
-        stack, layers = _stack(self.model)
+        stack, layers = _stack(self.model, self.arch.table)
         self._hooks.append(stack.register_forward_pre_hook(self._new_pass))
         for i, layer in enumerate(layers):
             self._hooks.append(layer.register_forward_pre_hook(lambda m, a, i=i: self._set_layer(i)))
         if self.arch.table:
             table = _attr(self.model, self.arch.table)
             self._hooks.append(table.register_forward_hook(self._table_hook))
+        if self.arch.bias:
+            for m in self.model.modules():
+                if type(m).__name__.endswith("Attention"):
+                    self._hooks.append(m.register_forward_hook(self._bias_hook, with_kwargs=True))
 
     def _new_pass(self, module, args):
         if self.active:
@@ -71,7 +75,7 @@ class Recorder:
     def _table_hook(self, module, args, output):
         if not self.active:
             return
-        weight = module.weight
+        weight = module.weight if isinstance(getattr(module, "weight", None), torch.Tensor) else module.weights
         out = output.detach()
         flat = out.reshape(-1, out.shape[-1])
         # the row of the table each output vector equals (a gather: exact)
@@ -84,6 +88,27 @@ class Recorder:
             rows = rows[None]
         self._add({"kind": "table", "rows": rows.to(torch.int64), "output": out.reshape(rows.shape + (out.shape[-1],)),
                    "table": weight.detach()})
+
+    def _bias_hook(self, module, args, kwargs, output):
+        """The positional bias an attention module added to its logits, ``[B or 1, H, Tq, Tk]``: the
+        keyword argument ``Arch.bias`` names (BLOOM's ``alibi`` ``[B * H, 1, Tk]``; MPT's
+        ``position_bias`` ``[H, 1, max_seq_len]``, of which the attention adds the last Tk columns)."""
+        if not self.active:
+            return
+        name, form = self.arch.bias
+        bias = kwargs.get(name)
+        if bias is None:
+            return
+        hidden = kwargs.get("hidden_states", args[0] if args else None)
+        tq = hidden.shape[1]
+        if form == "bloom":
+            b = hidden.shape[0]
+            bias = bias.reshape(b, -1, 1, bias.shape[-1])
+        else:  # mpt: the attention slices the last key_length columns
+            cache = kwargs.get("cache", kwargs.get("layer_past"))
+            tk = cache.get_seq_length(module.layer_idx) if cache is not None else tq
+            bias = bias[None, :, -1:, -tk:]
+        self._add({"kind": "bias", "layer": self.layer, "bias": _f(bias.expand(*bias.shape[:2], tq, bias.shape[-1]))})
 
     # ---- wrapped functions -------------------------------------------------------------------
     def _rope_qk(self, fn):
@@ -119,6 +144,7 @@ class Recorder:
                 scaling = kwargs.get("scaling", args[1] if len(args) > 1 else None)
                 rec = {"kind": "attention", "layer": getattr(module, "layer_idx", self.layer), "q": _f(query),
                        "k": _f(key), "mask": None if attention_mask is None else _f(attention_mask),
+                       "causal": bool(getattr(module, "is_causal", True)),
                        "scaling": float(scaling) if scaling is not None else float(query.shape[-1]) ** -0.5}
                 if eager and isinstance(out, tuple) and len(out) > 1 and out[1] is not None:
                     rec["probs"] = _f(out[1])
@@ -165,15 +191,24 @@ def _attr(obj, path: str):
     return obj
 
 
-def _stack(model) -> tuple:
-    """``(stack, layers)``: the module that holds the model's blocks (the longest ModuleList; its
-    forward is one forward pass: embeddings, every layer) and the blocks."""
-    best, owner = None, model
-    for m in model.modules():
-        for child in m.children():
+def _stack(model, table: Optional[str] = None) -> tuple:
+    """``(stack, layers)``: the module whose forward is one forward pass -- the one that holds the
+    model's blocks (the longest ModuleList), or where the position table sits outside it (BERT's
+    embeddings beside its encoder), their closest common parent -- and the blocks."""
+    best, owner = None, ""
+    for name, m in model.named_modules():
+        for cname, child in m.named_children():
             if isinstance(child, torch.nn.ModuleList) and (best is None or len(child) > len(best)):
-                best, owner = child, m
-    return owner, list(best or [])
+                best, owner = child, name
+    if table:
+        a, b = owner.split(".") if owner else [], table.split(".")
+        common = []
+        for x, y in zip(a, b):
+            if x != y:
+                break
+            common.append(x)
+        owner = ".".join(common)
+    return (_attr(model, owner) if owner else model), list(best or [])
 
 
 def _modeling_modules(model) -> list:
