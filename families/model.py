@@ -49,6 +49,8 @@ CAPABILITIES = {
 }
 #: Sizes the scenarios use (rows, lengths): small enough for 2 CPU cores, long enough that every
 #: row of a mixed batch has real tokens after its padding.
+#: The model kinds whose (decoder's) tokens are causal: what decode, cache and generate scenarios drive.
+CAUSAL = ("decoder", "encoder-decoder")
 PROMPT = 20
 DECODE_STEPS = 6
 LENGTHS = (20, 13, 7)  # a mixed batch: row 0 unpadded, rows 1 and 2 padded
@@ -157,7 +159,10 @@ class Run:
         seqs, logits = np.asarray(_array(seqs)).astype(np.int64), _array(logits).astype(np.float64)
         passes = self.model.probes(all_passes=True)
         b, t = input_ids.shape
-        full_mask = np.concatenate([attention_mask, np.ones((b, max_new_tokens), np.int64)], axis=1)
+        lead = seqs.shape[1] - max_new_tokens - t  # tokens generate put before the prompt (a decoder start token)
+        full_mask = np.concatenate([np.ones((b, max(lead, 0)), np.int64), attention_mask,
+                                    np.ones((b, max_new_tokens), np.int64)], axis=1)
+        t += max(lead, 0)
         full_pos, full_valid = pos.left_pad(full_mask)
         for i, probes in enumerate(passes):
             end = t + i  # pass i (0: the prompt) ends before token t + i
@@ -274,7 +279,7 @@ def _batch(r: Run) -> None:
         r.same(f"row {b} in the batch == row {b} alone", logits[b], one[0], [f"row {b} position {t}" for t in range(PROMPT)])
 
 
-@_scenario("MODEL-DECODE", "decode", kinds=("decoder",), needs=("cache",), implies=("POS-DECODE",))
+@_scenario("MODEL-DECODE", "decode", kinds=CAUSAL, needs=("cache",), implies=("POS-DECODE",))
 def _decode(r: Run) -> None:
     p, n = PROMPT, DECODE_STEPS
     ids = r.tokens(2, p + n)
@@ -287,7 +292,7 @@ def _decode(r: Run) -> None:
                [f"row {b} position {p + s}" for b in range(2)])
 
 
-@_scenario("MODEL-CHUNKED-PREFILL", "chunked-prefill", kinds=("decoder",), needs=("cache",), implies=("POS-DECODE",))
+@_scenario("MODEL-CHUNKED-PREFILL", "chunked-prefill", kinds=CAUSAL, needs=("cache",), implies=("POS-DECODE",))
 def _chunked(r: Run) -> None:
     chunk, n = 7, 3
     ids = r.tokens(2, chunk * n)
@@ -394,7 +399,7 @@ def _inputs_embeds(r: Run) -> None:
            [f"row {x} position {t}" for x in range(2) for t in range(PROMPT)])
 
 
-@_scenario("MODEL-INPUTS-EMBEDS-DECODE", "inputs-embeds-decode", kinds=("decoder",), needs=("inputs_embeds", "cache"),
+@_scenario("MODEL-INPUTS-EMBEDS-DECODE", "inputs-embeds-decode", kinds=CAUSAL, needs=("inputs_embeds", "cache"),
            implies=("POS-DECODE",))
 def _inputs_embeds_decode(r: Run) -> None:
     p, n = PROMPT, DECODE_STEPS
@@ -410,10 +415,11 @@ def _inputs_embeds_decode(r: Run) -> None:
                [f"row {b} position {p + s}" for b in range(2)])
 
 
-@_scenario("MODEL-GENERATE", "generate", kinds=("decoder",), needs=("generate", "attention_mask"),
+@_scenario("MODEL-GENERATE", "generate", kinds=CAUSAL, needs=("generate", "attention_mask"),
            implies=("POS-LEFT-PAD", "POS-DECODE"))
 def _generate(r: Run) -> None:
-    rows = _mixed_rows(r)
+    # an encoder-decoder's decoder prompts are not left-padded: rows of one length there
+    rows = _mixed_rows(r) if r.info["kind"] == "decoder" else [r.tokens(1, LENGTHS[-1])[0] for _ in LENGTHS]
     ids, mask = r.padded(rows, "left")
     n = DECODE_STEPS
     with_cache = r.generate("generate with a cache", ids, mask, n, use_cache=True)
@@ -424,7 +430,7 @@ def _generate(r: Run) -> None:
         r.same_steps(f"row {b} in the batch == row {b} generated alone (step logits)", with_cache, alone, [b])
 
 
-@_scenario("MODEL-STATIC-CACHE", "static-cache", kinds=("decoder",), needs=("cache", "static_cache"),
+@_scenario("MODEL-STATIC-CACHE", "static-cache", kinds=CAUSAL, needs=("cache", "static_cache"),
            implies=("POS-DECODE",))
 def _static_cache(r: Run) -> None:
     p, n = PROMPT, DECODE_STEPS
@@ -478,7 +484,7 @@ class Facts:
     calls: list[dict]
     used: list[Optional[np.ndarray]]
     #: per forward pass, which probe its ``used`` positions come from: ``rope`` (an unrotated token,
-    #: -1, is also position 0) or ``table`` (-1: no row of the table, strictly no position)
+    #: -1, is also position 0), ``table`` or ``bias`` (-1: strictly no position)
     used_from: list[Optional[str]] = field(default_factory=list)
     cross_document: Optional[float] = None
     on_pads: Optional[float] = None
@@ -504,7 +510,7 @@ class Facts:
             seen = True
             differs |= bool((want != call["positions"])[v].any())
             same = want == used
-            if src != "table":  # a rotation by 0 leaves q and k unchanged: -1 and 0 are one rotation
+            if src == "rope":  # a rotation by 0 leaves q and k unchanged: -1 and 0 are one rotation
                 same |= ((used == -1) & (want <= 0)) | ((want == -1) & (used == 0))
             if not same[v].all():
                 return False

@@ -189,6 +189,8 @@ def _table_offset(enc: dict) -> Optional[tuple[int, str, object]]:
     """(row offset, clause, params) of the model's absolute position table, or None."""
     for name, p in enc.items():
         cls = type(p).__name__
+        if cls == "LookupParams":  # a plain learned table indexed by the position (Whisper's decoder)
+            return 0, "LEARNED-GPT2-POSITIONS", p
         if cls in _TABLE_OFFSETS:
             clause = {"GPT2EmbeddingParams": "LEARNED-GPT2-POSITIONS", "BertEmbeddingParams": "LEARNED-BERT-POSITIONS",
                       "OPTEmbeddingParams": "LEARNED-OPT-OFFSET", "BartEmbeddingParams": "LEARNED-BART-POSITIONS"}[cls]
@@ -226,6 +228,37 @@ def _oracle_table(call: dict, rec: dict, enc: dict):
 def _alibi(enc: dict):
     p = enc.get("alibi")
     return p if type(p).__name__ == "AlibiParams" else None
+
+
+def _t5(enc: dict):
+    p = enc.get("decoder")
+    return p if type(p).__name__ == "T5Params" else None
+
+
+def _oracle_t5(call: dict, rec: dict, enc: dict, dtype: str):
+    """T5's decoder bias probe against ``t5.bias`` with the model's own table: queries at the cache
+    length the scenario's rule gives (the call's positions), keys 0 .. Tk - 1."""
+    p = _t5(enc)
+    got = np.asarray(rec["bias"], np.float64)[0]
+    tq, tk = got.shape[-2:]
+    start = int(call["positions"].min()) if call["positions"].size else 0
+    inputs = {"table": np.asarray(rec["table"], np.float64), "query_length": tq, "key_length": tk, "cache_length": start}
+    case = Case(id=f"model-{call['label']}-t5".replace(" ", "-"), op="t5.bias", clauses=("T5-BIAS",), params=p)
+    g = computed(case, inputs)
+    comps = compare_outputs(g, {"bias": got}, dtype)
+    shape = call["positions"].shape
+    if all(c.ok for c in comps):
+        return None, np.broadcast_to(start + np.arange(tq), shape).astype(np.int64)
+    used = None  # the query offset whose bias the probe is, if one is
+    for o in range(0, start + tq + 8):
+        cand = computed(case, {**inputs, "cache_length": o})
+        if all(c.ok for c in compare_outputs(cand, {"bias": got}, dtype)):
+            used = np.broadcast_to(o + np.arange(tq), shape).astype(np.int64)
+            break
+    return Problem("oracle", ("T5-BIAS", "T5-BUCKET-CAUSAL"), f"{call['label']}, layer {rec.get('layer')}: the relative "
+                   f"bias is not T5's at queries {start}..{start + tq - 1} over keys 0..{tk - 1}"
+                   + (f" (the model's queries start at {rec['past']})" if rec.get("past") not in (None, start) else ""),
+                   [c.message for c in comps if not c.ok], tuple(diagnose(_SPEC, g, {"bias": got}, dtype))), used
 
 
 def _oracle_bias(call: dict, rec: dict, enc: dict, dtype: str):
@@ -387,6 +420,9 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
             elif kind == "bias" and _alibi(enc) is not None:
                 prob, u = _oracle_bias(call, rec, enc, dtype), None
                 checked += 1
+            elif kind == "bias" and _t5(enc) is not None:
+                prob, u = _oracle_t5(call, rec, enc, dtype)
+                checked += 1
             elif kind == "attention":
                 if call["documents"]:
                     x = _cross_document(call, rec)
@@ -431,9 +467,10 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
                   extra={"non_finite": non_finite, "stale_long_cache": stale, "logits_differ": logits_differ})
     matches, inferred = [], []
     if problems:
+        # the plumbing bugs the run's facts match, then the encoding bugs the probes' outputs match
         matches = _model_matches(scenario, facts)
-        if not matches:
-            matches = list(dict.fromkeys(m for p in problems for m in p.matches))
+        seen = {m.divergence for m in matches}
+        matches += [m for m in dict.fromkeys(m for p in problems for m in p.matches) if m.divergence not in seen]
         inferred = infer(facts)
     return Verdict(problems, facts, matches, inferred, unsupported, checked)
 

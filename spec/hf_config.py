@@ -32,7 +32,7 @@ from typing import Any, Optional, Union
 from pydantic import ValidationError
 
 from .errors import SpecError
-from .models import (ROPE_TYPE_FIELDS, AlibiParams, AxialRopeParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
+from .models import (ROPE_TYPE_FIELDS, LookupParams, AlibiParams, AxialRopeParams, BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams,
                      LayerRopeParams, MRopeParams, NopeParams, OPTEmbeddingParams, QueryScaleParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams,
                      T5Params)
 
@@ -1404,7 +1404,11 @@ FAMILY_RULES: dict[str, dict[str, FamilyRule]] = {
         for part, bidi in (("encoder", True), ("decoder", False))},
     "whisper": {"encoder_positions": FamilyRule(
         "models/whisper/modeling_whisper.py::sinusoids", SinusoidalParams,
-        {"dim": FieldRule(("d_model",), 384)}, {"layout": "concat", "variant": "whisper"})},
+        {"dim": FieldRule(("d_model",), 384)}, {"layout": "concat", "variant": "whisper"}),
+        # the decoder's learned table: WhisperPositionalEmbedding(max_target_positions, d_model), rows = positions
+        "decoder_positions": FamilyRule(
+        "models/whisper/modeling_whisper.py::WhisperPositionalEmbedding", LookupParams,
+        {"num_rows": FieldRule(("max_target_positions",), 448), "dim": FieldRule(("d_model",), 384)})},
     # XGLM's table rows are position + 2 (XGLMSinusoidalPositionalEmbedding.offset), padding_idx + 1 with
     # its pad_token_id 1; since 5.x its positions are arange + the cache length (padding is not read)
     "xglm": {"positions": FamilyRule(

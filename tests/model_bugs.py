@@ -216,6 +216,41 @@ class LongropeStaleCachePhi3(_Bugged):
                                  GenerationMixin.prepare_inputs_for_generation)
 
 
+class EmbedsRestartM2M100(_Bugged):
+    """M2M100's sinusoids reached through decoder inputs_embeds ignore the cache length (transformers#15736 and
+    the fix #15751: create_position_ids_from_inputs_embeds without past_key_values_length)."""
+
+    model_type = "m2m_100"
+    expect = ("DIV-MODEL-POSITIONS-RESTART-AFTER-CACHE", "MODEL-INPUTS-EMBEDS-DECODE")
+
+    def bug(self):
+        from transformers.models.m2m_100 import modeling_m2m_100 as m
+
+        def make(create):
+            def patched(inputs_embeds, cache_length, padding_idx):
+                return create(inputs_embeds, 0, padding_idx)
+            return staticmethod(patched)
+        return _wrap(m.M2M100SinusoidalPositionalEmbedding, "create_position_ids_from_inputs_embeds",
+                     lambda fn: make(fn))
+
+
+class T5DecodeBiasFromZeroT5(_Bugged):
+    """T5's decoder computes its relative bias as if the queries of a decode step were at position 0
+    (the operation-level DIV-T5-CACHE-IGNORED, seen in a whole model)."""
+
+    model_type = "t5"
+    expect = ("DIV-T5-CACHE-IGNORED", "MODEL-DECODE")
+
+    def bug(self):
+        from transformers.models.t5 import modeling_t5 as m
+
+        def make(compute):
+            def patched(self, query_length, key_length, device=None, past_seen_tokens=0):
+                return compute(self, query_length, key_length, device, 0)
+            return patched
+        return _wrap(m.T5Attention, "compute_bias", make)
+
+
 BUGS = [RestartAfterCacheGPT2, DecodeNoPositionGPT2, DecodeNoRotationLlama, DecodeOffByOneLlama, GenerateArangeLlama,
         SharedCachePositionLlama, PackedCrossDocumentLlama, PadsAttendedLlama, StaticCacheCapacityLlama,
-        LongropeStaleCachePhi3]
+        LongropeStaleCachePhi3, EmbedsRestartM2M100, T5DecodeBiasFromZeroT5]

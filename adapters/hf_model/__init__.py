@@ -88,6 +88,32 @@ class HFModel:
         self.model, self.arch, self.device = model, arch, device
         self.recorder = Recorder(model, arch)
         self.dtype = next(model.parameters()).dtype
+        self.seq2seq = arch.kind == "encoder-decoder"
+        self._encoded: dict[int, object] = {}
+
+    # ---- an encoder-decoder's encoder side: one fixed source for every row ----------------------
+    def _source(self, batch: int) -> dict:
+        """The encoder's inputs for ``batch`` rows: the same seeded source on every row (so a row run
+        alone sees what it saw in the batch): token ids, or Whisper's log-mel features."""
+        import torch
+        g = torch.Generator().manual_seed(1234)
+        if self.arch.extra.get("features"):
+            n_mels, frames = self.arch.extra["features"]
+            x = torch.randn(1, n_mels, frames, generator=g).to(self.device, self.dtype)
+            return {"input_features": x.expand(batch, -1, -1)}
+        vocab = self.model.config.vocab_size
+        ids = torch.randint(3, vocab, (1, 12), generator=g).to(self.device)
+        ids[ids == self.model.config.pad_token_id] = 3
+        return {"input_ids": ids.expand(batch, -1)}
+
+    def _encoder_outputs(self, batch: int):
+        """The encoder's output for ``batch`` rows, computed once (the decoder passes reuse it, so
+        the probes see the decoder only)."""
+        import torch
+        if batch not in self._encoded:
+            with torch.no_grad():
+                self._encoded[batch] = self.model.get_encoder()(**self._source(batch))
+        return self._encoded[batch]
 
     def _t(self, x, floating: bool = False):
         import torch
@@ -105,28 +131,43 @@ class HFModel:
             kw["position_ids"] = self._t(position_ids)
         if cache is not None:
             kw["cache"] = cache
+        if self.seq2seq:  # the scenario drives the decoder; the encoder's output is fixed
+            b = (input_ids if input_ids is not None else inputs_embeds).shape[0]
+            kw = {"decoder_" + k if k in ("input_ids", "inputs_embeds", "attention_mask", "position_ids") else k: v
+                  for k, v in kw.items()}
+            kw["encoder_outputs"] = self._encoder_outputs(b)
+            if cache is None and kw["use_cache"]:
+                from transformers import DynamicCache, EncoderDecoderCache
+                kw["cache"] = EncoderDecoderCache(DynamicCache(config=self.model.config), DynamicCache(config=self.model.config))
         with torch.no_grad(), self.recorder.capture():
             out = self.model(**kw)
         return out.logits, (out.cache if kw["use_cache"] else None)
 
     def embed(self, input_ids):
+        """The token embeddings the (decoder's) forward computes from ``input_ids``."""
         import torch
+        emb = self.model.get_decoder().embed_tokens if self.seq2seq else self.model.get_input_embeddings()
         with torch.no_grad():
-            return self.model.get_input_embeddings()(self._t(input_ids))
+            return emb(self._t(input_ids))
 
     def new_cache(self, kind: str, *, batch: int, max_length: int):
-        from transformers import DynamicCache, StaticCache
-        if kind == "static":
-            return StaticCache(config=self.model.config, max_cache_len=max_length)
-        return DynamicCache(config=self.model.config)
+        from transformers import DynamicCache, EncoderDecoderCache, StaticCache
+        cfg = self.model.config
+        make = (lambda: StaticCache(config=cfg, max_cache_len=max_length)) if kind == "static" else \
+            (lambda: DynamicCache(config=cfg))
+        return EncoderDecoderCache(make(), DynamicCache(config=cfg)) if self.seq2seq else make()
 
     def generate(self, input_ids, *, attention_mask, max_new_tokens: int, use_cache: bool):
         import torch
+        kw = {"input_ids": self._t(input_ids), "attention_mask": self._t(attention_mask)}
+        if self.seq2seq:  # the prompt is the decoder's; the source the fixed encoder input
+            kw = {"decoder_input_ids": kw["input_ids"], "decoder_attention_mask": kw["attention_mask"],
+                  "encoder_outputs": self._encoder_outputs(input_ids.shape[0]),
+                  **{k: v for k, v in self._source(input_ids.shape[0]).items() if k == "input_features"}}
         with torch.no_grad(), self.recorder.capture():
-            out = self.model.generate(input_ids=self._t(input_ids), attention_mask=self._t(attention_mask),
-                                      max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens, do_sample=False,
-                                      use_cache=use_cache, output_logits=True, return_dict_in_generate=True,
-                                      pad_token_id=self.model.config.pad_token_id)
+            out = self.model.generate(**kw, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
+                                      do_sample=False, use_cache=use_cache, output_logits=True,
+                                      return_dict_in_generate=True, pad_token_id=self.model.config.pad_token_id)
         return out.sequences, torch.stack(out.logits, dim=1)
 
     def probes(self, all_passes: bool = False):

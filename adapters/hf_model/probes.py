@@ -44,14 +44,15 @@ class Recorder:
 
     # ---- hooks that stay (inactive outside capture) ----------------------------------------
     def _install(self) -> None:
-        stack, layers = _stack(self.model, self.arch.table)
+        root = self.model.get_decoder() if self.arch.kind == "encoder-decoder" else self.model
+        stack, layers = _stack(root, _relative(self.arch.table, self.model, root))
         self._hooks.append(stack.register_forward_pre_hook(self._new_pass))
         for i, layer in enumerate(layers):
             self._hooks.append(layer.register_forward_pre_hook(lambda m, a, i=i: self._set_layer(i)))
         if self.arch.table:
             table = _attr(self.model, self.arch.table)
             self._hooks.append(table.register_forward_hook(self._table_hook))
-        if self.arch.bias:
+        if self.arch.bias and self.arch.bias[1] != "t5":
             for m in self.model.modules():
                 if type(m).__name__.endswith("Attention"):
                     self._hooks.append(m.register_forward_hook(self._bias_hook, with_kwargs=True))
@@ -152,6 +153,17 @@ class Recorder:
             return out
         return wrapped
 
+    def _compute_bias(self, fn):
+        """T5's ``compute_bias(query_length, key_length, device, past_seen_tokens)``: the bucketed bias
+        ``[1, H, Tq, Tk]`` of the layer that holds the table, with the table and the query offset."""
+        def wrapped(module, query_length, key_length, device=None, past_seen_tokens=0):
+            out = fn(module, query_length, key_length, device, past_seen_tokens)
+            if self.active and module.is_decoder == (self.arch.kind != "encoder"):
+                self._add({"kind": "bias", "layer": self.layer, "bias": _f(out),
+                           "table": _f(module.relative_attention_bias.weight), "past": int(past_seen_tokens)})
+            return out
+        return wrapped
+
     @contextlib.contextmanager
     def capture(self):
         """Record every forward pass made inside the block (``passes``)."""
@@ -165,6 +177,10 @@ class Recorder:
                 patches.append((mod, self.arch.rope[0], wrap(fn)))
             if hasattr(mod, "eager_attention_forward"):
                 patches.append((mod, "eager_attention_forward", self._attention(mod.eager_attention_forward, True)))
+            if self.arch.bias and self.arch.bias[1] == "t5":
+                for cls in {type(m) for m in self.model.modules() if hasattr(type(m), "compute_bias")
+                            and type(m).__module__ == mod.__name__}:
+                    patches.append((cls, "compute_bias", self._compute_bias(cls.compute_bias)))
         mapping = AttentionInterface._global_mapping
         saved = []
         try:
@@ -183,6 +199,15 @@ class Recorder:
                     mapping[name] = old
                 else:
                     setattr(obj, name, old)
+
+
+def _relative(path: Optional[str], model, root) -> Optional[str]:
+    """``path`` (from ``model``) as a path from ``root``, a submodule of it (None where it is not under it)."""
+    if path is None or root is model:
+        return path
+    names = {m: n for n, m in model.named_modules()}
+    prefix = names.get(root, "")
+    return path[len(prefix) + 1:] if prefix and path.startswith(prefix + ".") else None
 
 
 def _attr(obj, path: str):
