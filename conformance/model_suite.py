@@ -117,7 +117,14 @@ def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> O
     if dtype not in adapter.dtypes:
         raise Unsupported(f"model {info['name']!r} does not support dtype {dtype}")
     trace = run(sc.name, dtype, attn, device)
-    v = judge(sc, trace, info, dtype)
+    from posenc.spec.errors import AdapterError, KitError
+    try:
+        v = judge(sc, trace, info, dtype)
+    except AdapterError:
+        raise  # a probe outside the contract: the model's failure, named
+    except Exception as e:  # noqa: BLE001 - the kit's own judging failed: a kit error, never the model's
+        raise KitError(f"the kit failed judging {sc.clause} on {info['name']} ({dtype}, {attn}): {type(e).__name__}: "
+                       f"{exception_text(e)} (a kit bug: report it)") from e
     if not v.problems:
         if v.checked == 0:
             raise Unsupported("; ".join(v.unsupported) or "nothing to compare")

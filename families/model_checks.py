@@ -73,9 +73,17 @@ def _nope(enc: dict) -> Optional[NopeParams]:
     return enc.get("nope")
 
 
-def _rope_params(enc: dict) -> Optional[RopeParams]:
+def _rope_params(enc: dict, layer: Optional[int] = None) -> Optional[RopeParams]:
+    """The RoPE set a layer rotates with: ``rope``, or ``rope.<layer type>`` of the layer's type
+    (``layer_types``; LAYERS-SETS); with no layer given, any set the model has."""
     p = enc.get("rope")
-    return p if isinstance(p, RopeParams) else None
+    if isinstance(p, RopeParams):
+        return p
+    sets = {k[5:]: v for k, v in enc.items() if k.startswith("rope.") and isinstance(v, RopeParams)}
+    types = enc.get("layer_types")
+    if layer is not None and types is not None and layer < len(types):
+        return sets.get(types[layer])
+    return next(iter(sets.values()), None) if layer is None else None
 
 
 def _layer_rotates(enc: dict, layer: Optional[int]) -> bool:
@@ -95,7 +103,7 @@ def recovered_rope_positions(p: RopeParams, rec: dict, expected: np.ndarray) -> 
     of every (q and k) pair against ``position * inv_freq``, the best integer in
     ``[0, 2 max(expected) + 64]`` (weighted over heads and pairs); -1 where q and k came back
     unchanged (nothing encoded), -2 where no integer position explains the angles."""
-    rd, pairing = p.rdim, p.pairing
+    rd, pairing = p.pair_dim, p.pairing  # proportional RoPE: pairs span head_dim, the rest at frequency 0
     a, b = rope_ref.pair_indices(rd, pairing)
     oa, ob = rope_ref.output_indices(rd, pairing)
     w, _ = rope_ref.inv_freq(p, rope_ref.seq_len_of(expected))
@@ -136,8 +144,8 @@ def _rope_case(p, call_label: str, layer) -> Case:
 
 def _oracle_rope(call: dict, rec: dict, enc: dict, dtype: str):
     """(problem or None, positions used [B, T] or None) of one rope probe."""
-    p = _rope_params(enc)
     layer = rec.get("layer")
+    p = _rope_params(enc, layer)
     if p is None:
         return None, None
     d = np.shape(rec["q_in"])[-1]
@@ -295,6 +303,24 @@ def _oracle_bias(call: dict, rec: dict, enc: dict, dtype: str):
                    tuple(diagnose(_SPEC, g, {"bias": got}, dtype)))
 
 
+def _softmax_scale(call: dict, rec: dict, p) -> object:
+    """The attention's softmax scale against SCALE-YARN-SOFTMAX-SCALE (``softmax_scale(p)``:
+    qk_head_dim^-0.5 x mscale(factor, mscale_all_dim)^2): True, or the problem."""
+    from posenc.reference.attention import softmax_scale
+    want, got = softmax_scale(p), float(rec["scaling"])
+    if abs(got - want) <= 4 * np.finfo(np.float32).eps * abs(want):
+        return True
+    # which known bug it is: the attention.probs reference and mutants on the probe's own q and k
+    from posenc.reference.attention import expand_kv, softmax
+    q, k = np.asarray(rec["q"], np.float64)[:1, :, -1:], np.asarray(rec["k"], np.float64)[:1]
+    g = computed(Case(id="model-softmax-scale", op="attention.probs", clauses=("SCALE-YARN-SOFTMAX-SCALE",), params=p),
+                 {"q": q, "k": k})
+    probs = softmax(np.einsum("bhqd,bhkd->bhqk", q, expand_kv(q, k)) * got)
+    return Problem("oracle", ("SCALE-YARN-SOFTMAX-SCALE",), f"{call['label']}, layer {rec.get('layer')}: the attention "
+                   f"scales q.k by {got:.9g} where SCALE-YARN-SOFTMAX-SCALE gives {want:.9g}", [],
+                   tuple(diagnose(_SPEC, g, {"probs": probs}, "float32")))
+
+
 # ---- attention probes --------------------------------------------------------------------------------
 
 
@@ -376,8 +402,42 @@ def _pair_problem(clause: str, pair: dict, dtype: str) -> Optional[Problem]:
 # ---- the verdict ------------------------------------------------------------------------------------------
 
 
+_PROBE_KEYS = {"rope": (("q_in", 4), ("k_in", 4), ("q_out", 4), ("k_out", 4)), "table": (("rows", 2),),
+               "bias": (("bias", 4),), "attention": (("q", 4), ("k", 4))}
+
+
+def validate(trace: dict) -> None:
+    """The probes a model reported fit the contract (posenc.adapters.model): a known kind, its arrays
+    present with their ranks, q and k in and out of one shape, one token per position of the pass.
+    Raises :class:`AdapterError` naming the forward pass, the probe and what is wrong."""
+    from posenc.spec.errors import AdapterError
+    for call in trace["calls"]:
+        b, t = call["positions"].shape[-2:]
+        for i, rec in enumerate(call["probes"]):
+            where = f"{call['label']}: probe {i}"
+            kind = rec.get("kind")
+            if kind not in _PROBE_KEYS:
+                raise AdapterError(f"{where}: unknown probe kind {kind!r} (known: {', '.join(_PROBE_KEYS)})")
+            for key, rank in _PROBE_KEYS[kind]:
+                x = rec.get(key)
+                if not isinstance(x, np.ndarray) or x.ndim != rank:
+                    raise AdapterError(f"{where} ({kind}): {key!r} must be an array of rank {rank}, got "
+                                       f"{type(x).__name__}{'' if not isinstance(x, np.ndarray) else f' of shape {list(x.shape)}'}")
+            if kind == "rope":
+                shapes = {k: rec[k].shape for k in ("q_in", "q_out")}, {k: rec[k].shape for k in ("k_in", "k_out")}
+                if len(set(shapes[0].values())) > 1 or len(set(shapes[1].values())) > 1:
+                    raise AdapterError(f"{where} (rope): q and k in and out must keep their shapes, got {shapes}")
+                if rec["q_in"].shape[0] != b or rec["q_in"].shape[2] != t or rec["k_in"].shape[2] != t:
+                    raise AdapterError(f"{where} (rope): q {list(rec['q_in'].shape)} and k {list(rec['k_in'].shape)} "
+                                       f"must be [B, H, T, D] with B, T = {b}, {t} (the pass's tokens)")
+            if kind == "table" and rec["rows"].shape[-1] != t:
+                raise AdapterError(f"{where} (table): rows {list(rec['rows'].shape)} must cover the pass's {t} tokens")
+
+
 def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
-    """Every check of one scenario's run (``trace``: :meth:`posenc.families.model.Run.trace`)."""
+    """Every check of one scenario's run (``trace``: :meth:`posenc.families.model.Run.trace`; its
+    probes :func:`validate`d first)."""
+    validate(trace)
     enc = info["encodings"]
     calls, problems, unsupported = trace["calls"], [], []
     used: list[Optional[np.ndarray]] = []
@@ -394,6 +454,7 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
     if _alibi(enc) is not None and not any(r["kind"] == "bias" for c in calls for r in c["probes"]):
         unsupported.append("oracle: the model reported no bias probe (the ALiBi bias added to its attention logits)")
     table_seen = needs_table and any(r["kind"] == "table" for c in calls for r in c["probes"])
+    checked_scale = None  # the softmax scale is a constant of the model: checked on its first attention probe
     cross, pads = None, None
     for call in calls:
         u_call, u_from = None, None
@@ -424,6 +485,12 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
                 prob, u = _oracle_t5(call, rec, enc, dtype)
                 checked += 1
             elif kind == "attention":
+                sm = enc.get("softmax_scale")
+                if sm is not None and rec.get("scaling") is not None and checked_scale is None:
+                    checked_scale = _softmax_scale(call, rec, sm)
+                    checked += 1
+                    if checked_scale is not True:
+                        problems.append(checked_scale)
                 if call["documents"]:
                     x = _cross_document(call, rec)
                     cross = max(cross or 0.0, x)
@@ -493,7 +560,6 @@ def _cached_keys(calls: list[dict], used: list, enc: dict, dtype: str) -> list[P
     sequence grows): one problem per run whose cached keys are rotated otherwise (stale: encoded
     under other frequencies and kept).  The positions are the ones recovered from the probes, so a
     position bug is not taken for a stale cache."""
-    p = _rope_params(enc)
     out = []
     used_of = {id(c): u for c, u in zip(calls, used)}
     for run, chain in _chains(calls).items():
@@ -509,12 +575,13 @@ def _cached_keys(calls: list[dict], used: list, enc: dict, dtype: str) -> list[P
                                                x["positions"]) for x in chain[:i + 1]], axis=-1)
             valid = np.concatenate([np.broadcast_to(x["valid"], x["positions"].shape) for x in chain[:i + 1]], axis=-1)
             for a in (r for r in c["probes"] if r["kind"] == "attention"):
+                p = _rope_params(enc, a.get("layer"))
                 k_pre = ks.get(a.get("layer"))
                 if not k_pre or len(k_pre) != i + 1 or not _layer_rotates(enc, a.get("layer")):
                     continue
                 k_pre = np.concatenate(k_pre, axis=2)
                 k_att = np.asarray(a["k"], np.float64)
-                if k_att.shape != k_pre.shape or k_pre.shape[-1] != p.head_dim:
+                if p is None or k_att.shape != k_pre.shape or k_pre.shape[-1] != p.head_dim:
                     continue
                 case = Case(id=f"model-cached-keys-{i}", op="rope.apply", clauses=("ROPE-ANGLE",), params=p)
                 g = computed(case, {"q": k_pre[:, :1], "k": k_pre, "position_ids": pos_all})

@@ -52,6 +52,11 @@ class GoldenError(PosencError):
     """A golden file is missing, tampered with (sha256 mismatch) or stale."""
 
 
+class KitError(GoldenError):
+    """The kit's own code failed while judging a run (a kit bug, never the adapter's failure: reported
+    as a kit error, as a broken golden is)."""
+
+
 class AdapterError(PosencError):
     """An adapter broke the adapter contract (wrong shape, dtype, device or type)."""
 

@@ -251,6 +251,23 @@ class T5DecodeBiasFromZeroT5(_Bugged):
         return _wrap(m.T5Attention, "compute_bias", make)
 
 
+class SoftmaxMscaleMissingDeepseekV3(_Bugged):
+    """DeepSeek-V3's attention scales q.k by qk_head_dim^-0.5 alone (YaRN's mscale^2 dropped)."""
+
+    model_type = "deepseek_v3"
+    expect = ("DIV-SCALE-SOFTMAX-MSCALE-MISSING", "MODEL-PREFILL")
+
+    def bug(self):
+        from transformers.models.deepseek_v3 import modeling_deepseek_v3 as m
+
+        def make(forward):
+            def patched(self, *a, **kw):
+                self.scaling = self.qk_head_dim ** -0.5
+                return forward(self, *a, **kw)
+            return patched
+        return _wrap(m.DeepseekV3Attention, "forward", make)
+
+
 BUGS = [RestartAfterCacheGPT2, DecodeNoPositionGPT2, DecodeNoRotationLlama, DecodeOffByOneLlama, GenerateArangeLlama,
         SharedCachePositionLlama, PackedCrossDocumentLlama, PadsAttendedLlama, StaticCacheCapacityLlama,
-        LongropeStaleCachePhi3, EmbedsRestartM2M100, T5DecodeBiasFromZeroT5]
+        LongropeStaleCachePhi3, EmbedsRestartM2M100, T5DecodeBiasFromZeroT5, SoftmaxMscaleMissingDeepseekV3]

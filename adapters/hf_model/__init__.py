@@ -61,8 +61,18 @@ class HFModelAdapter(ModelAdapter):
         return kind == "cuda" and torch.cuda.is_available() and (not index or int(index) < torch.cuda.device_count())
 
     def encodings(self) -> dict:
+        """The kit's import of the config (:func:`posenc.spec.hf_config.params_from_hf_config`), and
+        DeepSeek's softmax scale (``softmax_scale``: ``SoftmaxScaleParams`` of its YaRN set and its
+        q/k head width, SCALE-YARN-SOFTMAX-SCALE)."""
         from posenc.spec.hf_config import params_from_hf_config
-        return params_from_hf_config(self.config)
+        enc = params_from_hf_config(self.config)
+        if any(k.startswith("rope.") for k in enc) and self.config.get("layer_types"):
+            enc["layer_types"] = tuple(self.config["layer_types"])  # which set each layer rotates with
+        if "softmax_scale" in self.arch.extra_encodings:
+            from posenc.spec.models import SoftmaxScaleParams
+            qk = int(self.config["qk_rope_head_dim"]) + int(self.config["qk_nope_head_dim"])
+            enc["softmax_scale"] = SoftmaxScaleParams(rope=enc["rope"], qk_head_dim=qk)
+        return enc
 
     def build(self, *, dtype: str, device: str, attn_implementation: str, seed: int = 0):
         if dtype in self.arch.unsupported:

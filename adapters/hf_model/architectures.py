@@ -48,7 +48,8 @@ class Arch:
     model whose positional parameters are overlaid (None: the config class's own defaults are
     the subject); ``context``: what the original context shrinks to; ``rope``: ``(function name,
     convention)`` of the modeling module's rotation (``qk``: ``f(q, k, cos, sin) -> (q, k)`` on
-    ``[B, H, T, D]``; ``single_bthd``: ``f(x, sin, cos)`` on ``[B, T, H, R]``, k then q);
+    ``[B, H, T, D]``; ``single_bthd_kq`` / ``_qk``: one tensor ``[B, T, H, R]`` at a time, k then q
+    (GPT-J) or q then k (Gemma 4));
     ``table``: attribute path of the absolute position table module; ``bias``: the modeling
     module's bias builder; ``capabilities``: what the hf:* model adapter offers for it."""
 
@@ -69,6 +70,8 @@ class Arch:
     attention: bool = True
     #: dtypes transformers cannot run it at, with the reason (the scenarios report them unsupported)
     unsupported: dict = field(default_factory=dict)
+    #: encodings beside the config import's: ``softmax_scale`` (DeepSeek's YaRN mscale on the attention)
+    extra_encodings: tuple[str, ...] = ()
     notes: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -102,10 +105,26 @@ ARCHS: dict[str, Arch] = {a.model_type: a for a in (
     Arch("gptj", "AutoModelForCausalLM",
          {"vocab_size": VOCAB, "n_embd": 128, "n_head": 4, "n_layer": 2, "n_positions": 256, "pad_token_id": PAD,
           "bos_token_id": 1, "eos_token_id": 2, "initializer_range": 1.6 / 128 ** 0.5, "tie_word_embeddings": False},
-         registry="gpt-j-6b", rope=("apply_rotary_pos_emb", "single_bthd"),
+         registry="gpt-j-6b", rope=("apply_rotary_pos_emb", "single_bthd_kq"),
          notes="interleaved pairs on the first 8 of 32 dims"),
     Arch("smollm3", "AutoModelForCausalLM", _decoder(layers=4), registry="smollm3-3b", rope=("apply_rotary_pos_emb", "qk"),
          notes="NoPE on every 4th layer (layer 3 of 4)"),
+    Arch("deepseek_v3", "AutoModelForCausalLM",
+         _decoder(kv_heads=4, q_lora_rank=None, kv_lora_rank=32, qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=16,
+                  moe_intermediate_size=32, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2, n_group=1,
+                  topk_group=1, first_k_dense_replace=2, num_mtp_layers=0, rope_interleave=True),
+         registry="deepseek-v3-rope", rope=("apply_rotary_pos_emb_interleave", "qk"), extra_encodings=("softmax_scale",),
+         notes="MLA's 16-dim rope part, de-interleaved (rope_interleave), YaRN factor 40 with mscale: the softmax "
+               "scale checked on the attention probe"),
+    Arch("gemma4_text", "AutoModelForCausalLM",
+         _decoder(head_dim=16, hidden_size_per_layer_input=16, vocab_size_per_layer_input=VOCAB, sliding_window=16,
+                  layer_types=["sliding_attention", "full_attention"], per_layer_config={"01": {"head_dim": 64}},
+                  rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                   "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                      "rope_theta": 1000000.0}}),
+         registry="gemma-4-full-attention", rope=("apply_rotary_pos_emb", "single_bthd_qk"),
+         notes="Gemma 4: a sliding layer (theta 1e4, window 16) and a full-attention layer with proportional RoPE on "
+               "16 of its 64 dims (theta 1e6), the registry's 512 / 128 shrunk by 8"),
     Arch("gpt2", "AutoModelForCausalLM",
          {"vocab_size": VOCAB, "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 128, "pad_token_id": PAD,
           "bos_token_id": 1, "eos_token_id": 2, "initializer_range": 0.2, "tie_word_embeddings": False},
@@ -251,7 +270,7 @@ def tiny_config(model_type: str) -> dict:
     """The tiny ``config.json``-style dict of ``model_type`` (``model_type`` key included)."""
     a = ARCHS[model_type]
     cfg: dict[str, Any] = {"model_type": a.model_type, **a.sizes}
-    if a.registry:
+    if a.registry and not _per_layer_type(a):
         e = load_registry()[a.registry]
         v = dict(e.values)
         if e.params_model == "RopeParams":
@@ -260,6 +279,13 @@ def tiny_config(model_type: str) -> dict:
             cfg["no_rope_layer_interval"] = v["no_rope_layer_interval"]
     cfg.update(a.extra)
     return cfg
+
+
+def _per_layer_type(a: Arch) -> bool:
+    """Whether the tiny config writes its RoPE sets per layer type itself (Gemma 4: the registry's
+    set is the full-attention one, ``rope.full_attention`` in the import)."""
+    rp = a.sizes.get("rope_parameters")
+    return isinstance(rp, dict) and all(isinstance(x, dict) for x in rp.values())
 
 
 def expected_encoding(model_type: str) -> dict:
@@ -274,6 +300,8 @@ def expected_encoding(model_type: str) -> dict:
         return {k: x for k, x in v.items() if k not in ("num_hidden_layers", "vocab_size", "n_embd", "hidden_size",
                                                         "n_positions", "max_position_embeddings")}
     d = _head_dim(a.sizes)
+    if _per_layer_type(a):  # the set the registry entry names, at the tiny full-attention width
+        d = int(a.sizes["per_layer_config"]["01"]["head_dim"])
     out = {k: x for k, x in v.items() if k in ("rope_theta", "pairing", "rope_type", "factor", "low_freq_factor",
                                                 "high_freq_factor", "rotation")}
     out["head_dim"] = d

@@ -5,7 +5,8 @@ restored afterwards, also on an exception):
 
 * the rotation (``apply_rotary_pos_emb`` of the architecture's modeling module, its calling
   convention from :class:`~posenc.adapters.hf_model.architectures.Arch`): q and k in and out,
-  ``[B, H, T, D]`` (GPT-J's single-tensor ``[B, T, H, R]`` calls, k then q, transposed);
+  ``[B, H, T, D]`` (single-tensor ``[B, T, H, R]`` calls transposed: GPT-J's k then q, Gemma 4's q
+  then k);
 * the attention functions (transformers' ``sdpa`` in ``ALL_ATTENTION_FUNCTIONS`` and each
   modeling module's ``eager_attention_forward``): q and k as the softmax sees them (every key,
   the cached ones too), the mask (``None`` when transformers lets sdpa apply causality itself) and
@@ -120,17 +121,20 @@ class Recorder:
             return q_out, k_out
         return wrapped
 
-    def _rope_single(self, fn):
+    def _rope_single(self, fn, first: str):
+        """A rotation applied to one tensor at a time, ``[B, T, H, R]``, ``first`` (``k`` for GPT-J,
+        ``q`` for Gemma 4) then the other, in each layer."""
         pending: dict[str, Any] = {}
 
         def wrapped(x, *args, **kwargs):
             out = fn(x, *args, **kwargs)
             if self.active:
-                if "k" not in pending or pending.get("layer") != self.layer:
+                if "first" not in pending or pending.get("layer") != self.layer:
                     pending.clear()
-                    pending.update(k=(x, out), layer=self.layer)
+                    pending.update(first=(x, out), layer=self.layer)
                 else:
-                    (k_in, k_out), (q_in, q_out) = pending.pop("k"), (x, out)
+                    a, b = pending.pop("first"), (x, out)
+                    (k_in, k_out), (q_in, q_out) = (a, b) if first == "k" else (b, a)
                     pending.clear()
                     t = lambda v: _f(v).transpose(1, 2)  # noqa: E731 - [B, T, H, R] -> [B, H, T, R]
                     self._add({"kind": "rope", "layer": self.layer, "q_in": t(q_in), "k_in": t(k_in),
@@ -173,8 +177,9 @@ class Recorder:
         for mod in _modeling_modules(self.model):
             if self.arch.rope and hasattr(mod, self.arch.rope[0]):
                 fn = getattr(mod, self.arch.rope[0])
-                wrap = self._rope_qk if self.arch.rope[1] == "qk" else self._rope_single
-                patches.append((mod, self.arch.rope[0], wrap(fn)))
+                conv = self.arch.rope[1]
+                wrapped = self._rope_qk(fn) if conv == "qk" else self._rope_single(fn, conv[-2])
+                patches.append((mod, self.arch.rope[0], wrapped))
             if hasattr(mod, "eager_attention_forward"):
                 patches.append((mod, "eager_attention_forward", self._attention(mod.eager_attention_forward, True)))
             if self.arch.bias and self.arch.bias[1] == "t5":
