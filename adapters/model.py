@@ -16,8 +16,11 @@ Attributes (read once at the start; a raising or ill-typed one is a usage error)
 ``kind``               ``decoder`` (causal LM), ``encoder`` (bidirectional) or ``encoder-decoder``
 ``vocab_size``         token ids are drawn from ``[3, vocab_size)``, never ``pad_token_id``
 ``pad_token_id``       the id padded slots hold (``None``: 0)
+``reserved_token_ids`` ids the scenarios never draw for text (an image placeholder, a vision start
+                       token); ``generate`` should never choose them either
 ``capabilities``       what ``forward`` and the model can do: ``cache``, ``position_ids``,
-                       ``inputs_embeds``, ``generate``, ``static_cache``, ``attention_mask``
+                       ``inputs_embeds``, ``generate``, ``static_cache``, ``attention_mask``,
+                       ``images``
                        (:data:`posenc.families.model.CAPABILITIES`); a scenario that needs one
                        the model lacks is *unsupported*, with that reason
 ``probes``             which probe kinds the model reports (below)
@@ -50,12 +53,17 @@ use_cache=False) -> (logits, cache)``  one forward pass.  Inputs are NumPy array
     ``sequences`` int ``[B, T + N]``, ``logits`` ``[B, N, V]`` of each step (before any processor)
 ``probes(all_passes=False) -> list``  what the last call captured: the probes of its one forward
     pass (a list of dicts), or with ``all_passes`` (after ``generate``) a list per forward pass
+``image(grid_thw) -> dict``  (capability ``images``, M-RoPE models) an image of a ``(t, h, w)`` patch
+    grid: ``pixel_values``, ``image_grid_thw`` (the model's row for it), ``image_token_id`` and
+    ``grid`` (the merged ``(t, h, w)`` the language model sees: one image token per merged patch);
+    ``forward`` and ``generate`` then take ``pixel_values``, ``image_grid_thw`` ``[N, 3]`` and
+    ``mm_token_type_ids`` ``[B, T]`` (1 at image tokens) as keyword arguments
 
 Probe kinds (each a dict; arrays NumPy or tensors, in the model's dtype):
 
-``rope``       required of a RoPE model, per layer that rotates: ``{"kind": "rope", "layer": i,
-               "q_in", "k_in", "q_out", "k_out"}``, ``[B, H, T, D]`` before and after the rotation
-               (D: the width the rotation sees, MLA's rope part)
+``rope``       required of a RoPE model (and M-RoPE), per layer that rotates: ``{"kind": "rope",
+               "layer": i, "q_in", "k_in", "q_out", "k_out"}``, ``[B, H, T, D]`` before and after
+               the rotation (D: the width the rotation sees, MLA's rope part)
 ``table``      required of a model with an absolute position table (learned or sinusoidal), once
                per forward pass: ``{"kind": "table", "rows": int [B, T], "output": [B, T, E]}``, the
                table rows the tokens' positions selected and what the lookup returned; ``"table":
@@ -95,6 +103,7 @@ class ModelAdapter:
     kind: str = "decoder"
     vocab_size: int = 0
     pad_token_id: Any = None
+    reserved_token_ids: tuple[int, ...] = ()
     capabilities: tuple[str, ...] = ()
     probes: tuple[str, ...] = ()
     attn_implementations: tuple[str, ...] = ("default",)
@@ -118,6 +127,7 @@ class ModelAdapter:
         """What a scenario needs to know of the model (plain data but the encodings' models)."""
         return {"name": self.name, "architecture": self.architecture, "kind": self.kind,
                 "vocab_size": int(self.vocab_size), "pad_token_id": self.pad_token_id,
+                "reserved_token_ids": tuple(int(t) for t in self.reserved_token_ids),
                 "capabilities": tuple(self.capabilities), "probes": tuple(self.probes),
                 "encodings": self.encodings()}
 

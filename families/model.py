@@ -46,6 +46,7 @@ CAPABILITIES = {
     "generate": "generate(...) decodes greedily, with and without a cache",
     "static_cache": "new_cache('static', ...) gives a pre-allocated cache",
     "attention_mask": "forward takes an attention_mask (padding)",
+    "images": "image(grid_thw) gives an image's inputs, and forward / generate read them (M-RoPE models)",
 }
 #: Sizes the scenarios use (rows, lengths): small enough for 2 CPU cores, long enough that every
 #: row of a mixed batch has real tokens after its padding.
@@ -100,8 +101,8 @@ class Run:
 
     Records ``calls`` (one per forward pass: label, expected ``positions`` ``[B, T]``, ``valid``
     ``[B, T]``, ``cache_length``, the ``attention_mask`` passed, ``probes``, ``documents`` for a
-    packed row, ``static`` (the allocated length of a static cache in use) and ``step`` (a
-    generate run's pass index)) and ``pairs`` (logits the clause says are equal: ``a``, ``b`` ``[n, V]`` and the
+    packed row, ``static`` (the allocated length of a static cache in use), ``step`` (a generate
+    run's pass index), ``mrope`` (M-RoPE's ``[3, B, T]`` positions) and ``image`` (the pass fed an image)) and ``pairs`` (logits the clause says are equal: ``a``, ``b`` ``[n, V]`` and the
     ``where`` of each of the n rows).  Everything is plain data for the wire."""
 
     def __init__(self, model, info: dict, seed: int = 0):
@@ -116,10 +117,9 @@ class Run:
         """Seeded token ids ``[batch, length]`` (int64), never the pad token."""
         vocab, pad = int(self.info["vocab_size"]), self.info.get("pad_token_id")
         low = 3 if vocab > 16 else 0  # clear of the usual pad / bos / eos ids
-        ids = self.rng.integers(low, vocab, size=(batch, length), dtype=np.int64)
-        if pad is not None:
-            ids[ids == pad] = (pad + 1) % vocab if (pad + 1) % vocab >= low else low
-        return ids
+        avoid = set(self.info.get("reserved_token_ids") or ()) | ({int(pad)} if pad is not None else set())
+        allowed = np.array([t for t in range(low, vocab) if t not in avoid], np.int64)
+        return allowed[self.rng.integers(0, len(allowed), size=(batch, length))]
 
     def padded(self, rows: list[np.ndarray], side: str = "left") -> tuple[np.ndarray, np.ndarray]:
         """Rows of different lengths padded into one batch with the pad token: ``(ids, mask)``."""
@@ -135,13 +135,17 @@ class Run:
 
     # model calls
     def forward(self, label: str, *, positions: np.ndarray, valid: Optional[np.ndarray] = None,
-                cache_length: int = 0, documents: Optional[list] = None, **kwargs):
-        """One forward pass; ``positions``: what the clause says each token's encoding sees.
-        Returns ``(logits float64 [B, T, V], cache)``."""
+                cache_length: int = 0, documents: Optional[list] = None, mrope: Optional[np.ndarray] = None,
+                **kwargs):
+        """One forward pass; ``positions``: what the clause says each token's encoding sees (``mrope``:
+        M-RoPE's ``[3, B, T]``, its temporal axis being ``positions``).  Other keyword arguments go to
+        the model (``input_ids``, ..., an image's ``pixel_values``, ``image_grid_thw``,
+        ``mm_token_type_ids``).  Returns ``(logits float64 [B, T, V], cache)``."""
         out = self.model.forward(**kwargs)
         logits, cache = _unpack(out, "forward")
         self._record(label, positions, valid, cache_length, kwargs.get("attention_mask"), self.model.probes(),
-                     documents=documents, static=self.static_capacity if kwargs.get("cache") is not None else 0)
+                     documents=documents, static=self.static_capacity if kwargs.get("cache") is not None else 0,
+                     mrope=mrope, image="pixel_values" in kwargs)
         return logits, cache
 
     def new_cache(self, kind: str = "dynamic", *, batch: int, max_length: int):
@@ -150,12 +154,14 @@ class Run:
         return self.model.new_cache(kind, batch=batch, max_length=max_length)
 
     def generate(self, label: str, input_ids: np.ndarray, attention_mask: np.ndarray, max_new_tokens: int,
-                 use_cache: bool) -> tuple[np.ndarray, np.ndarray]:
+                 use_cache: bool, mrope: Optional[np.ndarray] = None, **extra) -> tuple[np.ndarray, np.ndarray]:
         """Greedy generation; returns ``(sequences int [B, T + N], step logits float64 [B, N, V])``.
         Every forward pass it made is recorded, its expected positions read from the full
-        sequence's mask (``cumsum - 1`` at real tokens) at the tokens that pass fed."""
+        sequence's mask (``cumsum - 1`` at real tokens) at the tokens that pass fed; with ``mrope``
+        (the prompt's ``[3, B, T]``), M-RoPE's: the prompt's, then the largest + 1 + step on every axis.
+        ``extra`` goes to the model (an image's inputs)."""
         seqs, logits = self.model.generate(input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
-                                           use_cache=use_cache)
+                                           use_cache=use_cache, **extra)
         seqs, logits = np.asarray(_array(seqs)).astype(np.int64), _array(logits).astype(np.float64)
         passes = self.model.probes(all_passes=True)
         b, t = input_ids.shape
@@ -164,22 +170,31 @@ class Run:
                                     np.ones((b, max_new_tokens), np.int64)], axis=1)
         t += max(lead, 0)
         full_pos, full_valid = pos.left_pad(full_mask)
+        full3 = None
+        if mrope is not None:
+            nxt = mrope.max(axis=(0, 2))[:, None] + 1 + np.arange(max_new_tokens)[None]  # [B, N]
+            full3 = np.concatenate([mrope, np.broadcast_to(nxt, (3, *nxt.shape))], axis=-1)
+            full_pos = full3[0]
         for i, probes in enumerate(passes):
             end = t + i  # pass i (0: the prompt) ends before token t + i
             n = _pass_length(probes, end)
             sl = slice(end - n, end)
             self._record(f"{label}: forward pass {i}", full_pos[:, sl], full_valid[:, sl], end - n,
-                         full_mask[:, :end], probes, step=i)
+                         full_mask[:, :end], probes, step=i, mrope=None if full3 is None else full3[..., sl],
+                         image=i == 0 and "pixel_values" in extra or (not use_cache and "pixel_values" in extra))
         return seqs, logits
 
-    def _record(self, label, positions, valid, cache_length, mask, probes, documents=None, static=0, step=None):
+    def _record(self, label, positions, valid, cache_length, mask, probes, documents=None, static=0, step=None,
+                mrope=None, image=False):
         positions = np.asarray(positions, np.int64)
         self.calls.append({
             "label": label, "positions": positions,
             "valid": np.ones(positions.shape[-2:], bool) if valid is None else np.asarray(valid, bool),
             "cache_length": int(cache_length),
             "attention_mask": None if mask is None else np.asarray(mask, np.int64),
-            "documents": documents, "static": int(static), "step": step, "probes": _plain_probes(probes)})
+            "documents": documents, "static": int(static), "step": step,
+            "mrope": None if mrope is None else np.asarray(mrope, np.int64), "image": bool(image),
+            "probes": _plain_probes(probes)})
 
     def same(self, label: str, a: np.ndarray, b: np.ndarray, where: list[str]) -> None:
         """Record that logits ``a`` and ``b`` (``[n, V]``, the n rows named by ``where``) must be equal."""
@@ -470,6 +485,85 @@ def _longrope_switch(r: Run) -> None:
                  without, [0, 1], steps_of=f"step (prompt {prompt}) ")
 
 
+def mrope_positions(segments) -> np.ndarray:
+    """MODEL-MROPE-POSITIONS' rule for one row, ``[3, T]`` (temporal, height, width): ``segments``
+    are ``("text", n)`` or ``("image", (t, h, w))`` with the image's merged patch grid.  A text
+    token's three positions are the running index; an image starts at ``s``, the largest position
+    so far + 1, and patch (i, r, c) gets ``(s + i, s + r, s + c)``; whatever follows starts at the
+    largest position so far + 1 (Qwen2-VL, section 2.1)."""
+    out, start = [], 0
+    for kind, x in segments:
+        if kind == "text":
+            out.append(np.broadcast_to(start + np.arange(x), (3, x)))
+        else:
+            t, h, w = x
+            grid = np.meshgrid(np.arange(t), np.arange(h), np.arange(w), indexing="ij")
+            out.append(np.stack([g.ravel() for g in grid]) + start)
+        start = int(np.concatenate(out, axis=1).max()) + 1
+    return np.concatenate(out, axis=1).astype(np.int64)
+
+
+def _is_mrope(info: dict) -> Optional[str]:
+    if type(info["encodings"].get("mrope")).__name__ != "MRopeParams":
+        return "the M-RoPE scenarios apply to models with multimodal RoPE (MRopeParams)"
+    return None
+
+
+def _image_prompt(r: Run, rows: int = 2):
+    """Two rows of text (5 tokens), one image (a 1 x 4 x 6 patch grid, merged by the model), text (6):
+    ``(input_ids, extra model inputs, [3, B, T] positions by the rule)``."""
+    img = r.model.image((1, 4, 6))
+    tok, grid = int(img["image_token_id"]), tuple(int(x) for x in img["grid"])
+    n = grid[0] * grid[1] * grid[2]
+    seqs = [np.concatenate([r.tokens(1, 5)[0], np.full(n, tok), r.tokens(1, 6)[0]]) for _ in range(rows)]
+    ids = np.stack(seqs)
+    p3 = mrope_positions([("text", 5), ("image", grid), ("text", 6)])
+    extra = {"pixel_values": np.concatenate([np.asarray(img["pixel_values"])] * rows),
+             "image_grid_thw": np.asarray([img["image_grid_thw"]] * rows, np.int64),
+             "mm_token_type_ids": (ids == tok).astype(np.int64)}
+    return ids, extra, np.broadcast_to(p3[:, None], (3, rows, p3.shape[1])).copy()
+
+
+@_scenario("MODEL-MROPE-POSITIONS", "mrope-positions", kinds=("decoder",), needs=("images", "generate"),
+           applies=_is_mrope, implies=("MROPE-SECTIONS",))
+def _mrope_positions(r: Run) -> None:
+    ids, extra, p3 = _image_prompt(r)
+    r.forward("image prompt", input_ids=ids, positions=p3[0], mrope=p3, **extra)
+    mask = np.ones_like(ids)
+    with_cache = r.generate("generate with a cache", ids, mask, DECODE_STEPS, use_cache=True, mrope=p3, **extra)
+    without = r.generate("generate without a cache", ids, mask, DECODE_STEPS, use_cache=False, mrope=p3, **extra)
+    r.same_steps("generate with a cache == without (step logits)", with_cache, without, [0, 1])
+
+
+@_scenario("MODEL-MROPE-SECOND-GENERATE", "mrope-second-generate", kinds=("decoder",), needs=("images", "generate", "cache"),
+           applies=_is_mrope, implies=("MROPE-SECTIONS",))
+def _mrope_second_generate(r: Run) -> None:
+    p, n = 12, DECODE_STEPS
+    text = r.tokens(2, p + n)
+    mask = np.ones((2, p), np.int64)
+    plain = lambda length, start=0: np.broadcast_to(start + np.arange(length), (3, 2, length)).copy()  # noqa: E731
+    before = r.generate("text-only generate before any image", text[:, :p], mask, n, use_cache=True, mrope=plain(p))
+    ref, _ = r.forward("text-only prefill of all tokens before any image", input_ids=text, positions=plain(p + n)[0],
+                       mrope=plain(p + n))
+    ids, extra, p3 = _image_prompt(r)
+    for how in ("forward passes", "generate"):  # each right after an image prompt
+        r.generate(f"image prompt generate (before the text-only {how})", ids, np.ones_like(ids), n, use_cache=True,
+                   mrope=p3, **extra)
+        if how == "generate":
+            after = r.generate("text-only generate after the image prompt", text[:, :p], mask, n, use_cache=True,
+                               mrope=plain(p))
+            r.same_steps("text-only generate after the image prompt == before any image", after, before, [0, 1])
+            continue
+        _, cache = r.forward("text-only prefill after the image prompt", input_ids=text[:, :p], use_cache=True,
+                             positions=plain(p)[0], mrope=plain(p))
+        for s in range(n):
+            step, cache = r.forward(f"text-only decode step {s} after the image prompt",
+                                    input_ids=text[:, p + s:p + s + 1], cache=cache, use_cache=True,
+                                    positions=plain(1, p + s)[0], mrope=plain(1, p + s), cache_length=p + s)
+            r.same(f"text-only decode step {s} after the image prompt == one prefill at position {p + s}", step[:, 0],
+                   ref[:, p + s], [f"row {b} position {p + s}" for b in range(2)])
+
+
 # ---- facts and model-level mutants -----------------------------------------------------------------
 
 
@@ -593,6 +687,43 @@ def _m_pads(f: Facts) -> Optional[bool]:
 def _m_nan(f: Facts) -> Optional[bool]:
     padded = any(c["attention_mask"] is not None and (np.asarray(c["attention_mask"]) == 0).any() for c in f.calls)
     return bool(padded and f.extra.get("non_finite")) if padded else None
+
+
+@families.model_mutant("model_mrope_stale_deltas")
+def _m_stale_deltas(f: Facts) -> Optional[bool]:
+    """Every pass whose positions differ from the rule's is a text-only pass after an image prompt,
+    shifted by that prompt's rope delta (largest position + 1 - its length)."""
+    if not any(c.get("image") for c in f.calls):
+        return None
+    delta, hit = None, False
+    for c, used in zip(f.calls, f.used):
+        if c.get("image") and c.get("mrope") is not None:
+            delta = int(c["mrope"].max()) + 1 - c["mrope"].shape[-1] - c["cache_length"]
+            continue
+        if used is None:
+            continue
+        v = np.broadcast_to(c["valid"], used.shape)
+        if ((used == c["positions"]) | ~v).all():
+            continue
+        if delta is None or not ((used == c["positions"] + delta) | ~v).all():
+            return False
+        hit = True
+    return hit or None
+
+
+@families.model_mutant("model_mrope_text_positions")
+def _m_text_positions(f: Facts) -> Optional[bool]:
+    """The passes that fed an image used 1-D positions (the running index on every axis)."""
+    seen = False
+    for c, u3 in zip(f.calls, f.extra.get("used3") or []):
+        if not c.get("image") or u3 is None or c.get("mrope") is None:
+            continue
+        want = pos.decode(*c["positions"].shape, c["cache_length"])
+        v = np.broadcast_to(c["valid"], want.shape)
+        if not all(((u3[a] == want) | ((u3[a] == -1) & (want == 0)) | ~v).all() for a in range(3)):  # -1: unrotated
+            return False
+        seen = True
+    return seen or None
 
 
 @families.model_mutant("model_longrope_stale_cache")

@@ -31,6 +31,7 @@ from posenc import families
 from posenc.conformance.cases import Case
 from posenc.conformance.golden import computed
 from posenc.conformance.runner import Match, compare_outputs, diagnose
+from posenc.reference import mrope as mrope_ref
 from posenc.reference import rope as rope_ref
 from posenc.spec import load_spec
 from posenc.spec.models import NopeParams, RopeParams
@@ -98,15 +99,19 @@ def _layer_rotates(enc: dict, layer: Optional[int]) -> bool:
 # ---- recovering the positions an encoding used ---------------------------------------------------
 
 
-def recovered_rope_positions(p: RopeParams, rec: dict, expected: np.ndarray) -> np.ndarray:
+def recovered_rope_positions(p: RopeParams, rec: dict, expected: np.ndarray, pairs=None, w=None) -> np.ndarray:
     """The integer position each token's rotation corresponds to, ``[B, T]``: the rotation angle
     of every (q and k) pair against ``position * inv_freq``, the best integer in
     ``[0, 2 max(expected) + 64]`` (weighted over heads and pairs); -1 where q and k came back
-    unchanged (nothing encoded), -2 where no integer position explains the angles."""
+    unchanged (nothing encoded), -2 where no integer position explains the angles.  ``pairs``: only
+    these pairs (an M-RoPE axis's), with their frequencies ``w``."""
     rd, pairing = p.pair_dim, p.pairing  # proportional RoPE: pairs span head_dim, the rest at frequency 0
     a, b = rope_ref.pair_indices(rd, pairing)
     oa, ob = rope_ref.output_indices(rd, pairing)
-    w, _ = rope_ref.inv_freq(p, rope_ref.seq_len_of(expected))
+    if w is None:
+        w, _ = rope_ref.inv_freq(p, rope_ref.seq_len_of(expected))
+    if pairs is not None:
+        a, b, oa, ob, w = a[pairs], b[pairs], oa[pairs], ob[pairs], np.asarray(w)[pairs]
     sign = -1.0 if p.rotation == "negative" else 1.0
     angles, weights = [], []
     for xi, yo in (("q_in", "q_out"), ("k_in", "k_out")):
@@ -119,7 +124,7 @@ def recovered_rope_positions(p: RopeParams, rec: dict, expected: np.ndarray) -> 
     hi = int(max(0, np.max(expected))) * 2 + 64
     cand = np.arange(0, hi + 1, dtype=np.float64)
     # cost[b, t, c] = sum_{h, i} w (1 - cos(angle - sign c w_i))
-    phase = sign * cand[:, None] * w[None, :]  # [C, P]
+    phase = sign * cand[:, None] * np.asarray(w)[None, :]  # [C, P]
     cos_a, sin_a = np.cos(ang), np.sin(ang)  # [B, H, T, P]
     cost = (np.einsum("bhtp,cp->btc", wt * cos_a, np.cos(phase)) + np.einsum("bhtp,cp->btc", wt * sin_a, np.sin(phase)))
     total = wt.sum(axis=(1, 3))[..., None]  # [B, T, 1]
@@ -132,6 +137,19 @@ def recovered_rope_positions(p: RopeParams, rec: dict, expected: np.ndarray) -> 
         np.all(np.asarray(rec["k_in"]) == np.asarray(rec["k_out"]), axis=(1, 3))
     out[same] = -1
     return out
+
+
+def recovered_mrope_positions(p, rec: dict, expected3: np.ndarray) -> np.ndarray:
+    """M-RoPE's recovered positions ``[3, B, T]``: each axis's from the pairs whose frequencies
+    read that axis (``MRopeParams.axes``)."""
+    axes = np.asarray(p.axes)
+    w = mrope_ref.inv_freq(p, mrope_ref.seq_len_of(expected3))
+    out = []
+    for ax in range(3):
+        pairs = np.flatnonzero(axes == ax)
+        out.append(recovered_rope_positions(p.rope, rec, expected3[ax], pairs=pairs, w=w) if pairs.size
+                   else np.full(expected3.shape[1:], -2, np.int64))
+    return np.stack(out)
 
 
 # ---- the oracle on one forward pass ----------------------------------------------------------------
@@ -191,6 +209,45 @@ def _same_positions(used: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 def _pos_text(u: int) -> str:
     return {-1: "none (q and k unchanged)", -2: "none (not a rotation by an integer position)"}.get(int(u), str(int(u)))
+
+
+def _mrope(enc: dict):
+    p = enc.get("mrope")
+    return p if type(p).__name__ == "MRopeParams" else None
+
+
+def _oracle_mrope(call: dict, rec: dict, enc: dict, dtype: str):
+    """An M-RoPE model's rope probe against ``mrope.apply`` at the scenario's ``[3, B, T]``
+    positions (a text-only pass: its positions on every axis); ``(problem, positions [3, B, T])``."""
+    p = _mrope(enc)
+    p3 = call.get("mrope")
+    if p3 is None:
+        p3 = np.broadcast_to(call["positions"], (3, *call["positions"].shape)).copy()
+    valid = np.asarray(call["valid"], bool)
+    case = Case(id=f"model-{call['label']}-mrope".replace(" ", "-"), op="mrope.apply", clauses=("MROPE-SECTIONS",),
+                params=p)
+    g = computed(case, {"q": np.asarray(rec["q_in"], np.float64), "k": np.asarray(rec["k_in"], np.float64),
+                        "position_ids": p3})
+    outputs = dict(g.outputs)
+    for name in ("q", "k"):
+        outputs[f"{name}.compared"] = np.broadcast_to(valid[:, None, :, None], g.outputs[name].shape)
+    g = replace(g, outputs=outputs)
+    got = {"q": np.asarray(rec["q_out"], np.float64), "k": np.asarray(rec["k_out"], np.float64)}
+    comps = compare_outputs(g, got, dtype)
+    if all(c.ok for c in comps):
+        return None, p3
+    used = recovered_mrope_positions(p, rec, p3)
+    wrong = valid[None] & ~_same_positions(used, p3)
+    if wrong.any():
+        ax, b, t = map(int, np.argwhere(wrong)[0])
+        first = (f"row {b} token {t}: positions (t, h, w) = {tuple(int(x) for x in used[:, b, t])} where the rule "
+                 f"gives {tuple(int(x) for x in p3[:, b, t])}")
+    else:
+        first = "the positions are right, the rotation is not (sections, pairing or frequencies)"
+    clause = "MROPE-INTERLEAVED" if p.layout == "interleaved" else "MROPE-SECTIONS"
+    matches = tuple(diagnose(_SPEC, g, got, dtype)) if not wrong.any() else ()
+    return Problem("oracle", (clause,), f"{call['label']}, layer {rec.get('layer')}: {first}",
+                   [c.message for c in comps if not c.ok], matches), used
 
 
 def _table_offset(enc: dict) -> Optional[tuple[int, str, object]]:
@@ -445,7 +502,7 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
     checked = 0
     probes_of = set(info.get("probes", ()))
     rope_layers = {r.get("layer") for c in calls for r in c["probes"] if r["kind"] == "rope"}
-    needs_rope = _rope_params(enc) is not None
+    needs_rope = _rope_params(enc) is not None or _mrope(enc) is not None
     needs_table = _table_offset(enc) is not None
     if needs_rope and not rope_layers:
         unsupported.append("oracle: the model reported no rope probe (q and k before and after the rotation)")
@@ -456,8 +513,9 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
     table_seen = needs_table and any(r["kind"] == "table" for c in calls for r in c["probes"])
     checked_scale = None  # the softmax scale is a constant of the model: checked on its first attention probe
     cross, pads = None, None
+    used3: list[Optional[np.ndarray]] = []
     for call in calls:
-        u_call, u_from = None, None
+        u_call, u_from, u3_call = None, None, None
         recs = call["probes"]
         if needs_rope and rope_layers:
             seen = {r.get("layer") for r in recs if r["kind"] == "rope"}
@@ -472,7 +530,12 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
             u_call, u_from = np.full(call["positions"].shape, -1, np.int64), "table"
         for rec in recs:
             kind = rec["kind"]
-            if kind == "rope" and needs_rope:
+            if kind == "rope" and _mrope(enc) is not None:
+                prob, u3 = _oracle_mrope(call, rec, enc, dtype)
+                u = None if u3 is None else u3[0]
+                u3_call = u3 if u3_call is None or (u3 is not None and (u3 != u3_call).any()) else u3_call
+                checked += 1
+            elif kind == "rope" and needs_rope:
                 prob, u = _oracle_rope(call, rec, enc, dtype)
                 checked += 1
             elif kind == "table" and needs_table:
@@ -515,6 +578,7 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
                 u_call, u_from = u, kind
         used.append(u_call)
         used_from.append(u_from)
+        used3.append(u3_call)
     if "attention" not in probes_of and any(c["documents"] for c in calls):
         unsupported.append("attention mass across documents: the model reports no attention probe")
     non_finite, logits_differ = False, False
@@ -531,7 +595,8 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
             problems.append(prob)
             stale = True
     facts = Facts(calls=calls, used=used, used_from=used_from, cross_document=cross, on_pads=pads,
-                  extra={"non_finite": non_finite, "stale_long_cache": stale, "logits_differ": logits_differ})
+                  extra={"non_finite": non_finite, "stale_long_cache": stale, "logits_differ": logits_differ,
+                         "used3": used3})
     matches, inferred = [], []
     if problems:
         # the plumbing bugs the run's facts match, then the encoding bugs the probes' outputs match

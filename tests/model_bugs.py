@@ -268,6 +268,25 @@ class SoftmaxMscaleMissingDeepseekV3(_Bugged):
         return _wrap(m.DeepseekV3Attention, "forward", make)
 
 
+class MropeTextPositionsQwen2VL(_Bugged):
+    """Qwen2-VL's image tokens get 1-D text positions (the running index on all three axes):
+    get_rope_index ignores the image grid."""
+
+    model_type = "qwen2_vl"
+    expect = ("DIV-MODEL-MROPE-TEXT-POSITIONS", "MODEL-MROPE-POSITIONS")
+
+    def bug(self):
+        from transformers.models.qwen2_vl import modeling_qwen2_vl as m
+
+        def patched(self, input_ids, mm_token_type_ids=None, image_grid_thw=None, video_grid_thw=None,
+                    attention_mask=None, **kw):
+            b, t = input_ids.shape
+            pos = torch.arange(t, device=input_ids.device).expand(3, b, t).clone()
+            return pos, torch.zeros(b, 1, dtype=torch.long, device=input_ids.device)
+        return mock.patch.object(m.Qwen2VLModel, "get_rope_index", patched)
+
+
 BUGS = [RestartAfterCacheGPT2, DecodeNoPositionGPT2, DecodeNoRotationLlama, DecodeOffByOneLlama, GenerateArangeLlama,
         SharedCachePositionLlama, PackedCrossDocumentLlama, PadsAttendedLlama, StaticCacheCapacityLlama,
-        LongropeStaleCachePhi3, EmbedsRestartM2M100, T5DecodeBiasFromZeroT5, SoftmaxMscaleMissingDeepseekV3]
+        LongropeStaleCachePhi3, EmbedsRestartM2M100, T5DecodeBiasFromZeroT5, SoftmaxMscaleMissingDeepseekV3,
+        MropeTextPositionsQwen2VL]

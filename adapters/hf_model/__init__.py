@@ -41,8 +41,10 @@ class HFModelAdapter(ModelAdapter):
         #: the config.json-style dict the model is built from (the tiny config of the model matrix, or
         #: a user's config shrunk by tiny_from_config)
         self.config = tiny_config(model_type) if config is None else dict(config)
-        self.vocab_size = self.config.get("vocab_size")
-        self.pad_token_id = self.config.get("pad_token_id")
+        text = self.config.get("text_config") or {}  # a multimodal config's language model
+        self.vocab_size = self.config.get("vocab_size", text.get("vocab_size"))
+        self.pad_token_id = self.config.get("pad_token_id", text.get("pad_token_id"))
+        self.reserved_token_ids = tuple(a.extra.get("reserved", ()))
         self.capabilities = a.capabilities
         self.probes = a.probes
         self.attn_implementations = a.attn
@@ -132,12 +134,33 @@ class HFModel:
         t = torch.from_numpy(np.ascontiguousarray(x))
         return t.to(self.device, self.dtype if floating else torch.int64)
 
+    def _extra(self, extra: dict) -> dict:
+        """An image's inputs as tensors: ``pixel_values`` in the model's dtype, the rest int64."""
+        return {k: self._t(v, floating=k == "pixel_values") for k, v in extra.items()}
+
+    def image(self, grid_thw):
+        """Seeded pixels of a ``(t, h, w)`` patch grid (Qwen2-VL's flattened patches,
+        ``[t h w, channels x temporal x patch x patch]``) and what the language model sees of it."""
+        import torch
+        vc = self.model.config.vision_config
+        t, h, w = (int(x) for x in grid_thw)
+        g = torch.Generator().manual_seed(4321)
+        patch = vc.in_channels * vc.temporal_patch_size * vc.patch_size ** 2
+        m = vc.spatial_merge_size
+        return {"pixel_values": torch.randn(t * h * w, patch, generator=g).numpy(), "image_grid_thw": [t, h, w],
+                "image_token_id": int(self.model.config.image_token_id), "grid": (t, h // m, w // m)}
+
     def forward(self, input_ids=None, *, inputs_embeds=None, attention_mask=None, position_ids=None, cache=None,
-                use_cache=False):
+                use_cache=False, **extra):
         import torch
         kw = {"input_ids": self._t(input_ids), "inputs_embeds": self._t(inputs_embeds, True),
-              "attention_mask": self._t(attention_mask), "use_cache": bool(use_cache or cache is not None)}
+              "attention_mask": self._t(attention_mask), "use_cache": bool(use_cache or cache is not None),
+              **self._extra(extra)}
         if position_ids is not None:
+            if self.arch.extra.get("text_position_row"):
+                # Qwen2-VL's own convention for positions a caller gives: [4, B, T], the text positions
+                # (what its mask reads packing from) on top of the t, h, w rows; text tokens' rows are equal
+                position_ids = np.broadcast_to(np.asarray(position_ids), (4, *np.shape(position_ids)))
             kw["position_ids"] = self._t(position_ids)
         if cache is not None:
             kw["cache"] = cache
@@ -167,17 +190,19 @@ class HFModel:
             (lambda: DynamicCache(config=cfg))
         return EncoderDecoderCache(make(), DynamicCache(config=cfg)) if self.seq2seq else make()
 
-    def generate(self, input_ids, *, attention_mask, max_new_tokens: int, use_cache: bool):
+    def generate(self, input_ids, *, attention_mask, max_new_tokens: int, use_cache: bool, **extra):
         import torch
-        kw = {"input_ids": self._t(input_ids), "attention_mask": self._t(attention_mask)}
+        kw = {"input_ids": self._t(input_ids), "attention_mask": self._t(attention_mask), **self._extra(extra)}
         if self.seq2seq:  # the prompt is the decoder's; the source the fixed encoder input
             kw = {"decoder_input_ids": kw["input_ids"], "decoder_attention_mask": kw["attention_mask"],
                   "encoder_outputs": self._encoder_outputs(input_ids.shape[0]),
                   **{k: v for k, v in self._source(input_ids.shape[0]).items() if k == "input_features"}}
         with torch.no_grad(), self.recorder.capture():
+            reserved = list(self.arch.extra.get("reserved", ()))  # never generated (an image placeholder)
             out = self.model.generate(**kw, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
                                       do_sample=False, use_cache=use_cache, output_logits=True,
-                                      return_dict_in_generate=True, pad_token_id=self.model.config.pad_token_id)
+                                      return_dict_in_generate=True, pad_token_id=self.model.config.pad_token_id,
+                                      **({"suppress_tokens": reserved} if reserved else {}))
         return out.sequences, torch.stack(out.logits, dim=1)
 
     def probes(self, all_passes: bool = False):

@@ -17,6 +17,7 @@ hundred tokens:
 * **LongRoPE factor lists**: resampled from the real model's d/2 entries to the tiny width's
   m = d'/2 by taking entry ``round(i (n - 1) / (m - 1))`` for i = 0 .. m - 1 (first and last
   kept, monotone lists stay monotone);
+* **M-RoPE sections**: scaled to the tiny width's pairs by :func:`scaled_sections` (largest remainder);
 * **ALiBi**: the real head count (its slopes depend on it: BLOOM-176B's 112, MPT-7B's 32) with a
   head width of 2;
 * **absolute tables**: ``n_positions`` / ``max_position_embeddings`` shrunk to 128.
@@ -125,6 +126,33 @@ ARCHS: dict[str, Arch] = {a.model_type: a for a in (
          registry="gemma-4-full-attention", rope=("apply_rotary_pos_emb", "single_bthd_qk"),
          notes="Gemma 4: a sliding layer (theta 1e4, window 16) and a full-attention layer with proportional RoPE on "
                "16 of its 64 dims (theta 1e6), the registry's 512 / 128 shrunk by 8"),
+    Arch("qwen2_vl", "AutoModelForImageTextToText",
+         {"text_config": _decoder(max_position_embeddings=512,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                                   "mrope_section": [2, 3, 3]}),
+          "vision_config": {"depth": 1, "embed_dim": 32, "num_heads": 2, "hidden_size": 64, "patch_size": 2,
+                            "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3, "mlp_ratio": 2},
+          "image_token_id": 90, "video_token_id": 91, "vision_start_token_id": 92, "vision_end_token_id": 93,
+          "pad_token_id": PAD, "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False},
+         registry="qwen2-vl", rope=("apply_rotary_pos_emb", "qk"),
+         extra={"text_position_row": True, "reserved": (90, 91, 92, 93)},
+         capabilities=("cache", "position_ids", "inputs_embeds", "generate", "static_cache", "attention_mask", "images"),
+         notes="M-RoPE over 8 pairs, sections [2, 3, 3] (Qwen2-VL's [16, 24, 24] over 64, scaled by 1/8); a "
+               "1-layer vision tower; images of 4 x 6 patches merged 2 x 2"),
+    Arch("qwen3_vl", "AutoModelForImageTextToText",
+         {"text_config": _decoder(head_dim=16, max_position_embeddings=512,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 500000.0,
+                                                   "mrope_section": [3, 3, 2], "mrope_interleaved": True}),
+          "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "patch_size": 2,
+                            "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3, "out_hidden_size": 64,
+                            "num_position_embeddings": 16, "deepstack_visual_indexes": [0]},
+          "image_token_id": 90, "video_token_id": 91, "vision_start_token_id": 92, "vision_end_token_id": 93,
+          "pad_token_id": PAD, "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False},
+         registry="qwen3-vl", rope=("apply_rotary_pos_emb", "qk"),
+         extra={"text_position_row": True, "reserved": (90, 91, 92, 93)},
+         capabilities=("cache", "position_ids", "inputs_embeds", "generate", "static_cache", "attention_mask", "images"),
+         notes="interleaved M-RoPE over 8 pairs, sections [3, 3, 2] (Qwen3-VL's [24, 20, 20] over 64, scaled by 1/8 "
+               "with the largest remainder); a 1-layer vision tower with DeepStack into layer 0"),
     Arch("gpt2", "AutoModelForCausalLM",
          {"vocab_size": VOCAB, "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 128, "pad_token_id": PAD,
           "bos_token_id": 1, "eos_token_id": 2, "initializer_range": 0.2, "tie_word_embeddings": False},
@@ -224,6 +252,19 @@ def resample(factors, m: int) -> list[float]:
     return [float(f[int(round(i * (n - 1) / (m - 1)))]) for i in range(m)]
 
 
+def scaled_sections(sections, pairs: int) -> list[int]:
+    """M-RoPE's ``mrope_section`` for a tiny width of ``pairs`` frequencies: each section scaled by
+    ``pairs / sum(sections)``, floored, the pairs left over given to the largest remainders (first
+    first on a tie): Qwen2-VL's [16, 24, 24] over 8 pairs is [2, 3, 3], Qwen3-VL's [24, 20, 20] is
+    [3, 3, 2]."""
+    total = sum(sections)
+    exact = [x * pairs / total for x in sections]
+    out = [int(x) for x in exact]
+    for i in sorted(range(len(out)), key=lambda i: (-(exact[i] - out[i]), i))[:pairs - sum(out)]:
+        out[i] += 1
+    return out
+
+
 def _head_dim(sizes: dict) -> int:
     hidden = sizes.get("hidden_size", sizes.get("n_embd"))
     heads = sizes.get("num_attention_heads", sizes.get("n_head"))
@@ -296,6 +337,10 @@ def expected_encoding(model_type: str) -> dict:
         return {}
     e = load_registry()[a.registry]
     v = dict(e.values)
+    if e.params_model == "MRopeParams":  # the text model's head width, the sections scaled to it
+        d = _head_dim(a.sizes["text_config"])
+        return {"rope_theta": v["rope_theta"], "layout": v["layout"], "head_dim": d,
+                "mrope_section": tuple(scaled_sections(v["mrope_section"], d // 2))}
     if e.params_model != "RopeParams":
         return {k: x for k, x in v.items() if k not in ("num_hidden_layers", "vocab_size", "n_embd", "hidden_size",
                                                         "n_positions", "max_position_embeddings")}

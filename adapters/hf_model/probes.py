@@ -48,6 +48,7 @@ class Recorder:
         root = self.model.get_decoder() if self.arch.kind == "encoder-decoder" else self.model
         stack, layers = _stack(root, _relative(self.arch.table, self.model, root))
         self._hooks.append(stack.register_forward_pre_hook(self._new_pass))
+        self._hooks.append(stack.register_forward_hook(self._end_pass))
         for i, layer in enumerate(layers):
             self._hooks.append(layer.register_forward_pre_hook(lambda m, a, i=i: self._set_layer(i)))
         if self.arch.table:
@@ -62,13 +63,19 @@ class Recorder:
         if self.active:
             self.passes.append([])
             self.layer = None
+            self.inside = True
+
+    def _end_pass(self, module, args, output):
+        self.inside = False
+
+    inside = False  # within the stack's forward: a vision tower's attention and rotation are not recorded
 
     def _set_layer(self, i: int):
         if self.active:
             self.layer = i
 
     def _add(self, record: dict) -> None:
-        if not self.active:
+        if not self.active or not self.inside:
             return
         if not self.passes:
             self.passes.append([])
