@@ -125,7 +125,10 @@ def pytest_addoption(parser):
     g = parser.getgroup("posenc", "positional-encoding conformance")
     g.addoption("--adapter", default=None, help="adapter: registered name, package.module:attr, or path/to/file.py")
     g.addoption("--model", default=None, help="model adapter (the model-level suite, MODEL-*): hf:<model_type>, "
-                "package.module:attr, or path/to/file.py[:Name]; excludes --adapter")
+                "path/to/config.json, package.module:attr, or path/to/file.py[:Name]; excludes --adapter")
+    g.addoption("--attn", default=None, metavar="NAMES",
+                help="--model: the attention implementations to run (a comma list; default the model's "
+                     "attn_implementations; hf: models also take sdpa-flash, sdpa-efficient on CUDA)")
     g.addoption("--device", default="cpu", help="device: cpu (default), cuda, cuda:N (gpu, gpu:N: aliases)")
     g.addoption("--dtype", default="float32", help="float32 (default), float64, bfloat16, float16, a comma list, or all")
     g.addoption("--expectations", default=None, help="expectation file (YAML) of known divergences")
@@ -217,6 +220,14 @@ def pytest_configure(config):
         config.pluginmanager.register(_Booker(st), "posenc-booker")
 
 
+def model_attns(config) -> tuple[str, ...]:
+    """The attention implementations a --model run checks: ``--attn`` as given, else the model's own."""
+    given = config.getoption("--attn")
+    if given:
+        return tuple(dict.fromkeys(a.strip() for a in given.split(",") if a.strip()))
+    return tuple(state(config).adapter.attn_implementations)
+
+
 def default_expectations(name: str, model_info: Optional[dict] = None) -> Path:
     """The default expectation file of an adapter (``adapters/expectations/<name>.yaml``) or of a model
     (``adapters/expectations/models/<name>.yaml``, ``:`` written ``-``: ``hf-llama.yaml``; a tiny
@@ -282,7 +293,7 @@ def pytest_report_header(config):
         i = st.model_info
         enc = ", ".join(f"{k}: {type(v).__name__}" for k, v in i["encodings"].items()) or "none"
         return [f"posenc spec {SPEC_VERSION}: model {a.name} ({i['architecture']}, {i['kind']}; {a.framework}; {vers})",
-                f"posenc device {st.device}, dtypes {', '.join(st.dtypes)}, attention {', '.join(a.attn_implementations)}"
+                f"posenc device {st.device}, dtypes {', '.join(st.dtypes)}, attention {', '.join(model_attns(config))}"
                 + (f"; {a.notes}" if a.notes else ""),
                 f"posenc encodings: {enc}; capabilities: {', '.join(i['capabilities']) or 'none'}; probes: "
                 f"{', '.join(i['probes']) or 'none'}",
@@ -736,7 +747,7 @@ def _rerun(config, node: str, dtype: str) -> str:
     opt = config.getoption
     which = "--model" if opt("--model") else "--adapter"
     cmd = ["pytest", node, which, opt(which), "--device", opt("--device"), "--dtype", dtype]
-    for name in ("--expectations", "--left-pad-fill", "--posenc-examples", "--posenc-seed"):
+    for name in ("--expectations", "--left-pad-fill", "--posenc-examples", "--posenc-seed", "--attn"):
         if opt(name) is not None:
             cmd += [name, str(opt(name))]
     if opt("--posenc-timeout") != DEFAULT_TIMEOUT:
@@ -816,7 +827,7 @@ def report(config, st: State, exit_status: int) -> dict:
         "adapter": a.name, "framework": a.framework, "versions": st.versions, "device": st.device,
         "model": None if st.model_info is None else {"architecture": st.model_info["architecture"],
                                                      "kind": st.model_info["kind"],
-                                                     "attn_implementations": list(a.attn_implementations)},
+                                                     "attn_implementations": list(model_attns(config))},
         "dtypes": st.dtypes, "spec_version": SPEC_VERSION, "exit_status": int(exit_status),
         "expectations": _expectations_given(config, st),
         "examples": generated_examples(config),
@@ -917,7 +928,7 @@ def pytest_generate_tests(metafunc):
         st = state(metafunc.config)
         if st.model_info is None:
             raise pytest.UsageError("the model-level suite (conformance/test_model.py) needs --model NAME")
-        attns = tuple(st.adapter.attn_implementations)
+        attns = model_attns(metafunc.config)
         metafunc.parametrize("model_case", [pytest.param(case, id=f"{cid}@{'+'.join(cl)}", marks=pytest.mark.clauses(*cl))
                                             for cid, case, cl in test_ids(st.model_info, attns)])
 

@@ -77,27 +77,40 @@ class HFModelAdapter(ModelAdapter):
         return enc
 
     def build(self, *, dtype: str, device: str, attn_implementation: str, seed: int = 0):
+        """The tiny model at ``dtype`` on ``device``.  ``attn_implementation``: ``eager``, ``sdpa``, or
+        (``--attn``, CUDA only) ``sdpa-flash`` / ``sdpa-efficient``: sdpa with torch's flash or
+        memory-efficient kernel forced around every call (torch.nn.attention.sdpa_kernel)."""
         if dtype in self.arch.unsupported:
             raise Unsupported(self.arch.unsupported[dtype])
         import torch
         import transformers
         from transformers import CONFIG_MAPPING
+        kernel = FORCED_SDPA.get(attn_implementation)
+        if kernel is not None and not device.startswith("cuda"):
+            raise Unsupported(f"{attn_implementation}: torch's {kernel} SDPA kernel runs on CUDA only (--device cuda)")
+        if kernel is None and attn_implementation not in self.attn_implementations:
+            raise Unsupported(f"attention implementation {attn_implementation!r}: {self.name} builds "
+                              f"{', '.join(self.attn_implementations)} (and sdpa-flash, sdpa-efficient on CUDA)")
         kw = {k: v for k, v in self.config.items() if k != "model_type"}
         cfg = CONFIG_MAPPING[self.architecture](**kw)
         torch.manual_seed(seed)
         auto = getattr(transformers, self.arch.auto)
-        model = auto.from_config(cfg, attn_implementation=attn_implementation,
+        model = auto.from_config(cfg, attn_implementation="sdpa" if kernel else attn_implementation,
                                  dtype=getattr(torch, _TORCH_DTYPES[dtype]))
         model = model.to(device).eval()
-        return HFModel(model, self.arch, device)
+        return HFModel(model, self.arch, device, kernel)
+
+
+#: ``--attn`` names that force one of torch's SDPA kernels (CUDA): the backend's name in torch.
+FORCED_SDPA = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-efficient": "EFFICIENT_ATTENTION"}
 
 
 class HFModel:
     """A built transformers model behind the model contract (posenc.adapters.model)."""
 
-    def __init__(self, model, arch, device: str):
+    def __init__(self, model, arch, device: str, kernel: str | None = None):
         from .probes import Recorder
-        self.model, self.arch, self.device = model, arch, device
+        self.model, self.arch, self.device, self.kernel = model, arch, device, kernel
         self.recorder = Recorder(model, arch)
         self.dtype = next(model.parameters()).dtype
         self.seq2seq = arch.kind == "encoder-decoder"
@@ -172,9 +185,17 @@ class HFModel:
             if cache is None and kw["use_cache"]:
                 from transformers import DynamicCache, EncoderDecoderCache
                 kw["cache"] = EncoderDecoderCache(DynamicCache(config=self.model.config), DynamicCache(config=self.model.config))
-        with torch.no_grad(), self.recorder.capture():
+        with torch.no_grad(), self._kernel(), self.recorder.capture():
             out = self.model(**kw)
         return out.logits, (out.cache if kw["use_cache"] else None)
+
+    def _kernel(self):
+        """The forced SDPA kernel's context (sdpa-flash, sdpa-efficient), or nothing."""
+        import contextlib
+        if self.kernel is None:
+            return contextlib.nullcontext()
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        return sdpa_kernel([getattr(SDPBackend, self.kernel)])
 
     def embed(self, input_ids):
         """The token embeddings the (decoder's) forward computes from ``input_ids``."""
@@ -197,7 +218,7 @@ class HFModel:
             kw = {"decoder_input_ids": kw["input_ids"], "decoder_attention_mask": kw["attention_mask"],
                   "encoder_outputs": self._encoder_outputs(input_ids.shape[0]),
                   **{k: v for k, v in self._source(input_ids.shape[0]).items() if k == "input_features"}}
-        with torch.no_grad(), self.recorder.capture():
+        with torch.no_grad(), self._kernel(), self.recorder.capture():
             reserved = list(self.arch.extra.get("reserved", ()))  # never generated (an image placeholder)
             out = self.model.generate(**kw, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
                                       do_sample=False, use_cache=use_cache, output_logits=True,

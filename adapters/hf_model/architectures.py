@@ -226,7 +226,8 @@ ARCHS: dict[str, Arch] = {a.model_type: a for a in (
     Arch("roberta", "AutoModelForMaskedLM",
          {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
           "num_attention_heads": 4, "max_position_embeddings": 130, "pad_token_id": 1, "bos_token_id": 0,
-          "eos_token_id": 2, "initializer_range": 0.2, "tie_word_embeddings": False, "type_vocab_size": 1},
+          "eos_token_id": 2, "initializer_range": 0.2, "tie_word_embeddings": False, "type_vocab_size": 1,
+          "layer_norm_eps": 1e-5},
          registry="roberta-base", kind="encoder", table="roberta.embeddings.position_embeddings",
          capabilities=("position_ids", "inputs_embeds", "attention_mask"),
          notes="padding-aware rows padding_idx + 1 + position (128 + 2 rows)"),
@@ -343,7 +344,7 @@ def expected_encoding(model_type: str) -> dict:
                 "mrope_section": tuple(scaled_sections(v["mrope_section"], d // 2))}
     if e.params_model != "RopeParams":
         return {k: x for k, x in v.items() if k not in ("num_hidden_layers", "vocab_size", "n_embd", "hidden_size",
-                                                        "n_positions", "max_position_embeddings")}
+                                                        "n_positions", "max_position_embeddings", "dim")}
     d = _head_dim(a.sizes)
     if _per_layer_type(a):  # the set the registry entry names, at the tiny full-attention width
         d = int(a.sizes["per_layer_config"]["01"]["head_dim"])
