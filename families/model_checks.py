@@ -378,6 +378,35 @@ def _softmax_scale(call: dict, rec: dict, p) -> object:
                    tuple(diagnose(_SPEC, g, {"probs": probs}, "float32")))
 
 
+def _consistent(call: dict, recs: list, clause: str) -> Optional[Problem]:
+    """Where a layer reports both its rotation and its attention, the attention reads what the
+    rotation produced: q is the rope probe's q_out, and the last T keys are its k_out (where the
+    shapes say they are the same tensors: not MLA's concatenated q).  A probe that describes another
+    tensor than the one the model used is caught here."""
+    rope = {r.get("layer"): r for r in recs if r["kind"] == "rope"}
+    for a in (r for r in recs if r["kind"] == "attention"):
+        r = rope.get(a.get("layer"))
+        if r is None:
+            continue
+        q, k = np.asarray(a["q"], np.float64), np.asarray(a["k"], np.float64)
+        qo, ko = np.asarray(r["q_out"], np.float64), np.asarray(r["k_out"], np.float64)
+        if q.shape != qo.shape or k.shape[:2] != ko.shape[:2] or k.shape[3:] != ko.shape[3:] or k.shape[2] < ko.shape[2]:
+            continue
+        t = ko.shape[2]  # this pass's keys: the last T, or in a static cache's buffer after the cached ones
+        start = call["cache_length"] if call.get("static") else k.shape[2] - t
+        k_new = k[:, :, start:start + t]
+        if k_new.shape != ko.shape:
+            continue
+        for name, x, y in (("q", q, qo), ("k", k_new, ko)):
+            both = np.isfinite(x) & np.isfinite(y)
+            scale = max(float(np.abs(y[both]).max()) if both.any() else 0.0, 1e-30)
+            if not np.array_equal(np.isfinite(x), np.isfinite(y)) or (np.abs(x - y)[both] > 1e-6 * scale).any():
+                return Problem("probe", (clause,), f"{call['label']}, layer {a.get('layer')}: the attention reads "
+                               f"another {name} than the rotation's output its rope probe reports (the probes do not "
+                               "describe the tensors the model used)")
+    return None
+
+
 # ---- attention probes --------------------------------------------------------------------------------
 
 
@@ -528,6 +557,9 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
             problems.append(Problem("oracle", (_table_offset(enc)[1],), f"{call['label']}: no position table was read "
                                     "in this forward pass (other passes read it): no position added"))
             u_call, u_from = np.full(call["positions"].shape, -1, np.int64), "table"
+        prob = _consistent(call, recs, scenario.clause)
+        if prob is not None:
+            problems.append(prob)
         for rec in recs:
             kind = rec["kind"]
             if kind == "rope" and _mrope(enc) is not None:

@@ -269,3 +269,17 @@ def test_scenario_drivers_record_plain_data():
             return all(plain(v) for v in x)
         return x is None or isinstance(x, (np.ndarray, int, float, str, bool))
     assert plain(r.trace())
+
+
+def test_probes_that_describe_other_tensors_than_the_model_used_fail(tmp_path):
+    """A model whose rope probes report the right rotation while its attention reads q and k rotated
+    at other positions (a uniform shift its logits cannot show) is caught by the probes' consistency."""
+    old = "            if cache is not None:\n                kr, v"
+    new = ("            qr, kr = self.rope(q, pos + 3), self.rope(k, pos + 3)  # what the model really uses\n"
+           + old)
+    assert old in EXAMPLE.read_text()
+    bad = tmp_path / "lying.py"
+    bad.write_text(EXAMPLE.read_text().replace(old, new))
+    p = _pytest("--model", str(bad), "-k", "prefill and not chunked", cwd=tmp_path)
+    assert p.returncode == 1, p.stdout[-2000:]
+    assert "the attention reads another q than the rotation's output its rope probe reports" in p.stdout
