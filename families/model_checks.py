@@ -155,6 +155,20 @@ def recovered_mrope_positions(p, rec: dict, expected3: np.ndarray) -> np.ndarray
 # ---- the oracle on one forward pass ----------------------------------------------------------------
 
 
+def _compare_qk(case: Case, rec: dict, position_ids: np.ndarray, valid: np.ndarray, dtype: str):
+    """A rope probe's q and k out against ``case``'s operation (``rope.apply``, ``mrope.apply``) of its
+    q and k in at ``position_ids``, at the valid tokens: ``(golden, outputs, comparisons)``."""
+    g = computed(case, {"q": np.asarray(rec["q_in"], np.float64), "k": np.asarray(rec["k_in"], np.float64),
+                        "position_ids": position_ids})
+    mask = np.asarray(valid, bool)[:, None, :, None]
+    outputs = dict(g.outputs)
+    for name in ("q", "k"):
+        outputs[f"{name}.compared"] = np.broadcast_to(mask, g.outputs[name].shape)
+    g = replace(g, outputs=outputs)
+    got = {"q": np.asarray(rec["q_out"], np.float64), "k": np.asarray(rec["k_out"], np.float64)}
+    return g, got, compare_outputs(g, got, dtype)
+
+
 def _rope_case(p, call_label: str, layer) -> Case:
     return Case(id=f"model-{call_label}-layer{layer}".replace(" ", "-"), op="rope.apply",
                 clauses=("ROPE-ANGLE",), params=p)
@@ -174,17 +188,7 @@ def _oracle_rope(call: dict, rec: dict, enc: dict, dtype: str):
         used = recovered_rope_positions(p, rec, positions)
         return Problem("oracle", ("NOPE-LAYER-FLAGS", "NOPE-IDENTITY"),
                        f"{call['label']}: layer {layer} is a NoPE layer (NopeParams) but rotated q and k"), used
-    inputs = {"q": np.asarray(rec["q_in"], np.float64), "k": np.asarray(rec["k_in"], np.float64),
-              "position_ids": np.asarray(positions, np.int64)}
-    case = _rope_case(p, call["label"], layer)
-    g = computed(case, inputs)
-    mask = np.asarray(valid, bool)[:, None, :, None]
-    outputs = dict(g.outputs)
-    outputs["q.compared"] = np.broadcast_to(mask, g.outputs["q"].shape)
-    outputs["k.compared"] = np.broadcast_to(mask, g.outputs["k"].shape)
-    g = replace(g, outputs=outputs)
-    got = {"q": np.asarray(rec["q_out"], np.float64), "k": np.asarray(rec["k_out"], np.float64)}
-    comps = compare_outputs(g, got, dtype)
+    g, got, comps = _compare_qk(_rope_case(p, call["label"], layer), rec, np.asarray(positions, np.int64), valid, dtype)
     if all(c.ok for c in comps):
         return None, positions
     used = recovered_rope_positions(p, rec, positions)
@@ -226,14 +230,7 @@ def _oracle_mrope(call: dict, rec: dict, enc: dict, dtype: str):
     valid = np.asarray(call["valid"], bool)
     case = Case(id=f"model-{call['label']}-mrope".replace(" ", "-"), op="mrope.apply", clauses=("MROPE-SECTIONS",),
                 params=p)
-    g = computed(case, {"q": np.asarray(rec["q_in"], np.float64), "k": np.asarray(rec["k_in"], np.float64),
-                        "position_ids": p3})
-    outputs = dict(g.outputs)
-    for name in ("q", "k"):
-        outputs[f"{name}.compared"] = np.broadcast_to(valid[:, None, :, None], g.outputs[name].shape)
-    g = replace(g, outputs=outputs)
-    got = {"q": np.asarray(rec["q_out"], np.float64), "k": np.asarray(rec["k_out"], np.float64)}
-    comps = compare_outputs(g, got, dtype)
+    g, got, comps = _compare_qk(case, rec, p3, valid, dtype)
     if all(c.ok for c in comps):
         return None, p3
     used = recovered_mrope_positions(p, rec, p3)

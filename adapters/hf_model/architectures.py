@@ -94,6 +94,20 @@ def _decoder(hidden: int = 64, heads: int = 4, kv_heads: Optional[int] = 2, laye
     return d
 
 
+def _vl(rope_parameters: dict, vision: dict, **text) -> dict:
+    """A Qwen-VL config: the tiny text model with M-RoPE, a 1-layer vision tower (patches of 2, merged
+    2 x 2) and the special tokens 90 .. 93 (image, video, vision start and end)."""
+    return {"text_config": _decoder(max_position_embeddings=512, rope_parameters=rope_parameters, **text),
+            "vision_config": {"depth": 1, "num_heads": 2, "patch_size": 2, "spatial_merge_size": 2,
+                              "temporal_patch_size": 2, "in_channels": 3, **vision},
+            "image_token_id": 90, "video_token_id": 91, "vision_start_token_id": 92, "vision_end_token_id": 93,
+            "pad_token_id": PAD, "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False}
+
+
+#: Qwen-VL's positions given as [4, B, T] (text row on top), its special tokens never drawn nor generated
+_VL_EXTRA = {"text_position_row": True, "reserved": (90, 91, 92, 93)}
+_VL_CAPABILITIES = ("cache", "position_ids", "inputs_embeds", "generate", "static_cache", "attention_mask", "images")
+
 ARCHS: dict[str, Arch] = {a.model_type: a for a in (
     Arch("llama", "AutoModelForCausalLM", _decoder(), registry="llama-3.1-8b", rope=("apply_rotary_pos_emb", "qk"),
          notes="Llama 3.1's llama3 scaling (factor 8, band 1..4) at original context 64"),
@@ -127,30 +141,16 @@ ARCHS: dict[str, Arch] = {a.model_type: a for a in (
          notes="Gemma 4: a sliding layer (theta 1e4, window 16) and a full-attention layer with proportional RoPE on "
                "16 of its 64 dims (theta 1e6), the registry's 512 / 128 shrunk by 8"),
     Arch("qwen2_vl", "AutoModelForImageTextToText",
-         {"text_config": _decoder(max_position_embeddings=512,
-                                  rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
-                                                   "mrope_section": [2, 3, 3]}),
-          "vision_config": {"depth": 1, "embed_dim": 32, "num_heads": 2, "hidden_size": 64, "patch_size": 2,
-                            "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3, "mlp_ratio": 2},
-          "image_token_id": 90, "video_token_id": 91, "vision_start_token_id": 92, "vision_end_token_id": 93,
-          "pad_token_id": PAD, "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False},
-         registry="qwen2-vl", rope=("apply_rotary_pos_emb", "qk"),
-         extra={"text_position_row": True, "reserved": (90, 91, 92, 93)},
-         capabilities=("cache", "position_ids", "inputs_embeds", "generate", "static_cache", "attention_mask", "images"),
+         _vl({"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [2, 3, 3]},
+             {"embed_dim": 32, "hidden_size": 64, "mlp_ratio": 2}),
+         registry="qwen2-vl", rope=("apply_rotary_pos_emb", "qk"), extra=_VL_EXTRA, capabilities=_VL_CAPABILITIES,
          notes="M-RoPE over 8 pairs, sections [2, 3, 3] (Qwen2-VL's [16, 24, 24] over 64, scaled by 1/8); a "
                "1-layer vision tower; images of 4 x 6 patches merged 2 x 2"),
     Arch("qwen3_vl", "AutoModelForImageTextToText",
-         {"text_config": _decoder(head_dim=16, max_position_embeddings=512,
-                                  rope_parameters={"rope_type": "default", "rope_theta": 500000.0,
-                                                   "mrope_section": [3, 3, 2], "mrope_interleaved": True}),
-          "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "patch_size": 2,
-                            "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3, "out_hidden_size": 64,
-                            "num_position_embeddings": 16, "deepstack_visual_indexes": [0]},
-          "image_token_id": 90, "video_token_id": 91, "vision_start_token_id": 92, "vision_end_token_id": 93,
-          "pad_token_id": PAD, "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False},
-         registry="qwen3-vl", rope=("apply_rotary_pos_emb", "qk"),
-         extra={"text_position_row": True, "reserved": (90, 91, 92, 93)},
-         capabilities=("cache", "position_ids", "inputs_embeds", "generate", "static_cache", "attention_mask", "images"),
+         _vl({"rope_type": "default", "rope_theta": 500000.0, "mrope_section": [3, 3, 2], "mrope_interleaved": True},
+             {"hidden_size": 32, "intermediate_size": 64, "out_hidden_size": 64, "num_position_embeddings": 16,
+              "deepstack_visual_indexes": [0]}, head_dim=16),
+         registry="qwen3-vl", rope=("apply_rotary_pos_emb", "qk"), extra=_VL_EXTRA, capabilities=_VL_CAPABILITIES,
          notes="interleaved M-RoPE over 8 pairs, sections [3, 3, 2] (Qwen3-VL's [24, 20, 20] over 64, scaled by 1/8 "
                "with the largest remainder); a 1-layer vision tower with DeepStack into layer 0"),
     Arch("gpt2", "AutoModelForCausalLM",
