@@ -24,7 +24,8 @@ Attributes (read once at the start; a raising or ill-typed one is a usage error)
                        (:data:`posenc.families.model.CAPABILITIES`); a scenario that needs one
                        the model lacks is *unsupported*, with that reason
 ``probes``             which probe kinds the model reports (below)
-``attn_implementations`` the attention implementations it can build (``("default",)`` for one)
+``attn_implementations`` the attention implementations it can build (``("default",)`` for one);
+                       ``attn_extra``: others ``--attn`` may name (not run by default)
 ``devices``, ``dtypes`` as for operation adapters
 
 Methods:
@@ -107,6 +108,7 @@ class ModelAdapter:
     capabilities: tuple[str, ...] = ()
     probes: tuple[str, ...] = ()
     attn_implementations: tuple[str, ...] = ("default",)
+    attn_extra: tuple[str, ...] = ()
     devices: tuple[str, ...] = ("cpu",)
     dtypes: tuple[str, ...] = DTYPES
     notes: str = ""

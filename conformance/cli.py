@@ -154,6 +154,12 @@ def _model_check(a) -> int:
     if not a.config.is_file():
         print(f"error: {a.config}: no such file", file=sys.stderr)
         return 2
+    from posenc.adapters import load_model_adapter
+    try:  # the config's errors named here, before a test process starts
+        load_model_adapter(str(a.config)).info()
+    except PosencError as e:
+        print(f"error: posenc model-check {a.config}: {str(e).split(': ', 1)[-1]}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(a.report_json) if a.report_json else Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "pytest", str(Path(__file__).resolve().parent), "--model", str(a.config.resolve()),
@@ -173,11 +179,16 @@ def _model_check(a) -> int:
     info = rep.get("model") or {}
     print(f"posenc model-check {a.config}: {rep['adapter']} ({info.get('architecture')}, transformers "
           f"{rep['versions'].get('transformers')}), dtypes {', '.join(rep['dtypes'])}")
+    if info.get("notes"):
+        print(info["notes"])
     attns = info.get("attn_implementations") or sorted({k for v in grid.values() for k in v})
     w = max(len(s) for s in grid) + 2 if grid else 10
     print(f"{'scenario':{w}s}" + "".join(f"{x:40s}" for x in attns))
     for scen, by_attn in grid.items():
         print(f"{scen:{w}s}" + "".join(f"{_cell(by_attn.get(x, {})) if by_attn.get(x) else '.':40s}" for x in attns))
+    if any("diverges" in r["outcome"] for r in rep["results"]):
+        print(f"diverges: what transformers itself does against the clause, recorded in {rep['expectations']} "
+              "(posenc spec show DIV-...)")
     print(f"exit status {proc.returncode}" + (f"; report: {a.report_json}" if a.report_json else ""))
     return proc.returncode
 
@@ -405,10 +416,39 @@ def _show_case(case_id: str) -> bool:
     return True
 
 
+def _show_scenario(spec, sc) -> None:
+    """A MODEL-* clause's scenario: its test, what it applies to, and the divergences its run is
+    diagnosed with (the model-level ones that violate it, and the operation-level position bugs
+    with a model-level form that violate the clauses its rule uses)."""
+    from posenc import families as fams
+    print(f"scenario: {sc.name} -- test_model[<dtype>-<attention>-{sc.name}@{'+'.join((sc.clause, *sc.implies))}]; "
+          f"pytest conformance --model NAME --clause {sc.clause}")
+    print(f"applies to: {', '.join(sc.kinds)} models" + (f"; needs {', '.join(sc.needs)}" if sc.needs else ""))
+    print(f"position rule uses: {', '.join(sc.implies) or 'none'}")
+    clauses = {sc.clause, *sc.implies}
+    divs = [d for d in spec.current_divergences.values()
+            if clauses & set(d.violates) and (d.level == "model" or d.mutant in fams.model_mutants())]
+    print("divergences diagnosed here:" + ("" if divs else " none"))
+    for d in divs:
+        print(f"  - {d.id}: {d.description}")
+
+
 def _show_links(spec, key: str) -> None:
     """What the one-ID thread reaches from a clause, divergence or operation: operations and their
     reference functions, golden cases, invariant checks, divergences and mutants."""
     from posenc import families as fams
+    if key in spec.divergences and spec.divergences[key].level == "model":
+        d = spec.divergences[key]
+        fn = fams.model_mutants().get(d.mutant)
+        print(f"model-level mutant (a rule over a scenario run's facts): "
+              + (f"{fn.__module__}.{fn.__qualname__}" if fn else f"{d.mutant} (not registered)"))
+        sc = [s for c, s in fams.scenarios().items() if c in d.violates]
+        print("scenarios it is diagnosed in: " + (", ".join(f"{s.name} ({s.clause})" for s in sc) or "none")
+              + "; planted in transformers models by tests/model_bugs.py")
+        return
+    if key in fams.scenarios():
+        _show_scenario(spec, fams.scenarios()[key])
+        return
     if key in spec.divergences:
         d = spec.divergences[key]
         forms = fams.mutants().get(d.mutant, {})

@@ -328,7 +328,7 @@ class Worker:
             why = (f"broke the connection ({e}) and was ended{self._log_tail()}" if broken else
                    f"died ({self._exit_text(rc)}{self._log_tail()})")
             if starting and self.gen == 1:
-                raise UsageError(f"--adapter {self.spec!r}: the adapter's process {why} while loading it") from None
+                raise UsageError(f"{self._option()}: the adapter's process {why} while loading it") from None
             raise self._crashed("loading the adapter again" if starting else what, why) from None
         except BaseException:  # a --posenc-timeout (SIGALRM) or Ctrl-C while the worker works: end it
             self._kill()
@@ -351,10 +351,16 @@ class Worker:
                 self._kill()
                 if isinstance(e, UsageError):
                     raise UsageError(str(e)) from None
-                raise UsageError(f"--adapter {self.spec!r}: loading it in the adapter's process raised "
+                raise UsageError(f"{self._option()}: loading it in the adapter's process raised "
                                  f"{reply['err']['mro'][0][1]}: {e}") from None
             raise e
         return wire.decode(reply["ok"], rblobs, self._handle)
+
+    def _option(self) -> str:
+        """The command-line option and value the worker was started for (``--model`` for a model)."""
+        if self.spec.startswith("model:"):
+            return f"--model {self.spec[len('model:'):]!r}"
+        return f"--adapter {self.spec!r}"
 
     def _handle(self, d: dict):
         if d.get("unsent"):

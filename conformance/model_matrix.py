@@ -53,7 +53,7 @@ def _cell(by_dtype: dict[str, dict]) -> str:
     for div, dts in divs.items():
         parts.append(f"diverges: {div}" + ("" if len(dts) == len(by_dtype) else f" ({', '.join(dts)})"))
     passed = [d for d, o in outcomes.items() if o == "passed"]
-    if passed and parts:
+    if passed:  # beside something else: which dtypes passed
         parts.append(f"pass ({', '.join(passed)})")
     unsup = [d for d, o in outcomes.items() if o == "unsupported"]
     if unsup:

@@ -70,19 +70,75 @@ def model_info(adapter) -> dict:
             raise
         raise UsageError(f"model {getattr(adapter, 'name', adapter)!r}: describing it (info / encodings) raised "
                          f"{type(e).__name__}: {exception_text(e)}") from None
+    from posenc.adapters.model import PROBE_KINDS
     name = info.get("name")
+
+    def bad(what: str):
+        raise UsageError(f"model {name!r}: {what}")
     if info.get("kind") not in MODEL_KINDS:
-        raise UsageError(f"model {name!r}: kind must be one of {', '.join(MODEL_KINDS)}, got {info.get('kind')!r}")
-    bad = [c for c in info.get("capabilities", ()) if c not in CAPABILITIES]
-    if bad:
-        raise UsageError(f"model {name!r}: unknown capabilities {', '.join(map(str, bad))}; known: "
-                         f"{', '.join(CAPABILITIES)}")
+        bad(f"kind must be one of {', '.join(MODEL_KINDS)}, got {info.get('kind')!r}")
+    for field, known in (("capabilities", CAPABILITIES), ("probes", PROBE_KINDS)):
+        value = info.get(field)
+        if isinstance(value, str) or not isinstance(value, (tuple, list)):
+            bad(f"{field} must be a tuple of names, got {value!r}")
+        unknown = [c for c in value if c not in known]
+        if unknown:
+            bad(f"unknown {field} {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
     v = info.get("vocab_size")
-    if isinstance(v, bool) or not isinstance(v, int) or v < 8:
-        raise UsageError(f"model {name!r}: vocab_size must be an integer >= 8, got {v!r}")
-    if not isinstance(info.get("encodings"), dict):
-        raise UsageError(f"model {name!r}: encodings() must return a dict of parameter models")
+    if isinstance(v, bool) or not isinstance(v, int) or not 8 <= v <= 10 ** 7:
+        bad(f"vocab_size must be an integer in [8, 10**7], got {v!r}")
+    pad = info.get("pad_token_id")
+    if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < v):
+        bad(f"pad_token_id must be None or an integer in [0, vocab_size), got {pad!r}")
+    reserved = info.get("reserved_token_ids") or ()
+    if any(isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < v for t in reserved) or \
+            len(set(reserved) | {pad}) > v - 8:
+        bad(f"reserved_token_ids must be token ids in [0, vocab_size) leaving at least 8 to draw, got {reserved!r}")
+    _check_encodings(info, bad)
     return info
+
+
+#: The parameter models the oracle reads, by probe kind (the encodings a declared probe needs).
+_ORACLE_PARAMS = {"rope": ("RopeParams", "MRopeParams"),
+                  "table": ("GPT2EmbeddingParams", "BertEmbeddingParams", "OPTEmbeddingParams", "BartEmbeddingParams",
+                            "RobertaEmbeddingParams", "SinusoidalParams", "LookupParams"),
+                  "bias": ("AlibiParams", "T5Params")}
+
+
+#: The names the oracle reads a parameter model under (those of posenc.spec.hf_config.params_from_hf_config):
+#: ``(exact names, prefixes)``; a table's parameters may have any name.
+_NAMES = {"RopeParams": (("rope",), ("rope.",)), "MRopeParams": (("mrope",), ()), "AlibiParams": (("alibi",), ()),
+          "T5Params": (("encoder", "decoder"), ()), "NopeParams": (("nope",), ()),
+          "SoftmaxScaleParams": (("softmax_scale",), ())}
+
+
+def _check_encodings(info: dict, bad) -> None:
+    """``encodings()`` is a dict of the spec's parameter models (``layer_types`` a tuple of names), and
+    every probe kind the model declares has the parameters its oracle reads: else a usage error
+    (never a run whose probes are silently not checked)."""
+    from posenc.spec.models import PARAM_MODELS
+    enc = info.get("encodings")
+    if not isinstance(enc, dict):
+        bad(f"encodings() must return a dict of parameter models, got {type(enc).__name__}")
+    for k, p in enc.items():
+        if k == "layer_types":
+            if not isinstance(p, (tuple, list)) or not all(isinstance(x, str) for x in p):
+                bad(f"encodings()['layer_types'] must be a tuple of layer type names, got {p!r}")
+            continue
+        if type(p).__name__ not in PARAM_MODELS or not isinstance(p, PARAM_MODELS[type(p).__name__]):
+            bad(f"encodings()[{k!r}] must be one of the spec's parameter models (posenc.spec.models: "
+                f"{', '.join(sorted(PARAM_MODELS))}), got {type(p).__name__}")
+    for k, p in enc.items():
+        want = _NAMES.get(type(p).__name__)
+        if want and not (k in want[0] or any(k.startswith(x) for x in want[1])):
+            bad(f"encodings() names its {type(p).__name__} {k!r}; the oracle reads it under "
+                f"{' or '.join(repr(x) for x in (*want[0], *(x + '<layer type>' for x in want[1])))}")
+    kinds = {type(p).__name__ for k, p in enc.items() if k != "layer_types"}
+    for probe in info["probes"]:
+        want = _ORACLE_PARAMS.get(probe)
+        if want and not kinds & set(want):
+            bad(f"declares {probe!r} probes but encodings() gives none of {', '.join(want)}: the oracle would "
+                "have nothing to check them against")
 
 
 def _first_per_kind(problems: list, n: int) -> list:
@@ -116,12 +172,22 @@ def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> O
                           f"model {info['name']} does not declare it")
     if dtype not in adapter.dtypes:
         raise Unsupported(f"model {info['name']!r} does not support dtype {dtype}")
-    trace = run(sc.name, dtype, attn, device)
     from posenc.spec.errors import AdapterError, KitError
+    from .suite import ConformanceFailure
+    clauses = (sc.clause, *sc.implies)
+    try:
+        trace = run(sc.name, dtype, attn, device)
+    except (Unsupported, KeyboardInterrupt):
+        raise
+    except BaseException as e:  # noqa: BLE001 - what the model raised (SystemExit, a pytest outcome too) fails the test
+        raise ConformanceFailure(f"{', '.join(clauses)}: {info['name']} fails scenario {sc.name} ({dtype}, {attn} "
+                                 f"attention)\n  {type(e).__name__}: {exception_text(e)}", clauses, raised=True,
+                                 reason=f"{type(e).__name__}: {exception_text(e)}") from None
     try:
         v = judge(sc, trace, info, dtype)
-    except AdapterError:
-        raise  # a probe outside the contract: the model's failure, named
+    except AdapterError as e:  # a probe outside the contract: the model's failure, named
+        raise ConformanceFailure(f"{', '.join(clauses)}: {info['name']} fails scenario {sc.name} ({dtype}, {attn} "
+                                 f"attention)\n  {e}", clauses, raised=True, reason=str(e)) from None
     except Exception as e:  # noqa: BLE001 - the kit's own judging failed: a kit error, never the model's
         raise KitError(f"the kit failed judging {sc.clause} on {info['name']} ({dtype}, {attn}): {type(e).__name__}: "
                        f"{exception_text(e)} (a kit bug: report it)") from e
@@ -141,7 +207,8 @@ def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> O
                      "problems in all)")
     used = positions_used(v.facts)
     if used:
-        lines.append("  positions the encoding used (recovered from the probes):")
+        lines.append("  positions the encoding used (recovered from the probes; none: nothing encoded, ?: no integer "
+                     "position):")
         lines += [f"    {x}" for x in used]
     lines += [f"  inferred: {x}" for x in v.inferred]
     if v.matches:
@@ -149,7 +216,8 @@ def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> O
         lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description}" for m in v.matches]
     else:
         lines.append("  diagnosis: no known divergence reproduces the run")
-    clauses = (sc.clause, *sc.implies)
     broken = tuple(dict.fromkeys(c for p in v.problems for c in p.clauses))
-    raise ConformanceFailure("\n".join(lines), clauses, tuple(v.matches), False, tuple(v.inferred),
-                             reason=f"{v.problems[0].text}", diagnosed=True, case_clauses=clauses + broken)
+    e = ConformanceFailure("\n".join(lines), clauses, tuple(v.matches), False, tuple(v.inferred),
+                           reason=f"{v.problems[0].text}", diagnosed=True, case_clauses=clauses + broken)
+    e.violated = tuple(dict.fromkeys((sc.clause, *e.violated)))  # the scenario always: the summary's row of it
+    raise e

@@ -131,7 +131,8 @@ def pytest_addoption(parser):
                      "attn_implementations; hf: models also take sdpa-flash, sdpa-efficient on CUDA)")
     g.addoption("--device", default="cpu", help="device: cpu (default), cuda, cuda:N (gpu, gpu:N: aliases)")
     g.addoption("--dtype", default="float32", help="float32 (default), float64, bfloat16, float16, a comma list, or all")
-    g.addoption("--expectations", default=None, help="expectation file (YAML) of known divergences")
+    g.addoption("--expectations", default=None, help="expectation file (YAML) of known divergences; none: no file "
+                "(default: the adapter's or model's own, when the kit has one)")
     g.addoption("--report-json", default=None, metavar="PATH",
                 help="write every test's verdict (clause, dtype, outcome, divergence, reason) as JSON")
     g.addoption("--left-pad-fill", type=int, default=None,
@@ -196,6 +197,7 @@ def pytest_configure(config):
             adapter = RemoteAdapter(f"model:{model}") if _isolated(config) else load_model_adapter(model)
             _adapter_attributes(adapter)
             info = model_info(adapter)
+            _check_attns(config, adapter)
         else:
             adapter = RemoteAdapter(name) if _isolated(config) else load_adapter(name)
             _adapter_attributes(adapter)
@@ -211,13 +213,34 @@ def pytest_configure(config):
     dtypes = _parse_dtypes(config.getoption("--dtype"))
     _report_path(config)
     exp = config.getoption("--expectations")
-    if exp is None:
+    if exp == "none":  # no expectation file: every failure counts
+        exp = None
+    elif exp is None:
         default = default_expectations(adapter.name, info)
         exp = default if default.is_file() else None
     st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
     st.model_info = info
     if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
         config.pluginmanager.register(_Booker(st), "posenc-booker")
+
+
+def _check_attns(config, adapter) -> None:
+    """A model's attention implementations: a non-empty tuple of names; ``--attn`` names among them
+    (or the model's ``attn_extra``: the hf: models' forced CUDA kernels)."""
+    from posenc.spec.errors import UsageError
+    own = adapter.attn_implementations
+    if isinstance(own, str) or not isinstance(own, (tuple, list)) or not own or \
+            not all(isinstance(a, str) and a for a in own):
+        raise UsageError(f"model {adapter.name!r}: attn_implementations must be a non-empty tuple of names, got {own!r}")
+    given = config.getoption("--attn")
+    if given is None:
+        return
+    names = [a.strip() for a in given.split(",") if a.strip()]
+    extra = tuple(getattr(adapter, "attn_extra", ()) or ())
+    unknown = [a for a in names if a not in own and a not in extra]
+    if not names or unknown:
+        raise UsageError(f"--attn {given!r}: " + (f"unknown {', '.join(unknown)}; " if unknown else "no name; ")
+                         + f"model {adapter.name!r} runs {', '.join((*own, *extra))}")
 
 
 def model_attns(config) -> tuple[str, ...]:
@@ -279,7 +302,9 @@ def state(config) -> State:
     st = config.stash.get(_KEY, None)
     if st is None:
         regs = ", ".join(sorted(registered()))
-        raise pytest.UsageError(f"the conformance suite needs --adapter NAME (registered: {regs})")
+        raise pytest.UsageError(f"the conformance suite needs --adapter NAME (an implementation's operations; "
+                                f"registered: {regs}) or --model NAME (a whole model: hf:<model_type>, a config.json, "
+                                "or a model adapter file)")
     return st
 
 
@@ -407,7 +432,10 @@ def _select_by_clause(config, spec, items) -> None:
 def pytest_collection_finish(session):
     st = session.config.stash.get(_KEY, None)
     opt = session.config.getoption
-    selected = opt("keyword") or opt("markexpr") or opt("--clause") or opt("--family")
+    # a selection -- -k, -m, --clause, --family, --attn, or test node IDs (a posenc rerun line) -- does not
+    # judge the expectation lines of the tests it left out
+    node_ids = any("::" in str(a) for a in session.config.args)
+    selected = opt("keyword") or opt("markexpr") or opt("--clause") or opt("--family") or opt("--attn") or node_ids
     if st and st.stale and not selected:
         if hasattr(session.config, "workerinput"):
             session.items.clear()  # a pytest-xdist worker runs nothing; the controller reports the lines
@@ -434,7 +462,7 @@ def pytest_pyfunc_call(pyfuncitem):
         finally:  # an input modified in place is the failure, whatever the test concluded from it
             _inputs_unchanged(pyfuncitem)
     except Unsupported as e:
-        pytest.skip(f"unsupported: {e.reason}")
+        pytest.skip(e.reason if e.reason.startswith("n/a: ") else f"unsupported: {e.reason}")  # n/a: a model scenario
     except pytest.fail.Exception as e:
         from .suite import ConformanceFailure, is_timeout
         if isinstance(e, TimedOut) or is_timeout(e):
@@ -511,7 +539,7 @@ def pytest_runtest_makereport(item, call):
         elif hasattr(rep, "wasxfail"):  # only an expectation line may make an expected divergence
             kind = "diverges (expected)" if rep.outcome == "skipped" and entry is not None else "failed"
         elif rep.outcome == "skipped":
-            kind = "n/a" if _skip_reason(rep).startswith("unsupported: n/a: ") else "unsupported"
+            kind = "n/a" if _skip_reason(rep).startswith("n/a: ") else "unsupported"
         else:
             kind = rep.outcome
         if kind == "failed":
@@ -827,7 +855,8 @@ def report(config, st: State, exit_status: int) -> dict:
         "adapter": a.name, "framework": a.framework, "versions": st.versions, "device": st.device,
         "model": None if st.model_info is None else {"architecture": st.model_info["architecture"],
                                                      "kind": st.model_info["kind"],
-                                                     "attn_implementations": list(model_attns(config))},
+                                                     "attn_implementations": list(model_attns(config)),
+                                                     "notes": str(a.notes or "")},
         "dtypes": st.dtypes, "spec_version": SPEC_VERSION, "exit_status": int(exit_status),
         "expectations": _expectations_given(config, st),
         "examples": generated_examples(config),
@@ -863,7 +892,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for c in sorted(st.outcomes):
         tr.write_line(f"{c:{w}s}" + "".join(f"{st.outcomes[c][k]:>{len(k) + 2}d}" for k in kinds))
     if st.partly_unsupported:
-        tr.write_line("posenc: generated cases the adapter reported unsupported (redrawn; not passed):", yellow=True)
+        tr.write_line("posenc: checks the model could not run (the rest of each test was checked):" if st.model_info
+                      else "posenc: generated cases the adapter reported unsupported (redrawn; not passed):", yellow=True)
         for line in st.partly_unsupported:
             tr.write_line(f"  {line}")
     if st.contradicted:

@@ -33,6 +33,7 @@ import numpy as np
 
 from posenc import families
 from posenc.reference import position_ids as pos
+from posenc.spec.errors import AdapterError
 
 #: What a model is, for a scenario's applicability: a causal decoder (GPT-2, Llama), a bidirectional
 #: encoder (BERT), or an encoder-decoder (T5, BART, Whisper: the scenarios drive the decoder).
@@ -117,9 +118,13 @@ class Run:
         """Seeded token ids ``[batch, length]`` (int64), never the pad token."""
         vocab, pad = int(self.info["vocab_size"]), self.info.get("pad_token_id")
         low = 3 if vocab > 16 else 0  # clear of the usual pad / bos / eos ids
-        avoid = set(self.info.get("reserved_token_ids") or ()) | ({int(pad)} if pad is not None else set())
-        allowed = np.array([t for t in range(low, vocab) if t not in avoid], np.int64)
-        return allowed[self.rng.integers(0, len(allowed), size=(batch, length))]
+        avoid = np.array(sorted(set(self.info.get("reserved_token_ids") or ()) | ({int(pad)} if pad is not None
+                                                                                   else set())), np.int64)
+        ids = self.rng.integers(low, vocab, size=(batch, length), dtype=np.int64)
+        while avoid.size and np.isin(ids, avoid).any():  # redraw the reserved ones (model_info leaves room)
+            hit = np.isin(ids, avoid)
+            ids[hit] = self.rng.integers(0 if low >= vocab - avoid.size else low, vocab, size=int(hit.sum()))
+        return ids
 
     def padded(self, rows: list[np.ndarray], side: str = "left") -> tuple[np.ndarray, np.ndarray]:
         """Rows of different lengths padded into one batch with the pad token: ``(ids, mask)``."""
@@ -141,11 +146,14 @@ class Run:
         M-RoPE's ``[3, B, T]``, its temporal axis being ``positions``).  Other keyword arguments go to
         the model (``input_ids``, ..., an image's ``pixel_values``, ``image_grid_thw``,
         ``mm_token_type_ids``).  Returns ``(logits float64 [B, T, V], cache)``."""
-        out = self.model.forward(**kwargs)
+        positions = np.array(positions, np.int64)  # the rule's, kept apart from what the model is handed
+        handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        out = self.model.forward(**handed)
+        _unchanged(kwargs, handed, "forward")
         logits, cache = _unpack(out, "forward")
         self._record(label, positions, valid, cache_length, kwargs.get("attention_mask"), self.model.probes(),
                      documents=documents, static=self.static_capacity if kwargs.get("cache") is not None else 0,
-                     mrope=mrope, image="pixel_values" in kwargs)
+                     mrope=mrope, image="pixel_values" in kwargs, finite=bool(np.isfinite(logits).all()))
         return logits, cache
 
     def new_cache(self, kind: str = "dynamic", *, batch: int, max_length: int):
@@ -160,11 +168,25 @@ class Run:
         sequence's mask (``cumsum - 1`` at real tokens) at the tokens that pass fed; with ``mrope``
         (the prompt's ``[3, B, T]``), M-RoPE's: the prompt's, then the largest + 1 + step on every axis.
         ``extra`` goes to the model (an image's inputs)."""
-        seqs, logits = self.model.generate(input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
-                                           use_cache=use_cache, **extra)
-        seqs, logits = np.asarray(_array(seqs)).astype(np.int64), _array(logits).astype(np.float64)
-        passes = self.model.probes(all_passes=True)
+        given = {"input_ids": input_ids, "attention_mask": attention_mask, **extra}
+        handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in given.items()}
+        out = self.model.generate(handed.pop("input_ids"), attention_mask=handed.pop("attention_mask"),
+                                  max_new_tokens=max_new_tokens, use_cache=use_cache, **handed)
+        _unchanged(given, {"input_ids": input_ids, "attention_mask": attention_mask, **handed}, "generate")
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise AdapterError(f"generate() must return (sequences, step logits), got {type(out).__name__}")
+        seqs, logits = np.asarray(_array(out[0])), _array(out[1]).astype(np.float64)
         b, t = input_ids.shape
+        if seqs.ndim != 2 or seqs.shape[0] != b or seqs.shape[1] < t + max_new_tokens or \
+                not np.array_equal(seqs[:, seqs.shape[1] - max_new_tokens - t:seqs.shape[1] - max_new_tokens], input_ids):
+            raise AdapterError(f"generate(): sequences must be [B, T + {max_new_tokens}] holding the prompt then the "
+                               f"new tokens (B, T = {b}, {t}), got shape {list(seqs.shape)}")
+        if logits.ndim != 3 or logits.shape[:2] != (b, max_new_tokens):
+            raise AdapterError(f"generate(): step logits must be [B, {max_new_tokens}, V], got {list(logits.shape)}")
+        seqs = seqs.astype(np.int64)
+        passes = self.model.probes(all_passes=True)
+        if not isinstance(passes, (list, tuple)) or not all(isinstance(p, (list, tuple)) for p in passes):
+            raise AdapterError("probes(all_passes=True) must return a list with one list of probes per forward pass")
         lead = seqs.shape[1] - max_new_tokens - t  # tokens generate put before the prompt (a decoder start token)
         full_mask = np.concatenate([np.ones((b, max(lead, 0)), np.int64), attention_mask,
                                     np.ones((b, max_new_tokens), np.int64)], axis=1)
@@ -181,11 +203,12 @@ class Run:
             sl = slice(end - n, end)
             self._record(f"{label}: forward pass {i}", full_pos[:, sl], full_valid[:, sl], end - n,
                          full_mask[:, :end], probes, step=i, mrope=None if full3 is None else full3[..., sl],
-                         image=i == 0 and "pixel_values" in extra or (not use_cache and "pixel_values" in extra))
+                         image=i == 0 and "pixel_values" in extra or (not use_cache and "pixel_values" in extra),
+                         finite=bool(np.isfinite(logits[:, min(i, max_new_tokens - 1)]).all()))
         return seqs, logits
 
     def _record(self, label, positions, valid, cache_length, mask, probes, documents=None, static=0, step=None,
-                mrope=None, image=False):
+                mrope=None, image=False, finite=True):
         positions = np.asarray(positions, np.int64)
         self.calls.append({
             "label": label, "positions": positions,
@@ -194,7 +217,7 @@ class Run:
             "attention_mask": None if mask is None else np.asarray(mask, np.int64),
             "documents": documents, "static": int(static), "step": step,
             "mrope": None if mrope is None else np.asarray(mrope, np.int64), "image": bool(image),
-            "probes": _plain_probes(probes)})
+            "finite": finite, "probes": _plain_probes(probes)})
 
     def same(self, label: str, a: np.ndarray, b: np.ndarray, where: list[str]) -> None:
         """Record that logits ``a`` and ``b`` (``[n, V]``, the n rows named by ``where``) must be equal."""
@@ -256,12 +279,27 @@ def _unpack(out, what: str):
     return logits.astype(np.float64), out[1]
 
 
+def _unchanged(given: dict, handed: dict, what: str) -> None:
+    """The model must not modify the arrays it is handed (they are copies: the kit's stay right, and
+    an in-place write is the model's error, as in the operation suite)."""
+    for k, v in given.items():
+        if isinstance(v, np.ndarray) and not np.array_equal(v, handed[k], equal_nan=v.dtype.kind == "f"):
+            raise AdapterError(f"{what}(): the model modified its input {k!r} in place (work on a copy)")
+
+
 def _plain_probes(probes) -> list[dict]:
-    """The probes of one forward pass as plain data (arrays as NumPy, float64 where floating)."""
+    """The probes of one forward pass as plain data (arrays as NumPy, float64 where floating);
+    ``AdapterError`` when they are not a list of dicts."""
+    if probes is None:
+        return []
+    if not isinstance(probes, (list, tuple)) or not all(isinstance(p, dict) for p in probes):
+        raise AdapterError(f"probes() must return a list of dicts (one per probe), got "
+                           f"{type(probes).__name__}" + (f" of {type(probes[0]).__name__}" if isinstance(probes, (list, tuple))
+                                                         and probes else ""))
     out = []
-    for p in probes or []:
+    for p in probes:
         d = {}
-        for k, v in dict(p).items():
+        for k, v in p.items():
             if isinstance(v, (str, int, float, bool)) or v is None:
                 d[k] = v
             else:
@@ -605,7 +643,7 @@ class Facts:
             differs |= bool((want != call["positions"])[v].any())
             same = want == used
             if src == "rope":  # a rotation by 0 leaves q and k unchanged: -1 and 0 are one rotation
-                same |= ((used == -1) & (want <= 0)) | ((want == -1) & (used == 0))
+                same |= ((used == -1) & (want == 0)) | ((want == -1) & (used == 0))
             if not same[v].all():
                 return False
         return True if seen and differs else None
@@ -685,8 +723,13 @@ def _m_pads(f: Facts) -> Optional[bool]:
 
 @families.model_mutant("model_padded_rows_nan")
 def _m_nan(f: Facts) -> Optional[bool]:
-    padded = any(c["attention_mask"] is not None and (np.asarray(c["attention_mask"]) == 0).any() for c in f.calls)
-    return bool(padded and f.extra.get("non_finite")) if padded else None
+    """Non-finite logits in the passes with padding only: every pass without a pad is finite."""
+    def padded(c):
+        return c["attention_mask"] is not None and (np.asarray(c["attention_mask"]) == 0).any()
+    if not any(padded(c) for c in f.calls):
+        return None
+    return any(padded(c) and not c.get("finite", True) for c in f.calls) and \
+        all(c.get("finite", True) for c in f.calls if not padded(c))
 
 
 @families.model_mutant("model_mrope_stale_deltas")

@@ -131,8 +131,8 @@ def recovered_rope_positions(p: RopeParams, rec: dict, expected: np.ndarray, pai
     resid = 1.0 - cost / np.maximum(total, 1e-300)
     best = np.argmin(resid, axis=-1)
     out = best.astype(np.int64)
-    bad = np.take_along_axis(resid, best[..., None], -1)[..., 0] > 1e-3
-    out[bad] = -2
+    fit = np.take_along_axis(resid, best[..., None], -1)[..., 0]
+    out[~(fit <= 1e-3)] = -2  # no integer position explains the angles (or they are not finite)
     same = np.all(np.asarray(rec["q_in"]) == np.asarray(rec["q_out"]), axis=(1, 3)) & \
         np.all(np.asarray(rec["k_in"]) == np.asarray(rec["k_out"]), axis=(1, 3))
     out[same] = -1
@@ -153,6 +153,18 @@ def recovered_mrope_positions(p, rec: dict, expected3: np.ndarray) -> np.ndarray
 
 
 # ---- the oracle on one forward pass ----------------------------------------------------------------
+
+
+def _non_finite(rec: dict, valid: np.ndarray) -> Optional[str]:
+    """What is not finite in a rope probe at the pass's real tokens (nothing to check it against), or None."""
+    for key in ("q_in", "k_in", "q_out", "k_out"):
+        x = np.asarray(rec[key], np.float64)
+        bad = ~np.isfinite(x) & np.asarray(valid, bool)[:, None, :, None]
+        if bad.any():
+            b, h, t, d = map(int, np.argwhere(bad)[0])
+            return (f"{key} is not finite at real tokens ({int(bad.sum())} elements; first row {b} head {h} token {t}): "
+                    "the rotation cannot be checked there")
+    return None
 
 
 def _compare_qk(case: Case, rec: dict, position_ids: np.ndarray, valid: np.ndarray, dtype: str):
@@ -188,11 +200,14 @@ def _oracle_rope(call: dict, rec: dict, enc: dict, dtype: str):
         used = recovered_rope_positions(p, rec, positions)
         return Problem("oracle", ("NOPE-LAYER-FLAGS", "NOPE-IDENTITY"),
                        f"{call['label']}: layer {layer} is a NoPE layer (NopeParams) but rotated q and k"), used
+    bad = _non_finite(rec, valid)
+    if bad:
+        return Problem("oracle", ("ROPE-ANGLE",), f"{call['label']}, layer {layer}: {bad}"), None
     g, got, comps = _compare_qk(_rope_case(p, call["label"], layer), rec, np.asarray(positions, np.int64), valid, dtype)
     if all(c.ok for c in comps):
         return None, positions
     used = recovered_rope_positions(p, rec, positions)
-    wrong = valid & ~_same_positions(used, positions)
+    wrong = valid & ~_same_positions(used, positions) & (used != -2)  # -2: no integer position explains it
     lines = [c.message for c in comps if not c.ok]
     if wrong.any():
         b, t = map(int, np.argwhere(wrong)[0])
@@ -212,6 +227,7 @@ def _same_positions(used: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 def _pos_text(u: int) -> str:
+    """A recovered RoPE position in words."""
     return {-1: "none (q and k unchanged)", -2: "none (not a rotation by an integer position)"}.get(int(u), str(int(u)))
 
 
@@ -228,13 +244,16 @@ def _oracle_mrope(call: dict, rec: dict, enc: dict, dtype: str):
     if p3 is None:
         p3 = np.broadcast_to(call["positions"], (3, *call["positions"].shape)).copy()
     valid = np.asarray(call["valid"], bool)
+    bad = _non_finite(rec, valid)
+    if bad:
+        return Problem("oracle", ("MROPE-SECTIONS",), f"{call['label']}, layer {rec.get('layer')}: {bad}"), None
     case = Case(id=f"model-{call['label']}-mrope".replace(" ", "-"), op="mrope.apply", clauses=("MROPE-SECTIONS",),
                 params=p)
     g, got, comps = _compare_qk(case, rec, p3, valid, dtype)
     if all(c.ok for c in comps):
         return None, p3
     used = recovered_mrope_positions(p, rec, p3)
-    wrong = valid[None] & ~_same_positions(used, p3)
+    wrong = valid[None] & ~_same_positions(used, p3) & (used != -2)
     if wrong.any():
         ax, b, t = map(int, np.argwhere(wrong)[0])
         first = (f"row {b} token {t}: positions (t, h, w) = {tuple(int(x) for x in used[:, b, t])} where the rule "
@@ -375,7 +394,7 @@ def _softmax_scale(call: dict, rec: dict, p) -> object:
                    tuple(diagnose(_SPEC, g, {"probs": probs}, "float32")))
 
 
-def _consistent(call: dict, recs: list, clause: str) -> Optional[Problem]:
+def _consistent(call: dict, recs: list, clause: str, enc: dict) -> Optional[Problem]:
     """Where a layer reports both its rotation and its attention, the attention reads what the
     rotation produced: q is the rope probe's q_out, and the last T keys are its k_out (where the
     shapes say they are the same tensors: not MLA's concatenated q).  A probe that describes another
@@ -384,6 +403,11 @@ def _consistent(call: dict, recs: list, clause: str) -> Optional[Problem]:
     for a in (r for r in recs if r["kind"] == "attention"):
         r = rope.get(a.get("layer"))
         if r is None:
+            # this pass rotated other layers and its encoding says this one rotates too: which layer is this?
+            if rope and a.get("layer") not in rope and _layer_rotates(enc, a.get("layer")):
+                return Problem("probe", (clause,), f"{call['label']}: an attention probe of layer {a.get('layer')} has no "
+                               f"rope probe beside it (the rope probes are of layers {sorted(rope, key=str)}): the "
+                               "probes do not describe one model's layers")
             continue
         q, k = np.asarray(a["q"], np.float64), np.asarray(a["k"], np.float64)
         qo, ko = np.asarray(r["q_out"], np.float64), np.asarray(r["k_out"], np.float64)
@@ -489,11 +513,14 @@ _PROBE_KEYS = {"rope": (("q_in", 4), ("k_in", 4), ("q_out", 4), ("k_out", 4)), "
                "bias": (("bias", 4),), "attention": (("q", 4), ("k", 4))}
 
 
-def validate(trace: dict) -> None:
-    """The probes a model reported fit the contract (posenc.adapters.model): a known kind, its arrays
-    present with their ranks, q and k in and out of one shape, one token per position of the pass.
-    Raises :class:`AdapterError` naming the forward pass, the probe and what is wrong."""
+def validate(trace: dict, enc: Optional[dict] = None) -> None:
+    """The probes a model reported fit the contract (posenc.adapters.model): a known kind, an integer
+    (or no) layer, its arrays present with their ranks and numeric, q and k in and out of one shape
+    and of a width its encoding rotates, one token per position of the pass; an attention probe's k
+    as wide as its q, its mask and probabilities of the pass's [Tq, Tk].  Raises
+    :class:`AdapterError` naming the forward pass, the probe and what is wrong."""
     from posenc.spec.errors import AdapterError
+    enc = enc or {}
     for call in trace["calls"]:
         b, t = call["positions"].shape[-2:]
         for i, rec in enumerate(call["probes"]):
@@ -501,11 +528,31 @@ def validate(trace: dict) -> None:
             kind = rec.get("kind")
             if kind not in _PROBE_KEYS:
                 raise AdapterError(f"{where}: unknown probe kind {kind!r} (known: {', '.join(_PROBE_KEYS)})")
+            layer = rec.get("layer")
+            if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int) or layer < 0):
+                raise AdapterError(f"{where} ({kind}): 'layer' must be a layer index (int) or absent, got "
+                                   f"{type(layer).__name__} {layer!r}")
             for key, rank in _PROBE_KEYS[kind]:
                 x = rec.get(key)
-                if not isinstance(x, np.ndarray) or x.ndim != rank:
-                    raise AdapterError(f"{where} ({kind}): {key!r} must be an array of rank {rank}, got "
-                                       f"{type(x).__name__}{'' if not isinstance(x, np.ndarray) else f' of shape {list(x.shape)}'}")
+                if not isinstance(x, np.ndarray) or x.ndim != rank or x.dtype.kind not in "fiu":
+                    raise AdapterError(f"{where} ({kind}): {key!r} must be a numeric array of rank {rank}, got "
+                                       f"{type(x).__name__}{'' if not isinstance(x, np.ndarray) else f' {x.dtype} of shape {list(x.shape)}'}")
+            if kind == "attention":
+                q, k = rec["q"], rec["k"]
+                if q.shape[0] != b or q.shape[2] != t or k.shape[0] != b or k.shape[-1] != q.shape[-1] or \
+                        q.shape[1] % k.shape[1]:
+                    raise AdapterError(f"{where} (attention): q {list(q.shape)} and k {list(k.shape)} must be [B, Hq, T, D] "
+                                       f"and [B, Hk, Tk, D] with B, T = {b}, {t} and Hq a multiple of Hk")
+                tk = k.shape[2]
+                for key, want in (("probs", (b, q.shape[1], t, tk)), ("mask", None)):
+                    x = rec.get(key)
+                    if x is None:
+                        continue
+                    x = np.asarray(x)
+                    ok = x.shape == want if want else (x.ndim == 4 and x.shape[-2:] == (t, tk) and x.shape[0] in (1, b))
+                    if not ok:
+                        raise AdapterError(f"{where} (attention): {key!r} of shape {list(x.shape)} does not fit the pass "
+                                           f"([B, {'Hq' if want else '1 or H'}, {t}, {tk}])")
             if kind == "rope":
                 shapes = {k: rec[k].shape for k in ("q_in", "q_out")}, {k: rec[k].shape for k in ("k_in", "k_out")}
                 if len(set(shapes[0].values())) > 1 or len(set(shapes[1].values())) > 1:
@@ -513,6 +560,13 @@ def validate(trace: dict) -> None:
                 if rec["q_in"].shape[0] != b or rec["q_in"].shape[2] != t or rec["k_in"].shape[2] != t:
                     raise AdapterError(f"{where} (rope): q {list(rec['q_in'].shape)} and k {list(rec['k_in'].shape)} "
                                        f"must be [B, H, T, D] with B, T = {b}, {t} (the pass's tokens)")
+                p = _mrope(enc) or _rope_params(enc, layer)
+                d = rec["q_in"].shape[-1]
+                widths = {p.head_dim, p.rdim} if p is not None else set()
+                if p is not None and (d not in widths or rec["k_in"].shape[-1] != d):
+                    raise AdapterError(f"{where} (rope): q and k of width {d} / {rec['k_in'].shape[-1]}, but the encoding "
+                                       f"rotates head_dim {p.head_dim} (rotary width {p.rdim}): the probe or encodings() "
+                                       "is wrong")
             if kind == "table" and rec["rows"].shape[-1] != t:
                 raise AdapterError(f"{where} (table): rows {list(rec['rows'].shape)} must cover the pass's {t} tokens")
 
@@ -520,8 +574,8 @@ def validate(trace: dict) -> None:
 def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
     """Every check of one scenario's run (``trace``: :meth:`posenc.families.model.Run.trace`; its
     probes :func:`validate`d first)."""
-    validate(trace)
     enc = info["encodings"]
+    validate(trace, enc)
     calls, problems, unsupported = trace["calls"], [], []
     used: list[Optional[np.ndarray]] = []
     used_from: list[Optional[str]] = []
@@ -554,7 +608,7 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
             problems.append(Problem("oracle", (_table_offset(enc)[1],), f"{call['label']}: no position table was read "
                                     "in this forward pass (other passes read it): no position added"))
             u_call, u_from = np.full(call["positions"].shape, -1, np.int64), "table"
-        prob = _consistent(call, recs, scenario.clause)
+        prob = _consistent(call, recs, scenario.clause, enc)
         if prob is not None:
             problems.append(prob)
         for rec in recs:
@@ -622,7 +676,9 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
     if needs_rope and rope_layers:
         for prob in _cached_keys(calls, used, enc, dtype):
             problems.append(prob)
-            stale = True
+            # the frequencies of a per-call rope type change as the sequence grows: stale keys are that bug
+            stale = any(getattr(p, "rope_type", None) in ("longrope", "dynamic")
+                        for p in enc.values() if isinstance(p, RopeParams))
     facts = Facts(calls=calls, used=used, used_from=used_from, cross_document=cross, on_pads=pads,
                   extra={"non_finite": non_finite, "stale_long_cache": stale, "logits_differ": logits_differ,
                          "used3": used3})
@@ -714,7 +770,8 @@ def _model_matches(scenario, facts: Facts) -> list[Match]:
 
 def positions_used(facts: Facts, limit: int = 3) -> list[str]:
     """Per forward pass whose encoding used other positions than the rule's (at most ``limit``):
-    each wrong row's first positions against the rule's."""
+    each wrong row's first positions against the rule's (``none``: nothing encoded; ``?``: not a
+    rotation by an integer position)."""
     out = []
     for call, u in zip(facts.calls, facts.used):
         if u is None:
@@ -728,7 +785,7 @@ def positions_used(facts: Facts, limit: int = 3) -> list[str]:
         for b in range(u.shape[0]):
             if ok[b][v[b]].all():
                 continue
-            got = [_pos_text(x) if x < 0 else str(int(x)) for x in u[b][v[b]][:6]]
+            got = [{-1: "none", -2: "?"}.get(int(x), str(int(x))) for x in u[b][v[b]][:6]]
             want = [str(int(x)) for x in e[b][v[b]][:6]]
             more = " ..." if v[b].sum() > 6 else ""
             rows.append(f"row {b}: {', '.join(got)}{more} (rule: {', '.join(want)}{more})")
@@ -760,8 +817,8 @@ def infer(facts: Facts) -> list[str]:
     if every(lambda c: pos.decode(*c["positions"].shape, c["cache_length"]) if c["attention_mask"] is not None
              and (np.asarray(c["attention_mask"]) == 0).any() else None):
         out.append("positions count the pads (cache length + arange over the padded row, every row the same)")
-    if every(lambda c: np.broadcast_to(c["positions"][:1], c["positions"].shape) if c["positions"].shape[0] > 1
-             else None):
+    if not out and every(lambda c: np.broadcast_to(c["positions"][:1], c["positions"].shape)
+                         if c["positions"].shape[0] > 1 else None):
         out.append("row 1 and the others use row 0's positions")
     deltas = {int(x) for c, u in known for x in (u - c["positions"])[np.broadcast_to(c["valid"], u.shape)].ravel()}
     if len(deltas) == 1 and deltas != {0}:

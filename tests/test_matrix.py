@@ -82,3 +82,27 @@ def test_a_run_cut_short_is_marked_and_refused(run_suite, tmp_path, monkeypatch,
     assert matrix.main(["broken"], "float32", tmp_path / "docs", check=False, jobs=1) == 1
     out = capsys.readouterr().out
     assert "cut short" in out and not (tmp_path / "docs" / matrix.MD_NAME).read_text().count("broken-pairing")
+
+
+def test_model_matrix_cells_and_the_committed_rows():
+    """The model matrix sums each (model, attention, scenario) up over the dtypes; the committed one
+    has a row per architecture of the hf: models and a column per scenario."""
+    import json
+
+    from posenc import families
+    from posenc.conformance import model_matrix as mm
+
+    def r(outcome, div=None):
+        return {"outcome": outcome, "divergence": div}
+    assert mm._cell({"float32": r("passed"), "bfloat16": r("passed")}) == "pass"
+    assert mm._cell({"float32": r("n/a")}) == "n/a"
+    assert mm._cell({"float64": r("diverges", "DIV-X"), "float32": r("passed")}) == "diverges: DIV-X (float64); pass (float32)"
+    assert mm._cell({"float64": r("diverges", "DIV-X"), "float32": r("diverges", "DIV-X")}) == "diverges: DIV-X"
+    assert mm._cell({"float32": r("failed"), "float16": r("passed")}) == "FAIL float32; pass (float16)"
+    root = Path(__file__).resolve().parent.parent
+    committed = json.loads((root / "docs" / mm.JSON_NAME).read_text())
+    assert [m["model"] for m in committed["models"]] == mm.default_models()
+    assert [s["clause"] for s in committed["scenarios"]] == list(families.scenarios())
+    assert all(m["exit_status"] == 0 and m["totals"]["failed"] == 0 for m in committed["models"])
+    ci = (root / ".ci" / "run").read_text()
+    assert "posenc matrix --check" in ci and "docs/example_model_adapter.py" in ci

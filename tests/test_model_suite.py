@@ -283,3 +283,85 @@ def test_probes_that_describe_other_tensors_than_the_model_used_fail(tmp_path):
     p = _pytest("--model", str(bad), "-k", "prefill and not chunked", cwd=tmp_path)
     assert p.returncode == 1, p.stdout[-2000:]
     assert "the attention reads another q than the rotation's output its rope probe reports" in p.stdout
+
+
+def _variant(tmp_path, name: str, *edits) -> Path:
+    """The example model adapter with ``(old, new)`` text edits, written to ``tmp_path/name.py``."""
+    src = EXAMPLE.read_text()
+    for old, new in edits:
+        assert old in src, old
+        src = src.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    return path
+
+
+@pytest.mark.parametrize("edits,expect", [
+    # a model that writes into the arrays it is handed: the kit's own copies stay right, the write is the failure
+    ([("        keep = torch.ones(", "        if position_ids is not None:\n            torch.as_tensor(position_ids).add_(1)\n"
+       "        keep = torch.ones(")], "the model modified its input 'position_ids' in place"),
+    # probes that are all NaN cannot pass the oracle
+    ([("\"q_in\": q, \"k_in\": k,", "\"q_in\": q * float('nan'), \"k_in\": k,")], "q_in is not finite at real tokens"),
+    # probes() of another shape than a list of dicts
+    ([("        return [self.seen] if all_passes else self.seen", "        return {'probes': self.seen}")],
+     "probes() must return a list of dicts"),
+    # what the model raises, SystemExit included, fails the test it was raised in, cleanly
+    ([("        b, t, past =", "        if cache is not None:\n            raise SystemExit(0)\n        b, t, past =")],
+     "SystemExit"),
+], ids=["inputs-modified", "nan-probes", "probes-dict", "system-exit"])
+def test_hostile_models_get_clean_named_failures(tmp_path, edits, expect):
+    report = tmp_path / "r.json"
+    p = _pytest("--model", str(_variant(tmp_path, "hostile", *edits)), "--report-json", str(report), cwd=tmp_path)
+    assert p.returncode == 1, p.stdout[-2000:]
+    assert expect in p.stdout, p.stdout[-3000:]
+    assert "Traceback" not in p.stdout and json.loads(report.read_text())["complete"] is True
+
+
+@pytest.mark.parametrize("edits,expect", [
+    ([("    encodings = lambda self: {\"rope\": ROPE}", "    encodings = lambda self: {}")],
+     "declares 'rope' probes but encodings() gives none"),
+    ([("    encodings = lambda self: {\"rope\": ROPE}", "    encodings = lambda self: {\"rotary\": ROPE}")],
+     "encodings() names its RopeParams 'rotary'"),
+    ([("name, framework, architecture, kind, vocab_size, pad_token_id = \"tiny-decoder\", \"torch\", \"tiny\", \"decoder\", V, 0",
+       "name, framework, architecture, kind, vocab_size, pad_token_id = \"tiny-decoder\", \"torch\", \"tiny\", \"decoder\", V, 'x'")],
+     "pad_token_id must be None or an integer"),
+], ids=["no-rope-parameters", "misnamed-parameters", "pad-id"])
+def test_a_model_description_the_oracle_cannot_use_is_a_usage_error(tmp_path, edits, expect):
+    p = _pytest("--model", str(_variant(tmp_path, "described", *edits)), cwd=tmp_path)
+    assert p.returncode == 4 and expect in p.stderr, p.stderr[-2000:]
+
+
+def test_generate_must_return_every_step(tmp_path):
+    """A generate that returns fewer steps than asked cannot hide the late ones."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tiny_example", EXAMPLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    class Short:
+        def __init__(self, m):
+            self.m = m
+
+        def generate(self, ids, attention_mask, max_new_tokens, use_cache):
+            return np.concatenate([ids, ids[:, :max_new_tokens - 2]], 1), np.zeros((ids.shape[0], max_new_tokens - 2, mod.V))
+
+        def probes(self, all_passes=False):
+            return []
+    info = model_suite.model_info(mod.TinyModelAdapter())
+    r = Run(Short(None), info)
+    from posenc.spec.errors import AdapterError
+    with pytest.raises(AdapterError, match=r"sequences must be \[B, T \+ 6\]"):
+        r.generate("g", np.full((2, 5), 4), np.ones((2, 5), np.int64), 6, use_cache=True)
+
+
+def test_attn_selects_and_is_validated_and_a_rerun_line_runs():
+    p = _pytest("--model", "hf:llama", "--attn", "eager", "-k", "left-pad-mask-only")
+    assert p.returncode == 0 and "1 xfailed" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+    p = _pytest("--model", "hf:llama", "--attn", "bogus")
+    assert p.returncode == 4 and "--attn 'bogus': unknown bogus" in p.stderr
+    p = _pytest("--model", "hf:llama", "--attn", ",")
+    assert p.returncode == 4 and "no name" in p.stderr
+    node = f"{ROOT / 'conformance' / 'test_model.py'}::test_model[float32-sdpa-decode@MODEL-DECODE+POS-DECODE]"
+    p = subprocess.run([sys.executable, "-m", "pytest", node, "--model", "hf:llama", "-q", "-p", "no:cacheprovider"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]

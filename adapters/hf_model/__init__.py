@@ -21,6 +21,8 @@ from posenc.spec.models import DTYPES
 
 from .architectures import ARCHS, architectures, tiny_config, tiny_from_config
 
+#: ``--attn`` names that force one of torch's SDPA kernels (CUDA): the backend's name in torch.
+FORCED_SDPA = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-efficient": "EFFICIENT_ATTENTION"}
 _TORCH_DTYPES = {"float64": "float64", "float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
 
@@ -29,6 +31,8 @@ class HFModelAdapter(ModelAdapter):
 
     framework = "torch"
     attn_implementations = ("eager", "sdpa")
+    #: --attn names it also runs: sdpa with one of torch's kernels forced (CUDA)
+    attn_extra = tuple(FORCED_SDPA)
     devices = ("cpu", "cuda")
     dtypes = DTYPES
 
@@ -48,6 +52,7 @@ class HFModelAdapter(ModelAdapter):
         self.capabilities = a.capabilities
         self.probes = a.probes
         self.attn_implementations = a.attn
+        self.attn_extra = tuple(FORCED_SDPA) if "sdpa" in a.attn else ()
         self.notes = a.notes
 
     def versions(self) -> dict[str, str]:
@@ -90,7 +95,7 @@ class HFModelAdapter(ModelAdapter):
             raise Unsupported(f"{attn_implementation}: torch's {kernel} SDPA kernel runs on CUDA only (--device cuda)")
         if kernel is None and attn_implementation not in self.attn_implementations:
             raise Unsupported(f"attention implementation {attn_implementation!r}: {self.name} builds "
-                              f"{', '.join(self.attn_implementations)} (and sdpa-flash, sdpa-efficient on CUDA)")
+                              f"{', '.join((*self.attn_implementations, *self.attn_extra))}")
         kw = {k: v for k, v in self.config.items() if k != "model_type"}
         cfg = CONFIG_MAPPING[self.architecture](**kw)
         torch.manual_seed(seed)
@@ -100,9 +105,6 @@ class HFModelAdapter(ModelAdapter):
         model = model.to(device).eval()
         return HFModel(model, self.arch, device, kernel)
 
-
-#: ``--attn`` names that force one of torch's SDPA kernels (CUDA): the backend's name in torch.
-FORCED_SDPA = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-efficient": "EFFICIENT_ATTENTION"}
 
 
 class HFModel:
@@ -242,7 +244,13 @@ def from_config_file(path) -> HFModelAdapter:
     if not isinstance(cfg, dict):
         raise ValueError(f"{path}: a config.json holds a JSON object")
     tiny = tiny_from_config(cfg)
-    return HFModelAdapter(tiny["model_type"], tiny, name=f"config:{Path(path).name}")
+    shrink = tiny.pop("_posenc_longrope_shrink", None)
+    a = HFModelAdapter(tiny["model_type"], tiny, name=f"config:{Path(path).name}")
+    a.notes = (f"{Path(path).name}: its positional keys as written, the sizes shrunk (2 heads of its head width, "
+               f"{tiny.get('num_hidden_layers', tiny.get('n_layer', 2))} layers)"
+               + (f"; LongRoPE's contexts divided by {shrink[0]} (the switch at {shrink[1]} tokens; its factors and "
+                  "attention factor unchanged)" if shrink else ""))
+    return a
 
 
 __all__ = ["HFModelAdapter", "HFModel", "architectures", "from_config_file"]

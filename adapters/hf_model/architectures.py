@@ -385,9 +385,13 @@ def tiny_from_config(config: dict) -> dict:
     def first(keys, default=None):
         return next((cfg[k] for k in keys if cfg.get(k) is not None), default)
 
-    heads = int(first(_HEADS, 2))
-    width = int(first(_WIDTH, 64))
+    heads, width = first(_HEADS, 2), first(_WIDTH, 64)
+    for name, v in (("the head count", heads), ("the width", width), ("head_dim", cfg.get("head_dim", 1))):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
     hd = int(cfg.get("head_dim") or width // heads)
+    if not 2 <= hd <= 1024:
+        raise ValueError(f"head width {hd}: the tiny model keeps the config's head width, which must be in [2, 1024]")
     kv = cfg.get("num_key_value_heads")
     layers = 4 if any(cfg.get(k) is not None for k in ("no_rope_layers", "no_rope_layer_interval", "layer_types")) else 2
     tiny_heads, tiny_width = 2, 2 * hd
@@ -406,4 +410,27 @@ def tiny_from_config(config: dict) -> dict:
     cfg[key] = 1.6 / tiny_width ** 0.5
     if mt == "opt":
         cfg["word_embed_proj_dim"] = tiny_width
+    _shrink_longrope(cfg)
     return cfg
+
+
+def _shrink_longrope(cfg: dict) -> None:
+    """LongRoPE's switch within reach: ``original_max_position_embeddings`` and
+    ``max_position_embeddings`` divided by one ``s`` (the rope dict's and the top level's) so the
+    original context is at most 64.  Its frequencies (the factor lists over theta) and its attention
+    factor (the contexts' ratio) are unchanged; only where the switch happens moves.  Records
+    ``(s, the switch)`` under ``_posenc_longrope_shrink``."""
+    for key in ("rope_parameters", "rope_scaling"):
+        rp = cfg.get(key)
+        if not isinstance(rp, dict) or rp.get("rope_type", rp.get("type")) not in ("longrope", "su"):
+            continue
+        orig = rp.get("original_max_position_embeddings", cfg.get("original_max_position_embeddings"))
+        if not isinstance(orig, int) or orig <= 64:
+            return
+        s = orig // 32
+        for d in (rp, cfg):
+            for k in ("original_max_position_embeddings", "max_position_embeddings"):
+                if isinstance(d.get(k), int):
+                    d[k] = _shrink(d[k], s)
+        cfg["_posenc_longrope_shrink"] = (s, _shrink(orig, s))
+        return
