@@ -79,7 +79,8 @@ class Scenario:
     def not_applicable(self, info: dict) -> Optional[str]:
         """Why this scenario is ``n/a`` for a model (``info``: the adapter's description), or None."""
         if info["kind"] not in self.kinds:
-            return f"{self.clause} applies to {' and '.join(self.kinds)} models; {info['architecture']} is an {info['kind']}"
+            article = "an" if info["kind"].startswith("e") else "a"
+            return f"{self.clause} applies to {' and '.join(self.kinds)} models; {info['architecture']} is {article} {info['kind']}"
         return self.applies(info) if self.applies else None
 
     def missing(self, info: dict) -> list[str]:
@@ -103,8 +104,9 @@ class Run:
     Records ``calls`` (one per forward pass: label, expected ``positions`` ``[B, T]``, ``valid``
     ``[B, T]``, ``cache_length``, the ``attention_mask`` passed, ``probes``, ``documents`` for a
     packed row, ``static`` (the allocated length of a static cache in use), ``step`` (a generate
-    run's pass index), ``mrope`` (M-RoPE's ``[3, B, T]`` positions) and ``image`` (the pass fed an image)) and ``pairs`` (logits the clause says are equal: ``a``, ``b`` ``[n, V]`` and the
-    ``where`` of each of the n rows).  Everything is plain data for the wire."""
+    run's pass index), ``mrope`` (M-RoPE's ``[3, B, T]`` positions), ``image`` (the pass fed an
+    image) and ``finite`` (its logits were)) and ``pairs`` (logits the clause says are equal: ``a``,
+    ``b`` ``[n, V]`` and the ``where`` of each of the n rows).  Everything is plain data for the wire."""
 
     def __init__(self, model, info: dict, seed: int = 0):
         self.model, self.info = model, info
@@ -272,10 +274,10 @@ def _array(x) -> np.ndarray:
 
 def _unpack(out, what: str):
     if not (isinstance(out, tuple) and len(out) == 2):
-        raise TypeError(f"{what}() must return (logits, cache), got {type(out).__name__}")
+        raise AdapterError(f"{what}() must return (logits, cache), got {type(out).__name__}")
     logits = _array(out[0])
-    if logits.ndim != 3:
-        raise ValueError(f"{what}(): logits must be [B, T, V], got shape {list(logits.shape)}")
+    if logits.ndim != 3 or logits.dtype.kind not in "fiu":
+        raise AdapterError(f"{what}(): logits must be a numeric [B, T, V], got {logits.dtype} of shape {list(logits.shape)}")
     return logits.astype(np.float64), out[1]
 
 
@@ -307,10 +309,6 @@ def _plain_probes(probes) -> list[dict]:
                 d[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a
         out.append(d)
     return out
-
-
-def _logits_rows(logits: np.ndarray, rows_tokens: list[tuple[int, int]]) -> np.ndarray:
-    return np.stack([logits[b, t] for b, t in rows_tokens]) if rows_tokens else np.zeros((0, logits.shape[-1]))
 
 
 # ---- scenarios -----------------------------------------------------------------------------------
