@@ -94,6 +94,15 @@ def _decoder(hidden: int = 64, heads: int = 4, kv_heads: Optional[int] = 2, laye
     return d
 
 
+def _seq2seq(**kw) -> dict:
+    """A 2 + 2 layer encoder-decoder of width 64 (4 heads a side); ``kw`` adds or overrides fields."""
+    d = {"vocab_size": VOCAB, "d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
+         "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "init_std": 0.2,
+         "tie_word_embeddings": False}
+    d.update(kw)
+    return d
+
+
 def _vl(rope_parameters: dict, vision: dict, **text) -> dict:
     """A Qwen-VL config: the tiny text model with M-RoPE, a 1-layer vision tower (patches of 2, merged
     2 x 2) and the special tokens 90 .. 93 (image, video, vision start and end)."""
@@ -184,27 +193,20 @@ ARCHS: dict[str, Arch] = {a.model_type: a for a in (
          capabilities=("cache", "inputs_embeds", "generate", "attention_mask"),
          notes="ALiBi over MPT-7B's 32 heads (width 2 each), relative to the last key; no position_ids"),
     Arch("bart", "AutoModelForSeq2SeqLM",
-         {"vocab_size": VOCAB, "d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
-          "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "max_position_embeddings": 128,
-          "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2, "forced_eos_token_id": None,
-          "init_std": 0.2, "tie_word_embeddings": False},
+         _seq2seq(max_position_embeddings=128, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                  decoder_start_token_id=2, forced_eos_token_id=None),
          registry="bart-base", kind="encoder-decoder", table="model.decoder.embed_positions",
          capabilities=("cache", "inputs_embeds", "generate", "static_cache", "attention_mask"),
          notes="the decoder's learned table (rows position + 2); a fixed 12-token source"),
     Arch("m2m_100", "AutoModelForSeq2SeqLM",
-         {"vocab_size": VOCAB, "d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
-          "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "max_position_embeddings": 128,
-          "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2, "init_std": 0.2,
-          "tie_word_embeddings": False},
+         _seq2seq(max_position_embeddings=128, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                  decoder_start_token_id=2),
          registry="m2m100-418m", kind="encoder-decoder", table="model.decoder.embed_positions",
          capabilities=("cache", "inputs_embeds", "generate", "static_cache", "attention_mask"),
          notes="the decoder's fairseq sinusoids (rows padding_idx + 1 + position, padding-aware); a fixed source"),
     Arch("whisper", "AutoModelForSpeechSeq2Seq",
-         {"vocab_size": VOCAB, "d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
-          "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "num_mel_bins": 8,
-          "max_source_positions": 16, "max_target_positions": 128, "pad_token_id": 0, "bos_token_id": 1,
-          "eos_token_id": 2, "decoder_start_token_id": 1, "init_std": 0.2, "tie_word_embeddings": False,
-          "suppress_tokens": None, "begin_suppress_tokens": None},
+         _seq2seq(num_mel_bins=8, max_source_positions=16, max_target_positions=128, pad_token_id=0, bos_token_id=1,
+                  eos_token_id=2, decoder_start_token_id=1, suppress_tokens=None, begin_suppress_tokens=None),
          registry="whisper-tiny", kind="encoder-decoder", table="model.decoder.embed_positions",
          capabilities=("cache", "inputs_embeds", "position_ids", "static_cache", "attention_mask"),
          extra={"features": (8, 32)},
