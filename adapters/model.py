@@ -58,7 +58,8 @@ use_cache=False) -> (logits, cache)``  one forward pass.  Inputs are NumPy array
     grid: ``pixel_values``, ``image_grid_thw`` (the model's row for it), ``image_token_id`` and
     ``grid`` (the merged ``(t, h, w)`` the language model sees: one image token per merged patch);
     ``forward`` and ``generate`` then take ``pixel_values``, ``image_grid_thw`` ``[N, 3]`` and
-    ``mm_token_type_ids`` ``[B, T]`` (1 at image tokens) as keyword arguments
+    ``mm_token_type_ids`` ``[B, T]`` (1 at image tokens) as keyword arguments, and ``forward``'s
+    ``position_ids`` may be M-RoPE's int64 ``[3, B, T]`` (t, h, w; MODEL-MROPE-PACKED)
 
 Probe kinds (each a dict; arrays NumPy or tensors, in the model's dtype):
 

@@ -571,6 +571,37 @@ def _mrope_positions(r: Run) -> None:
     r.same_steps("generate with a cache == without (step logits)", with_cache, without, [0, 1])
 
 
+#: MODEL-MROPE-PACKED's documents: (text, image patch grid, text); grids merged 2 x 2 by the model
+MROPE_DOCS = ((3, (1, 4, 6), 4), (5, (1, 4, 4), 3))
+
+
+@_scenario("MODEL-MROPE-PACKED", "mrope-packed", kinds=("decoder",), needs=("images", "position_ids"), applies=_is_mrope,
+           implies=("POS-PACKED", "MROPE-SECTIONS"))
+def _mrope_packed(r: Run) -> None:
+    docs, p3s, images = [], [], []
+    for before, patches, after in MROPE_DOCS:
+        img = r.model.image(patches)
+        tok, grid = int(img["image_token_id"]), tuple(int(x) for x in img["grid"])
+        docs.append(np.concatenate([r.tokens(1, before)[0], np.full(int(np.prod(grid)), tok), r.tokens(1, after)[0]]))
+        p3s.append(mrope_positions([("text", before), ("image", grid), ("text", after)]))
+        images.append(img)
+    cu = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
+    ids = np.concatenate(docs)[None]
+    p3 = np.concatenate(p3s, axis=1)[:, None]  # [3, 1, T]: each document's M-RoPE positions, from 0
+
+    def inputs(which, token_ids):
+        return {"pixel_values": np.concatenate([np.asarray(images[d]["pixel_values"]) for d in which]),
+                "image_grid_thw": np.asarray([images[d]["image_grid_thw"] for d in which], np.int64),
+                "mm_token_type_ids": (token_ids == tok).astype(np.int64)}
+    logits, _ = r.forward("packed image documents", input_ids=ids, position_ids=p3, positions=p3[0], mrope=p3,
+                          documents=cu.tolist(), **inputs(range(len(docs)), ids))
+    for d, doc in enumerate(docs):
+        alone, _ = r.forward(f"image document {d} alone", input_ids=doc[None], positions=p3s[d][:1], mrope=p3s[d][:, None],
+                             **inputs([d], doc[None]))
+        r.same(f"image document {d} in the pack == document {d} alone", logits[0, cu[d]:cu[d + 1]], alone[0],
+               [f"document {d} position {t}" for t in range(len(doc))])
+
+
 @_scenario("MODEL-MROPE-SECOND-GENERATE", "mrope-second-generate", kinds=("decoder",), needs=("images", "generate", "cache"),
            applies=_is_mrope, implies=("MROPE-SECTIONS",))
 def _mrope_second_generate(r: Run) -> None:
@@ -691,9 +722,43 @@ def _m_padded_width(f: Facts) -> Optional[bool]:
     return f.positions_are(rule)
 
 
+def _packed_mrope(f: Facts):
+    """The packed passes with M-RoPE positions whose used positions are known: ``(call, used [3, B, T],
+    document boundaries)`` each."""
+    for c, u3 in zip(f.calls, f.extra.get("used3") or []):
+        if c["documents"] and c.get("mrope") is not None and u3 is not None:
+            yield c, np.where(u3 == -1, 0, u3), c["documents"]  # -1: unrotated, position 0
+
+
 @families.model_mutant("pos_packed_no_restart")
 def _m_packed(f: Facts) -> Optional[bool]:
+    """The documents count on: on the whole row (1-D), or, with M-RoPE, each document's positions
+    are the rule's shifted past the previous document's largest position (the rope index computed
+    over the packed row as one sequence)."""
+    seen = False
+    for c, u3, cu in _packed_mrope(f):
+        want = np.array(c["mrope"])
+        for d in range(1, len(cu) - 1):
+            want[..., cu[d]:cu[d + 1]] += want[..., :cu[d]].max() + 1
+        if not (u3 == want).all():
+            return False
+        seen = True
+    if seen:
+        return True
     return f.positions_are(lambda c: pos.prefill(*c["positions"].shape) if c["documents"] else None)
+
+
+@families.model_mutant("model_mrope_packed_filler")
+def _m_packed_filler(f: Facts) -> Optional[bool]:
+    """In a packed pass with M-RoPE positions, the first document's are the rule's and every later
+    document's tokens sit at one filler position on all three axes."""
+    seen = False
+    for c, u3, cu in _packed_mrope(f):
+        first, rest = u3[..., :cu[1]], u3[..., cu[1]:]
+        if rest.size == 0 or not (first == c["mrope"][..., :cu[1]]).all() or not (rest == rest.flat[0]).all():
+            return False
+        seen = True
+    return seen or None
 
 
 @families.model_mutant("model_static_cache_allocated_length")
@@ -754,12 +819,13 @@ def _m_stale_deltas(f: Facts) -> Optional[bool]:
 
 @families.model_mutant("model_mrope_text_positions")
 def _m_text_positions(f: Facts) -> Optional[bool]:
-    """The passes that fed an image used 1-D positions (the running index on every axis)."""
+    """The passes that fed an image and used other positions than the rule's used 1-D positions (the
+    running index on every axis; in a pack, each document's)."""
     seen = False
     for c, u3 in zip(f.calls, f.extra.get("used3") or []):
-        if not c.get("image") or u3 is None or c.get("mrope") is None:
+        if not c.get("image") or u3 is None or c.get("mrope") is None or np.array_equal(u3, c["mrope"]):
             continue
-        want = pos.decode(*c["positions"].shape, c["cache_length"])
+        want = pos.packed(c["documents"]) if c["documents"] else pos.decode(*c["positions"].shape, c["cache_length"])
         v = np.broadcast_to(c["valid"], want.shape)
         if not all(((u3[a] == want) | ((u3[a] == -1) & (want == 0)) | ~v).all() for a in range(3)):  # -1: unrotated
             return False

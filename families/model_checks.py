@@ -770,25 +770,40 @@ def _model_matches(scenario, facts: Facts) -> list[Match]:
 
 def positions_used(facts: Facts, limit: int = 3) -> list[str]:
     """Per forward pass whose encoding used other positions than the rule's (at most ``limit``):
-    each wrong row's first positions against the rule's (``none``: nothing encoded; ``?``: not a
-    rotation by an integer position)."""
+    each wrong row's positions from its first wrong token against the rule's (``none``: nothing
+    encoded; ``?``: not a rotation by an integer position); M-RoPE's as (t, h, w)."""
     out = []
-    for call, u in zip(facts.calls, facts.used):
+    used3 = facts.extra.get("used3") or [None] * len(facts.calls)
+    for call, u, u3 in zip(facts.calls, facts.used, used3):
         if u is None:
             continue
         v = np.broadcast_to(call["valid"], u.shape)
         e = call["positions"]
-        ok = _same_positions(u, e)
+        if u3 is not None and call.get("mrope") is not None:  # [3, B, T]: every axis, shown as triples
+            got_of, want_of = u3, np.asarray(call["mrope"])
+            ok = _same_positions(u3, want_of).all(axis=0)
+        else:
+            got_of, want_of = u[None], e[None]
+            ok = _same_positions(u, e)
         if ok[v].all():
             continue
+
+        def fmt(x):
+            s = [{-1: "none", -2: "?"}.get(int(a), str(int(a))) for a in x]
+            return s[0] if len(s) == 1 else f"({', '.join(s)})"
         rows = []
         for b in range(u.shape[0]):
-            if ok[b][v[b]].all():
+            idx = np.flatnonzero(v[b])
+            bad = np.flatnonzero(~ok[b][idx])
+            if not bad.size:
                 continue
-            got = [{-1: "none", -2: "?"}.get(int(x), str(int(x))) for x in u[b][v[b]][:6]]
-            want = [str(int(x)) for x in e[b][v[b]][:6]]
-            more = " ..." if v[b].sum() > 6 else ""
-            rows.append(f"row {b}: {', '.join(got)}{more} (rule: {', '.join(want)}{more})")
+            first = max(int(bad[0]) - 1, 0)  # one right token before the first wrong one
+            window = idx[first:first + 6]
+            lead = f"from token {int(window[0])}: " if first else ""
+            more = " ..." if idx.size > first + 6 else ""
+            got = ", ".join(fmt(got_of[:, b, t]) for t in window)
+            want = ", ".join(fmt(want_of[:, b, t]) for t in window)
+            rows.append(f"row {b}: {lead}{got}{more} (rule: {want}{more})")
         out.append(f"{call['label']}: {'; '.join(rows)}")
         if len(out) >= limit:
             break

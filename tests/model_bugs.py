@@ -171,6 +171,13 @@ class PackedCrossDocumentLlama(_Bugged):
         return mock.patch.object(masking_utils, "find_packed_sequence_indices", lambda position_ids: None)
 
 
+class PackedCrossDocumentQwen2VL(PackedCrossDocumentLlama):
+    """The same, in a packed row of image documents."""
+
+    model_type = "qwen2_vl"
+    expect = ("DIV-MODEL-PACKED-CROSS-DOCUMENT", "MODEL-MROPE-PACKED")
+
+
 class PadsAttendedLlama(_Bugged):
     """The attention mask's padding is dropped: real tokens attend to the pads (left pads: with right
     padding a causal mask hides them anyway)."""
@@ -286,7 +293,69 @@ class MropeTextPositionsQwen2VL(_Bugged):
         return mock.patch.object(m.Qwen2VLModel, "get_rope_index", patched)
 
 
+class _PackedMropeQwen2VL(_Bugged):
+    """A packing collator's M-RoPE positions for a packed row of image documents: Qwen2VLModel.forward
+    given Qwen-VL's [4, 1, T] positions (the text row restarting per document) replaces the t, h, w
+    rows by ``positions(model, kw, text, documents)``: ``text`` that row, ``documents`` the packing mask
+    1, 1, 2, 2, ..."""
+
+    model_type = "qwen2_vl"
+
+    def positions(self, model, kw, text, documents):
+        raise NotImplementedError
+
+    def bug(self):
+        from transformers.models.qwen2_vl import modeling_qwen2_vl as m
+        bugged = self
+
+        def make(forward):
+            def patched(self, *a, position_ids=None, **kw):
+                if position_ids is not None and position_ids.ndim == 3 and position_ids.shape[0] == 4 and \
+                        kw.get("pixel_values") is not None:
+                    documents = (position_ids[0] == 0).long().cumsum(-1)
+                    position_ids = torch.cat([position_ids[:1], bugged.positions(self, kw, position_ids[0], documents)])
+                return forward(self, *a, position_ids=position_ids, **kw)
+            return patched
+        return _wrap(m.Qwen2VLModel, "forward", make)
+
+
+class PackedFillerQwen2VL(_PackedMropeQwen2VL):
+    """The collator runs get_rope_index over the packed row with the packing mask as the attention
+    mask, as transformers 4.x did it: positions written only where the mask is 1 (the first
+    document), the initial 1 left everywhere else (LlamaFactory#7754)."""
+
+    expect = ("DIV-MODEL-MROPE-PACKED-FILLER", "MODEL-MROPE-PACKED")
+
+    def positions(self, model, kw, text, documents):
+        first = (documents == 1).long()
+        p3, _ = model.get_rope_index(kw["input_ids"], kw["mm_token_type_ids"], kw["image_grid_thw"][:1],
+                                     attention_mask=first)
+        return torch.where(first.bool()[None], p3, torch.ones_like(p3))
+
+
+class PackedRowRopeIndexQwen2VL(_PackedMropeQwen2VL):
+    """The collator runs transformers 5.24's get_rope_index over the packed row with the packing mask
+    (read as bool: one sequence), so every later document counts on from the one before (miles#1272)."""
+
+    expect = ("DIV-POS-PACKED-NO-RESTART", "MODEL-MROPE-PACKED")
+
+    def positions(self, model, kw, text, documents):
+        p3, _ = model.get_rope_index(kw["input_ids"], kw["mm_token_type_ids"], kw["image_grid_thw"],
+                                     attention_mask=documents)
+        return p3
+
+
+class PackedTextPositionsQwen2VL(_PackedMropeQwen2VL):
+    """The collator packs 1-D ranges per document on all three axes (NeMo Automodel#2172)."""
+
+    expect = ("DIV-MODEL-MROPE-TEXT-POSITIONS", "MODEL-MROPE-PACKED")
+
+    def positions(self, model, kw, text, documents):
+        return text[None].expand(3, -1, -1)
+
+
 BUGS = [RestartAfterCacheGPT2, DecodeNoPositionGPT2, DecodeNoRotationLlama, DecodeOffByOneLlama, GenerateArangeLlama,
         SharedCachePositionLlama, PackedCrossDocumentLlama, PadsAttendedLlama, StaticCacheCapacityLlama,
         LongropeStaleCachePhi3, EmbedsRestartM2M100, T5DecodeBiasFromZeroT5, SoftmaxMscaleMissingDeepseekV3,
-        MropeTextPositionsQwen2VL]
+        MropeTextPositionsQwen2VL, PackedFillerQwen2VL, PackedRowRopeIndexQwen2VL, PackedTextPositionsQwen2VL,
+        PackedCrossDocumentQwen2VL]

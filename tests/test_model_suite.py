@@ -256,6 +256,21 @@ def test_tiny_configs_carry_the_registry_entries_parameters():
     assert len(phi.long_factor) == 8 and phi.long_factor[0] == pytest.approx(1.08) and phi.long_factor[-1] == pytest.approx(64.84)
 
 
+def test_mrope_position_rule_and_the_text_row_by_hand():
+    """MODEL-MROPE-POSITIONS' rule on hand-derived rows (Qwen2-VL section 2.1), and the text row the
+    hf: adapter derives from packed [3, B, T] positions (each token's index in its document)."""
+    from posenc.adapters.hf_model import _document_index
+    from posenc.families.model import mrope_positions
+    a = mrope_positions([("text", 2), ("image", (1, 2, 3)), ("text", 2)])
+    assert a.tolist() == [[0, 1, 2, 2, 2, 2, 2, 2, 5, 6],
+                          [0, 1, 2, 2, 2, 3, 3, 3, 5, 6],
+                          [0, 1, 2, 3, 4, 2, 3, 4, 5, 6]]
+    b = mrope_positions([("image", (2, 1, 2)), ("text", 1)])  # starts with the image: two frames of 1 x 2
+    assert b.tolist() == [[0, 0, 1, 1, 2], [0, 0, 0, 0, 2], [0, 1, 0, 1, 2]]
+    packed = np.concatenate([a, b, a], axis=1)[:, None]
+    assert _document_index(packed).tolist() == [list(range(10)) + list(range(5)) + list(range(10))]
+
+
 def test_scenario_drivers_record_plain_data():
     """What crosses from the worker is plain data: arrays, numbers, strings, lists and dicts."""
     ad = load_model_adapter("hf:gpt2")

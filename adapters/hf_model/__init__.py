@@ -106,6 +106,16 @@ class HFModelAdapter(ModelAdapter):
         return HFModel(model, self.arch, device, kernel)
 
 
+def _document_index(p3: np.ndarray) -> np.ndarray:
+    """The text row of Qwen-VL's ``[4, B, T]`` positions from M-RoPE's ``[3, B, T]``: each token's
+    index in its document, a document starting where all three positions are 0 (MODEL-MROPE-PACKED:
+    every document's positions start at (0, 0, 0), and no later token of a document is there: an
+    image's first patch sits at (s, s, s), s > 0 unless the document starts with it)."""
+    start = (p3 == 0).all(axis=0)  # [B, T]
+    t = np.arange(p3.shape[-1])
+    last = np.maximum.accumulate(np.where(start, t, 0), axis=-1)
+    return (t - last).astype(np.int64)
+
 
 class HFModel:
     """A built transformers model behind the model contract (posenc.adapters.model)."""
@@ -175,7 +185,11 @@ class HFModel:
             if self.arch.extra.get("text_position_row"):
                 # Qwen2-VL's own convention for positions a caller gives: [4, B, T], the text positions
                 # (what its mask reads packing from) on top of the t, h, w rows; text tokens' rows are equal
-                position_ids = np.broadcast_to(np.asarray(position_ids), (4, *np.shape(position_ids)))
+                position_ids = np.asarray(position_ids)
+                if position_ids.ndim == 3:  # M-RoPE's [3, B, T]: the text row counts tokens per document
+                    position_ids = np.concatenate([_document_index(position_ids)[None], position_ids])
+                else:
+                    position_ids = np.broadcast_to(position_ids, (4, *position_ids.shape))
             kw["position_ids"] = self._t(position_ids)
         if cache is not None:
             kw["cache"] = cache
