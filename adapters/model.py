@@ -20,7 +20,7 @@ Attributes (read once at the start; a raising or ill-typed one is a usage error)
                        token); ``generate`` should never choose them either
 ``capabilities``       what ``forward`` and the model can do: ``cache``, ``position_ids``,
                        ``inputs_embeds``, ``generate``, ``static_cache``, ``attention_mask``,
-                       ``images``
+                       ``images``, ``cu_seqlens``
                        (:data:`posenc.families.model.CAPABILITIES`); a scenario that needs one
                        the model lacks is *unsupported*, with that reason
 ``probes``             which probe kinds the model reports (below)
@@ -60,6 +60,8 @@ use_cache=False) -> (logits, cache)``  one forward pass.  Inputs are NumPy array
     ``forward`` and ``generate`` then take ``pixel_values``, ``image_grid_thw`` ``[N, 3]`` and
     ``mm_token_type_ids`` ``[B, T]`` (1 at image tokens) as keyword arguments, and ``forward``'s
     ``position_ids`` may be M-RoPE's int64 ``[3, B, T]`` (t, h, w; MODEL-MROPE-PACKED)
+``cu_seqlens``  (capability ``cu_seqlens``) MODEL-PACKED also hands ``forward`` the packed row's
+    document boundaries, int32 ``[N + 1]`` from 0 (flash-attn varlen), beside ``position_ids``
 
 Probe kinds (each a dict; arrays NumPy or tensors, in the model's dtype):
 

@@ -48,6 +48,7 @@ CAPABILITIES = {
     "static_cache": "new_cache('static', ...) gives a pre-allocated cache",
     "attention_mask": "forward takes an attention_mask (padding)",
     "images": "image(grid_thw) gives an image's inputs, and forward / generate read them (M-RoPE models)",
+    "cu_seqlens": "forward takes cu_seqlens, a packed row's document boundaries (flash-attn varlen)",
 }
 #: Sizes the scenarios use (rows, lengths): small enough for 2 CPU cores, long enough that every
 #: row of a mixed batch has real tokens after its padding.
@@ -432,8 +433,9 @@ def _packed(r: Run) -> None:
     cu = np.concatenate([[0], np.cumsum(DOCS)]).astype(np.int64)
     ids = np.concatenate(docs)[None]
     positions = pos.packed(cu)
+    varlen = {"cu_seqlens": cu.astype(np.int32)} if "cu_seqlens" in r.info["capabilities"] else {}
     logits, _ = r.forward("packed documents", input_ids=ids, position_ids=positions, positions=positions,
-                          documents=cu.tolist())
+                          documents=cu.tolist(), **varlen)
     for d, doc in enumerate(docs):
         alone = _alone(r, doc, 0)
         r.same(f"document {d} in the pack == document {d} alone", logits[0, cu[d]:cu[d + 1]], alone,

@@ -332,6 +332,28 @@ def test_hostile_models_get_clean_named_failures(tmp_path, edits, expect):
     assert "Traceback" not in p.stdout and json.loads(report.read_text())["complete"] is True
 
 
+_VARLEN = [  # the example read as a varlen model: its documents from cu_seqlens alone, never from positions
+    ("            doc = torch.cat([torch.zeros(b, 1, dtype=torch.long), (pos[:, 1:] != pos[:, :-1] + 1).long()], 1).cumsum(1)\n"
+     "            allowed = allowed & (doc[:, None, :, None] == doc[:, None, None, :])\n",
+     "            if cu_seqlens is not None:\n"
+     "                doc = (torch.arange(t)[None, :, None] >= torch.as_tensor(cu_seqlens)[None, None, 1:-1]).sum(-1)\n"
+     "                allowed = allowed & (doc[:, None, :, None] == doc[:, None, None, :])\n"),
+    ("                use_cache=False):", "                use_cache=False, cu_seqlens=None):"),
+    ("\"position_ids\", \"inputs_embeds\", \"attention_mask\")", "\"position_ids\", \"inputs_embeds\", \"attention_mask\", \"cu_seqlens\")"),
+]
+
+
+def test_cu_seqlens_reach_a_varlen_model_and_a_model_that_drops_them_fails(tmp_path):
+    """MODEL-PACKED hands cu_seqlens to a model that declares them: a model that reads its documents
+    from them passes; one that declares them and ignores them attends across documents, named."""
+    good = _pytest("--model", str(_variant(tmp_path, "varlen", *_VARLEN)), "-k", "packed", cwd=tmp_path)
+    assert good.returncode == 0 and "MODEL-PACKED" in good.stdout, good.stdout[-3000:]
+    dropped = [(_VARLEN[0][0], "            pass  # cu_seqlens dropped\n"), *_VARLEN[1:]]
+    bad = _pytest("--model", str(_variant(tmp_path, "varlen_dropped", *dropped)), "-k", "packed", cwd=tmp_path)
+    assert bad.returncode == 1, bad.stdout[-3000:]
+    assert "a token attends to another document" in bad.stdout and "DIV-MODEL-PACKED-CROSS-DOCUMENT" in bad.stdout
+
+
 @pytest.mark.parametrize("edits,expect", [
     ([("    encodings = lambda self: {\"rope\": ROPE}", "    encodings = lambda self: {}")],
      "declares 'rope' probes but encodings() gives none"),
