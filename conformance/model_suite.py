@@ -23,10 +23,6 @@ from posenc import families
 from posenc.adapters import Unsupported
 from posenc.spec.errors import exception_text
 
-#: Built models of this process, by (adapter id, dtype, attention implementation, device, seed).
-_BUILT: dict[tuple, object] = {}
-
-
 class NotApplicable(Unsupported):
     """The scenario does not apply to the model (reported ``n/a``, counted apart from unsupported)."""
 
@@ -42,15 +38,16 @@ def scenario_by_name(name: str):
 
 
 def run_scenario(adapter, name: str, dtype: str, attn: str, device: str, seed: int = 0) -> dict:
-    """Build (or reuse) the model and run scenario ``name``; its record (``Run.trace()``).
-    Runs where the model lives (the worker, or pytest's process with ``--posenc-isolation none``)."""
+    """Build the model and run scenario ``name``; its record (``Run.trace()``).  Every scenario gets a
+    model built afresh (the same seed, so the same weights): no state a model keeps between calls
+    (a rope delta, frequencies grown for a long sequence) carries from one scenario to the next, so a
+    verdict does not depend on which scenarios ran before it.  Within a scenario the passes run in
+    order on one model object.  Runs where the model lives (the worker, or pytest's process with
+    ``--posenc-isolation none``)."""
     from posenc.families.model import Run
     sc = scenario_by_name(name)
     info = adapter.info()
-    key = (id(adapter), dtype, attn, device, seed)
-    model = _BUILT.get(key)
-    if model is None:
-        model = _BUILT[key] = adapter.build(dtype=dtype, device=device, attn_implementation=attn, seed=seed)
+    model = adapter.build(dtype=dtype, device=device, attn_implementation=attn, seed=seed)
     r = Run(model, info, seed=seed)
     sc.run(r)
     return r.trace()
