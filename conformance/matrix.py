@@ -130,7 +130,7 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
     return {
         "spec_version": SPEC_VERSION,
         "device": device,
-        "clauses": sorted(spec.clauses),
+        "clauses": sorted(c for c in spec.clauses if spec.family_of_clause(c) != "model"),  # MODEL-*: the model matrix
         "dtypes": [d for d in DTYPES if cells[d]],
         "adapters": adapters,
         "cells": {d: {c: dict(v) for c, v in sorted(cells[d].items())} for d in DTYPES if cells[d]},

@@ -837,4 +837,22 @@ def _m_text_positions(f: Facts) -> Optional[bool]:
 
 @families.model_mutant("model_longrope_stale_cache")
 def _m_longrope(f: Facts) -> Optional[bool]:
-    return f.extra.get("stale_long_cache")
+    return f.extra.get("stale_cache") == "longrope" or None
+
+
+@families.model_mutant("model_dynamic_stale_cache")
+def _m_dynamic_stale(f: Facts) -> Optional[bool]:
+    """The cached keys a decode pass reads keep the rotation of an earlier, shorter pass's dynamic-NTK
+    frequencies."""
+    return f.extra.get("stale_cache") == "dynamic" or None
+
+
+@families.model_mutant("model_dynamic_pass_length")
+def _m_dynamic_length(f: Facts) -> Optional[bool]:
+    """Every pass rotates as dynamic NTK's rule gives for its own length, yet logits the clause says
+    are equal differ, and the passes ran at different theta': a token's frequencies are set by the
+    pass it ran in (its batch's, chunk's or an earlier pass's length)."""
+    thetas = set(f.extra.get("dynamic_thetas") or ())
+    if not any(thetas):
+        return None
+    return bool(f.extra.get("passes_right") and f.extra.get("logits_differ") and len(thetas) > 1) or None

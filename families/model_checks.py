@@ -33,6 +33,7 @@ from posenc.conformance.golden import computed
 from posenc.conformance.runner import Match, compare_outputs, diagnose
 from posenc.reference import mrope as mrope_ref
 from posenc.reference import rope as rope_ref
+from posenc.reference import rope_scaling
 from posenc.spec import load_spec
 from posenc.spec.models import NopeParams, RopeParams
 from posenc.spec.tolerance import logits_bound
@@ -571,6 +572,38 @@ def validate(trace: dict, enc: Optional[dict] = None) -> None:
                 raise AdapterError(f"{where} (table): rows {list(rec['rows'].shape)} must cover the pass's {t} tokens")
 
 
+def dynamic_thetas(calls: list[dict], enc: dict) -> list[dict]:
+    """Per forward pass, the theta' each dynamic-NTK RoPE set of ``enc`` rotates with: the pass's
+    length ``max(positions) + 1`` through the set's policy, in the order the passes ran
+    (SCALE-DYNAMIC-PER-CALL: that length alone; SCALE-DYNAMIC-GROW, transformers': grown for the
+    longest length so far, reset below max_position_embeddings -- so a pass's frequencies depend
+    on the passes before it in the scenario).  ``{set name: theta'}``; empty without dynamic NTK."""
+    sets = {k: p for k, p in enc.items() if isinstance(p, RopeParams) and p.rope_type == "dynamic"}
+    if not sets:
+        return [{} for _ in calls]
+    states = {k: rope_scaling.DynamicGrowState(p) for k, p in sets.items()}
+    out = []
+    for c in calls:
+        n = rope_ref.seq_len_of(c["positions"])
+        thetas = {}
+        for k, p in sets.items():
+            if p.dynamic_policy == "grow_until_reset":
+                states[k].inv_freq(n)
+                thetas[k] = states[k].theta
+            else:
+                thetas[k] = rope_scaling.dynamic_theta(p, n)
+        out.append(thetas)
+    return out
+
+
+def _at_thetas(enc: dict, thetas: dict) -> dict:
+    """``enc`` with each dynamic set replaced by plain RoPE at the theta' of ``thetas``."""
+    if not thetas:
+        return enc
+    return {**enc, **{k: enc[k].model_copy(update={"rope_type": "default", "rope_theta": t, "factor": None,
+                                                   "dynamic_policy": None}) for k, t in thetas.items()}}
+
+
 def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
     """Every check of one scenario's run (``trace``: :meth:`posenc.families.model.Run.trace`; its
     probes :func:`validate`d first)."""
@@ -594,7 +627,10 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
     checked_scale = None  # the softmax scale is a constant of the model: checked on its first attention probe
     cross, pads = None, None
     used3: list[Optional[np.ndarray]] = []
-    for call in calls:
+    thetas = dynamic_thetas(calls, enc)
+    enc_all = enc
+    for call, th in zip(calls, thetas):
+        enc = _at_thetas(enc_all, th)  # this pass's frequencies (dynamic NTK's theta' at its length)
         u_call, u_from, u3_call = None, None, None
         recs = call["probes"]
         if needs_rope and rope_layers:
@@ -662,6 +698,8 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
         used.append(u_call)
         used_from.append(u_from)
         used3.append(u3_call)
+    enc = enc_all
+    passes_right = not any(p.kind == "oracle" for p in problems)  # every pass's encoding as the rule gives
     if "attention" not in probes_of and any(c["documents"] for c in calls):
         unsupported.append("attention mass across documents: the model reports no attention probe")
     non_finite, logits_differ = False, False
@@ -674,14 +712,16 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
         non_finite |= not (np.isfinite(pair["a"]).all() and np.isfinite(pair["b"]).all())
     stale = None
     if needs_rope and rope_layers:
-        for prob in _cached_keys(calls, used, enc, dtype):
+        enc_of = {id(c): _at_thetas(enc, th) for c, th in zip(calls, thetas)}
+        for prob in _cached_keys(calls, used, enc_of, dtype):
             problems.append(prob)
             # the frequencies of a per-call rope type change as the sequence grows: stale keys are that bug
-            stale = any(getattr(p, "rope_type", None) in ("longrope", "dynamic")
-                        for p in enc.values() if isinstance(p, RopeParams))
+            stale = next((p.rope_type for p in enc.values() if isinstance(p, RopeParams)
+                          and p.rope_type in ("longrope", "dynamic")), None)
     facts = Facts(calls=calls, used=used, used_from=used_from, cross_document=cross, on_pads=pads,
-                  extra={"non_finite": non_finite, "stale_long_cache": stale, "logits_differ": logits_differ,
-                         "used3": used3})
+                  extra={"non_finite": non_finite, "stale_cache": stale, "logits_differ": logits_differ,
+                         "used3": used3, "passes_right": passes_right,
+                         "dynamic_thetas": [tuple(sorted(th.items())) for th in thetas]})
     matches, inferred = [], []
     if problems:
         # the plumbing bugs the run's facts match, then the encoding bugs the probes' outputs match
@@ -703,13 +743,14 @@ def _chains(calls: list[dict]) -> dict[str, list[dict]]:
     return {k: v for k, v in out.items() if len(v) > 1 and all(c["positions"].shape[-1] == 1 for c in v[1:])}
 
 
-def _cached_keys(calls: list[dict], used: list, enc: dict, dtype: str) -> list[Problem]:
+def _cached_keys(calls: list[dict], used: list, enc_of: dict, dtype: str) -> list[Problem]:
     """The keys the attention reads from the cache, in every decode pass of a ``generate`` run,
     against RoPE of each cached token's key (its rope probe's k_in) at the position its own pass
     used with *this* pass's frequencies (a per-call LongRoPE or dynamic NTK changes them as the
-    sequence grows): one problem per run whose cached keys are rotated otherwise (stale: encoded
-    under other frequencies and kept).  The positions are the ones recovered from the probes, so a
-    position bug is not taken for a stale cache."""
+    sequence grows; ``enc_of``: each pass's encodings by ``id(call)``): one problem per run whose
+    cached keys are rotated otherwise (stale: encoded under other frequencies and kept).  The
+    positions are the ones recovered from the probes, so a position bug is not taken for a stale
+    cache."""
     out = []
     used_of = {id(c): u for c, u in zip(calls, used)}
     for run, chain in _chains(calls).items():
@@ -724,6 +765,7 @@ def _cached_keys(calls: list[dict], used: list, enc: dict, dtype: str) -> list[P
                                                used_of.get(id(x)) if used_of.get(id(x)) is not None else 0,
                                                x["positions"]) for x in chain[:i + 1]], axis=-1)
             valid = np.concatenate([np.broadcast_to(x["valid"], x["positions"].shape) for x in chain[:i + 1]], axis=-1)
+            enc = enc_of[id(c)]
             for a in (r for r in c["probes"] if r["kind"] == "attention"):
                 p = _rope_params(enc, a.get("layer"))
                 k_pre = ks.get(a.get("layer"))

@@ -354,6 +354,33 @@ class PackedTextPositionsQwen2VL(_PackedMropeQwen2VL):
         return text[None].expand(3, -1, -1)
 
 
+class DynamicNTKLlama(HFModelAdapter):
+    """Not a plant: transformers' own dynamic NTK on a Llama config with ``rope_scaling: {rope_type:
+    dynamic, factor: 2}`` and a 4096 context, shrunk as ``posenc model-check`` shrinks it (growth
+    beyond 16 tokens).  Each pass rotates as SCALE-DYNAMIC-GROW gives; the cache keeps the keys of
+    shorter passes' frequencies, and a row's frequencies are its pass's."""
+
+    model_type = "llama"
+    expect = ("DIV-MODEL-DYNAMIC-STALE-CACHE", "MODEL-GENERATE")
+    CONFIG = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 32,
+              "num_hidden_layers": 32, "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 4096,
+              "rope_theta": 10000.0, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+
+    def __init__(self):
+        from posenc.adapters.hf_model.architectures import tiny_from_config
+        cfg = tiny_from_config(self.CONFIG)
+        assert cfg.pop("_posenc_context_shrink") == ("dynamic", 256, 16)
+        super().__init__("llama", cfg, name="hf:llama+DynamicNTKLlama")
+
+
+class DynamicNTKPassLengthLlama(DynamicNTKLlama):
+    expect = ("DIV-MODEL-DYNAMIC-PASS-LENGTH", "MODEL-RIGHT-PAD")
+
+
+#: transformers' own behaviour on configurations the model matrix does not build (no patch)
+OWN = [DynamicNTKLlama, DynamicNTKPassLengthLlama]
+
+
 BUGS = [RestartAfterCacheGPT2, DecodeNoPositionGPT2, DecodeNoRotationLlama, DecodeOffByOneLlama, GenerateArangeLlama,
         SharedCachePositionLlama, PackedCrossDocumentLlama, PadsAttendedLlama, StaticCacheCapacityLlama,
         LongropeStaleCachePhi3, EmbedsRestartM2M100, T5DecodeBiasFromZeroT5, SoftmaxMscaleMissingDeepseekV3,

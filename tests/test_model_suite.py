@@ -133,10 +133,39 @@ def test_facts_positions_are_needs_a_visible_difference():
     assert f.positions_are(lambda c: np.array([[0]])) is False
 
 
+@pytest.mark.parametrize("own", model_bugs.OWN, ids=lambda b: b.expect[0])
+def test_transformers_own_dynamic_ntk_is_named_and_every_pass_rotates_as_the_grow_policy_gives(own):
+    """Dynamic NTK beyond its context: the failures are transformers' own (named), never the
+    oracle's -- every pass's rotation is SCALE-DYNAMIC-GROW's theta' for the passes before it."""
+    div, clause = own.expect
+    for attn in ("eager", "sdpa"):
+        with pytest.raises(ConformanceFailure) as e:
+            _check(own(), clause, attn)
+        assert div in e.value.divergences, (attn, e.value.divergences, e.value.msg)
+        oracle = [ln for ln in e.value.msg.splitlines() if ln.strip().startswith("[oracle]")]
+        assert all("the cached keys the attention reads" in ln for ln in oracle), oracle
+
+
+def test_the_dynamic_oracle_follows_the_policy_of_the_parameters():
+    """MODEL-DECODE on transformers' dynamic NTK passes with its own policy (grow_until_reset: the
+    prefill after the longer reference keeps the reference's theta'), and fails with per_call,
+    which the same passes break: the oracle reads the policy, it does not accept any theta'."""
+    ad = model_bugs.DynamicNTKLlama()
+    assert ad.encodings()["rope"].dynamic_policy == "grow_until_reset"
+    _check(ad, "MODEL-DECODE")
+    per_call = model_bugs.DynamicNTKLlama()
+    enc = per_call.encodings()
+    per_call.encodings = lambda: {**enc, "rope": enc["rope"].model_copy(update={"dynamic_policy": "per_call"})}
+    with pytest.raises(ConformanceFailure) as e:
+        _check(per_call, "MODEL-DECODE")
+    assert "the positions are right, the rotation is not" in e.value.msg
+
+
 def test_every_model_divergence_is_reproduced_by_a_patched_bug():
     """The catalogue's model-level divergences are each planted and named at least once (the
-    padded-rows NaN and the packed crossing by transformers itself: see the matrix)."""
-    planted = {b.expect[0] for b in model_bugs.BUGS}
+    padded-rows NaN and the packed crossing by transformers itself: see the matrix; dynamic NTK's by
+    transformers itself on a dynamic config)."""
+    planted = {b.expect[0] for b in model_bugs.BUGS} | {b.expect[0] for b in model_bugs.OWN}
     spec = load_spec()
     model_level = {d for d, v in spec.current_divergences.items() if v.level == "model"}
     recorded = set()

@@ -258,12 +258,14 @@ def from_config_file(path) -> HFModelAdapter:
     if not isinstance(cfg, dict):
         raise ValueError(f"{path}: a config.json holds a JSON object")
     tiny = tiny_from_config(cfg)
-    shrink = tiny.pop("_posenc_longrope_shrink", None)
+    kind, s, ctx = tiny.pop("_posenc_context_shrink", (None, 1, 0))
     a = HFModelAdapter(tiny["model_type"], tiny, name=f"config:{Path(path).name}")
     a.notes = (f"{Path(path).name}: its positional keys as written, the sizes shrunk (2 heads of its head width, "
                f"{tiny.get('num_hidden_layers', tiny.get('n_layer', 2))} layers)"
-               + (f"; LongRoPE's contexts divided by {shrink[0]} (the switch at {shrink[1]} tokens; its factors and "
-                  "attention factor unchanged)" if shrink else ""))
+               + (f"; dynamic NTK's context divided by {s} (growth beyond {ctx} tokens; theta' at a length L is the "
+                  f"full model's at {s} x L)" if kind == "dynamic" else
+                  f"; LongRoPE's contexts divided by {s} (the switch at {ctx + 1} tokens; its factors and "
+                  "attention factor unchanged)" if kind else ""))
     return a
 
 

@@ -412,27 +412,41 @@ def tiny_from_config(config: dict) -> dict:
     cfg[key] = 1.6 / tiny_width ** 0.5
     if mt == "opt":
         cfg["word_embed_proj_dim"] = tiny_width
-    _shrink_longrope(cfg)
+    _shrink_contexts(cfg)
     return cfg
 
 
-def _shrink_longrope(cfg: dict) -> None:
-    """LongRoPE's switch within reach: ``original_max_position_embeddings`` and
-    ``max_position_embeddings`` divided by one ``s`` (the rope dict's and the top level's) so the
-    original context is at most 64.  Its frequencies (the factor lists over theta) and its attention
-    factor (the contexts' ratio) are unchanged; only where the switch happens moves.  Records
-    ``(s, the switch)`` under ``_posenc_longrope_shrink``."""
+#: The context a shrunk per-call RoPE keeps at most: LongRoPE's original context (its switch), dynamic
+#: NTK's max_position_embeddings (where its growth starts); the scenarios' 20 to 40 tokens cross both.
+_SHRUNK_CONTEXT = {"longrope": 32, "su": 32, "dynamic": 16}
+
+
+def _shrink_contexts(cfg: dict) -> None:
+    """A per-call RoPE's regime change within reach of the scenarios.  LongRoPE: its
+    ``original_max_position_embeddings`` and ``max_position_embeddings`` divided by one ``s`` (the
+    rope dict's and the top level's) so the original context is at most 64 -- its frequencies (the
+    factor lists over theta) and attention factor (the contexts' ratio) unchanged, only where the
+    switch happens moves.  Dynamic NTK: its ``max_position_embeddings`` (and any
+    ``original_max_position_embeddings``) divided by ``s`` so growth starts within 16 tokens --
+    theta' depends on the length only through ``L / max_position_embeddings``, so the shrunk
+    model's theta' at L is the full model's at ``s * L``.  Records ``(rope type, s, the new
+    context)`` under ``_posenc_context_shrink``."""
     for key in ("rope_parameters", "rope_scaling"):
         rp = cfg.get(key)
-        if not isinstance(rp, dict) or rp.get("rope_type", rp.get("type")) not in ("longrope", "su"):
+        kind = rp.get("rope_type", rp.get("type")) if isinstance(rp, dict) else None
+        if kind not in _SHRUNK_CONTEXT:
             continue
-        orig = rp.get("original_max_position_embeddings", cfg.get("original_max_position_embeddings"))
-        if not isinstance(orig, int) or orig <= 64:
+        ctx = "original_max_position_embeddings" if kind != "dynamic" else "max_position_embeddings"
+        orig = rp.get(ctx, cfg.get(ctx))
+        if kind == "dynamic":
+            orig = rp.get("original_max_position_embeddings", orig)
+        limit = _SHRUNK_CONTEXT[kind]
+        if not isinstance(orig, int) or orig <= 2 * limit:
             return
-        s = orig // 32
+        s = orig // limit
         for d in (rp, cfg):
             for k in ("original_max_position_embeddings", "max_position_embeddings"):
                 if isinstance(d.get(k), int):
                     d[k] = _shrink(d[k], s)
-        cfg["_posenc_longrope_shrink"] = (s, _shrink(orig, s))
+        cfg["_posenc_context_shrink"] = (kind, s, _shrink(orig, s))
         return
