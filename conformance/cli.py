@@ -183,9 +183,11 @@ def _model_check(a) -> int:
         print(info["notes"])
     attns = info.get("attn_implementations") or sorted({k for v in grid.values() for k in v})
     w = max(len(s) for s in grid) + 2 if grid else 10
-    print(f"{'scenario':{w}s}" + "".join(f"{x:40s}" for x in attns))
-    for scen, by_attn in grid.items():
-        print(f"{scen:{w}s}" + "".join(f"{_cell(by_attn.get(x, {})) if by_attn.get(x) else '.':40s}" for x in attns))
+    cells = {scen: [_cell(by_attn[x]) if by_attn.get(x) else "." for x in attns] for scen, by_attn in grid.items()}
+    widths = [max([len(x)] + [len(c[i]) for c in cells.values()]) + 2 for i, x in enumerate(attns)]
+    print(f"{'scenario':{w}s}" + "".join(f"{x:{n}s}" for x, n in zip(attns, widths)).rstrip())
+    for scen, row in cells.items():
+        print(f"{scen:{w}s}" + "".join(f"{c:{n}s}" for c, n in zip(row, widths)).rstrip())
     if any("diverges" in r["outcome"] for r in rep["results"]):
         print(f"diverges: what transformers itself does against the clause, recorded in {rep['expectations']} "
               "(posenc spec show DIV-...)")

@@ -44,8 +44,9 @@ def _cell(by_dtype: dict[str, dict]) -> str:
         return "unsupported"
     parts = []
     fails = [d for d, o in outcomes.items() if o in ("failed", "error")]
-    if fails:
-        parts.append(f"FAIL {', '.join(fails)}")
+    if fails:  # with what the failures were diagnosed as, where a divergence reproduces them
+        named = list(dict.fromkeys(m["divergence"] for d in fails for m in by_dtype[d].get("diagnosis") or ()))
+        parts.append(f"FAIL {', '.join(fails)}" + (f" ({', '.join(named)})" if named else ""))
     divs: dict[str, list[str]] = defaultdict(list)
     for d, r in by_dtype.items():
         if r["outcome"] == "diverges":
@@ -99,7 +100,8 @@ def markdown(m: dict) -> str:
         "Written by `posenc matrix` (do not edit): `pytest conformance --model hf:<model_type> --dtype all` for every "
         f"architecture of the kit's tiny transformers models, on device `{m['device']}`, one process each "
         "(docs/model-adapter.md). A row is an architecture and attention implementation, a column a MODEL-* scenario; "
-        "a cell sums up the four dtypes: `pass`; `FAIL <dtypes>` (not explained by the architecture's expectation file); "
+        "a cell sums up the four dtypes: `pass`; `FAIL <dtypes>` (not explained by the architecture's expectation file; "
+        "with the divergences diagnosed); "
         "`diverges: DIV-... (<dtypes>)` (what transformers itself does against the clause, recorded with its evidence "
         "in `adapters/expectations/models/hf-<model_type>.yaml`: `posenc spec show DIV-...`); `n/a` (the scenario does "
         "not apply to the model); `unsupported` (the model lacks what the scenario needs). The reasons are listed below; "

@@ -216,5 +216,8 @@ def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> O
     broken = tuple(dict.fromkeys(c for p in v.problems for c in p.clauses))
     e = ConformanceFailure("\n".join(lines), clauses, tuple(v.matches), False, tuple(v.inferred),
                            reason=f"{v.problems[0].text}", diagnosed=True, case_clauses=clauses + broken)
-    e.violated = tuple(dict.fromkeys((sc.clause, *e.violated)))  # the scenario always: the summary's row of it
+    # the scenario always (the summary's row of it), and of what the matches violate only the clauses
+    # this run checked or broke: never another scenario's row
+    own = set(clauses) | set(broken)
+    e.violated = tuple(dict.fromkeys((sc.clause, *(c for c in e.violated if c in own))))
     raise e

@@ -142,6 +142,8 @@ def test_transformers_own_dynamic_ntk_is_named_and_every_pass_rotates_as_the_gro
         with pytest.raises(ConformanceFailure) as e:
             _check(own(), clause, attn)
         assert div in e.value.divergences, (attn, e.value.divergences, e.value.msg)
+        # counted under its own scenario, never under the other scenarios the divergence violates
+        assert [c for c in e.value.violated if c.startswith("MODEL-")] == [clause], e.value.violated
         oracle = [ln for ln in e.value.msg.splitlines() if ln.strip().startswith("[oracle]")]
         assert all("the cached keys the attention reads" in ln for ln in oracle), oracle
 
