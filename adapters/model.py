@@ -17,7 +17,9 @@ Attributes (read once at the start; a raising or ill-typed one is a usage error)
 ``vocab_size``         token ids are drawn from ``[3, vocab_size)``, never ``pad_token_id``
 ``pad_token_id``       the id padded slots hold (``None``: 0)
 ``reserved_token_ids`` ids the scenarios never draw for text (an image placeholder, a vision start
-                       token); ``generate`` should never choose them either
+                       token) and ``generate`` never chooses (those, and an EOS that generating
+                       exactly ``max_new_tokens`` forbids): its tokens are checked to be the argmax
+                       of its step logits over the other ids
 ``capabilities``       what ``forward`` and the model can do: ``cache``, ``position_ids``,
                        ``inputs_embeds``, ``generate``, ``static_cache``, ``attention_mask``,
                        ``images``, ``cu_seqlens``

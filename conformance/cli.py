@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="float32", help="float32 (default), float64, bfloat16, float16, a comma list, or all")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N")
     p.add_argument("--report-json", type=Path, default=None, metavar="PATH", help="also write the full report here")
+    p.add_argument("--expectations", default=None, metavar="PATH|none",
+                   help="an expectation file, or none (every failure counts); default: the architecture's recorded "
+                        "divergences of transformers")
     _expectations_parser(sub)
     return ap
 
@@ -165,6 +168,8 @@ def _model_check(a) -> int:
         cmd = [sys.executable, "-m", "pytest", str(Path(__file__).resolve().parent), "--model", str(a.config.resolve()),
                "--dtype", a.dtype, "--device", a.device, "--report-json", str(report.resolve()), "-q", "-rfE",
                "-p", "no:cacheprovider", "--import-mode=importlib"]
+        if a.expectations is not None:
+            cmd += ["--expectations", a.expectations]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if not report.is_file():
             print((proc.stdout + proc.stderr).strip(), file=sys.stderr)
@@ -191,6 +196,9 @@ def _model_check(a) -> int:
     if any("diverges" in r["outcome"] for r in rep["results"]):
         print(f"diverges: what transformers itself does against the clause, recorded in {rep['expectations']} "
               "(posenc spec show DIV-...)")
+    if any(r["outcome"] in ("failed", "error") and r.get("diagnosis") for r in rep["results"]):
+        print("FAIL (DIV-...): a failure and the known divergence that reproduces it; `posenc spec show DIV-...` says "
+              "whose behaviour it is (its evidence), the failures above where and how")
     print(f"exit status {proc.returncode}" + (f"; report: {a.report_json}" if a.report_json else ""))
     return proc.returncode
 

@@ -498,11 +498,11 @@ class RemoteAdapter:
                "dtype": dtype, "device": device}
         return w.request(req, blobs)
 
-    def posenc_run_scenario(self, scenario: str, dtype: str, attn: str, device: str) -> dict:
+    def posenc_run_scenario(self, scenario: str, dtype: str, attn: str, device: str, seed: int = 0) -> dict:
         """A model scenario run in the worker (:func:`posenc.conformance.model_suite.run_scenario`):
         its record (plain data and arrays) comes back, or what it raised."""
         return self._w.request({"op": "run_scenario", "scenario": scenario, "dtype": dtype, "attn": attn,
-                                "device": device})
+                                "device": device, "seed": int(seed)})
 
     def posenc_changed(self, objs: list) -> Optional[tuple[str, int, int]]:
         ids = [o._id for o in objs if isinstance(o, RemoteObject) and o._gen == self._w.gen]

@@ -144,7 +144,8 @@ def pytest_addoption(parser):
     g.addoption("--posenc-examples", type=int, default=None, metavar="N",
                 help="generated cases per operation and dtype (default 6, or the adapter's generated_examples; 0: none)")
     g.addoption("--posenc-seed", type=int, default=None, metavar="N",
-                help="draw other generated cases (default 0: the same cases on every run)")
+                help="draw other generated cases; with --model, other tokens and weights (default 0: the same on "
+                     "every run)")
     g.addoption("--posenc-isolation", choices=("process", "none"), default="process",
                 help="process (default): the adapter runs in a worker process, restarted after a crash (an "
                      "exit, a signal, a hang past --posenc-timeout fails that test); none: in pytest's own "
@@ -217,7 +218,11 @@ def pytest_configure(config):
         exp = None
     elif exp is None:
         default = default_expectations(adapter.name, info)
-        exp = default if default.is_file() else None
+        # a model's recorded divergences are transformers' own: the kit's hf: models and tiny models of a
+        # config.json take them, never a user's model adapter whatever its name
+        kit_model = str(config.getoption("--model") or "").startswith("hf:") or \
+            str(config.getoption("--model") or "").endswith(".json")
+        exp = default if default.is_file() and (info is None or kit_model) else None
     st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
     st.model_info = info
     if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
@@ -264,8 +269,12 @@ def default_expectations(name: str, model_info: Optional[dict] = None) -> Path:
 
 
 def pytest_ignore_collect(collection_path, config):
-    """``--model`` collects the model-level suite only; ``--adapter`` everything but it."""
-    if collection_path.parent != Path(__file__).resolve().parent or not collection_path.name.startswith("test_"):
+    """``--model`` collects the model-level suite only; ``--adapter`` everything but it.  The suite's
+    folder is this one or any copy of it (a second checkout beside an installed kit): a
+    ``conformance`` folder holding the plugin."""
+    here = collection_path.parent
+    ours = here == Path(__file__).resolve().parent or (here.name == "conformance" and (here / "plugin.py").is_file())
+    if not ours or not collection_path.name.startswith("test_"):
         return None
     if config.getoption("--model"):
         return collection_path.name != "test_model.py" or None
@@ -322,7 +331,10 @@ def pytest_report_header(config):
                 + (f"; {a.notes}" if a.notes else ""),
                 f"posenc encodings: {enc}; capabilities: {', '.join(i['capabilities']) or 'none'}; probes: "
                 f"{', '.join(i['probes']) or 'none'}",
-                f"posenc expectations: {st.expectations_path or 'none'}"]
+                f"posenc expectations: {st.expectations_path or 'none'}",
+                "posenc seed " + (f"{config.getoption('--posenc-seed')} (the tokens drawn and the weights built)"
+                                  if config.getoption("--posenc-seed") is not None
+                                  else "0 (deterministic; --posenc-seed N draws other tokens and weights)")]
     return [
         f"posenc spec {SPEC_VERSION}: adapter {a.name} ({a.framework}; {vers})",
         f"posenc device {st.device}, dtypes {', '.join(st.dtypes)}" + (f"; policy: {a.notes}" if a.notes else ""),
@@ -977,13 +989,15 @@ def model_under_test(request):
     if st.model_info is None:
         raise pytest.UsageError("the model-level suite needs --model NAME")
     a = st.adapter
+    seed = request.config.getoption("--posenc-seed") or 0  # the tokens drawn and the weights built
     if is_remote(a):
-        run = a.posenc_run_scenario
+        def run(name, dtype, attn, device):
+            return a.posenc_run_scenario(name, dtype, attn, device, seed)
     else:
         from .model_suite import run_scenario
 
         def run(name, dtype, attn, device):
-            return run_scenario(a, name, dtype, attn, device)
+            return run_scenario(a, name, dtype, attn, device, seed)
     return a, st.model_info, run
 
 

@@ -123,7 +123,8 @@ class Worker:
     def op_run_scenario(self, req, blobs, out):
         """:func:`posenc.conformance.model_suite.run_scenario` here, on the model adapter; its record."""
         from posenc.conformance.model_suite import run_scenario
-        trace = run_scenario(self.adapter, req["scenario"], req["dtype"], req["attn"], req["device"])
+        trace = run_scenario(self.adapter, req["scenario"], req["dtype"], req["attn"], req["device"],
+                             int(req.get("seed", 0)))
         return wire.encode(trace, out, self._handle)
 
     def op_getattr(self, req, blobs, out):

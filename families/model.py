@@ -56,7 +56,9 @@ CAPABILITIES = {
 CAUSAL = ("decoder", "encoder-decoder")
 PROMPT = 20
 DECODE_STEPS = 6
-LENGTHS = (20, 13, 7)  # a mixed batch: row 0 unpadded, rows 1 and 2 padded
+LENGTHS = (13, 20, 7)  # a mixed batch: row 1 unpadded, rows 0 and 2 padded (row 0 padded: its positions
+#                          differ from a count over the padded width, so "every row uses row 0's" and "the
+#                          pads are counted" are told apart)
 DOCS = (9, 12, 7)  # packed document lengths
 
 
@@ -106,7 +108,7 @@ class Run:
     ``[B, T]``, ``cache_length``, the ``attention_mask`` passed, ``probes``, ``documents`` for a
     packed row, ``static`` (the allocated length of a static cache in use), ``step`` (a generate
     run's pass index), ``mrope`` (M-RoPE's ``[3, B, T]`` positions), ``image`` (the pass fed an
-    image) and ``finite`` (its logits were)) and ``pairs`` (logits the clause says are equal: ``a``,
+    image), ``finite`` (its logits were) and ``finite_real`` (they were at its real tokens)) and ``pairs`` (logits the clause says are equal: ``a``,
     ``b`` ``[n, V]`` and the ``where`` of each of the n rows).  Everything is plain data for the wire."""
 
     def __init__(self, model, info: dict, seed: int = 0):
@@ -153,10 +155,13 @@ class Run:
         handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
         out = self.model.forward(**handed)
         _unchanged(kwargs, handed, "forward")
-        logits, cache = _unpack(out, "forward")
+        fed = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
+        logits, cache = _unpack(out, "forward", tuple(np.shape(fed)[:2]), int(self.info["vocab_size"]))
+        real = np.ones(logits.shape[:2], bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), logits.shape[:2])
         self._record(label, positions, valid, cache_length, kwargs.get("attention_mask"), self.model.probes(),
                      documents=documents, static=self.static_capacity if kwargs.get("cache") is not None else 0,
-                     mrope=mrope, image="pixel_values" in kwargs, finite=bool(np.isfinite(logits).all()))
+                     mrope=mrope, image="pixel_values" in kwargs, finite=bool(np.isfinite(logits).all()),
+                     finite_real=bool(np.isfinite(logits[real]).all()))
         return logits, cache
 
     def new_cache(self, kind: str = "dynamic", *, batch: int, max_length: int):
@@ -184,13 +189,23 @@ class Run:
                 not np.array_equal(seqs[:, seqs.shape[1] - max_new_tokens - t:seqs.shape[1] - max_new_tokens], input_ids):
             raise AdapterError(f"generate(): sequences must be [B, T + {max_new_tokens}] holding the prompt then the "
                                f"new tokens (B, T = {b}, {t}), got shape {list(seqs.shape)}")
-        if logits.ndim != 3 or logits.shape[:2] != (b, max_new_tokens):
-            raise AdapterError(f"generate(): step logits must be [B, {max_new_tokens}, V], got {list(logits.shape)}")
+        vocab = int(self.info["vocab_size"])
+        if logits.ndim != 3 or logits.shape != (b, max_new_tokens, vocab):
+            raise AdapterError(f"generate(): step logits must be [B, {max_new_tokens}, {vocab}] (V: vocab_size), got "
+                               f"{list(logits.shape)}")
         seqs = seqs.astype(np.int64)
         passes = self.model.probes(all_passes=True)
         if not isinstance(passes, (list, tuple)) or not all(isinstance(p, (list, tuple)) for p in passes):
             raise AdapterError("probes(all_passes=True) must return a list with one list of probes per forward pass")
+        if len(passes) != max_new_tokens:
+            raise AdapterError(f"generate(): probes(all_passes=True) lists {len(passes)} forward passes, but greedy "
+                               f"generation of {max_new_tokens} tokens makes {max_new_tokens} (one per step logits)")
         lead = seqs.shape[1] - max_new_tokens - t  # tokens generate put before the prompt (a decoder start token)
+        if lead and self.info["kind"] == "decoder":
+            raise AdapterError(f"generate(): sequences hold {lead} token(s) before the prompt; a decoder's must be "
+                               "the prompt then the new tokens (only an encoder-decoder's start with a decoder start "
+                               "token)")
+        _greedy(seqs[:, -max_new_tokens:], logits, self.info.get("reserved_token_ids") or ())
         full_mask = np.concatenate([np.ones((b, max(lead, 0)), np.int64), attention_mask,
                                     np.ones((b, max_new_tokens), np.int64)], axis=1)
         t += max(lead, 0)
@@ -207,11 +222,11 @@ class Run:
             self._record(f"{label}: forward pass {i}", full_pos[:, sl], full_valid[:, sl], end - n,
                          full_mask[:, :end], probes, step=i, mrope=None if full3 is None else full3[..., sl],
                          image=i == 0 and "pixel_values" in extra or (not use_cache and "pixel_values" in extra),
-                         finite=bool(np.isfinite(logits[:, min(i, max_new_tokens - 1)]).all()))
+                         finite=bool(np.isfinite(logits[:, i]).all()), finite_real=bool(np.isfinite(logits[:, i]).all()))
         return seqs, logits
 
     def _record(self, label, positions, valid, cache_length, mask, probes, documents=None, static=0, step=None,
-                mrope=None, image=False, finite=True):
+                mrope=None, image=False, finite=True, finite_real=True):
         positions = np.asarray(positions, np.int64)
         self.calls.append({
             "label": label, "positions": positions,
@@ -220,7 +235,7 @@ class Run:
             "attention_mask": None if mask is None else np.asarray(mask, np.int64),
             "documents": documents, "static": int(static), "step": step,
             "mrope": None if mrope is None else np.asarray(mrope, np.int64), "image": bool(image),
-            "finite": finite, "probes": _plain_probes(probes)})
+            "finite": finite, "finite_real": finite_real, "probes": _plain_probes(probes)})
 
     def same(self, label: str, a: np.ndarray, b: np.ndarray, where: list[str]) -> None:
         """Record that logits ``a`` and ``b`` (``[n, V]``, the n rows named by ``where``) must be equal."""
@@ -258,6 +273,21 @@ def _pass_length(probes: list, end: int) -> int:
     return end
 
 
+def _greedy(new: np.ndarray, logits: np.ndarray, reserved) -> None:
+    """Greedy generation's tokens are its step logits' argmax (over the ids it may choose: not the
+    reserved ones), a tie allowed: the logits are what the tokens were chosen from."""
+    allowed = np.ones(logits.shape[-1], bool)
+    allowed[[int(r) for r in reserved if 0 <= int(r) < logits.shape[-1]]] = False
+    top = np.where(allowed, logits, -np.inf).max(axis=-1)  # [B, N]
+    chosen = np.take_along_axis(logits, new[..., None], axis=-1)[..., 0]
+    bad = ~((chosen >= top) | (np.isnan(top) | np.isnan(chosen)))
+    if bad.any():
+        b, s = map(int, np.argwhere(bad)[0])
+        raise AdapterError(f"generate(): row {b} step {s} chose token {int(new[b, s])} (logit {chosen[b, s]:.6g}), but "
+                           f"its step logits' largest is {top[b, s]:.6g}: greedy tokens must be the argmax of the step "
+                           "logits returned")
+
+
 def _array(x) -> np.ndarray:
     """A model's output as a NumPy array: NumPy, or a framework tensor (torch: bfloat16 and float16
     widened to float32)."""
@@ -273,12 +303,18 @@ def _array(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def _unpack(out, what: str):
+def _unpack(out, what: str, shape: tuple[int, int], vocab: int):
+    """``(logits float64 [B, T, V], cache)`` of a forward pass that fed ``shape`` = (B, T) tokens:
+    every token's logits over the model's ``vocab_size``, or the adapter's error naming what differs."""
     if not (isinstance(out, tuple) and len(out) == 2):
         raise AdapterError(f"{what}() must return (logits, cache), got {type(out).__name__}")
     logits = _array(out[0])
     if logits.ndim != 3 or logits.dtype.kind not in "fiu":
         raise AdapterError(f"{what}(): logits must be a numeric [B, T, V], got {logits.dtype} of shape {list(logits.shape)}")
+    if logits.shape != (*shape, vocab):
+        raise AdapterError(f"{what}(): logits of shape {list(logits.shape)}, but the pass fed [B, T] = {list(shape)} "
+                           f"tokens of a vocabulary of {vocab} (vocab_size): [B, T, V] = {[*shape, vocab]} is required "
+                           "(every token's logits, none dropped as logits_to_keep would; vocab_size the logits' width)")
     return logits.astype(np.float64), out[1]
 
 
@@ -363,9 +399,9 @@ def _mixed_rows(r: Run) -> list[np.ndarray]:
     return [r.tokens(1, n)[0] for n in LENGTHS]
 
 
-def _alone(r: Run, row: np.ndarray, b: int, extra: Optional[np.ndarray] = None) -> np.ndarray:
+def _alone(r: Run, row: np.ndarray, b: int, extra: Optional[np.ndarray] = None, what: str = "row") -> np.ndarray:
     ids = row[None] if extra is None else np.concatenate([row, extra])[None]
-    logits, _ = r.forward(f"row {b} alone", input_ids=ids, positions=pos.prefill(1, ids.shape[1]))
+    logits, _ = r.forward(f"{what} {b} alone", input_ids=ids, positions=pos.prefill(1, ids.shape[1]))
     return logits[0]
 
 
@@ -437,7 +473,7 @@ def _packed(r: Run) -> None:
     logits, _ = r.forward("packed documents", input_ids=ids, position_ids=positions, positions=positions,
                           documents=cu.tolist(), **varlen)
     for d, doc in enumerate(docs):
-        alone = _alone(r, doc, 0)
+        alone = _alone(r, doc, d, what="document")
         r.same(f"document {d} in the pack == document {d} alone", logits[0, cu[d]:cu[d + 1]], alone,
                [f"document {d} position {t}" for t in range(len(doc))])
 
@@ -481,6 +517,9 @@ def _generate(r: Run) -> None:
     for b, row in enumerate(rows):
         alone = r.generate(f"row {b} generated alone", row[None], np.ones((1, len(row)), np.int64), n, use_cache=True)
         r.same_steps(f"row {b} in the batch == row {b} generated alone (step logits)", with_cache, alone, [b])
+        if r.info["kind"] == "decoder":  # generate's first step is a forward pass of the prompt
+            r.same(f"row {b} generated alone: step 0 == a forward pass of its prompt", alone[1][:, 0],
+                   _alone(r, row, b)[-1:], [f"row {b} position {len(row) - 1}"])
 
 
 @_scenario("MODEL-STATIC-CACHE", "static-cache", kinds=CAUSAL, needs=("cache", "static_cache"),
@@ -566,11 +605,13 @@ def _image_prompt(r: Run, rows: int = 2):
            applies=_is_mrope, implies=("MROPE-SECTIONS",))
 def _mrope_positions(r: Run) -> None:
     ids, extra, p3 = _image_prompt(r)
-    r.forward("image prompt", input_ids=ids, positions=p3[0], mrope=p3, **extra)
+    prompt, _ = r.forward("image prompt", input_ids=ids, positions=p3[0], mrope=p3, **extra)
     mask = np.ones_like(ids)
     with_cache = r.generate("generate with a cache", ids, mask, DECODE_STEPS, use_cache=True, mrope=p3, **extra)
     without = r.generate("generate without a cache", ids, mask, DECODE_STEPS, use_cache=False, mrope=p3, **extra)
     r.same_steps("generate with a cache == without (step logits)", with_cache, without, [0, 1])
+    r.same("generate's step 0 == the forward pass of the image prompt", with_cache[1][:, 0], prompt[:, -1],
+           [f"row {b} position {ids.shape[1] - 1}" for b in range(2)])
 
 
 #: MODEL-MROPE-PACKED's documents: (text, image patch grid, text); grids merged 2 x 2 by the model

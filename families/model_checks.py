@@ -434,7 +434,9 @@ def _consistent(call: dict, recs: list, clause: str, enc: dict) -> Optional[Prob
 
 def attention_probs(rec: dict) -> np.ndarray:
     """The attention probabilities ``[B, Hq, Tq, Tk]``: the probe's own (eager), or recomputed in
-    float64 from its q, k, mask and scaling (a ``None`` mask: causal, bottom-right aligned)."""
+    float64 from its q, k, mask and scaling (a ``None`` mask: causal, bottom-right aligned; a bool
+    or integer mask: True / 1 may attend; a float mask: added to the logits, as the attention adds it -- -inf, or
+    any value far enough below the others (a dtype's minimum, -1e9, -1e4) that its exp is 0)."""
     if rec.get("probs") is not None:
         return np.asarray(rec["probs"], np.float64)
     q, k = np.asarray(rec["q"], np.float64), np.asarray(rec["k"], np.float64)
@@ -447,9 +449,13 @@ def attention_probs(rec: dict) -> np.ndarray:
         allowed = np.tril(np.ones((tq, tk), bool), k=tk - tq) if rec.get("causal", True) else np.ones((tq, tk), bool)
     else:
         m = np.asarray(mask)
-        allowed = m.astype(bool) if m.dtype == bool else m > -1e30
         m = m[..., -tk:] if m.shape[-1] != tk else m
-        allowed = allowed[..., -tk:] if allowed.shape[-1] != tk else allowed
+        if m.dtype == bool or np.issubdtype(m.dtype, np.integer):  # 1 / True: may attend
+            allowed = m.astype(bool)
+        else:  # additive
+            m = m.astype(np.float64)
+            allowed = m > -np.inf
+            logits = logits + np.where(allowed, m, 0.0)
     logits = np.where(allowed, logits, -np.inf)
     mx = np.max(logits, axis=-1, keepdims=True)
     mx = np.where(np.isfinite(mx), mx, 0.0)
@@ -463,14 +469,19 @@ def _key_tokens(call: dict, tk: int) -> int:
     return tk - call["positions"].shape[-1]
 
 
-def _cross_document(call: dict, rec: dict) -> float:
+def _cross_document(call: dict, rec: dict) -> tuple[float, str]:
+    """The largest attention probability across documents, and where: ``token q (document d) on
+    token k (document e), head h``."""
     cu = call["documents"]
     probs = attention_probs(rec)
     tk = probs.shape[-1]
     doc = np.searchsorted(np.asarray(cu[1:]), np.arange(tk), side="right")
-    qdoc = doc[_key_tokens(call, tk):]
-    other = qdoc[:, None] != doc[None, :]
-    return float(np.max(np.where(other, probs, 0.0)))
+    off = _key_tokens(call, tk)
+    qdoc = doc[off:]
+    across = np.where((qdoc[:, None] != doc[None, :])[None, None], probs, 0.0)
+    b, h, q, k = map(int, np.unravel_index(int(np.argmax(across)), across.shape))
+    return float(across[b, h, q, k]), (f"token {q + off} (document {int(doc[q + off])}) on token {k} (document "
+                                       f"{int(doc[k])}), row {b} head {h}")
 
 
 def _on_pads(call: dict, rec: dict) -> float:
@@ -562,6 +573,11 @@ def validate(trace: dict, enc: Optional[dict] = None) -> None:
                     raise AdapterError(f"{where} (rope): q {list(rec['q_in'].shape)} and k {list(rec['k_in'].shape)} "
                                        f"must be [B, H, T, D] with B, T = {b}, {t} (the pass's tokens)")
                 p = _mrope(enc) or _rope_params(enc, layer)
+                if p is None and any(isinstance(v, RopeParams) for v in enc.values()):
+                    sets = sorted(k for k, v in enc.items() if isinstance(v, RopeParams))
+                    raise AdapterError(f"{where} (rope): layer {layer} rotates q and k, but encodings() gives no RoPE "
+                                       f"set for it (sets {', '.join(sets)}; layer_types {enc.get('layer_types')!r}): "
+                                       "the oracle cannot check it")
                 d = rec["q_in"].shape[-1]
                 widths = {p.head_dim, p.rdim} if p is not None else set()
                 if p is not None and (d not in widths or rec["k_in"].shape[-1] != d):
@@ -633,6 +649,9 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
         enc = _at_thetas(enc_all, th)  # this pass's frequencies (dynamic NTK's theta' at its length)
         u_call, u_from, u3_call = None, None, None
         recs = call["probes"]
+        if not call.get("finite_real", True):  # a failure wherever it shows, never a check that counts as run
+            problems.append(Problem("logits", (scenario.clause,), f"{call['label']}: the logits are not finite at "
+                                    "real tokens (inf or NaN)"))
         if needs_rope and rope_layers:
             seen = {r.get("layer") for r in recs if r["kind"] == "rope"}
             missing = sorted(x for x in rope_layers if x is not None and x not in seen and _layer_rotates(enc, x))
@@ -674,13 +693,13 @@ def judge(scenario, trace: dict, info: dict, dtype: str) -> Verdict:
                     if checked_scale is not True:
                         problems.append(checked_scale)
                 if call["documents"]:
-                    x = _cross_document(call, rec)
+                    x, where = _cross_document(call, rec)
                     cross = max(cross or 0.0, x)
                     checked += 1
                     if x > 0:
                         problems.append(Problem("attention", (scenario.clause,), f"{call['label']}, layer {rec.get('layer')}: "
                                                 f"a token attends to another document with probability {x:.3g} (exactly 0 "
-                                                "required)"))
+                                                f"required): {where}"))
                 if call["attention_mask"] is not None and (np.asarray(call["attention_mask"]) == 0).any():
                     x = _on_pads(call, rec)
                     pads = max(pads or 0.0, x)
@@ -785,7 +804,7 @@ def _cached_keys(calls: list[dict], used: list, enc_of: dict, dtype: str) -> lis
                     seq = int(pos_all.max()) + 1
                     out.append(Problem("oracle", ("ROPE-ANGLE",), f"{c['label']}, layer {a.get('layer')}: the cached "
                                        f"keys the attention reads are not RoPE at their positions with this pass's "
-                                       f"frequencies (sequence length {seq}): encoded under other frequencies and kept",
+                                       f"frequencies (sequence length {seq}): unrotated, or encoded under other frequencies and kept",
                                        [x.message for x in comps if not x.ok]))
                     break
             if out and out[-1].text.startswith(c["label"]):
@@ -864,10 +883,20 @@ def infer(facts: Facts) -> list[str]:
     from .model import _cached_real
     from posenc.reference import position_ids as pos
     out = []
-    if every(lambda c: c["positions"] - _cached_real(c)[:, None] if c["cache_length"] else None):
+    restart = every(lambda c: c["positions"] - _cached_real(c)[:, None] if c["cache_length"] else None)
+    if restart:
         out.append("positions restart at 0 after the cache (each forward pass counts from 0)")
     if every(lambda c: np.full_like(c["positions"], -1) if c["positions"].shape[-1] == 1 and c["cache_length"] else None):
         out.append("no position is encoded on one-token steps")
+        if restart:  # a rotation by 0 is none: one-token steps cannot tell them apart
+            out.append("(on one-token steps position 0 and no position look alike: MODEL-CHUNKED-PREFILL, whose "
+                       "chunks are longer than one token, tells the two apart)")
+    after = [u[np.broadcast_to(c["valid"], u.shape)] for c, u in known if c["cache_length"]]
+    stuck = {int(x) for a in after for x in a.ravel()}
+    if after and len(stuck) == 1 and len(after) > 1 and min(stuck) >= 0:
+        k = stuck.pop()
+        if every(lambda c, k=k: np.full_like(c["positions"], k) if c["cache_length"] else None):
+            out.append(f"every forward pass after the cache at one position, {k}")
     for k in sorted({int(x) for c, u in known if c["cache_length"] for x in (u - c["positions"]).ravel()} - {0})[:4]:
         if every(lambda c, k=k: c["positions"] + k if c["cache_length"] else None):
             out.append(f"{k:+d} on the forward passes after the cache")

@@ -342,6 +342,95 @@ def _variant(tmp_path, name: str, *edits) -> Path:
     return path
 
 
+#: the example with a greedy generate through its own KV cache (one forward pass a step, probes kept per pass)
+_GENERATE = [
+    ("import torch\n", "import numpy as np\nimport torch\n"),
+    ("    def embed(self, input_ids):", """    def generate(self, input_ids, *, attention_mask, max_new_tokens, use_cache):
+        ids, mask, steps, passes, cache = np.asarray(input_ids), np.asarray(attention_mask), [], [], None
+        new = np.zeros((ids.shape[0], 0), np.int64)
+        feed = ids
+        for s in range(max_new_tokens):
+            full = np.concatenate([mask, np.ones((ids.shape[0], s), np.int64)], 1)
+            pos = (full.cumsum(-1) - 1).clip(min=0)[:, -feed.shape[1]:]
+            logits, cache = self.forward(feed, attention_mask=full, position_ids=pos, cache=cache, use_cache=True)
+            passes.append(self.seen)
+            steps.append(np.asarray(logits[:, -1], np.float64))
+            feed = steps[-1].argmax(-1)[:, None]
+            new = np.concatenate([new, feed], 1)
+        self.passes = passes
+        return np.concatenate([ids, new], 1), np.stack(steps, 1)
+
+    def embed(self, input_ids):"""),
+    ("        return [self.seen] if all_passes else self.seen", "        return self.passes if all_passes else self.seen"),
+    ("(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\")",
+     "(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\", \"generate\")"),
+]
+
+
+def test_correct_variants_pass_and_seed_and_expectations_are_the_kits(tmp_path):
+    """An attention probe with an additive float mask (-1e9 where masked, no probs: the contract
+    allows it) is read as the attention reads it; --posenc-seed reaches the model suite (header,
+    other tokens); a user's model named like an hf: one gets no expectation file of transformers'."""
+    additive = _variant(tmp_path, "additive", ("\"mask\": allowed, \"scaling\": D ** -0.5,\n                              \"probs\": att}",
+                                               "\"mask\": torch.where(allowed, 0.0, -1e9).to(q.dtype), \"scaling\": D ** -0.5}"))
+    p = _pytest("--model", str(additive), "-k", "packed or mask-only or left-pad", cwd=tmp_path)
+    assert p.returncode == 0 and "MODEL-PACKED" in p.stdout, p.stdout[-3000:]
+    named = _variant(tmp_path, "named", ("\"tiny-decoder\", \"torch\"", "\"hf-llama\", \"torch\""))
+    p = _pytest("--model", str(named), "--posenc-seed", "5", "-k", "prefill and not chunked", "-v", cwd=tmp_path)
+    assert p.returncode == 0 and "posenc expectations: none" in p.stdout and "posenc seed 5" in p.stdout, p.stdout[-3000:]
+    ad = load_model_adapter(str(EXAMPLE))
+    traces = [model_suite.run_scenario(ad, "prefill", "float32", "default", "cpu", seed) for seed in (0, 0, 5)]
+    ids = [t["calls"][0]["probes"][0]["q_in"] for t in traces]
+    assert np.array_equal(ids[0], ids[1]) and not np.array_equal(ids[0], ids[2])
+
+
+def test_a_second_checkout_of_the_suite_is_filtered_as_the_installed_one(tmp_path):
+    """--model collects only test_model.py, --adapter everything but it, in any copy of the suite's
+    folder (a source checkout beside an installed kit)."""
+    from posenc.conformance import plugin
+    suite = tmp_path / "conformance"
+    suite.mkdir()
+    (suite / "plugin.py").write_text("")
+
+    class Config:
+        def __init__(self, model):
+            self.model = model
+
+        def getoption(self, name):
+            return self.model if name == "--model" else None
+    assert plugin.pytest_ignore_collect(suite / "test_golden.py", Config("hf:llama")) is True
+    assert plugin.pytest_ignore_collect(suite / "test_model.py", Config("hf:llama")) is None
+    assert plugin.pytest_ignore_collect(suite / "test_model.py", Config(None)) is True
+    assert plugin.pytest_ignore_collect(tmp_path / "test_model.py", Config(None)) is None  # not the suite's folder
+
+
+def test_model_check_configs_are_shrunk_or_refused_by_name():
+    """A model_type that is not a name is refused; LongRoPE without original_max_position_embeddings
+    (transformers reads max_position_embeddings) and a float dynamic context are shrunk; a
+    vision-language config keeps its M-RoPE and gets the kit's tiny vision tower, as wide as its text."""
+    from posenc.adapters.hf_model.architectures import tiny_from_config
+    with pytest.raises(ValueError, match="model_type \\['llama'\\]"):
+        tiny_from_config({"model_type": ["llama"]})
+    base = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096}
+    lr = tiny_from_config({**base, "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 64,
+                                                     "long_factor": [2.0] * 64}})
+    assert lr["_posenc_context_shrink"] == ("longrope", 128, 32) and lr["max_position_embeddings"] == 32
+    dy = tiny_from_config({**base, "max_position_embeddings": 4096.0, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
+    assert dy["_posenc_context_shrink"] == ("dynamic", 256, 16) and dy["max_position_embeddings"] == 16
+    vl = tiny_from_config({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_hidden_layers": 28,
+                           "rope_theta": 1e6, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+                           "vocab_size": 152064, "image_token_id": 151655,
+                           "vision_config": {"depth": 32, "embed_dim": 1280, "hidden_size": 3584}})
+    assert vl["text_config"]["rope_scaling"]["mrope_section"] == [16, 24, 24] and vl["text_config"]["hidden_size"] == 256
+    assert vl["vision_config"]["depth"] == 1 and vl["vision_config"]["hidden_size"] == 256 and vl["image_token_id"] == 90
+
+
+def test_the_example_with_a_greedy_generate_passes_generate(tmp_path):
+    """The reference for the generate variants below: the example with a correct generate passes."""
+    p = _pytest("--model", str(_variant(tmp_path, "generating", *_GENERATE)), "-k", "generate", cwd=tmp_path)
+    assert p.returncode == 0 and "MODEL-GENERATE" in p.stdout, p.stdout[-3000:]
+
+
 @pytest.mark.parametrize("edits,expect", [
     # a model that writes into the arrays it is handed: the kit's own copies stay right, the write is the failure
     ([("        keep = torch.ones(", "        if position_ids is not None:\n            torch.as_tensor(position_ids).add_(1)\n"
@@ -354,7 +443,31 @@ def _variant(tmp_path, name: str, *edits) -> Path:
     # what the model raises, SystemExit included, fails the test it was raised in, cleanly
     ([("        b, t, past =", "        if cache is not None:\n            raise SystemExit(0)\n        b, t, past =")],
      "SystemExit"),
-], ids=["inputs-modified", "nan-probes", "probes-dict", "system-exit"])
+    # logits of the last token only (logits_to_keep=1): the shape is the adapter's error, named
+    ([("        return x @ self.out, (new", "        return (x @ self.out)[:, -1:], (new")],
+     "logits of shape [2, 1, 64], but the pass fed [B, T] = [2, 32]"),
+    # logits that are NaN everywhere fail even a scenario without pairs of logits
+    ([("        return x @ self.out, (new", "        return x @ self.out * float('nan'), (new")],
+     "prefill: the logits are not finite at real tokens"),
+    # layer_types that name no set for layer 1: the oracle cannot check it, and says so
+    ([("    encodings = lambda self: {\"rope\": ROPE}",
+       "    encodings = lambda self: {\"rope.full\": ROPE, \"layer_types\": (\"full\",)}")],
+     "layer 1 rotates q and k, but encodings() gives no RoPE set for it"),
+    # generate whose sequences carry a token before a decoder's prompt
+    ([*_GENERATE, ("        return np.concatenate([ids, new], 1)", "        return np.concatenate([ids[:, :1], ids, new], 1)")],
+     "sequences hold 1 token(s) before the prompt"),
+    # generate that reports one forward pass for its steps
+    ([*_GENERATE, ("        return self.passes if all_passes else self.seen", "        return [[]] if all_passes else self.seen")],
+     "probes(all_passes=True) lists 1 forward passes"),
+    # generate whose tokens are not its step logits' argmax
+    ([*_GENERATE, ("        return np.concatenate([ids, new], 1)", "        return np.concatenate([ids, new + 1], 1)")],
+     "greedy tokens must be the argmax of the step logits returned"),
+    # generate whose step logits are made up (all zero: any token is an argmax) and probes empty
+    ([*_GENERATE, ("        return np.concatenate([ids, new], 1), np.stack(steps, 1)",
+                   "        self.passes = [[] for _ in steps]\n        return np.concatenate([ids, new], 1), 0 * np.stack(steps, 1)")],
+     "step 0 == a forward pass of its prompt"),
+], ids=["inputs-modified", "nan-probes", "probes-dict", "system-exit", "last-logits-only", "nan-logits", "short-layer-types",
+        "generate-lead-token", "generate-one-pass", "generate-not-argmax", "generate-made-up-logits"])
 def test_hostile_models_get_clean_named_failures(tmp_path, edits, expect):
     report = tmp_path / "r.json"
     p = _pytest("--model", str(_variant(tmp_path, "hostile", *edits)), "--report-json", str(report), cwd=tmp_path)

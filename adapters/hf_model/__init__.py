@@ -48,7 +48,10 @@ class HFModelAdapter(ModelAdapter):
         text = self.config.get("text_config") or {}  # a multimodal config's language model
         self.vocab_size = self.config.get("vocab_size", text.get("vocab_size"))
         self.pad_token_id = self.config.get("pad_token_id", text.get("pad_token_id"))
-        self.reserved_token_ids = tuple(a.extra.get("reserved", ()))
+        # ids generate never chooses: an image placeholder (suppressed), and EOS (min_new_tokens forbids it)
+        eos = self.config.get("eos_token_id", text.get("eos_token_id"))
+        eos = [eos] if isinstance(eos, int) else list(eos or ())
+        self.reserved_token_ids = tuple(dict.fromkeys([*a.extra.get("reserved", ()), *eos]))
         self.capabilities = a.capabilities
         self.probes = a.probes
         self.attn_implementations = a.attn
@@ -261,7 +264,8 @@ def from_config_file(path) -> HFModelAdapter:
     kind, s, ctx = tiny.pop("_posenc_context_shrink", (None, 1, 0))
     a = HFModelAdapter(tiny["model_type"], tiny, name=f"config:{Path(path).name}")
     a.notes = (f"{Path(path).name}: its positional keys as written, the sizes shrunk (2 heads of its head width, "
-               f"{tiny.get('num_hidden_layers', tiny.get('n_layer', 2))} layers)"
+               f"{(tiny.get('text_config') or tiny).get('num_hidden_layers', tiny.get('n_layer', 2))} layers)"
+               + ("; the kit's 1-layer vision tower and image tokens" if "text_config" in tiny else "")
                + (f"; dynamic NTK's context divided by {s} (growth beyond {ctx} tokens; theta' at a length L is the "
                   f"full model's at {s} x L)" if kind == "dynamic" else
                   f"; LongRoPE's contexts divided by {s} (the switch at {ctx + 1} tokens; its factors and "

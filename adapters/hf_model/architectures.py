@@ -375,15 +375,38 @@ def tiny_from_config(config: dict) -> dict:
     where the config has fewer key/value heads than heads), 2 layers (4 where per-layer NoPE flags
     or layer types are set, so one of each kind runs; the flag lists are kept whole), a vocabulary of
     96 with pad / bos / eos 0 / 1 / 2, the width 2 x head width and the feed-forward twice that,
-    ``initializer_range`` 1.6 / sqrt(width).  Raises ``ValueError`` for a model type the hf:*
-    adapters have no probes for."""
+    ``initializer_range`` 1.6 / sqrt(width).  A vision-language model (Qwen2-VL, Qwen3-VL): its
+    language model shrunk so (from ``text_config``, or the top level of an older flat config), with
+    the kit's own tiny vision tower and special token ids (its images are the kit's).  Raises
+    ``ValueError`` for a model type the hf:* adapters have no probes for, or sizes that are not
+    positive integers."""
     cfg = {k: v for k, v in dict(config).items() if k not in _DROP}
     mt = cfg.get("model_type")
-    if mt not in ARCHS:
+    if not isinstance(mt, str) or mt not in ARCHS:
         raise ValueError(f"model_type {mt!r}: the model-level suite builds {', '.join(ARCHS)} "
                          "(docs/model-adapter.md says how to write a model adapter for another)")
     a = ARCHS[mt]
+    if "text_config" in a.sizes:
+        tiny = tiny_config(mt)
+        text = cfg.get("text_config")
+        if not isinstance(text, dict):  # a flat config: the language model's keys at the top level
+            text = {k: v for k, v in cfg.items() if k not in ("vision_config", "model_type", "text_config")
+                    and not k.endswith("_token_id")}
+        text = {k: v for k, v in text.items() if k not in _DROP and k != "model_type"}
+        _shrink_sizes(text, mt, tiny["text_config"])
+        # the vision tower's output feeds the language model: as wide as its (new) width
+        old_width, new_width = tiny["text_config"]["hidden_size"], text["hidden_size"]
+        vision = {k: new_width if k in ("hidden_size", "out_hidden_size") and v == old_width else v
+                  for k, v in tiny["vision_config"].items()}
+        return {**tiny, "text_config": text, "vision_config": vision, **({"_posenc_context_shrink": text.pop("_posenc_context_shrink")}
+                                                 if "_posenc_context_shrink" in text else {})}
+    _shrink_sizes(cfg, mt, a.sizes)
+    return cfg
 
+
+def _shrink_sizes(cfg: dict, mt: str, sizes: dict) -> None:
+    """:func:`tiny_from_config`'s shrink of one (language) model's config, in place; ``sizes``: the
+    tiny config whose size keys name the ones the architecture reads."""
     def first(keys, default=None):
         return next((cfg[k] for k in keys if cfg.get(k) is not None), default)
 
@@ -398,7 +421,7 @@ def tiny_from_config(config: dict) -> dict:
     layers = 4 if any(cfg.get(k) is not None for k in ("no_rope_layers", "no_rope_layer_interval", "layer_types")) else 2
     tiny_heads, tiny_width = 2, 2 * hd
     for keys, value in ((_LAYERS, layers), (_HEADS, tiny_heads), (_WIDTH, tiny_width), (_FFN, 2 * tiny_width)):
-        present = [k for k in keys if k in cfg] or [k for k in keys if k in a.sizes][:1]
+        present = [k for k in keys if k in cfg] or [k for k in keys if k in sizes][:1]
         for k in present:
             cfg[k] = value
     if kv is not None:
@@ -413,7 +436,6 @@ def tiny_from_config(config: dict) -> dict:
     if mt == "opt":
         cfg["word_embed_proj_dim"] = tiny_width
     _shrink_contexts(cfg)
-    return cfg
 
 
 #: The context a shrunk per-call RoPE keeps at most: LongRoPE's original context (its switch), dynamic
@@ -436,17 +458,22 @@ def _shrink_contexts(cfg: dict) -> None:
         kind = rp.get("rope_type", rp.get("type")) if isinstance(rp, dict) else None
         if kind not in _SHRUNK_CONTEXT:
             continue
-        ctx = "original_max_position_embeddings" if kind != "dynamic" else "max_position_embeddings"
-        orig = rp.get(ctx, cfg.get(ctx))
+        # the context the regime changes at: LongRoPE's original one (transformers falls back to
+        # max_position_embeddings without it), dynamic NTK's max_position_embeddings
+        keys = ("original_max_position_embeddings", "max_position_embeddings")
         if kind == "dynamic":
-            orig = rp.get("original_max_position_embeddings", orig)
+            keys = keys[::-1]
+        orig = next((d[k] for k in keys for d in (rp, cfg) if d.get(k) is not None), None)
+        if isinstance(orig, float) and orig.is_integer():
+            orig = int(orig)
         limit = _SHRUNK_CONTEXT[kind]
-        if not isinstance(orig, int) or orig <= 2 * limit:
-            return
+        if isinstance(orig, bool) or not isinstance(orig, int) or orig <= 2 * limit:
+            continue
         s = orig // limit
         for d in (rp, cfg):
             for k in ("original_max_position_embeddings", "max_position_embeddings"):
-                if isinstance(d.get(k), int):
-                    d[k] = _shrink(d[k], s)
+                v = d.get(k)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    d[k] = _shrink(v, s)
         cfg["_posenc_context_shrink"] = (kind, s, _shrink(orig, s))
         return

@@ -230,13 +230,16 @@ def _attr(obj, path: str):
 
 def _stack(model, table: Optional[str] = None) -> tuple:
     """``(stack, layers)``: the module whose forward is one forward pass -- the one that holds the
-    model's blocks (the longest ModuleList), or where the position table sits outside it (BERT's
-    embeddings beside its encoder), their closest common parent -- and the blocks."""
+    model's blocks (the longest ModuleList; a vision-language model's: its language model's, however
+    deep its vision tower), or where the position table sits outside it (BERT's embeddings beside
+    its encoder), their closest common parent -- and the blocks."""
+    lists = [(name, child) for name, m in model.named_modules() for _, child in m.named_children()
+             if isinstance(child, torch.nn.ModuleList)]
+    text = [(n, c) for n, c in lists if "language_model" in n.split(".")]
     best, owner = None, ""
-    for name, m in model.named_modules():
-        for cname, child in m.named_children():
-            if isinstance(child, torch.nn.ModuleList) and (best is None or len(child) > len(best)):
-                best, owner = child, name
+    for name, child in text or lists:
+        if best is None or len(child) > len(best):
+            best, owner = child, name
     if table:
         a, b = owner.split(".") if owner else [], table.split(".")
         common = []
