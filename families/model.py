@@ -108,8 +108,9 @@ class Run:
     ``[B, T]``, ``cache_length``, the ``attention_mask`` passed, ``probes``, ``documents`` for a
     packed row, ``static`` (the allocated length of a static cache in use), ``step`` (a generate
     run's pass index), ``mrope`` (M-RoPE's ``[3, B, T]`` positions), ``image`` (the pass fed an
-    image), ``finite`` (its logits were) and ``finite_real`` (they were at its real tokens)) and ``pairs`` (logits the clause says are equal: ``a``,
-    ``b`` ``[n, V]`` and the ``where`` of each of the n rows).  Everything is plain data for the wire."""
+    image), ``finite`` (its logits were) and ``finite_real`` (they were at its real tokens)) and
+    ``pairs`` (logits the clause says are equal: ``a``, ``b`` ``[n, V]`` and the ``where`` of each
+    of the n rows).  Everything is plain data for the wire."""
 
     def __init__(self, model, info: dict, seed: int = 0):
         self.model, self.info = model, info
@@ -276,8 +277,11 @@ def _pass_length(probes: list, end: int) -> int:
 def _greedy(new: np.ndarray, logits: np.ndarray, reserved) -> None:
     """Greedy generation's tokens are its step logits' argmax (over the ids it may choose: not the
     reserved ones), a tie allowed: the logits are what the tokens were chosen from."""
-    allowed = np.ones(logits.shape[-1], bool)
-    allowed[[int(r) for r in reserved if 0 <= int(r) < logits.shape[-1]]] = False
+    v = logits.shape[-1]
+    if ((new < 0) | (new >= v)).any():
+        raise AdapterError(f"generate(): new token ids must be in [0, {v}) (vocab_size), got {new.min()} .. {new.max()}")
+    allowed = np.ones(v, bool)
+    allowed[[int(r) for r in reserved if 0 <= int(r) < v]] = False
     top = np.where(allowed, logits, -np.inf).max(axis=-1)  # [B, N]
     chosen = np.take_along_axis(logits, new[..., None], axis=-1)[..., 0]
     bad = ~((chosen >= top) | (np.isnan(top) | np.isnan(chosen)))

@@ -435,8 +435,9 @@ def _consistent(call: dict, recs: list, clause: str, enc: dict) -> Optional[Prob
 def attention_probs(rec: dict) -> np.ndarray:
     """The attention probabilities ``[B, Hq, Tq, Tk]``: the probe's own (eager), or recomputed in
     float64 from its q, k, mask and scaling (a ``None`` mask: causal, bottom-right aligned; a bool
-    or integer mask: True / 1 may attend; a float mask: added to the logits, as the attention adds it -- -inf, or
-    any value far enough below the others (a dtype's minimum, -1e9, -1e4) that its exp is 0)."""
+    or integer mask: True / 1 may attend; a float mask: added to the logits, as the attention adds
+    it -- -inf, or any value far enough below the others (a dtype's minimum, -1e9, -1e4) that its
+    exp is 0)."""
     if rec.get("probs") is not None:
         return np.asarray(rec["probs"], np.float64)
     q, k = np.asarray(rec["q"], np.float64), np.asarray(rec["k"], np.float64)
@@ -804,7 +805,8 @@ def _cached_keys(calls: list[dict], used: list, enc_of: dict, dtype: str) -> lis
                     seq = int(pos_all.max()) + 1
                     out.append(Problem("oracle", ("ROPE-ANGLE",), f"{c['label']}, layer {a.get('layer')}: the cached "
                                        f"keys the attention reads are not RoPE at their positions with this pass's "
-                                       f"frequencies (sequence length {seq}): unrotated, or encoded under other frequencies and kept",
+                                       f"frequencies (sequence length {seq}): unrotated, or encoded under other "
+                                       "frequencies and kept",
                                        [x.message for x in comps if not x.ok]))
                     break
             if out and out[-1].text.startswith(c["label"]):
