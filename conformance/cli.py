@@ -6,6 +6,7 @@
     posenc spec validate [DIR]    load and validate the spec YAML files
     posenc spec show ID           a clause, divergence or operation and what it links to (for a review)
     posenc spec list [FAMILY]     list clause and divergence IDs with their titles
+    posenc spec release           keep the working spec as its version's released snapshot
     posenc config import FILE     a HF config.json as the spec's parameter models (JSON)
     posenc config survey [--check]  read every transformers model type (spec/registry/hf_model_types.json,
                                   docs/model-coverage.md); needs the [hf] extra
@@ -14,6 +15,10 @@
     posenc model-check CONFIG     a tiny random model of a config.json's architecture, every MODEL-* scenario
     posenc expectations convert FILE...          rewrite old expectation files (test_id lines) as format 2
     posenc expectations init --from-report R     draft an expectation file from a --report-json report
+    posenc docs build [--out DIR] the spec as a static web site, every released version (needs the [docs] extra)
+    posenc docs serve             serve the built site on localhost
+    posenc cite-check PATH...     check the spec IDs cited in source files (exit 1 on an error)
+    posenc card CONFIG            a positional-encoding card of a model's config.json (--format md|html)
 """
 
 from __future__ import annotations
@@ -45,7 +50,14 @@ def _parser() -> argparse.ArgumentParser:
     p = s.add_parser("validate", help="load and validate the spec YAML files")
     p.add_argument("dir", nargs="?", type=Path)
     p = s.add_parser("show", help="print one clause, divergence or operation")
-    p.add_argument("id", help="e.g. ROPE-PAIR-HALF, DIV-ROPE-BF16-ANGLE-PRODUCT (case-insensitive) or rope.apply")
+    p.add_argument("id", help="e.g. ROPE-PAIR-HALF, DIV-ROPE-BF16-ANGLE-PRODUCT (case-insensitive), rope.apply, or "
+                   "ID@VERSION (the entry as that released version has it)")
+    p.add_argument("--url", action="store_true", help="print only the ID's link on the spec site "
+                   "(<base>/<version>/<family>.html#<ID>)")
+    p.add_argument("--base", default=None, help="the site's base URL (default: $POSENC_DOCS_BASE, else "
+                   "http://localhost:8000, where `posenc docs serve` serves it)")
+    s.add_parser("release", help="keep the working spec as the released snapshot of its version "
+                 "(spec/versions/<version>/, recorded in spec/versions/manifest.json)")
     p = s.add_parser("coverage", help="what the goldens and a default run's generated cases exercise: every "
                      "parameter field's values and both sides of every declared branch point")
     p.add_argument("--examples", type=int, default=None, help="generated cases per operation and dtype (default 6)")
@@ -81,7 +93,32 @@ def _parser() -> argparse.ArgumentParser:
                    help="an expectation file, or none (every failure counts); default: the architecture's recorded "
                         "divergences of transformers")
     _expectations_parser(sub)
+    _docs_parsers(sub)
     return ap
+
+
+def _docs_parsers(sub) -> None:
+    d = sub.add_parser("docs", help="the spec as a static web site").add_subparsers(dest="cmd", required=True)
+    p = d.add_parser("build", help="write the site: every released spec version, cards of the registry's models")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: ./posenc-site)")
+    p.add_argument("--base", default=None, help="the base URL the pages are published under (default: "
+                   "$POSENC_DOCS_BASE, else http://localhost:8000)")
+    p = d.add_parser("serve", help="serve a built site on localhost (build it first when absent)")
+    p.add_argument("--dir", type=Path, default=None, help="the built site (default: ./posenc-site)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p = sub.add_parser("cite-check", help="check the spec IDs cited in source files: strict `posenc: ID@VERSION` "
+                       "citations are errors when unknown, superseded, of a version that does not exist or changed "
+                       "in meaning since; bare IDs are warnings")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders to scan")
+    p.add_argument("--format", choices=("text", "json"), default="text", dest="fmt")
+    p.add_argument("--no-warnings", action="store_true", help="report errors only")
+    p = sub.add_parser("card", help="a positional-encoding card of a model: family, parameters with provenance, "
+                       "applicable clauses, figures and plots, each wrapped implementation's status")
+    p.add_argument("config", type=Path, help="a Hugging Face config.json, or hf:<model_type> / a registry model name")
+    p.add_argument("--format", choices=("md", "html"), default="md", dest="fmt")
+    p.add_argument("--out", type=Path, default=None, help="folder for the card and its plots (default: print the "
+                   "Markdown, plots in ./posenc-card-<name>/)")
 
 
 def _expectations_parser(sub) -> None:
@@ -119,6 +156,15 @@ def _main(argv=None) -> int:
                                tuple(a.models or (default_models() if both else ())))
         if a.group == "model-check":
             return _model_check(a)
+        if a.group == "docs":
+            from . import docs_site
+            return docs_site.main(a)
+        if a.group == "cite-check":
+            from . import cite_check
+            return cite_check.main(a)
+        if a.group == "card":
+            from . import card
+            return card.main(a)
         if a.group == "config":
             if a.cmd == "survey":
                 from . import hf_models
@@ -130,18 +176,28 @@ def _main(argv=None) -> int:
             return _schema(a.check)
         if a.cmd == "coverage":
             return _coverage(a.examples)
+        if a.cmd == "release":
+            from posenc.spec.versions import release
+            load_spec()  # only a valid spec is released
+            print(f"released spec {release()}: spec/versions/{load_spec().version}/ (update spec/CHANGELOG.md's heading)")
+            return 0
         spec = load_spec(getattr(a, "dir", None))
         if a.cmd == "validate" and a.dir is None:  # the packaged spec: every family's registrations too
             from posenc import families
             families.load_checks()
         if a.cmd == "validate":
             _mutants_resolve(spec)
+            if a.dir is None:
+                from posenc.spec.versions import check_released_unchanged
+                problem = check_released_unchanged()
+                if problem:
+                    raise SpecError(problem)
             print(f"spec {spec.version}: {len(spec.clauses)} clauses, {len(spec.divergences)} divergences, "
                   f"{len(spec.operations)} operations: ok")
             return 0
         if a.cmd == "list":
             return _list(spec, a.family)
-        return _show(spec, a.id)
+        return _show(spec, a.id, a.url, a.base)
     except PosencError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -362,7 +418,9 @@ def _print_model(data: dict) -> None:
             print(f"{key}: {str(value).strip()}")
 
 
-def _show(spec, ident: str) -> int:
+def _show(spec, ident: str, url: bool = False, base=None) -> int:
+    if "@" in ident:
+        return _show_version(*ident.split("@", 1), url=url, base=base)
     items = {**spec.clauses, **spec.divergences}
     key = ident.lower() if "." in ident else ident.upper()  # operations are lower-case, IDs upper-case
     item = items.get(key) or spec.operations.get(key)
@@ -373,14 +431,48 @@ def _show(spec, ident: str) -> int:
         hint = f"; did you mean {', '.join(near)}?" if near else "; `posenc spec list` shows them all"
         print(f"error: unknown clause, divergence or operation {ident!r}{hint}", file=sys.stderr)
         return 2
+    from .docs_site import page_url
+    link = page_url(key, base=base) if key in items else None
+    if url:
+        if link is None:
+            print(f"error: {ident!r} is an operation: the site links clauses and divergences", file=sys.stderr)
+            return 2
+        print(link)
+        return 0
     data = item.model_dump(mode="json")
-    print(f"{data.pop('id', None) or data.pop('name')}  (posenc spec {spec.version})")
+    print(f"{data.pop('id', None) or data.pop('name')}  (posenc spec {spec.version})" + (f"  {link}" if link else ""))
     if getattr(item, "superseded_by", None):
         print(f"SUPERSEDED by {', '.join(item.superseded_by)}: kept with its meaning since {item.since}; "
               "no longer checked or diagnosed")
     _print_model(data)
     _show_domains(spec, key)
     _show_links(spec, key)
+    return 0
+
+
+def _show_version(ident: str, version: str, url: bool = False, base=None) -> int:
+    """``posenc spec show ID@VERSION``: the entry as that released version has it (its snapshot)."""
+    import yaml
+
+    from posenc.spec.versions import resolve, snapshot
+
+    from .docs_site import page_url
+    ident = ident.upper()
+    entry = snapshot(version).entry(ident)  # SpecError for a version that does not exist
+    if entry is None:
+        near = difflib.get_close_matches(ident, list(snapshot(version).entries), n=3)
+        print(f"error: {ident} does not exist in spec {version}" + (f"; did you mean {', '.join(near)}?" if near else ""),
+              file=sys.stderr)
+        return 2
+    link = page_url(ident, version, base=base)
+    if url:
+        print(link)
+        return 0
+    print(f"{ident}  (posenc spec {version})  {link}")
+    data = {k: v for k, v in entry.items() if k not in ("id", "kind")}
+    print(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100).rstrip())
+    for code, message, hint in resolve(ident, version).problems:
+        print(f"now: {message} ({hint})")
     return 0
 
 

@@ -227,7 +227,9 @@ def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str,
     if entry is not None:
         return f"excused:{entry.divergence}"
     inferred = _infer(g, out, dtype) if not matches else ()
-    raise GeneratedFailure(c, seed, "\n  ".join(r.message for r in bad), matches, inferred=inferred)
+    failure = GeneratedFailure(c, seed, "\n  ".join(r.message for r in bad), matches, inferred=inferred)
+    failure.plot_data = (g, out)  # --plot-dir: the shrunk example's golden and outputs
+    raise failure
 
 
 def _infer(g, out, dtype) -> tuple[str, ...]:
@@ -356,8 +358,11 @@ def raise_failure(config, adapter: Adapter, dtype: str, device: str, e: Generate
         detail += "\n  diagnosis: no known divergence reproduces this output"
     snippet = replay_snippet(e.case, e.seed, adapter_option(config, adapter), dtype, device)
     detail += "\n  replay the shrunk case in Python:\n" + "\n".join(f"    {ln}" for ln in snippet.splitlines())
+    from .failure_plots import PlotData
+    values = getattr(e, "plot_data", None)
     fail(e.case.clauses, adapter, e.case, dtype, detail, e.matches, raised=e.raised, inferred=e.inferred,
-         reason=f"generated case: {e.detail}", diagnosed=True)
+         reason=f"generated case: {e.detail}", diagnosed=True,
+         plot_data=PlotData(values[0], values[1], dtype) if values else None)
 
 
 def adapter_option(config, adapter: Adapter) -> str:

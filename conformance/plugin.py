@@ -7,7 +7,8 @@ float16, a comma list, or ``all``), ``--expectations`` (an implementer-owned YAM
 default ``adapters/expectations/<adapter>.yaml`` when it exists; format 2, keyed by case, check and
 dtypes: :mod:`posenc.conformance.expectations`), ``--report-json PATH`` (every test's verdict as
 JSON, ``report_format`` :data:`REPORT_FORMAT`: the input of ``posenc matrix`` and ``posenc
-expectations init``; documented in docs/report-json.md, schema ``report_schema.json``).
+expectations init``; documented in docs/report-json.md, schema ``report_schema.json``),
+``--plot-dir DIR`` (a PNG per failing case: :mod:`posenc.conformance.failure_plots`).
 
 Reporting: the header names adapter, library versions, device, dtypes and spec version; the
 summary counts passed / failed / expected divergences / unsupported per clause.  A run in
@@ -119,6 +120,7 @@ class State:
         self.not_run: list[str] = []  # pytest-xdist: scheduled, never booked (the run was ended)
         self.contradicted: list[dict] = []  # suite.contradicted_diagnoses of the run's records
         self.model_info: Optional[dict] = None  # --model: the model adapter's description
+        self.plot_dir: Optional[Path] = None  # --plot-dir, absolute
 
 
 def pytest_addoption(parser):
@@ -135,6 +137,10 @@ def pytest_addoption(parser):
                 "(default: the adapter's or model's own, when the kit has one)")
     g.addoption("--report-json", default=None, metavar="PATH",
                 help="write every test's verdict (clause, dtype, outcome, divergence, reason) as JSON")
+    g.addoption("--plot-dir", default=None, metavar="DIR",
+                help="write a PNG per failing case (|error| / bound by position and by pair / head, the "
+                     "diagnosed divergence's mutant overlaid) into DIR; --report-json links it (needs matplotlib: "
+                     "the [docs] extra)")
     g.addoption("--left-pad-fill", type=int, default=None,
                 help="opt in to clause POS-LEFT-PAD-FILL: the position_ids value promised at padded slots")
     g.addoption("--clause", action="append", default=[], metavar="ID",
@@ -189,6 +195,7 @@ def pytest_configure(config):
                                 "operations, --model a whole model (run them as two commands)")
     if not name and not model:
         return
+    plot_dir = _plot_dir(config)  # before the adapter loads: a missing matplotlib is said at once
     info = None
     try:
         families.load_checks()  # every registered family, validated: a broken one is named here
@@ -225,6 +232,7 @@ def pytest_configure(config):
         exp = default if default.is_file() and (info is None or kit_model) else None
     st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
     st.model_info = info
+    st.plot_dir = plot_dir
     if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
         config.pluginmanager.register(_Booker(st), "posenc-booker")
 
@@ -568,8 +576,11 @@ def pytest_runtest_makereport(item, call):
             counted = {c: "unsupported" for c in gen["unsupported"]} | {c: "passed" for c in gen["passed"]}
         # What the summary and the report count, attached to the report so that it travels with it
         # from a pytest-xdist worker to the controller (plain JSON data): booked by _book.
+        record = _record(item, rep, kind, entry, clauses, exc, counted)
+        if kind == "failed" and st.plot_dir is not None:
+            _plot(item, rep, exc, record, st.plot_dir)
         rep.posenc = {"kind": kind, "counted": counted, "nodeid": item.nodeid,
-                      "record": _record(item, rep, kind, entry, clauses, exc, counted),
+                      "record": record,
                       "partly_unsupported": props.get("posenc_partly_unsupported"),
                       "kit_error": f"{item.nodeid}: {exc}" if kind == "kit error" else None}
     return rep
@@ -626,6 +637,8 @@ def _book(st: State, payload: dict) -> None:
         st.kit_errors.append(payload["kit_error"])
     for c, k in payload["counted"].items():
         st.outcomes[c][k] += 1
+    if st.plot_dir is not None:  # --plot-dir: every record says whether it has a picture
+        payload["record"].setdefault("plot", None)
     st.records.append(payload["record"])
     st.booked.add(payload["nodeid"])
     if payload["partly_unsupported"]:
@@ -656,6 +669,63 @@ class _Booker:
         for line in getattr(node, "workeroutput", {}).get("posenc_stale", []):
             if line not in self.st.stale:
                 self.st.stale.append(line)
+
+
+# ---- --plot-dir (conformance/failure_plots.py) ------------------------------------------------
+
+
+def _plot_dir(config) -> Optional[Path]:
+    """``--plot-dir DIR``: matplotlib importable (else a usage error naming the ``[docs]`` extra),
+    an --adapter run, the folder made; the absolute path, or None without the option."""
+    given = config.getoption("--plot-dir")
+    if not given:
+        return None
+    if config.getoption("--model"):
+        raise pytest.UsageError("--plot-dir: the model-level suite (--model) draws no plots; it plots the "
+                                "failing cases of an --adapter run")
+    from .failure_plots import PlotsUnavailable, require_matplotlib
+    try:
+        require_matplotlib()
+    except PlotsUnavailable as e:
+        raise pytest.UsageError(str(e)) from None
+    p = Path(given).resolve()
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise pytest.UsageError(f"--plot-dir {given}: {exception_text(e)}") from None
+    if not os.access(p, os.W_OK):
+        raise pytest.UsageError(f"--plot-dir {given}: is not writable")
+    return p
+
+
+def _plot(item, rep, exc, record: dict, plot_dir: Path) -> None:
+    """Draw a failed test's picture (a failure that compared values: golden, generated, an
+    invariant check's first call out of tolerance) and link it in ``record["plot"]``: the path
+    relative to the --report-json file's folder (else absolute).  A plot that cannot be drawn never
+    changes the verdict: the report's ``posenc plot`` section says why."""
+    data = getattr(exc, "plot_data", None)
+    if data is None or record.get("raised"):
+        return
+    from .failure_plots import plot_failure, plot_name
+    try:
+        diag = record.get("diagnosis") or []
+        path = plot_failure(plot_dir / plot_name(item.name, item.nodeid), data, test_id=item.name,
+                            clauses=record.get("violated") or record.get("clauses") or (),
+                            divergence=diag[0]["divergence"] if diag else None)
+    except Exception as e:  # noqa: BLE001 - the verdict stands without its picture
+        rep.sections.append(("posenc plot", f"not drawn: {type(e).__name__}: {exception_text(e)}"))
+        return
+    if path is None:
+        return
+    report = item.config.getoption("--report-json")
+    link = str(path)
+    if report:
+        try:
+            link = Path(os.path.relpath(path, Path(report).resolve().parent)).as_posix()
+        except ValueError:  # another drive
+            pass
+    record["plot"] = link
+    rep.sections.append(("posenc plot", str(path)))
 
 
 def _unexpect(rep, longrepr: str) -> None:

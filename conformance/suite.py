@@ -15,6 +15,7 @@ from posenc.spec.errors import AdapterError, exception_text
 
 from . import golden as _golden
 from .cases import Case, all_cases
+from .failure_plots import PlotData
 from .inference import infer
 from .isolation import RemoteFailure
 from .runner import caught_outputs, compare_outputs, diagnose, diagnose_calls, run_case, separating_case
@@ -93,18 +94,25 @@ class ConformanceFailure(pytest.fail.Exception):
         best = tuple(c for c in matches[0].violates if c in tuple(case_clauses)) if matches else ()
         self.violated = tuple(c for c in self.clauses if c in hit) or best or hit or self.clauses
 
+    #: the values the failure was judged on (``failure_plots.PlotData``: golden, outputs, dtype) for
+    #: ``--plot-dir``; None for a failure without compared values (an exception, a malformed output)
+    plot_data = None
+
 
 def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detail: str, matches=(),
          raised: bool = False, inferred: Iterable[str] = (), reason: Optional[str] = None,
-         diagnosed: bool = False) -> None:
+         diagnosed: bool = False, plot_data=None) -> None:
     """Fail a conformance test with a header naming the clauses, adapter, case and dtype;
     ``reason``: what is wrong in one line, when ``detail`` starts with context (else its first line);
-    ``diagnosed``: the outputs were compared with the reference (see :func:`rediagnosed`)."""
+    ``diagnosed``: the outputs were compared with the reference (see :func:`rediagnosed`);
+    ``plot_data``: the compared values, for ``--plot-dir`` (:mod:`posenc.conformance.failure_plots`)."""
     clauses = tuple(clauses)
     lines = [f"{', '.join(clauses)}: {adapter.name} fails case {case.id} ({dtype})", f"  {detail}"]
     lines += diagnosis_lines(case, matches, dtype)
-    raise ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred, reason or detail, diagnosed,
-                             case.clauses)
+    e = ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred, reason or detail, diagnosed,
+                           case.clauses)
+    e.plot_data = plot_data
+    raise e
 
 
 def diagnosis_lines(case: Case, matches, dtype: str) -> list[str]:
@@ -150,7 +158,9 @@ def _rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Option
         inferred = tuple(infer(g, call.outputs, dtype))
         lines.append("  diagnosis: no known divergence reproduces the outputs of all of the check's calls")
         lines += [f"  inferred (call {i + 1}): {s}" for s in inferred]
-    return ConformanceFailure("\n".join(lines), e.clauses, d.matches, False, inferred, e.reason, True, case.clauses)
+    out = ConformanceFailure("\n".join(lines), e.clauses, d.matches, False, inferred, e.reason, True, case.clauses)
+    out.plot_data = PlotData(g, call.outputs, dtype)  # --plot-dir: the first call out of tolerance
+    return out
 
 
 def _call_inputs(call, case: Case) -> str:
@@ -277,7 +287,7 @@ def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.n
         detail += "\n  diagnosis: no known divergence reproduces this output"
         detail += "".join(f"\n  inferred: {s}" for s in inferred)
     fail(clauses or g.case.clauses, adapter, g.case, dtype, f"{what.strip()}\n  {detail}" if what else detail, matches,
-         inferred=inferred, reason=bad[0].message, diagnosed=True)
+         inferred=inferred, reason=bad[0].message, diagnosed=True, plot_data=PlotData(g, outputs, dtype))
 
 
 def is_timeout(e: BaseException) -> bool:

@@ -37,3 +37,27 @@ def test_ci_runs_the_readme_commands_and_every_adapter():
     assert set(matrix.default_adapters()) == set(registered()) - {"numpy"}
     committed = json.loads((ROOT / "docs" / matrix.JSON_NAME).read_text())
     assert {a["adapter"] for a in committed["adapters"]} == set(matrix.default_adapters())
+
+
+def test_readme_cite_check_run_is_real(monkeypatch):
+    """The README's `posenc cite-check` run is what the command prints today."""
+    monkeypatch.delenv("POSENC_DOCS_BASE", raising=False)
+    import re
+
+    from posenc.conformance.cli import main
+    import contextlib
+    import io
+    block = re.search(r"```text\n\$ posenc cite-check (\S+)\n(.*?)\n```", README, re.S)
+    assert block, "the README shows a cite-check run"
+    out = io.StringIO()
+    import os
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out):
+            status = main(["cite-check", block.group(1)])
+    finally:
+        os.chdir(cwd)
+    assert status == 1
+    assert out.getvalue().rstrip("\n") == block.group(2)
+    assert "http://localhost:8000/0.4.0/rope.html#ROPE-PAIR-HALF" in README
