@@ -431,11 +431,17 @@ def _show(spec, ident: str, url: bool = False, base=None) -> int:
         hint = f"; did you mean {', '.join(near)}?" if near else "; `posenc spec list` shows them all"
         print(f"error: unknown clause, divergence or operation {ident!r}{hint}", file=sys.stderr)
         return 2
+    from posenc.spec.versions import snapshot
+
     from .docs_site import page_url
-    link = page_url(key, base=base) if key in items else None
+    # a registered family's IDs are not in the kit's released snapshots: no page on the kit's site
+    on_site = key in items and snapshot(spec.version).entry(key) is not None
+    link = page_url(key, base=base) if on_site else None
     if url:
         if link is None:
-            print(f"error: {ident!r} is an operation: the site links clauses and divergences", file=sys.stderr)
+            why = ("is an operation: the site links clauses and divergences" if key not in items else
+                   "belongs to a family registered outside the kit: the kit's site has no page for it")
+            print(f"error: {ident!r} {why}", file=sys.stderr)
             return 2
         print(link)
         return 0

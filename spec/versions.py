@@ -243,6 +243,10 @@ def resolve(ident: str, version: Optional[str] = None) -> Resolution:
     from . import SPEC_VERSION
     current = snapshot(SPEC_VERSION)
     now = current.entry(ident)
+    registered = False
+    if now is None:  # a family registered outside the kit (posenc.families entry point): its current file
+        now = _registered_entry(ident)
+        registered = now is not None
     problems: list[tuple[str, str, str]] = []
     notes: list[str] = []
     if version is not None and version not in known_versions():
@@ -262,7 +266,12 @@ def resolve(ident: str, version: Optional[str] = None) -> Resolution:
         repl = ", ".join(f"{r}@{citable_since(r)}" if current.entry(r) else r for r in now["superseded_by"])
         problems.append(("superseded", f"{ident} is superseded by {repl} in spec {SPEC_VERSION}",
                          f"cite {repl} instead"))
-    if version is not None:
+    if version is not None and registered:  # no kept snapshots of another package's family: its `since` only
+        if version_key(str(now["since"])) > version_key(version):
+            problems.append(("meaning-changed", f"{ident} (family {now['family']}, registered outside the kit) "
+                             f"means what it means since {now['since']}, after {version}",
+                             f"check the code against the current rule and cite {ident}@{now['since']}"))
+    elif version is not None:
         then = snapshot(version).entry(ident)
         if then is None:
             problems.append(("not-in-version", f"{ident} does not exist in spec {version} (first in "
@@ -278,6 +287,20 @@ def resolve(ident: str, version: Optional[str] = None) -> Resolution:
     return Resolution(ident, version, now, tuple(problems), tuple(notes))
 
 
+def _registered_entry(ident: str) -> Optional[dict]:
+    """A clause or divergence of a family registered outside the kit, as a snapshot entry (or None)."""
+    from . import load_spec
+    try:
+        spec = load_spec()
+    except SpecError:
+        return None
+    item = spec.clauses.get(ident) or spec.divergences.get(ident)
+    if item is None:
+        return None
+    kind = "clause" if ident in spec.clauses else "divergence"
+    return {**item.model_dump(mode="json"), "kind": kind, "family": spec.family_of_clause(ident)}
+
+
 def citable_since(ident: str) -> str:
     """The oldest version in which ``ident`` exists with its current meaning: what a citation can pin.
 
@@ -287,6 +310,9 @@ def citable_since(ident: str) -> str:
     from . import SPEC_VERSION
     now = snapshot(SPEC_VERSION).entry(ident)
     if now is None:
+        registered = _registered_entry(ident)
+        if registered is not None:
+            return str(registered["since"])
         raise SpecError(f"{ident} is not in the current spec {SPEC_VERSION}")
     for v in known_versions():
         then = snapshot(v).entry(ident)

@@ -5,6 +5,7 @@ diagnosis -- picks it up without an edit."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -60,6 +61,20 @@ def test_toy_family_is_listed_and_shown(toy_env):
                  "test_toy_ramp_linear", "DIV-TOY-RAMP-OFF-BY-ONE"):
         assert text in r.stdout, (text, r.stdout)
     assert _run(env, "posenc", "golden", "check", "--family", "toy").returncode == 0
+    r = _run(env, "posenc", "spec", "show", "TOY-RAMP", "--url")
+    assert r.returncode == 2 and "registered outside the kit" in r.stderr
+
+
+def test_toy_family_ids_can_be_cited(toy_env, tmp_path):
+    """cite-check knows a registered family's IDs (from its own file: no kept snapshots of it)."""
+    root, env = toy_env
+    src = tmp_path / "ramp.py"
+    src.write_text("# posenc: TOY-RAMP@0.3.0\n# posenc: DIV-TOY-RAMP-OFF-BY-ONE\n# posenc: TOY-RAMP@0.2.0\n"
+                   "# posenc: TOY-RAMPS@0.3.0\n", encoding="utf-8")
+    r = _run(env, "posenc", "cite-check", "--format", "json", str(src))
+    assert r.returncode == 1, r.stderr
+    found = {(f["line"], f["code"]) for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"}
+    assert found == {(3, "meaning-changed"), (4, "unknown-id")}, r.stdout
 
 
 def test_toy_golden_is_the_hand_derived_ramp(toy_env):
