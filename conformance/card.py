@@ -55,7 +55,9 @@ import numpy as np
 
 from posenc.spec.errors import PosencError, SpecError
 
-MATPLOTLIB_MISSING = "matplotlib is not installed: pip install 'posenc-conformance[docs]'"
+from .failure_plots import EXTRA  # the extra that installs matplotlib and Sphinx
+
+MATPLOTLIB_MISSING = f"matplotlib is not installed: pip install '{EXTRA}'"
 
 
 class MissingExtra(PosencError):
@@ -1455,10 +1457,16 @@ def _render_md(blocks) -> str:
     return "\n\n".join(out) + "\n"
 
 
+def rst_escape(text: str) -> str:
+    """``text`` as literal reStructuredText: every ASCII punctuation character backslash-escaped, so no
+    inline markup, role, reference, substitution, URI or directive can start (whitespace as given).
+    Also the spec site's escaping (:mod:`posenc.conformance.docs_site`)."""
+    return "".join("\\" + ch if ch in _PUNCT else ch for ch in text)
+
+
 def _rst_escape(s: str) -> str:
-    """Outside text as literal reStructuredText: every ASCII punctuation character backslash-escaped
-    (no inline markup, role, reference, substitution, URI or directive can start), one line."""
-    return "".join("\\" + ch if ch in _PUNCT else ch for ch in _plain(s))
+    """Outside text as literal reStructuredText, one line: :func:`rst_escape` of :func:`_plain`."""
+    return rst_escape(_plain(s))
 
 
 def _rst_trusted(x: str) -> str:

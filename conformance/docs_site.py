@@ -31,9 +31,12 @@ from typing import Iterable, Optional
 
 from posenc.spec.errors import PosencError, SpecError
 
+from .card import rst_escape
+from .failure_plots import EXTRA  # the [docs] extra
+
 DEFAULT_BASE = "http://localhost:8000"
 DEFAULT_OUT = Path("posenc-site")
-_DOCS_EXTRA = "pip install 'posenc-conformance[docs]'"
+_DOCS_EXTRA = f"pip install '{EXTRA}'"
 
 
 class DocsError(PosencError):
@@ -178,9 +181,8 @@ def formula_tex(formula: str) -> str:
 # ------------------------------------------------------------------------------------------ RST text
 
 def _esc(text) -> str:
-    """Plain text for reStructuredText: every markup character backslash-escaped, one line."""
-    text = " ".join(str(text).split())
-    return re.sub(r"([\\`*_|\[\]<>:#=~^+\-.!?\"'(){}@$%&/;,])", r"\\\1", text)
+    """Plain text for reStructuredText: :func:`posenc.conformance.card.rst_escape`, on one line."""
+    return rst_escape(" ".join(str(text).split()))
 
 
 _URL = re.compile(r"https?://[^\s)\]<>`,;\"'\\]+")
@@ -247,17 +249,7 @@ def _ref(ident: str, snap, here: str) -> str:
     return f"`{ident} <{page}#{ident}>`__"
 
 
-class _Index:
-    """What a version's pages link between: divergences by the clause they violate."""
-
-    def __init__(self, snap):
-        self.violators: dict[str, list[str]] = {}
-        for d in snap.divergences.values():
-            for cid in d.get("violates") or []:
-                self.violators.setdefault(cid, []).append(d["id"])
-
-
-def _entry_rst(e: dict, snap, idx: _Index, base: str, current: str, status: bool) -> list[str]:
+def _entry_rst(e: dict, snap, base: str, current: str, status: bool) -> list[str]:
     ident, fam, version = e["id"], e["family"], snap.version
     title = e.get("title") or e.get("description", "")
     title = title if len(title) <= 90 else title[:87].rsplit(" ", 1)[0] + " ..."
@@ -347,7 +339,7 @@ def _entry_rst(e: dict, snap, idx: _Index, base: str, current: str, status: bool
                 line += f" -- *{_esc(s.get('kind', ''))}; provenance: {_esc(s.get('provenance', ''))}*"
                 body.append(line)
             body.append("")
-        divs = idx.violators.get(ident, [])
+        divs = snap.violators.get(ident, [])
         if divs:
             body += ["**Divergences** (known wrong behaviours that violate it)", ""]
             for d in divs:
@@ -393,7 +385,6 @@ def _status_rst(ident: str, snap, here: str) -> list[str]:
 
 def _family_rst(snap, fam: str, base: str, current: str, status: bool) -> str:
     raw = snap.families[fam]
-    idx = _Index(snap)
     title = f"{fam} -- spec {snap.version}"
     lines = [title, "=" * len(title), "", _linked(raw.get("description", "")), ""]
     if raw.get("id_prefixes"):
@@ -404,11 +395,11 @@ def _family_rst(snap, fam: str, base: str, current: str, status: bool) -> str:
     lines += _table(["ID", "title", "since"], ([f"`{c['id']} <#{c['id']}>`__", _esc(c.get("title", "")),
                                                 _esc(c.get("since", ""))] for c in clauses))
     for c in clauses:
-        lines += _entry_rst(snap.entry(c["id"]), snap, idx, base, current, status)
+        lines += _entry_rst(snap.entry(c["id"]), snap, base, current, status)
     if divs:
         lines += ["Divergences", "-----------", ""]
         for d in divs:
-            lines += _entry_rst(snap.entry(d["id"]), snap, idx, base, current, status)
+            lines += _entry_rst(snap.entry(d["id"]), snap, base, current, status)
     ops = raw.get("operations") or []
     if ops:
         lines += ["Operations (the adapter contract)", "---------------------------------", ""]

@@ -15,7 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from .matrix import DOCS_DIR
+from . import model_matrix
+from .matrix import DOCS_DIR, JSON_NAME
 
 #: verdict words, worst first: the summary of a clause across dtypes is its worst cell
 _ORDER = ("fail", "kit error", "diverges", "unsupported", "n/a", "pass")
@@ -81,7 +82,7 @@ def _load(path: Path) -> Optional[dict]:
 
 
 def matrix_available(docs_dir: Path = DOCS_DIR) -> bool:
-    return _load(Path(docs_dir) / "conformance-matrix.json") is not None
+    return _load(Path(docs_dir) / JSON_NAME) is not None
 
 
 def clause_status(clause_id: str, docs_dir: Path = DOCS_DIR) -> Optional[list[ImplementationStatus]]:
@@ -89,7 +90,7 @@ def clause_status(clause_id: str, docs_dir: Path = DOCS_DIR) -> Optional[list[Im
     ``[]`` when the matrix has no row for the clause, ``None`` when no matrix is available."""
     docs_dir = Path(docs_dir)
     if clause_id.startswith("MODEL-"):
-        mm = _load(docs_dir / "model-matrix.json")
+        mm = _load(docs_dir / model_matrix.JSON_NAME)
         if mm is None:
             return None
         scen = {s["clause"]: s["name"] for s in mm.get("scenarios", [])}.get(clause_id)
@@ -113,7 +114,7 @@ def clause_status(clause_id: str, docs_dir: Path = DOCS_DIR) -> Optional[list[Im
             if dtypes:
                 out.append(_summarise(model, dtypes, divs))
         return out
-    cm = _load(docs_dir / "conformance-matrix.json")
+    cm = _load(docs_dir / JSON_NAME)
     if cm is None:
         return None
     per: dict[str, dict] = {}

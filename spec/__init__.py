@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .errors import SpecError
 from .models import Clause, Divergence, FamilyFile, Operation
+from .versions import version_key
 
 SPEC_VERSION = "0.4.0"
 SPEC_DIR = Path(__file__).resolve().parent
@@ -130,13 +131,9 @@ def load_family(path: Path) -> FamilyFile:
         )
     for kind, items in (("clauses", fam.clauses), ("divergences", fam.divergences)):
         for i, item in enumerate(items):
-            if _version(item.since) > _version(SPEC_VERSION):
+            if version_key(item.since) > version_key(SPEC_VERSION):
                 raise SpecError(f"{path.name}: {kind}.{i}.since: {item.since!r} is newer than spec {SPEC_VERSION}")
     return fam
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
 
 
 def load_spec(directory: Optional[Path] = None) -> Spec:
@@ -195,7 +192,7 @@ def _check_superseded(fname: str, fam: FamilyFile, spec: Spec) -> None:
                 where = f"{fname}: {kind}.{i}.superseded_by"
                 if succ not in known:
                     raise SpecError(f"{where}: {item.id} is superseded by unknown {kind[:-1]} {succ!r}")
-                if succ == item.id or _version(known[succ].since) < _version(item.since):
+                if succ == item.id or version_key(known[succ].since) < version_key(item.since):
                     raise SpecError(f"{where}: {succ} (since {known[succ].since}) cannot supersede {item.id} "
                                     f"(since {item.since})")
 

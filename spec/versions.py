@@ -18,7 +18,7 @@ with the same ``since`` as now.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -158,6 +158,15 @@ class Snapshot:
     @property
     def divergences(self) -> dict[str, dict]:
         return {k: e for k, e in self.entries.items() if e["kind"] == "divergence"}
+
+    @cached_property
+    def violators(self) -> dict[str, list[str]]:
+        """``{clause ID: the divergence IDs that violate it}``, in file order."""
+        out: dict[str, list[str]] = {}
+        for d in self.divergences.values():
+            for cid in d.get("violates") or []:
+                out.setdefault(cid, []).append(d["id"])
+        return out
 
 
 def _entries(version: str, families: dict[str, dict], where: str) -> dict[str, dict]:
