@@ -3,6 +3,12 @@
 Registered names come from the entry-point group ``posenc.adapters`` (see pyproject.toml);
 a third-party package adds its own adapter by declaring an entry point there -- no change to
 the kit is needed.
+
+The adapter author's façade (docs/architecture.md, "Public API"): :class:`Adapter` (the contract and
+its defaults), :class:`Unsupported`, :func:`family_ports` (compose a port's per-family ``Ops`` mixins),
+the generated :class:`ReferenceAdapter` and :class:`MutantAdapter` (the reference, and a divergence's
+mutant: subclass them to plant a bug), and the loaders.  A model adapter's contract is
+:mod:`posenc.adapters.model`.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from pathlib import Path
 
 from posenc.spec.errors import UsageError, exception_text
 
-from .base import Adapter, RopeOp, Unsupported, for_rotation, positive_rotation_only
+from .base import Adapter, RopeOp, Unsupported, family_ports, for_rotation, positive_rotation_only  # noqa: F401
+from .reference_adapter import MutantAdapter, ReferenceAdapter
 
 ENTRY_POINT_GROUP = "posenc.adapters"
 
@@ -145,4 +152,5 @@ def _load(spec: str, base: type, option: str, default_attr: str):
     return _instantiate(getattr(module, attr), spec, base)
 
 
-__all__ = ["Adapter", "RopeOp", "Unsupported", "load_adapter", "load_model_adapter", "registered", "ENTRY_POINT_GROUP"]
+__all__ = ["Adapter", "RopeOp", "Unsupported", "family_ports", "ReferenceAdapter", "MutantAdapter", "load_adapter",
+           "load_model_adapter", "registered", "ENTRY_POINT_GROUP"]

@@ -133,15 +133,8 @@ from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
 
+from posenc.spec.errors import Unsupported
 from posenc.spec.models import DTYPES
-
-
-class Unsupported(Exception):
-    """The adapter cannot express this case; ``reason`` says why.  Reported as a skip."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(reason)
 
 
 def _one_way(library: str) -> str:
@@ -225,10 +218,10 @@ class Adapter:
         if any(name in k.__dict__ for k in type(self).__mro__):
             return object.__getattribute__(self, name)  # a property that raised: let its own error through
         if not name.startswith("_"):
-            from posenc import families
+            from posenc import registry
             from posenc.spec.errors import PosencError
             try:
-                declared = name in families.operations_by_method()
+                declared = name in registry.operations_by_method()
             except PosencError:
                 declared = False
             if declared:

@@ -23,7 +23,7 @@ Attributes (read once at the start; a raising or ill-typed one is a usage error)
 ``capabilities``       what ``forward`` and the model can do: ``cache``, ``position_ids``,
                        ``inputs_embeds``, ``generate``, ``static_cache``, ``attention_mask``,
                        ``images``, ``cu_seqlens``
-                       (:data:`posenc.families.model.CAPABILITIES`); a scenario that needs one
+                       (:data:`posenc.harness.model_run.CAPABILITIES`); a scenario that needs one
                        the model lacks is *unsupported*, with that reason
 ``probes``             which probe kinds the model reports (below)
 ``attn_implementations`` the attention implementations it can build (``("default",)`` for one);
@@ -34,7 +34,7 @@ Methods:
 
 ``versions() -> {library: version}``
 ``encodings() -> {name: params}``  the spec's parameter models of the model's positional encoding,
-    named as :func:`posenc.spec.hf_config.params_from_hf_config` names them: ``{"rope":
+    named as :func:`posenc.hf.config.params_from_hf_config` names them: ``{"rope":
     RopeParams}`` (and ``"nope": NopeParams`` where some layers have none), ``{"embeddings":
     GPT2EmbeddingParams | OPTEmbeddingParams | ...}``, ``{"alibi": AlibiParams}``, ... -- the
     oracle applies these at the positions each scenario's rule gives

@@ -23,7 +23,7 @@ from typing import Any, Optional
 import ml_dtypes
 import numpy as np
 
-from posenc import families
+from posenc import registry
 from posenc.spec.errors import UsageError
 
 from .base import Adapter
@@ -33,7 +33,7 @@ NP_DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16
              "bfloat16": ml_dtypes.bfloat16, "int64": np.int64, "bool": np.bool_}
 
 
-_by_method = families.operations_by_method
+_by_method = registry.operations_by_method
 
 
 def _generated(method: str):
@@ -73,7 +73,7 @@ class ReferenceAdapter(Adapter):
     def compute(self, op: str, params, inputs: dict[str, Any], dtype: Optional[str], state=None) -> dict[str, np.ndarray]:
         """The outputs of ``op`` for NumPy ``inputs`` (float64 arrays, int64 arrays, ints);
         ``state``: the prepared object's (see :class:`posenc.families.Reference`)."""
-        ref = families.reference_of(op)
+        ref = registry.reference_of(op)
         return ref.fn(params, inputs) if state is None else ref.fn(params, inputs, state)
 
     def replays(self, op: str) -> bool:
@@ -163,8 +163,8 @@ class _Prepared:
             if o.call:
                 (self._sequence if any(i.repeated for i in o.inputs) else self._single).setdefault(o.call, o)
         self._call, self._x, self._history = call, x, {}
-        make = next((families.reference_of(o.name).state for o in self._single.values()
-                     if families.reference_of(o.name).state), None)
+        make = next((registry.reference_of(o.name).state for o in self._single.values()
+                     if registry.reference_of(o.name).state), None)
         self._env = {**env, "state": make(env.get("params")) if make else None}
 
     def __getattr__(self, name: str):
@@ -200,7 +200,7 @@ class MutantAdapter(ReferenceAdapter):
     """The reference with one divergence's mutant substituted wherever it has a form."""
 
     def __init__(self, divergence: str):
-        divs = families.spec().divergences
+        divs = registry.spec().divergences
         d = divs.get(divergence.upper())
         if d is None:
             near = difflib.get_close_matches(divergence.upper(), divs, n=3)
@@ -211,9 +211,9 @@ class MutantAdapter(ReferenceAdapter):
         self.name = f"mutant-{d.id.lower()}"
 
     def replays(self, op):
-        return op in families.mutants().get(self.mutant, {})
+        return op in registry.mutants().get(self.mutant, {})
 
     def compute(self, op, params, inputs, dtype, state=None):
-        fn = families.mutants().get(self.mutant, {}).get(op)
+        fn = registry.mutants().get(self.mutant, {}).get(op)
         out = None if fn is None else fn(params, inputs, dtype)
         return super().compute(op, params, inputs, dtype, state) if out is None else out

@@ -4,7 +4,7 @@
 
 Writes, in a temporary folder, a Python file, a C++ file and one long comment line of near-miss IDs,
 each about ``--mb`` megabytes full of citations and bare IDs, scans each with
-:func:`posenc.conformance.cite_check.check_paths` and prints MB/s.  Nothing here is asserted:
+:func:`posenc.tools.cite_check.check_paths` and prints MB/s.  Nothing here is asserted:
 performance is reported, never tested against wall-clock limits.
 """
 
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from posenc.conformance.cite_check import check_paths
+from posenc.tools.cite_check import check_paths
 
 
 def generate(folder: Path, mb: float) -> dict[str, Path]:

@@ -42,7 +42,7 @@ def one(adapter: str) -> tuple[str, float, float]:
 
 
 def main() -> None:
-    from posenc.conformance.matrix import default_adapters
+    from posenc.tools.matrix import default_adapters
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--adapter", action="append", default=None)

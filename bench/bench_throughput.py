@@ -6,16 +6,16 @@ Prints, all measured in this one run:
 
 (a) the reference's throughput on the golden cases: cases per second computing the outputs and the
     error scales (``posenc.families.reference_of(op).fn(params, inputs)`` then ``.scales(...)``, as
-    ``conformance/golden.py`` does), per family and overall;
+    ``posenc.harness.golden`` does), per family and overall;
 (b) for each adapter named on the command line (default: numpy torch jax jax-jit tensorflow; one
     that is not installed is reported and skipped), the cases per second of
-    ``posenc.conformance.runner.run_case(adapter, golden, dtype, device)`` over every golden case,
+    ``posenc.harness.runner.run_case(adapter, golden, dtype, device)`` over every golden case,
     and the ratio to the reference's rate.  Pass 1 is cold (it includes what a framework does the
     first time it sees a shape: JAX compiles every primitive or jitted kernel per shape and dtype,
     tf.function traces); later passes are warm, and the best of them is reported.  A case the adapter
     reports unsupported (``posenc.adapters.Unsupported``) is counted apart and not timed; any other
     exception is counted as an error;
-(c) the same for the generated (property-based) cases of ``posenc.conformance.generated`` when that
+(c) the same for the generated (property-based) cases of ``posenc.harness.generation`` when that
     module is there: ``--generated N`` cases drawn per operation by its Hypothesis strategies,
     derandomized (the same cases on every run); the reference's time is ``example_golden`` (inputs
     materialised and outputs and scales computed on the fly).
@@ -35,9 +35,9 @@ from typing import Callable, Optional
 
 from posenc import families
 from posenc.adapters import Unsupported, load_adapter
-from posenc.conformance import golden as _golden
-from posenc.conformance.cases import all_cases
-from posenc.conformance.runner import run_case
+from posenc.harness import golden as _golden
+from posenc.registry import all_cases
+from posenc.harness.runner import run_case
 
 DEFAULT_ADAPTERS = ("numpy", "torch", "jax", "jax-jit", "tensorflow")
 ALL_DTYPES = ("float32", "float64", "bfloat16", "float16")
@@ -135,9 +135,9 @@ def print_adapter_table(title: str, ref_rate: float, rows: list[tuple[str, Optio
 
 def draw_generated(per_op: int) -> Optional[list]:
     """``[(case, seed)]``: ``per_op`` derandomized draws of every operation's generator, or ``None``
-    when ``posenc.conformance.generated`` is not there."""
+    when ``posenc.harness.generation`` is not there."""
     try:
-        gen = importlib.import_module("posenc.conformance.generated")
+        gen = importlib.import_module("posenc.harness.generation")
     except ImportError:
         return None
     from hypothesis import HealthCheck, Phase, given, settings
@@ -202,17 +202,17 @@ def main() -> None:
                         f"cases/s per pass (cold: pass 1; warm: best of passes 2..{args.passes}); "
                         f"x ref = ratio to the reference's {ref_rate:.1f} cases/s", ref_rate, rows)
 
-    # (c) generated cases (posenc.conformance.generated, property-based)
+    # (c) generated cases (posenc.harness.generation, property-based)
     drawn = draw_generated(per_op) if per_op > 0 else []
     if drawn is None:
-        # TODO(generated cases): posenc.conformance.generated is not installed; once it is, this
+        # TODO(generated cases): posenc.harness.generation is not installed; once it is, this
         # times its drawn cases like (b) (see draw_generated).
-        print("\n(c) generated cases: posenc.conformance.generated is not there (TODO hook: draw_generated)")
+        print("\n(c) generated cases: posenc.harness.generation is not there (TODO hook: draw_generated)")
         return
     if not drawn:
         print("\n(c) generated cases: none drawn (--generated 0 or no generator registered)")
         return
-    from posenc.conformance.generated import example_golden
+    from posenc.harness.generation import example_golden
     t0 = time.perf_counter()
     gens = [example_golden(c, seed) for c, seed in drawn]
     g_ref_rate = len(gens) / (time.perf_counter() - t0)

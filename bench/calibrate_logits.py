@@ -14,7 +14,7 @@ import numpy as np
 from posenc import families
 from posenc.adapters import load_model_adapter
 from posenc.adapters.hf_model import architectures
-from posenc.families.model import Run
+from posenc.harness.model_run import Run
 from posenc.spec.tolerance import K_LOGITS, logits_eps
 
 

@@ -2,7 +2,7 @@
 process``, the default of a serial run).
 
 :class:`RemoteAdapter` stands for the adapter in the plugin's process.
-:func:`posenc.conformance.runner.run_op` (golden, generated and most invariant checks) runs whole
+:func:`posenc.harness.runner.run_op` (golden, generated and most invariant checks) runs whole
 in :mod:`posenc.conformance.worker` -- private input copies, the call, the unchanged-input and
 output contract checks -- as one request; golden inputs and frozen parameter models are sent
 once per worker and named from its cache afterwards.  For the checks that drive an adapter step
@@ -39,7 +39,8 @@ import numpy as np
 from posenc.adapters import Unsupported
 from posenc.spec.errors import AdapterError, UsageError
 
-from . import wire
+from posenc.conformance import wire
+from posenc.harness.remote import Remote, RemoteFailure, RemoteHandle, RemoteValue, is_remote, type_names  # noqa: F401 (re-exported)
 
 #: The third crashed (or hung) worker is the last: the remaining tests fail at once.
 MAX_CRASHES = 3
@@ -49,17 +50,6 @@ class AdapterCrashed(AdapterError):
     """The adapter's worker process died (or was ended after a timeout) during a call."""
 
 
-class RemoteFailure:
-    """Mixin of the exceptions rebuilt from the worker: the original type's name and message,
-    and where it was raised (``remote_where``: file, line, function)."""
-
-    remote_message: str = ""
-    remote_where: Optional[tuple] = None
-
-    def __str__(self) -> str:
-        return self.remote_message
-
-
 _REBUILT: dict[tuple, type] = {}
 
 
@@ -67,7 +57,7 @@ def _rebuild(info: dict) -> BaseException:
     """An exception like the worker's: its exact class when the plugin's process has it loaded
     (builtins, posenc, pytest's outcomes, an imported library), else its nearest such base,
     named as the original."""
-    if any(q == "Unsupported" and m == "posenc.adapters.base" for m, q in info["mro"]):
+    if any(q == Unsupported.__qualname__ and m == Unsupported.__module__ for m, q in info["mro"]):
         return Unsupported(info.get("reason") or info["msg"])
     base: type = Exception
     for mod, qual in info["mro"]:
@@ -95,7 +85,7 @@ def _rebuild(info: dict) -> BaseException:
     return e
 
 
-class RemoteObject:
+class RemoteObject(RemoteHandle):
     """An object held by the worker (a native array, a prepared operation, a device object).
     Attribute reads and ``str`` are requests; the type's names (``remote_types``) are local."""
 
@@ -138,7 +128,7 @@ class RemoteCallable(RemoteObject):
         return self._worker.call(self, None, args, kwargs)
 
 
-class Unsent:
+class Unsent(RemoteValue):
     """What a ``to_numpy`` / ``dtype_of`` returned that is not plain data (its type's names)."""
 
     def __init__(self, types):
@@ -448,11 +438,11 @@ def _reap(proc: subprocess.Popen) -> None:
     _kill_group(proc)  # and whatever the adapter left running
 
 
-class RemoteAdapter:
+class RemoteAdapter(Remote):
     """The adapter under test, running in its worker process (see the module docstring).
 
     Non-callable attributes (``name``, ``dtypes``, ...) are read once and kept; methods are
-    requests.  ``posenc_run_op`` runs :func:`~posenc.conformance.runner.run_op` in the worker;
+    requests.  ``posenc_run_op`` runs :func:`~posenc.harness.runner.run_op` in the worker;
     ``posenc_natives`` / ``posenc_changed`` / ``posenc_facts`` are the fused requests for the input
     copies and the output contract of the step-by-step checks (one round trip each).
     """
@@ -489,7 +479,7 @@ class RemoteAdapter:
         return list(self._w.request({"op": "natives", "items": items, "device": device}, blobs))
 
     def posenc_run_op(self, op: str, params, inputs: dict, dtype: str, device: str) -> dict:
-        """:func:`posenc.conformance.runner.run_op` in the worker (inputs copied, checked unchanged,
+        """:func:`posenc.harness.runner.run_op` in the worker (inputs copied, checked unchanged,
         outputs contract-checked there); its NumPy outputs, or what it raised, come back."""
         w = self._w
         blobs: list[bytes] = []
@@ -544,16 +534,6 @@ def _immutable(a) -> bool:
             return False
         b = b.base
     return isinstance(b, bytes)
-
-
-def is_remote(adapter) -> bool:
-    return isinstance(adapter, RemoteAdapter)
-
-
-def type_names(x) -> list[str]:
-    """``module.qualname`` of ``x``'s type and bases, for a local or a remote object."""
-    t = getattr(x, "remote_types", None) if isinstance(x, (RemoteObject, Unsent)) else None
-    return list(t) if t else wire.type_names(type(x))
 
 
 __all__ = ["AdapterCrashed", "RemoteAdapter", "RemoteObject", "RemoteFailure", "MAX_CRASHES", "is_remote",

@@ -3,8 +3,8 @@
 One test per scenario (a MODEL-* clause), attention implementation and dtype:
 ``test_model[<dtype>-<attn>-<scenario>@<MODEL-...+POS-...>]``.  A test builds the model (once per
 dtype, attention implementation and device in the process that holds it), runs the scenario's
-driver (:mod:`posenc.families.model`) and judges what it recorded
-(:func:`posenc.families.model_checks.judge`).  With ``--posenc-isolation process`` (the default)
+driver (:mod:`posenc.harness.model_run`) and judges what it recorded
+(:func:`posenc.harness.model_judge.judge`).  With ``--posenc-isolation process`` (the default)
 the model lives in the adapter's worker process (:mod:`posenc.conformance.isolation`): the driver
 runs there and only its record -- plain data and NumPy arrays -- comes back, so a crash or a hang
 inside the model fails that test and the run goes on.
@@ -19,9 +19,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from posenc import families
+from posenc import registry
 from posenc.adapters import Unsupported
-from posenc.spec.errors import exception_text
+from posenc.harness.failure import ConformanceFailure
+from posenc.harness.model_judge import judge, positions_used
+from posenc.harness.model_run import CAPABILITIES
+from posenc.spec.errors import AdapterError, KitError, exception_text
+
 
 class NotApplicable(Unsupported):
     """The scenario does not apply to the model (reported ``n/a``, counted apart from unsupported)."""
@@ -31,7 +35,7 @@ class NotApplicable(Unsupported):
 
 
 def scenario_by_name(name: str):
-    for sc in families.scenarios().values():
+    for sc in registry.scenarios().values():
         if sc.name == name:
             return sc
     raise KeyError(f"unknown scenario {name!r}")
@@ -44,7 +48,7 @@ def run_scenario(adapter, name: str, dtype: str, attn: str, device: str, seed: i
     verdict does not depend on which scenarios ran before it.  Within a scenario the passes run in
     order on one model object.  Runs where the model lives (the worker, or pytest's process with
     ``--posenc-isolation none``)."""
-    from posenc.families.model import Run
+    from posenc.harness.model_run import Run
     sc = scenario_by_name(name)
     info = adapter.info()
     model = adapter.build(dtype=dtype, device=device, attn_implementation=attn, seed=seed)
@@ -56,7 +60,7 @@ def run_scenario(adapter, name: str, dtype: str, attn: str, device: str, seed: i
 def model_info(adapter) -> dict:
     """The adapter's description (``ModelAdapter.info``), its fields checked: a usage error names
     the one that is wrong."""
-    from posenc.families.model import CAPABILITIES, MODEL_KINDS
+    from posenc.harness.model_run import CAPABILITIES, MODEL_KINDS
     from posenc.spec.errors import UsageError
     try:
         info = adapter.info()
@@ -102,7 +106,7 @@ _ORACLE_PARAMS = {"rope": ("RopeParams", "MRopeParams"),
                   "bias": ("AlibiParams", "T5Params")}
 
 
-#: The names the oracle reads a parameter model under (those of posenc.spec.hf_config.params_from_hf_config):
+#: The names the oracle reads a parameter model under (those of posenc.hf.config.params_from_hf_config):
 #: ``(exact names, prefixes)``; a table's parameters may have any name.
 _NAMES = {"RopeParams": (("rope",), ("rope.",)), "MRopeParams": (("mrope",), ()), "AlibiParams": (("alibi",), ()),
           "T5Params": (("encoder", "decoder"), ()), "NopeParams": (("nope",), ()),
@@ -149,7 +153,7 @@ def test_ids(info: dict, attns) -> list[tuple[str, object, tuple[str, ...]]]:
     """``(case id, (attn, scenario), clauses)`` of every scenario and attention implementation."""
     out = []
     for attn in attns:
-        for sc in families.scenarios().values():
+        for sc in registry.scenarios().values():
             out.append((f"{attn}-{sc.name}", (attn, sc), (sc.clause, *sc.implies)))
     return out
 
@@ -157,20 +161,26 @@ def test_ids(info: dict, attns) -> list[tuple[str, object, tuple[str, ...]]]:
 def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> Optional[list[str]]:
     """The test body: ``n/a`` / unsupported, else run and judge; raises the failure; returns the
     checks that could not run (reported, the test still passes on what did)."""
-    from posenc.families.model_checks import judge
-    from .suite import ConformanceFailure
     why = sc.not_applicable(info)
     if why:
         raise NotApplicable(why)
     missing = sc.missing(info)
     if missing:
-        from posenc.families.model import CAPABILITIES
         raise Unsupported(f"{sc.clause} needs {', '.join(f'{c} ({CAPABILITIES[c]})' for c in missing)}; "
                           f"model {info['name']} does not declare it")
     if dtype not in adapter.dtypes:
         raise Unsupported(f"model {info['name']!r} does not support dtype {dtype}")
-    from posenc.spec.errors import AdapterError, KitError
-    from .suite import ConformanceFailure
+    v = _judged(info, attn, sc, dtype, device, run)
+    if not v.problems:
+        if v.checked == 0:
+            raise Unsupported("; ".join(v.unsupported) or "nothing to compare")
+        return v.unsupported
+    raise _failure(info, attn, sc, dtype, v)
+
+
+def _judged(info: dict, attn: str, sc, dtype: str, device: str, run):
+    """The scenario run on the model and judged: what the model raised, or a probe outside the contract,
+    fails the test (named); a failure of the kit's own judging is a kit error."""
     clauses = (sc.clause, *sc.implies)
     try:
         trace = run(sc.name, dtype, attn, device)
@@ -181,18 +191,19 @@ def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> O
                                  f"attention)\n  {type(e).__name__}: {exception_text(e)}", clauses, raised=True,
                                  reason=f"{type(e).__name__}: {exception_text(e)}") from None
     try:
-        v = judge(sc, trace, info, dtype)
+        return judge(sc, trace, info, dtype)
     except AdapterError as e:  # a probe outside the contract: the model's failure, named
         raise ConformanceFailure(f"{', '.join(clauses)}: {info['name']} fails scenario {sc.name} ({dtype}, {attn} "
                                  f"attention)\n  {e}", clauses, raised=True, reason=str(e)) from None
     except Exception as e:  # noqa: BLE001 - the kit's own judging failed: a kit error, never the model's
         raise KitError(f"the kit failed judging {sc.clause} on {info['name']} ({dtype}, {attn}): {type(e).__name__}: "
                        f"{exception_text(e)} (a kit bug: report it)") from e
-    if not v.problems:
-        if v.checked == 0:
-            raise Unsupported("; ".join(v.unsupported) or "nothing to compare")
-        return v.unsupported
-    from posenc.families.model_checks import positions_used
+
+
+def _failure(info: dict, attn: str, sc, dtype: str, v) -> ConformanceFailure:
+    """The failure of a judged run with problems: the first problems of each kind, the positions the
+    encoding used, what was inferred, the diagnosis; counted under the scenario and the clauses it broke."""
+    clauses = (sc.clause, *sc.implies)
     lines = [f"{sc.clause}: {info['name']} fails scenario {sc.name} ({dtype}, {attn} attention)"]
     shown = _first_per_kind(v.problems, 4)
     for p in shown:
@@ -220,4 +231,4 @@ def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> O
     # this run checked or broke: never another scenario's row
     own = set(clauses) | set(broken)
     e.violated = tuple(dict.fromkeys((sc.clause, *(c for c in e.violated if c in own))))
-    raise e
+    return e

@@ -1,19 +1,19 @@
 """Generated cases: every operation with a generator, on drawn parameters and inputs.
 
-Test IDs: ``test_generated[<dtype>-<operation>]``.  See :mod:`posenc.conformance.generated`.
+Test IDs: ``test_generated[<dtype>-<operation>]``.  See :mod:`posenc.harness.generation` and :mod:`posenc.conformance.generated`.
 """
 
 import pytest
 
-from posenc.conformance.generated import generated_params, run_generated
-from posenc.conformance.suite import require_dtype
+from posenc.conformance.collect import generated_params
+from posenc.conformance.generated import excuse_generated, report_generated, run_generated
+from posenc.harness.failure import require_dtype
 
 
 @pytest.mark.posenc
 @pytest.mark.parametrize("op", generated_params())
 def test_generated(request, adapter, device, dtype, op):
     require_dtype(adapter, dtype)
-    from posenc.conformance.plugin import excuse_generated, report_generated
     excuses = excuse_generated(request.config)
     outcomes = run_generated(request.config, adapter, device, dtype, op, excuses)
     report_generated(request, op, dtype, outcomes, excuses)

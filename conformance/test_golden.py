@@ -6,7 +6,8 @@ clauses, the worst element, and the known divergences whose mutants reproduce th
 
 import pytest
 
-from posenc.conformance.suite import params, run_and_check
+from posenc.conformance.collect import params
+from posenc.harness.failure import run_and_check
 
 
 @pytest.mark.posenc

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import wire
+from posenc.conformance import wire
 
 
 class Worker:
@@ -178,8 +178,8 @@ class Worker:
         return np.array(self._cached(item, blobs), copy=True)
 
     def op_run_op(self, req, blobs, out):
-        """:func:`posenc.conformance.runner.run_op` here, on the adapter itself; its NumPy outputs."""
-        from posenc.conformance.runner import run_op
+        """:func:`posenc.harness.runner.run_op` here, on the adapter itself; its NumPy outputs."""
+        from posenc.harness.runner import run_op
         inputs = {name: self._array(item, blobs) for name, item in req["inputs"].items()}
         params = self._cached(req["params"], blobs)
         outputs = run_op(self.adapter, req["name"], params, inputs, req["dtype"], req["device"])
@@ -187,7 +187,7 @@ class Worker:
 
     def op_changed(self, req, blobs, out):
         """``[name, changed, size]`` of the first handed input (of those named) that changed."""
-        from posenc.conformance.runner import changed_elements
+        from posenc.harness.runner import changed_elements
         for k in req["handles"]:
             if k not in self.snapshots:
                 continue
@@ -211,7 +211,7 @@ class Worker:
             try:
                 v = fn(x)
                 if key == "array":
-                    from posenc.conformance.runner import plain_array
+                    from posenc.harness.runner import plain_array
                     v = plain_array(self.adapter, v)
                 res[key] = {"$d": {"ok": wire.encode(v, out, lambda o: {"$h": 0, "mro": wire.type_names(type(o)),
                                                                       "call": False, "unsent": True})}}

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, pos
+from posenc.families import Case, pos
 from posenc.reference import alibi
 from posenc.spec.models import AlibiParams
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
 from ._common import run, scalar
+
 
 def slope_amplification(p) -> np.ndarray:
     """``1 + k/8`` per head: a float32 ``base ** k`` (BLOOM's ``torch.pow``) amplifies the

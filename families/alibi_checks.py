@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.adapters import Unsupported
-from posenc.conformance.cases import Gen
-from posenc.conformance.checks import clauses_of, rows
-from posenc.conformance.golden import generate
-from posenc.conformance.runner import checked_outputs, run_op
-from posenc.conformance.suite import assert_conforms, call_adapter, fail, invariant_clauses, load_golden, require_dtype
+from posenc import families
+from posenc.families import Gen
+from posenc.harness.checks import (
+    Unsupported,
+    assert_conforms,
+    call_adapter,
+    checked_outputs,
+    clauses_of,
+    fail,
+    generate,
+    invariant_clauses,
+    load_golden,
+    require_dtype,
+    rows,
+    run_op,
+)
 from posenc.reference import alibi
 from posenc.spec.tolerance import EPS, bound
 
@@ -90,11 +100,10 @@ def alibi_slopes_geometric(request, adapter, device, dtype, case):
 def _slope_matches(case, slopes, dtype):
     """The known divergences whose mutant reproduces these slopes on the case's golden (the
     diagnosis of the golden test, e.g. DIV-ALIBI-SLOPES-COMPUTE-DTYPE for rounded slopes)."""
-    from posenc.conformance.runner import diagnose
-    from posenc.conformance.suite import _SPEC
+    from posenc.harness.checks import diagnose
 
     try:
-        return diagnose(_SPEC, load_golden(case.id), {"slopes": slopes}, dtype)
+        return diagnose(families.spec(), load_golden(case.id), {"slopes": slopes}, dtype)
     except Exception:  # noqa: BLE001 - a case without a golden: no diagnosis
         return ()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from posenc.conformance import generated as g
+from posenc.harness import generators as g
 from posenc.spec.models import AlibiParams
 
 from . import branch, generator

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, Gen, arange_x
+from posenc.families import Case, Gen, arange_x
 from posenc.reference import axial, rope
 from posenc.spec.models import AxialRopeParams
 

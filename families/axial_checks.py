@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.checks import clauses_of
-from posenc.conformance.runner import run_op
-from posenc.conformance.suite import call_adapter, fail, invariant_clauses, load_golden, require_dtype
-from posenc.reference import axial, ops
+from posenc import families
+from posenc.harness.checks import call_adapter, clauses_of, fail, invariant_clauses, load_golden, require_dtype, run_op
+from posenc.reference import axial
 from posenc.spec.tolerance import bound
 
 from . import check
@@ -52,8 +51,8 @@ def axial_relative(request, adapter, device, dtype, case):
         pq, pk = pos(_Q, shift), pos(_K, shift)
         yq, yk = one(pq, "q"), one(pk, "k")
         dots.append(float(np.sum(yq * yk)))
-        bq = bound(dtype, *ops.scales("axial.apply", p, {"q": q, "k": k, "position_ids": pq})["q"], True)
-        bk = bound(dtype, *ops.scales("axial.apply", p, {"q": q, "k": k, "position_ids": pk})["k"], True)
+        bq = bound(dtype, *families.reference_of("axial.apply").scales(p, {"q": q, "k": k, "position_ids": pq})["q"], True)
+        bk = bound(dtype, *families.reference_of("axial.apply").scales(p, {"q": q, "k": k, "position_ids": pk})["k"], True)
         rq = np.abs(axial.apply(q, k, pq, p)[0])  # the reference's magnitudes: a NaN output never widens the bound
         rk = np.abs(axial.apply(q, k, pk, p)[1])
         tols.append(float(np.sum(bq * (rk + bk) + rq * bk)))

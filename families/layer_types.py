@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from posenc.conformance.cases import Case, Gen, pos
+from posenc.families import Case, Gen, pos
 from posenc.reference import layer_types, rope
 from posenc.spec.models import LayerRopeParams, RopeParams
 

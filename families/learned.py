@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, Gen, pos
+from posenc.families import Case, Gen, pos
 from posenc.reference import learned, position_ids
-from posenc.spec.models import (BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams,
-                                 OPTEmbeddingParams, RobertaEmbeddingParams)
+from posenc.spec.models import (
+    BartEmbeddingParams,
+    BertEmbeddingParams,
+    GPT2EmbeddingParams,
+    LookupParams,
+    OPTEmbeddingParams,
+    RobertaEmbeddingParams,
+)
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
 from ._common import exact_scales, optional, run, scalar
+
 
 def _lookup(p, x):
     return {"embeddings": learned.lookup(x["table"], x["rows"])}

@@ -6,10 +6,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.adapters import Unsupported
-from posenc.conformance.checks import clauses_of, exact_decode_steps, left_pad_rows, step
-from posenc.conformance.runner import checked_outputs, native, native_inputs
-from posenc.conformance.suite import assert_conforms, call_adapter, fail, load_golden, require_dtype
+from posenc import families
+from posenc.harness.checks import (
+    Unsupported,
+    assert_conforms,
+    call_adapter,
+    checked_outputs,
+    clauses_of,
+    exact_decode_steps,
+    fail,
+    left_pad_rows,
+    load_golden,
+    native,
+    native_inputs,
+    require_dtype,
+    step,
+)
 from posenc.spec.errors import exception_text
 
 from . import check
@@ -63,18 +75,16 @@ def _row_range_matches(adapter, case, dtype, probe, got):
     """The LEARNED-ROW-RANGE divergences whose mutant, run on the out-of-range ``probe`` (``(op,
     params, inputs)`` in NumPy), returns what the adapter returned (NaN equals NaN): the
     diagnosis of an oracle-free probe, which no golden can hold."""
-    from posenc.conformance.runner import Match
-    from posenc.conformance.suite import _SPEC
-    from posenc.reference import mutants
+    from posenc.harness.checks import Match
 
     op, params, inputs = probe
     got = np.asarray(got, np.float64)
     found = []
-    for d in _SPEC.divergences.values():
-        if "LEARNED-ROW-RANGE" not in d.violates or op not in mutants.MUTANTS.get(d.mutant, ()):
+    for d in families.spec().divergences.values():
+        if "LEARNED-ROW-RANGE" not in d.violates or op not in families.mutants().get(d.mutant, ()):
             continue
         try:
-            mut = mutants.run(d.mutant, op, params, inputs, dtype)
+            mut = families.run_mutant(d.mutant, op, params, inputs, dtype)
         except Exception:  # noqa: BLE001 - a mutant that raises there does not reproduce a value
             continue
         if mut is None:

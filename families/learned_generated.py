@@ -7,9 +7,15 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from posenc.conformance import generated as g
-from posenc.spec.models import (BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams,
-                                OPTEmbeddingParams, RobertaEmbeddingParams)
+from posenc.harness import generators as g
+from posenc.spec.models import (
+    BartEmbeddingParams,
+    BertEmbeddingParams,
+    GPT2EmbeddingParams,
+    LookupParams,
+    OPTEmbeddingParams,
+    RobertaEmbeddingParams,
+)
 
 from . import generator
 

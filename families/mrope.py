@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, Gen, arange_x
+from posenc.families import Case, Gen, arange_x
 from posenc.reference import mrope, rope
 from posenc.spec.models import MROPE_SCALING_FIELDS, MRopeParams, mrope_axes
 from posenc.spec.registry import model_params
@@ -13,6 +13,7 @@ from posenc.spec.registry import model_params
 from . import add_cases, mutant, reference
 from ._common import Outputs
 from .rope import _pair_scales, exponent_amplification
+
 
 def mrope_outputs(op, p, x, axis_positions=None, freq=None, rotary_dim=None) -> Outputs:
     """Outputs of an M-RoPE op.  Mutants substitute: ``axis_positions`` (``[B, T, n]``, the

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.adapters import Unsupported
-from posenc.conformance.checks import clauses_of
-from posenc.conformance.runner import run_op
-from posenc.conformance.suite import call_adapter, fail, load_golden, require_dtype
+from posenc.harness.checks import Unsupported, call_adapter, clauses_of, fail, load_golden, require_dtype, run_op
 from posenc.spec.tolerance import bound
 
 from . import check

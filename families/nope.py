@@ -3,13 +3,14 @@ divergence and its golden cases; the math is :mod:`posenc.reference.nope`."""
 
 from __future__ import annotations
 
-from posenc.conformance.cases import Case, Gen, pos
+from posenc.families import Case, Gen, pos
 from posenc.reference import nope
 from posenc.spec.models import NopeParams
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
 from ._common import exact_scales, scalar
+
 
 def _nope_apply(p, x):
     q, k = nope.apply(x["q"], x["k"], scalar(x, "layer_idx"), p)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.checks import clauses_of
-from posenc.conformance.runner import native, run_op
-from posenc.conformance.suite import call_adapter, fail, load_golden, require_dtype
+from posenc.harness.checks import call_adapter, clauses_of, fail, load_golden, native, require_dtype, run_op
 
 from . import check
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, pos
+from posenc.families import Case, pos
 from posenc.reference import position_ids
 from posenc.spec.models import LookupParams
 
 from . import add_cases, mutant, reference
 from ._common import exact_scales, run, scalar
+
 
 def _pos_prefill(p, x):
     return {"position_ids": position_ids.prefill(scalar(x, "batch"), scalar(x, "seq_len"))}

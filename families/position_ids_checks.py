@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.checks import clauses_of, exact_decode_steps, left_pad_rows
-from posenc.conformance.runner import run_case
-from posenc.conformance.suite import call_adapter, fail, load_golden, require_dtype
+from posenc.harness.checks import (
+    call_adapter,
+    clauses_of,
+    exact_decode_steps,
+    fail,
+    left_pad_rows,
+    load_golden,
+    require_dtype,
+    run_case,
+)
 
 from . import check
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from posenc.conformance import generated as g
+from posenc.harness import generators as g
 from posenc.spec.models import LookupParams
 
 from . import branch, generator

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, Gen, pos
+from posenc.families import Case, Gen, pos
 from posenc.reference import query_scale
 from posenc.spec.models import QueryScaleParams
 

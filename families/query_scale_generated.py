@@ -3,7 +3,7 @@ anywhere in their domains, rows at independent positions up to 2^20."""
 
 from __future__ import annotations
 
-from posenc.conformance import generated as g
+from posenc.harness import generators as g
 from posenc.spec.models import QueryScaleParams
 
 from . import generator

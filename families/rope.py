@@ -9,15 +9,16 @@ from typing import Callable
 
 import numpy as np
 
-from posenc.conformance.cases import Case, Gen, arange_x, pos
+from posenc.families import Case, Gen, arange_x, pos
 from posenc.reference import position_ids, rope, rope_scaling
 from posenc.reference.rounding import bf16_round
 from posenc.spec.models import RopeParams
 from posenc.spec.registry import model_params
 from posenc.spec.shapes import call_suffixes
 
-from . import mutant, reference, add_cases
+from . import add_cases, mutant, reference
 from ._common import Outputs, run
+
 
 def freq_provider(p) -> Callable:
     """``seq_len -> (inv_freq, attention_factor)`` for one prepared operation.
@@ -236,8 +237,6 @@ def rope_arange_positions(op, p, x, dtype=None):
 @mutant("rope_factor_ignored", "rope.apply", "rope.cos_sin", "rope.inv_freq")
 def rope_factor_ignored(op, p, x, dtype=None):
     return run(op, p.model_copy(update={"attention_factor": 1.0}), x)
-
-
 
 
 # ---- positions (ROPE-ANGLE) ---------------------------------------------------------------------

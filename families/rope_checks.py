@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.adapters import Unsupported
-from posenc.conformance.checks import clauses_of, step
-from posenc.conformance.runner import checked_outputs, native, native_inputs, run_op
-from posenc.conformance.suite import (assert_conforms, call_adapter, fail, invariant_clauses, load_golden,
-                                     require_dtype)
-from posenc.reference import ops, rope
+from posenc import families
+from posenc.harness.checks import (
+    Unsupported,
+    assert_conforms,
+    call_adapter,
+    checked_outputs,
+    clauses_of,
+    fail,
+    invariant_clauses,
+    load_golden,
+    native,
+    native_inputs,
+    require_dtype,
+    run_op,
+    step,
+)
+from posenc.reference import rope
 from posenc.spec.tolerance import EPS, bound
 
 from . import check
@@ -171,8 +182,8 @@ def relative(request, adapter, device, dtype, case):
         yq, _ = _rope(adapter, case, dtype, device, q, k, pm, clauses=cl)
         _, yk = _rope(adapter, case, dtype, device, q, k, pn, clauses=cl)
         dots.append(float(np.sum(yq * yk)))
-        bq = bound(dtype, *ops.scales("rope.apply", case.params, {"q": q, "k": k, "position_ids": pm})["q"], True)
-        bk = bound(dtype, *ops.scales("rope.apply", case.params, {"q": q, "k": k, "position_ids": pn})["k"], True)
+        bq = bound(dtype, *families.reference_of("rope.apply").scales(case.params, {"q": q, "k": k, "position_ids": pm})["q"], True)
+        bk = bound(dtype, *families.reference_of("rope.apply").scales(case.params, {"q": q, "k": k, "position_ids": pn})["k"], True)
         # the bound from the reference's magnitudes (|R x| = attention_factor |x| pair by pair): an
         # output's NaN never makes the allowed difference NaN
         rq = np.abs(rope.apply(q, k, pm, case.params)[0])
@@ -198,7 +209,7 @@ def permutation(request, adapter, device, dtype, case):
     inter = p.model_copy(update={"pairing": "interleaved"})
     yh, _ = _rope(adapter, case, dtype, device, x[..., P], x[..., P], pid, half, clauses=cl)
     yi, _ = _rope(adapter, case, dtype, device, x, x, pid, inter, clauses=cl)
-    sc, an = ops.scales("rope.apply", inter, {"q": x, "k": x, "position_ids": pid})["q"]
+    sc, an = families.reference_of("rope.apply").scales(inter, {"q": x, "k": x, "position_ids": pid})["q"]
     excess = np.abs(yh - yi[..., P]) - 2 * bound(dtype, sc, an, True)[..., P]
     if not (excess <= 0).all():  # NaN outputs fail too
         i = tuple(int(v) for v in np.unravel_index(int(np.argmax(excess)), excess.shape))

@@ -15,6 +15,7 @@ from . import mutant, reference
 from ._common import run
 from .rope import call_keys, rope_outputs
 
+
 def _attn_probs(p, x):
     return {"probs": attention.probs(x["q"], x["k"], p)}
 

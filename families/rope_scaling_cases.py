@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, Gen, pos
+from posenc.families import Case, Gen, pos
 from posenc.spec.models import RopeParams, SoftmaxScaleParams
 from posenc.spec.registry import model_params
 

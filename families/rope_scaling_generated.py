@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from posenc.conformance import generated as g
+from posenc.harness import generators as g
 from posenc.spec.models import RopeParams, SoftmaxScaleParams
 
 from . import branch, generator
@@ -140,6 +140,7 @@ def _yarn_factor_given(p, x):
 
 def _llama3_bands(p):
     import numpy as np
+
     from posenc.reference.rope_scaling import base_inv_freq
     wavelen = 2 * np.pi / base_inv_freq(p.rope_theta, p.rdim)
     L = p.original_max_position_embeddings

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, pos
+from posenc.families import Case, pos
 from posenc.reference import position_ids, sinusoidal
 from posenc.spec.models import SinusoidalParams
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
 from ._common import exact_scales, run, scalar
+
 
 def _sin(p, x):
     return {"pe": sinusoidal.table(x["position_ids"], p)}

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.cases import Case, Gen, pos
+from posenc.families import Case, Gen, pos
 from posenc.reference import t5
 from posenc.spec.models import T5Params
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
 from ._common import exact_scales, run, scalar
+
 
 def _t5_buckets(p, x):
     return {"buckets": t5.buckets(x["relative_position"], p)}

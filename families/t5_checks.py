@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.conformance.checks import clauses_of, rows
-from posenc.conformance.runner import checked_outputs, native_inputs
-from posenc.conformance.suite import assert_conforms, call_adapter, load_golden, require_dtype
+from posenc.harness.checks import (
+    assert_conforms,
+    call_adapter,
+    checked_outputs,
+    clauses_of,
+    load_golden,
+    native_inputs,
+    require_dtype,
+    rows,
+)
 
 from . import check
 

@@ -1,4 +1,5 @@
-"""Reference *mutants* by name (compatibility view; kept for one release).
+"""Deprecated: the mutants by name are :func:`posenc.registry.mutants` (``[name][op]``) and
+``posenc.registry.MUTANT_NAMES``.  Kept for one release (spec 0.4.x); importing it warns.
 
 Each divergence's mutant (spec ``divergences[].mutant``) is registered by its family's module
 with :func:`posenc.families.mutant`: ``fn(op, params, inputs, dtype)``.  ``MUTANTS[name][op]``
@@ -7,7 +8,12 @@ is ``(params, inputs, dtype=None) -> outputs``; :func:`run` runs one.
 
 from __future__ import annotations
 
-from posenc import families as _families
+import warnings
+
+from posenc import registry as _families
+
+warnings.warn("posenc.reference.mutants is deprecated: use posenc.registry.mutants()[name][op]",
+              DeprecationWarning, stacklevel=2)
 
 from .rounding import bf16_round  # noqa: F401  (re-exported)
 

@@ -1,4 +1,5 @@
-"""The operations' reference bindings by name (compatibility view; kept for one release).
+"""Deprecated: the operations' reference bindings by name are :func:`posenc.registry.reference_of` and
+:func:`posenc.registry.operation`.  Kept for one release (spec 0.4.x); importing it warns.
 
 Every operation is declared in its family's spec file (``operations``: calling convention,
 inputs, outputs with their shapes, clauses) and its reference binding ``fn(params, inputs) ->
@@ -11,13 +12,17 @@ angle_scale)}`` are registered by the family's module (``posenc.families.<family
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from posenc import families as _families
+from posenc import registry as _families
+
+warnings.warn("posenc.reference.ops is deprecated: use posenc.registry.reference_of(op) and "
+              "posenc.registry.operation(op)", DeprecationWarning, stacklevel=2)
 
 Outputs = dict[str, np.ndarray]
 

@@ -1,10 +1,20 @@
-"""Named exceptions shared by the spec, the reference and the adapters.
+"""Named exceptions shared by every room of the kit.
 
-Imports flow one way (``spec`` <- ``reference`` <- ``conformance`` and ``spec`` <-
-``adapters`` <- ``conformance``), so every error a user can meet is defined here.
+The spec is the bottom room (docs/architecture.md: every other room imports it, it imports none),
+so every error a user can meet is defined here -- :class:`Unsupported` too, the one exception an
+adapter raises to report a case it cannot express (re-exported by :mod:`posenc.adapters`).
 """
 
 from __future__ import annotations
+
+
+class Unsupported(Exception):
+    """The adapter cannot express this case; ``reason`` says why.  Reported as a skip (counted, with
+    the reason), never as a pass; any other exception an adapter raises is a failure."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
 
 
 class PosencError(Exception):

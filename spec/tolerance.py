@@ -9,7 +9,7 @@ against the float64 reference ``y_ref`` element-wise when
   pair norm ``|x_pair|`` times the attention factor; for a sum the sum of the summands'
   magnitudes); ``angle_scale`` is ``|phi_i| * (1 + e_i ln theta) * |x_pair|`` for angle-based
   encodings (0 elsewhere), where ``e_i = 2i/d`` is the frequency's exponent.  Both are computed
-  by the reference (``posenc.reference.ops``) and stored with the golden.
+  by the reference (:func:`posenc.registry.reference_of`) and stored with the golden.
 * ``eps_eff`` is ``eps(dt)``, but never below ``eps(float32)`` for angle-based operations:
   the spec allows (and requires at least) float32 angles and cos/sin whatever the dtype.
 * The angle term allows a float32 angle ``p * inv_freq``: a float32 ``theta ** -e_i`` rounds

@@ -23,19 +23,12 @@ from pathlib import Path
 from typing import Optional
 
 from .errors import SpecError
+from .loader import SPEC_DIR, SPEC_VERSION, load_spec, read_yaml, version_key  # noqa: F401 (version_key: public here too)
 
 VERSIONS_DIR = Path(__file__).resolve().parent / "versions"
 #: ``{version: {file name: sha256}}`` of every released version: which versions are released, and what
 #: their files must be (a kept snapshot edited, removed or added to is an error, never a silent change)
 MANIFEST_NAME = "manifest.json"
-
-
-def version_key(text: str) -> tuple[int, ...]:
-    """``"0.10.0"`` -> ``(0, 10, 0)``: versions compare numerically, not as strings."""
-    try:
-        return tuple(int(x) for x in text.split("."))
-    except ValueError:
-        raise SpecError(f"{text!r} is not a spec version (MAJOR.MINOR.PATCH)") from None
 
 
 def _manifest() -> dict[str, dict[str, str]]:
@@ -103,7 +96,6 @@ def release() -> str:
     import hashlib
     import json
     import shutil
-    from . import SPEC_DIR, SPEC_VERSION
     man = _manifest()
     if SPEC_VERSION in man:
         raise SpecError(f"spec {SPEC_VERSION} is already released: start the next version first")
@@ -126,7 +118,6 @@ def is_released(version: str) -> bool:
 
 def known_versions() -> list[str]:
     """The released versions and, when it is still in development, the current one; oldest first."""
-    from . import SPEC_VERSION
     out = released_versions()
     if SPEC_VERSION not in out:
         out.append(SPEC_VERSION)
@@ -186,7 +177,6 @@ def _entries(version: str, families: dict[str, dict], where: str) -> dict[str, d
 def snapshot(version: str) -> Snapshot:
     """The spec of ``version``: its kept snapshot, or the working spec when ``version`` is the
     current one and not yet released.  ``SpecError`` for a version that does not exist."""
-    from . import SPEC_DIR, SPEC_VERSION, read_yaml
     version_key(version)
     directory = VERSIONS_DIR / version
     released = version in released_versions()
@@ -215,7 +205,6 @@ def check_released_unchanged() -> Optional[str]:
     """``None`` when the working spec is in development or equals its released snapshot; else a
     message naming the files that differ (a released version must not change: bump the version).
     Every kept snapshot is verified first (:func:`verify_all`: ``SpecError`` naming the file)."""
-    from . import SPEC_DIR, SPEC_VERSION
     directory = VERSIONS_DIR / SPEC_VERSION
     verify_all()
     if not is_released(SPEC_VERSION):
@@ -249,7 +238,6 @@ def resolve(ident: str, version: Optional[str] = None) -> Resolution:
     was added later), ``superseded`` (the current spec replaces it), ``meaning-changed`` (its
     ``since`` is newer than the cited version).
     """
-    from . import SPEC_VERSION
     current = snapshot(SPEC_VERSION)
     now = current.entry(ident)
     registered = False
@@ -298,7 +286,6 @@ def resolve(ident: str, version: Optional[str] = None) -> Resolution:
 
 def _registered_entry(ident: str) -> Optional[dict]:
     """A clause or divergence of a family registered outside the kit, as a snapshot entry (or None)."""
-    from . import load_spec
     try:
         spec = load_spec()
     except SpecError:
@@ -316,7 +303,6 @@ def citable_since(ident: str) -> str:
     Usually its ``since``; later when the meaning is older than the ID (DIV-ROPE-BF16-ANGLE-PRODUCT
     names, from 0.4.0, the meaning DIV-ROPE-BF16-ANGLES had since 0.2.0).  ``SpecError`` for an ID
     not in the current spec."""
-    from . import SPEC_VERSION
     now = snapshot(SPEC_VERSION).entry(ident)
     if now is None:
         registered = _registered_entry(ident)

@@ -12,9 +12,9 @@ import torch  # noqa: F401 - imported before pytester's in-process runs snapshot
 import posenc.adapters.hf_transformers  # noqa: F401 - likewise (C extensions cannot be imported twice)
 import posenc.adapters.torch_adapter  # noqa: F401
 import posenc.conformance
-import posenc.conformance.generated  # noqa: F401
-import posenc.conformance.runner  # noqa: F401
-import posenc.conformance.suite  # noqa: F401 - one module for the tests that patch its golden loading
+import posenc.harness.generation  # noqa: F401
+import posenc.harness.runner  # noqa: F401
+import posenc.harness.failure  # noqa: F401 - one module for the tests that patch its golden loading
 
 CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from posenc.adapters import Unsupported
 from posenc.adapters.reference_adapter import MutantAdapter, ReferenceAdapter
-from posenc.conformance import golden
+from posenc.harness import golden
 
 
 def _key(op, inputs):

@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 from posenc import families
-from posenc.conformance.cases import pos
+from posenc.registry.cases import pos
 from posenc.reference import alibi, sinusoidal, t5
-from posenc.reference import mutants
+
 from posenc.spec.models import AlibiParams, LookupParams, SinusoidalParams, T5Params
 from posenc.spec.ranges import is_library_default
+from posenc import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = families.spec()
@@ -38,7 +39,7 @@ ALL_NEW = [d for ids in NEW.values() for d in ids]
 @pytest.mark.parametrize("div_id", ALL_NEW)
 def test_new_divergences_are_declared_for_0_4_0(div_id):
     d = SPEC.divergences[div_id]
-    assert d.since == "0.4.0" and d.mutant in mutants.MUTANTS and not d.superseded_by
+    assert d.since == "0.4.0" and d.mutant in registry.mutants() and not d.superseded_by
     assert any(e.startswith("https://") or "::" in e for e in d.evidence), d.evidence
 
 
@@ -53,7 +54,7 @@ def test_enough_divergences_cite_tracker_threads():
 
 
 def test_opt_offset_twice():
-    out = mutants.run("opt_offset_twice", "learned.opt_rows", None, {"positions": pos([-1, 0, 5])})
+    out = registry.run_mutant("opt_offset_twice", "learned.opt_rows", None, {"positions": pos([-1, 0, 5])})
     assert out["rows"].tolist() == [[3, 4, 9]]  # + 4, where the spec says + 2 (1, 2, 7)
 
 
@@ -61,7 +62,7 @@ def test_roberta_offset_twice():
     from posenc.spec.registry import model_params
     rb = model_params("roberta-base", vocab_size=89)
     x = {"input_ids": pos([1, 1, 0, 9, 2], [0, 9, 9, 9, 2]), "cache_length": np.asarray(0)}
-    out = mutants.run("roberta_offset_twice", "learned.roberta_positions", rb, x)
+    out = registry.run_mutant("roberta_offset_twice", "learned.roberta_positions", rb, x)
     assert out["positions"].tolist() == [[3, 3, 4, 5, 6], [4, 5, 6, 7, 8]]  # spec: [[1,1,2,3,4],[2,3,4,5,6]]
 
 
@@ -71,64 +72,64 @@ def test_learned_cache_ignored_restarts_the_rows():
     rng = np.random.default_rng(0)
     x = {"wte": rng.normal(size=(5, 3)), "wpe": rng.normal(size=(1024, 3)), "input_ids": pos([1, 2]),
          "cache_length": np.asarray(7)}
-    out = mutants.run("learned_cache_ignored", "learned.gpt2", gpt2, x)["embeddings"]
+    out = registry.run_mutant("learned_cache_ignored", "learned.gpt2", gpt2, x)["embeddings"]
     np.testing.assert_array_equal(out, x["wte"][[[1, 2]]] + x["wpe"][[[0, 1]]])  # rows 0, 1 instead of 7, 8
-    assert mutants.run("learned_cache_ignored", "learned.gpt2", gpt2, {**x, "cache_length": np.asarray(0)}) is None
+    assert registry.run_mutant("learned_cache_ignored", "learned.gpt2", gpt2, {**x, "cache_length": np.asarray(0)}) is None
 
 
 def test_take_unchecked_wraps_and_fills_nan():
     table = np.arange(8, dtype=np.float64).reshape(4, 2)
-    out = mutants.run("lookup_take_unchecked", "learned.lookup", LookupParams(num_rows=4, dim=2),
+    out = registry.run_mutant("lookup_take_unchecked", "learned.lookup", LookupParams(num_rows=4, dim=2),
                       {"table": table, "rows": np.array([[1, -1, 4]])})["embeddings"]
     np.testing.assert_array_equal(out[0, :2], table[[1, 3]])  # -1 reads the last row
     assert np.isnan(out[0, 2]).all()  # one past the end: NaN (JAX's take)
-    clamped = mutants.run("lookup_clamped", "learned.lookup", None, {"table": table, "rows": np.array([[-1]])})
+    clamped = registry.run_mutant("lookup_clamped", "learned.lookup", None, {"table": table, "rows": np.array([[-1]])})
     np.testing.assert_array_equal(clamped["embeddings"][0, 0], table[0])  # the clamp reads row 0: -1 separates them
 
 
 def test_sin_positions_in_dtype():
     p = SinusoidalParams(dim=8)
     x = {"position_ids": pos([2049, 65520, 257])}
-    f16 = mutants.run("sin_positions_in_dtype", "sinusoidal.table", p, x, "float16")["pe"][0]
+    f16 = registry.run_mutant("sin_positions_in_dtype", "sinusoidal.table", p, x, "float16")["pe"][0]
     np.testing.assert_allclose(f16[0], sinusoidal.table(pos([2048]), p)[0, 0], atol=1e-12)
     assert np.isnan(f16[1]).all()  # 65520 is inf in float16
     np.testing.assert_allclose(f16[2], sinusoidal.table(pos([257]), p)[0, 0], atol=1e-12)  # exact in float16
-    bf = mutants.run("sin_positions_in_dtype", "sinusoidal.table", p, x, "bfloat16")["pe"][0]
+    bf = registry.run_mutant("sin_positions_in_dtype", "sinusoidal.table", p, x, "bfloat16")["pe"][0]
     np.testing.assert_allclose(bf[2], sinusoidal.table(pos([256]), p)[0, 0], atol=1e-12)  # 257 -> 256
-    assert mutants.run("sin_positions_in_dtype", "sinusoidal.table", p, x, "float32") is None
+    assert registry.run_mutant("sin_positions_in_dtype", "sinusoidal.table", p, x, "float32") is None
 
 
 def test_sin_compute_dtype_rounds_511_to_512():
     p = SinusoidalParams(dim=16)
-    out = mutants.run("sin_compute_dtype", "sinusoidal.table", p, {"position_ids": pos([511, 512])}, "bfloat16")["pe"]
+    out = registry.run_mutant("sin_compute_dtype", "sinusoidal.table", p, {"position_ids": pos([511, 512])}, "bfloat16")["pe"]
     np.testing.assert_array_equal(out[0, 0], out[0, 1])
-    assert mutants.run("sin_compute_dtype", "sinusoidal.table", p, {"position_ids": pos([511])}, "float64") is None
+    assert registry.run_mutant("sin_compute_dtype", "sinusoidal.table", p, {"position_ids": pos([511])}, "float64") is None
 
 
 def test_sin_fairseq_cache_ignored():
     p = SinusoidalParams(dim=8, layout="concat", variant="fairseq", padding_idx=1)
     x = {"input_ids": pos([1, 4, 4], [7, 8, 1]), "cache_length": np.asarray(200)}
-    out = mutants.run("sin_fairseq_cache_ignored", "sinusoidal.fairseq_positions", p, x)
+    out = registry.run_mutant("sin_fairseq_cache_ignored", "sinusoidal.fairseq_positions", p, x)
     assert out["positions"].tolist() == [[1, 2, 3], [2, 3, 1]]  # spec: [[1, 202, 203], [202, 203, 1]]
 
 
 def test_alibi_head_count_mutants():
     p6 = AlibiParams(num_heads=6)
-    nxt = mutants.run("alibi_slopes_next_pow2", "alibi.slopes", p6, {})["slopes"]
+    nxt = registry.run_mutant("alibi_slopes_next_pow2", "alibi.slopes", p6, {})["slopes"]
     np.testing.assert_array_equal(nxt, 2.0 ** -np.arange(1, 7))
-    ns = mutants.run("alibi_slopes_extra_not_strided", "alibi.slopes", p6, {})["slopes"]
+    ns = registry.run_mutant("alibi_slopes_extra_not_strided", "alibi.slopes", p6, {})["slopes"]
     np.testing.assert_array_equal(ns, [0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.25])
     np.testing.assert_array_equal(alibi.slopes(p6), [0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125])
     for name in ("alibi_slopes_next_pow2", "alibi_slopes_extra_not_strided"):
-        assert mutants.run(name, "alibi.slopes", AlibiParams(num_heads=8), {}) is None
+        assert registry.run_mutant(name, "alibi.slopes", AlibiParams(num_heads=8), {}) is None
 
 
 def test_alibi_slopes_compute_dtype():
     p = AlibiParams(num_heads=12)
-    bf = mutants.run("alibi_slopes_compute_dtype", "alibi.slopes", p, {}, "bfloat16")["slopes"]
+    bf = registry.run_mutant("alibi_slopes_compute_dtype", "alibi.slopes", p, {}, "bfloat16")["slopes"]
     assert bf[8] == 0.70703125 and alibi.slopes(p)[8] == 2 ** -0.5
     np.testing.assert_array_equal(bf[:8], alibi.slopes(p)[:8])  # powers of two are exact
-    assert mutants.run("alibi_slopes_compute_dtype", "alibi.slopes", p, {}, "float32") is None
+    assert registry.run_mutant("alibi_slopes_compute_dtype", "alibi.slopes", p, {}, "float32") is None
 
 
 def test_t5_log_in_dtype_matches_torch_bf16():
@@ -229,7 +230,7 @@ def test_goldens_cover_each_parameter_field(fam, model, field, rng):
 
 
 def _goldens():
-    from posenc.conformance import golden
+    from posenc.harness import golden
     m = golden.read_manifest()
     return [golden.load(c, manifest=m) for c in families.all_cases() if not c.id.startswith("gen-")]
 
@@ -239,17 +240,18 @@ def test_new_divergence_is_separated_from_its_family(div_id):
     """For every other divergence Y of the family, some golden case at one of div_id's dtypes
     rejects div_id's mutant output and the diagnosis of that output does not name Y (so a
     failure can be attributed to div_id alone somewhere)."""
-    from posenc.conformance.runner import compare_outputs, diagnose
+    from posenc.harness.diagnosis import diagnose
+    from posenc.harness.runner import compare_outputs
 
     d = SPEC.divergences[div_id]
     prefix = div_id.split("-")[1]
     others = {o for o in SPEC.current_divergences if o.split("-")[1] == prefix and o != div_id}
     unseparated = set(others)
     for g in _goldens():
-        if g.case.op not in mutants.MUTANTS[d.mutant]:
+        if g.case.op not in registry.mutants()[d.mutant]:
             continue
         for dtype in d.dtypes:
-            out = mutants.run(d.mutant, g.case.op, g.case.params, g.inputs, dtype)
+            out = registry.run_mutant(d.mutant, g.case.op, g.case.params, g.inputs, dtype)
             if out is None:
                 continue
             out = {k: np.asarray(v) for k, v in out.items()}

@@ -17,10 +17,12 @@ import transformers.models.bloom.modeling_bloom as hf_bloom
 import transformers.models.mpt.modeling_mpt as hf_mpt
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
-from posenc.reference import alibi, mutants, ops
+from posenc.reference import alibi
 from posenc.spec import load_spec
 from posenc.spec.models import AlibiParams
 from posenc.spec.tolerance import bound
+from posenc import registry
+from posenc.families.alibi import slope_amplification
 
 FEW_ULP = dict(rtol=1e-15, atol=0)
 SPEC = load_spec()
@@ -83,7 +85,7 @@ def test_slopes_match_bloom_and_mpt(n):
     """HF 5.24 BLOOM (_get_alibi_slopes, float32 torch.pow) and MPT (float32 1/2^base) within the
     suite's float32 bound, whose amplification 1 + k/8 covers BLOOM's powered base."""
     p = AlibiParams(num_heads=n)
-    ref, amp = alibi.slopes(p), ops.slope_amplification(p)
+    ref, amp = alibi.slopes(p), slope_amplification(p)
     bloom = hf_bloom._get_alibi_slopes(n, "cpu").double().numpy()
     mpt = -hf_mpt.build_mpt_alibi_tensor(n, 2)[:, 0, 0].double().numpy()
     assert _within_float32_bound(bloom, p, ref, amp).all(), np.max(np.abs(bloom - ref) / ref)
@@ -96,7 +98,7 @@ def test_alibi_bias_max_matches_mpt(n, bias_max):
     p = AlibiParams(num_heads=n, alibi_bias_max=bias_max, form="mpt")
     got = hf_mpt.build_mpt_alibi_tensor(n, 9, bias_max).double().numpy()  # [H, 1, 9]
     ref, _ = alibi.bias(p, 1, 9)
-    assert _within_float32_bound(got, p, ref, ops.slope_amplification(p)[:, None, None]).all()
+    assert _within_float32_bound(got, p, ref, slope_amplification(p)[:, None, None]).all()
 
 
 # ---- bias forms ---------------------------------------------------------------------------------
@@ -137,7 +139,7 @@ def test_bloom_bias_matches_build_alibi_tensor(n, mask):
     got = hf_bloom.build_alibi_tensor(torch.from_numpy(mask), n, torch.float32).double().numpy()
     got = got.reshape(mask.shape[0], n, 1, mask.shape[1])
     ref, _ = alibi.bias(p, 1, attention_mask=mask)
-    assert _within_float32_bound(got, p, ref, ops.slope_amplification(p)[:, None, None]).all()
+    assert _within_float32_bound(got, p, ref, slope_amplification(p)[:, None, None]).all()
 
 
 @pytest.mark.parametrize("n,tk", [(32, 8), (32, 300), (6, 20), (16, 2048)])
@@ -145,7 +147,7 @@ def test_mpt_bias_matches_build_mpt_alibi_tensor(n, tk):
     p = AlibiParams(num_heads=n, form="mpt")
     got = hf_mpt.build_mpt_alibi_tensor(n, tk).double().numpy()  # [H, 1, tk]
     ref, _ = alibi.bias(p, 1, tk)
-    assert _within_float32_bound(got, p, ref, ops.slope_amplification(p)[:, None, None]).all()
+    assert _within_float32_bound(got, p, ref, slope_amplification(p)[:, None, None]).all()
 
 
 @pytest.mark.parametrize("form,kw", [
@@ -184,13 +186,13 @@ ALIBI_DIVS = sorted(d for d in SPEC.divergences if d.startswith("DIV-ALIBI-"))
 
 def test_mutants_are_the_wrong_behaviour():
     p6 = AlibiParams(num_heads=6)
-    naive = mutants.run("alibi_slopes_naive", "alibi.slopes", p6, {})["slopes"]
+    naive = registry.run_mutant("alibi_slopes_naive", "alibi.slopes", p6, {})["slopes"]
     np.testing.assert_allclose(naive, [2.0 ** (-8 * k / 6) for k in range(1, 7)], **FEW_ULP)
-    assert mutants.run("alibi_slopes_naive", "alibi.slopes", AlibiParams(num_heads=8), {}) is None
+    assert registry.run_mutant("alibi_slopes_naive", "alibi.slopes", AlibiParams(num_heads=8), {}) is None
     x = {"query_length": np.asarray(2), "key_length": np.asarray(3)}
-    flipped = mutants.run("alibi_sign_flipped", "alibi.bias", AlibiParams(num_heads=2), x)["bias"]
+    flipped = registry.run_mutant("alibi_sign_flipped", "alibi.bias", AlibiParams(num_heads=2), x)["bias"]
     assert flipped[0, 1, 0] == 2 * 2.0 ** -4  # +m (i' - j) for i' = 2, j = 0
-    enc = mutants.run("alibi_causal_in_encoder", "alibi.bias", AlibiParams(num_heads=2, form="symmetric"), x)
+    enc = registry.run_mutant("alibi_causal_in_encoder", "alibi.bias", AlibiParams(num_heads=2, form="symmetric"), x)
     assert enc["bias"][0, 0, 2] == 2.0 ** -4 and enc["bias.compared"].all()  # future key gets +m
 
 

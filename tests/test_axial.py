@@ -12,8 +12,9 @@ import pytest
 
 from posenc.reference import axial
 from posenc.spec.errors import SpecError
-from posenc.spec.hf_config import params_from_hf_config, rope_import
+from posenc.hf import params_from_hf_config, rope_import
 from posenc.spec.models import AxialRopeParams
+from posenc import registry
 
 FIG = dict(head_dim=8, rope_theta=100.0)
 HW = np.array([[[3]], [[5]]])  # (h, w) = (3, 5), [A, B, T]
@@ -260,7 +261,7 @@ CENTRED_DIVERGENCES = ("DIV-AXIAL-CORNER-COORDINATES", "DIV-AXIAL-UNNORMALISED-C
 
 def _computed(case_id):
     from posenc import families
-    from posenc.conformance import golden
+    from posenc.harness import golden
     case = next(c for c in families.all_cases() if c.id == case_id)
     return golden.computed(case, golden.case_inputs(case))
 
@@ -272,34 +273,35 @@ def test_each_centred_divergence_is_caught_and_named_alone(div_id, case_id):
     """Each new mutant fails the reference's tolerance on the centred cases, the diagnosis names it,
     and the other two do not reproduce its output (they are told apart on every one of these cases)."""
     from posenc import families
-    from posenc.conformance.runner import compare_outputs, diagnose
-    from posenc.reference import mutants
+    from posenc.harness.diagnosis import diagnose
+    from posenc.harness.runner import compare_outputs
+
     spec = families.spec()
     g = _computed(case_id)
     d = spec.divergences[div_id]
-    out = {k: np.asarray(v) for k, v in mutants.run(d.mutant, g.case.op, g.case.params, g.inputs).items()}
+    out = {k: np.asarray(v) for k, v in registry.run_mutant(d.mutant, g.case.op, g.case.params, g.inputs).items()}
     assert not all(c.ok for c in compare_outputs(g, out, "float32"))
     named = [m.divergence for m in diagnose(spec, g, out, "float32")]
     assert div_id in named and not set(named) & (set(CENTRED_DIVERGENCES) - {div_id}), named
 
 
 def test_the_centred_mutants_have_no_form_for_index_coordinates():
-    from posenc.reference import mutants
+
     p = AxialRopeParams(**FIG)
     for name in ("axial_corner_coordinates", "axial_unnormalised_coordinates", "axial_centred_without_2pi"):
-        assert mutants.run(name, "axial.cos_sin", p, {"position_ids": HW}) is None
+        assert registry.run_mutant(name, "axial.cos_sin", p, {"position_ids": HW}) is None
     # and 1-D positions have none for centred ones
     c = AxialRopeParams(**FIG, **CENTRED, grid_size=(4, 6))
-    assert mutants.run("axial_1d_positions", "axial.cos_sin", c, {"position_ids": np.array([[[0, 1]], [[2, 3]]])}) is None
+    assert registry.run_mutant("axial_1d_positions", "axial.cos_sin", c, {"position_ids": np.array([[[0, 1]], [[2, 3]]])}) is None
 
 
 def test_the_corner_mutant_is_the_corner_by_hand():
     """grid (2, 4), patch (1, 0): the corner is (2/2 - 1, 0/4 - 1) = (0, -1): angles [0, 0, -2 pi, -0.2 pi]."""
-    from posenc.reference import mutants
+
     p = AxialRopeParams(**FIG, **CENTRED, grid_size=(2, 4))
-    out = mutants.run("axial_corner_coordinates", "axial.cos_sin", p, {"position_ids": np.array([[[1]], [[0]]])})
+    out = registry.run_mutant("axial_corner_coordinates", "axial.cos_sin", p, {"position_ids": np.array([[[1]], [[0]]])})
     np.testing.assert_allclose(out["cos"][0, 0], np.cos([0, 0, -2 * math.pi, -0.2 * math.pi]), atol=1e-15)
-    out = mutants.run("axial_centred_without_2pi", "axial.cos_sin", p, {"position_ids": np.array([[[1]], [[0]]])})
+    out = registry.run_mutant("axial_centred_without_2pi", "axial.cos_sin", p, {"position_ids": np.array([[[1]], [[0]]])})
     np.testing.assert_allclose(out["sin"][0, 0], np.sin([0.5, 0.05, -0.75, -0.075]), atol=1e-15)
 
 
@@ -307,7 +309,7 @@ def test_the_corner_mutant_is_the_corner_by_hand():
 def test_the_ports_run_a_centred_full_grid(port):
     """The torch port and the transformers wrapper (EoMT-DINOv3's own module) on a full 3 x 5 grid."""
     from posenc.adapters import load_adapter
-    from posenc.conformance.runner import compare_outputs, run_case
+    from posenc.harness.runner import compare_outputs, run_case
     g = _computed("axial-eomt-dinov3-grid-3x5")
     out = run_case(load_adapter(port), g, "float32", "cpu")
     assert all(c.ok for c in compare_outputs(g, out, "float32"))
@@ -321,7 +323,7 @@ def test_the_ports_run_a_centred_full_grid(port):
 ])
 def test_the_transformers_wrapper_refuses_what_eomt_cannot_express(case_id, reason):
     from posenc.adapters import Unsupported, load_adapter
-    from posenc.conformance.runner import run_case
+    from posenc.harness.runner import run_case
     with pytest.raises(Unsupported, match=reason):
         run_case(load_adapter("hf-transformers"), _computed(case_id), "float32", "cpu")
 
@@ -361,7 +363,7 @@ def test_malformed_eomt_dinov3_configs_are_one_named_error(config, message):
 
 def test_config_import_prints_the_grids_provenance(tmp_path, capsys):
     import json
-    from posenc.conformance.cli import main
+    from posenc.cli import main
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "eomt_dinov3", "image_size": 512}))
     assert main(["config", "import", str(path)]) == 0
@@ -383,7 +385,7 @@ def test_the_import_refuses_the_widths_eomt_cannot_run(hidden, heads):
     import torch
     from posenc.adapters import Unsupported, load_adapter
     from posenc.spec.errors import SpecError
-    from posenc.spec.hf_config import params_from_hf_config
+    from posenc.hf import params_from_hf_config
     D = hidden // heads
     assert len(torch.arange(0, 1, 4 / D, dtype=torch.float32)) == D // 4 + 1  # the defect itself
     with pytest.raises(SpecError, match=f"head width {D}: .* gives {D // 4 + 1} frequencies per axis, not {D // 4}"):

@@ -1,4 +1,4 @@
-"""``posenc card`` (posenc.conformance.card): the figures against hand-derived values (closed
+"""``posenc card`` (posenc.tools.card): the figures against hand-derived values (closed
 forms computed here with ``math``, never with the reference the card uses), the plots, the
 Markdown / reStructuredText sections, the errors and the missing-matplotlib message."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from posenc.conformance import card as cardmod
-from posenc.conformance.card import MATPLOTLIB_MISSING, MissingExtra, build_card, registry_cards
+from posenc.tools import card as cardmod
+from posenc.tools.card import MATPLOTLIB_MISSING, MissingExtra, build_card, registry_cards
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -245,7 +245,7 @@ def test_plots_are_png(tmp_path, name, cfg, kinds):
 
 
 def test_matrix_status_absent_and_present(tmp_path, monkeypatch):
-    from posenc.conformance import matrix_status as ms
+    from posenc.tools import matrix_status as ms
     monkeypatch.setattr(ms, "clause_status", lambda cid, docs_dir=None: None)
     monkeypatch.setattr(ms, "matrix_available", lambda docs_dir=None: False)
     md = _card(tmp_path, "a", BLOOM8).to_markdown()
@@ -335,13 +335,13 @@ def test_missing_matplotlib(tmp_path, monkeypatch, capsys):
 
 def test_html_calls_the_site_generator(tmp_path, monkeypatch, capsys):
     calls = []
-    fake = types.ModuleType("posenc.conformance.docs_site")
+    fake = types.ModuleType("posenc.tools.sphinx_build")
     fake.build_card_page = lambda card, out_dir: calls.append((card.name, out_dir)) or out_dir / "index.html"
-    monkeypatch.setitem(sys.modules, "posenc.conformance.docs_site", fake)
+    monkeypatch.setitem(sys.modules, "posenc.tools.sphinx_build", fake)
     cfg = _write(tmp_path, "gpt2", GPT2)
     assert cardmod.main(_args(cfg, fmt="html", out=tmp_path / "site")) == 0
     assert calls == [("gpt2", tmp_path / "site")]
-    monkeypatch.setitem(sys.modules, "posenc.conformance.docs_site", None)
+    monkeypatch.setitem(sys.modules, "posenc.tools.sphinx_build", None)
     assert cardmod.main(_args(cfg, fmt="html")) == 2
     assert "site generator" in capsys.readouterr().err
 
@@ -425,7 +425,7 @@ def test_name_or_path_is_escaped(tmp_path, payload):
 def test_name_or_path_is_escaped_in_the_built_page(tmp_path, payload):
     pytest.importorskip("sphinx")
     try:
-        from posenc.conformance.docs_site import build_card_page, _need_sphinx
+        from posenc.tools.sphinx_build import build_card_page, need_sphinx as _need_sphinx
         _need_sphinx()
     except Exception:  # noqa: BLE001 - the [docs] extra is not installed
         pytest.skip("the site generator needs the [docs] extra")
@@ -480,9 +480,9 @@ def test_markdown_table_cells_and_blocks_hold(tmp_path):
 @pytest.mark.parametrize("fmt", ["md", "html"])
 def test_out_refuses_a_foreign_folder(tmp_path, capsys, monkeypatch, fmt):
     calls = []
-    fake = types.ModuleType("posenc.conformance.docs_site")
+    fake = types.ModuleType("posenc.tools.sphinx_build")
     fake.build_card_page = lambda card, out_dir: calls.append(out_dir) or out_dir / "index.html"
-    monkeypatch.setitem(sys.modules, "posenc.conformance.docs_site", fake)
+    monkeypatch.setitem(sys.modules, "posenc.tools.sphinx_build", fake)
     cfg = _write(tmp_path, "gpt2", GPT2)
     site = tmp_path / "mysite"
     site.mkdir()
@@ -516,9 +516,9 @@ def test_out_is_a_file(tmp_path, capsys, fmt):
 
 def test_html_without_matplotlib_makes_the_page_without_plots(tmp_path, monkeypatch, capsys):
     seen = []
-    fake = types.ModuleType("posenc.conformance.docs_site")
+    fake = types.ModuleType("posenc.tools.sphinx_build")
     fake.build_card_page = lambda card, out_dir: seen.append(card) or out_dir / "index.html"
-    monkeypatch.setitem(sys.modules, "posenc.conformance.docs_site", fake)
+    monkeypatch.setitem(sys.modules, "posenc.tools.sphinx_build", fake)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     cfg = _write(tmp_path, "bloom", BLOOM8)

@@ -12,11 +12,13 @@ import pytest
 from posenc import families
 from posenc.adapters import Unsupported
 from posenc.adapters.reference_adapter import MutantAdapter
-from posenc.conformance import golden
-from posenc.conformance.generated import drawn_examples, example_golden
-from posenc.conformance.runner import compare_outputs, diagnose, run_case
-from posenc.reference import mutants
+from posenc.harness import golden
+from posenc.harness.generation import drawn_examples, example_golden
+from posenc.harness.diagnosis import diagnose
+from posenc.harness.runner import compare_outputs, run_case
+
 from posenc.spec.errors import AdapterError
+from posenc import registry
 
 SPEC = families.spec()
 CURRENT = sorted(SPEC.operation_divergences)
@@ -43,7 +45,7 @@ def test_golden_catches_and_names(div_id, dtype):
     if d.mutant in ONLY_OUT_OF_RANGE:
         pytest.skip(f"{d.mutant}: observable out of range only (the row_range check and tests/test_reference.py)")
     adapter = MutantAdapter(div_id)
-    ops = set(mutants.MUTANTS[d.mutant])
+    ops = set(registry.mutants()[d.mutant])
     caught, named = [], []
     for g in _goldens():
         if g.case.op not in ops or dtype not in adapter.dtypes:
@@ -74,7 +76,7 @@ def _examples(op: str, dtype: str):
 
 
 def _caught_on(d, g, dtype) -> bool:
-    out = mutants.run(d.mutant, g.case.op, g.case.params, g.inputs, dtype)
+    out = registry.run_mutant(d.mutant, g.case.op, g.case.params, g.inputs, dtype)
     if out is None or any(np.shape(out[k]) != g.outputs[k].shape for k in out if k in g.outputs):
         return False
     return _fails(g, {k: np.asarray(v) for k, v in out.items()}, dtype)
@@ -96,8 +98,8 @@ def test_generated_cases_catch(div_id, dtype):
     if d.mutant in ONLY_OUT_OF_RANGE:
         pytest.skip(f"{d.mutant}: observable out of range only, where the reference raises (the row_range check)")
     gens = families.generators()
-    ops = [op for op in mutants.MUTANTS[d.mutant] if op in gens]
-    assert ops, f"{div_id}: none of its operations {sorted(mutants.MUTANTS[d.mutant])} has a generator"
+    ops = [op for op in registry.mutants()[d.mutant] if op in gens]
+    assert ops, f"{div_id}: none of its operations {sorted(registry.mutants()[d.mutant])} has a generator"
     for op in ops:
         for k, g in enumerate(_examples(op, dtype)):
             if _caught_on(d, g, dtype):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from posenc.conformance import cite_check
-from posenc.conformance.cli import main as cli
+from posenc.tools import cite_check
+from posenc.cli import main as cli
 from posenc.spec import versions
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "cite_check"
@@ -108,7 +108,7 @@ def test_hints_are_actionable(capsys):
 
 
 def test_links_to_the_id_page(capsys):
-    pytest.importorskip("posenc.conformance.docs_site")
+    pytest.importorskip("posenc.tools.docs_site")
     _, doc = _json(capsys, str(FIX / "bad" / "model.py"))
     by = {(f["line"], f["code"]): f for f in doc["findings"]}
     assert by[(3, "unknown-version")]["url"].endswith("/rope.html#ROPE-PAIR-HALF")
@@ -249,7 +249,7 @@ def test_meaning_changed(changed_meaning):
 
 def test_without_docs_site(monkeypatch, capsys):
     import sys
-    monkeypatch.setitem(sys.modules, "posenc.conformance.docs_site", None)  # an import of it fails
+    monkeypatch.setitem(sys.modules, "posenc.tools.docs_site", None)  # an import of it fails
     rc, doc = _json(capsys, str(FIX / "bad" / "lib.rs"))
     assert rc == 1 and doc["findings"][0]["url"] is None
 

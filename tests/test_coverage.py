@@ -9,7 +9,7 @@ import functools
 
 
 from posenc import families
-from posenc.conformance import coverage
+from posenc.tools import coverage
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,7 +37,7 @@ def test_every_branch_point_is_reached_on_both_sides():
 
 def test_a_field_seen_at_its_default_only_is_a_gap():
     """The rule is not vacuous: a case set holding only the default θ is reported."""
-    from posenc.conformance.cases import Case
+    from posenc.registry.cases import Case
     from posenc.spec.models import RopeParams
     c = Case("x", "rope.inv_freq", ("ROPE-INV-FREQ",), RopeParams(head_dim=8))
     rows = coverage.field_coverage([coverage.Exercised("x", c, {})])

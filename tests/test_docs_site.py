@@ -18,8 +18,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from posenc.conformance import docs_site
-from posenc.conformance.cli import main as cli
+from posenc.tools import docs_site
+from posenc.cli import main as cli
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import SpecError
 from posenc.spec.versions import released_versions, snapshot
@@ -154,7 +154,7 @@ def test_failed_rebuild_keeps_the_previous_site(tmp_path, monkeypatch):
 
     def broken(src, dest):
         raise docs_site.DocsError("Sphinx failed (simulated)")
-    monkeypatch.setattr(docs_site, "_sphinx", broken)
+    monkeypatch.setattr(docs_site, "run_sphinx", broken)
     with pytest.raises(docs_site.DocsError, match="simulated"):
         docs_site.build(out, versions=["0.1.0"], cards=False)
     assert (out / "0.1.0" / "rope.html").read_bytes() == before

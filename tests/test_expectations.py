@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 import posenc.conformance
-from posenc.conformance import cli, matrix
+from posenc import cli
+from posenc.tools import matrix
 from posenc.conformance import expectations as exp
 from posenc.spec import load_spec
 

@@ -1,4 +1,4 @@
-"""``--plot-dir DIR``: a PNG per failing case (conformance/failure_plots.py), linked from the
+"""``--plot-dir DIR``: a PNG per failing case (posenc.harness.failure_plots), linked from the
 ``--report-json`` record's ``plot`` field; without matplotlib a usage error naming the extra."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import posenc.conformance
-from posenc.conformance import failure_plots as fp
+from posenc.harness import failure_plots as fp
 
 CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
 BROKEN = str(Path(__file__).resolve().parent / "broken_adapters.py")

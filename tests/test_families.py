@@ -1,7 +1,9 @@
 """Families register themselves: a made-up family defined entirely in tests/toy_family (spec,
-parameter model, reference, mutant, golden case, check) is installed by entry point only, and
-the kit -- spec list and show, goldens, the conformance suite, the numpy adapter, the
-diagnosis -- picks it up without an edit."""
+parameter model, reference, mutant, golden case, check, inference model) is installed by entry point
+only, and the kit -- spec list and show, goldens, the conformance suite, the numpy adapter, the
+diagnosis and the inference -- picks it up without an edit.  Each test runs twice: on the toy written
+against the public façades (with posenc's deprecation warnings as errors) and on the toy as it was
+written for spec 0.4.0 (tests/toy_family_0_4, unchanged: its deprecated imports still work)."""
 
 from __future__ import annotations
 
@@ -16,26 +18,33 @@ import numpy as np
 import pytest
 
 import posenc.conformance
-from posenc import families
-from posenc.conformance.cases import all_cases
+from posenc import families, registry
+from posenc.registry import all_cases
 from posenc.spec.errors import SpecError
 
-TOY = Path(__file__).resolve().parent / "toy_family"
+TESTS = Path(__file__).resolve().parent
+TOY = TESTS / "toy_family"
 KIT_CONFORMANCE = Path(posenc.conformance.__file__).resolve().parent
+#: posenc's own deprecation warnings (their messages start with the module's name) as errors
+STRICT = "error:posenc:DeprecationWarning"
 
 
-@pytest.fixture(scope="module")
-def toy_env(tmp_path_factory):
-    """PYTHONPATH with the toy module and a dist-info declaring its ``posenc.families`` entry point."""
-    root = tmp_path_factory.mktemp("toy")
-    for f in ("posenc_toy.py", "toy.yaml", "toy_mutant_adapter.py"):
-        shutil.copy(TOY / f, root / f)
+@pytest.fixture(scope="module", params=["toy_family", "toy_family_0_4"])
+def toy_env(request, tmp_path_factory):
+    """PYTHONPATH with the toy module and a dist-info declaring its ``posenc.families`` entry point; the
+    toy written against the façades runs with posenc's deprecation warnings as errors."""
+    root = tmp_path_factory.mktemp(request.param)
+    for f in (TESTS / request.param).glob("*"):
+        if f.is_file():
+            shutil.copy(f, root / f.name)
     dist = root / "posenc_toy-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: posenc-toy\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[posenc.families]\ntoy = posenc_toy\n")
     env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "POSENC_TOY_GOLDEN": str(root / "golden")}
+    if request.param == "toy_family":
+        env["PYTHONWARNINGS"] = STRICT
     r = _run(env, "posenc", "golden", "regenerate", "--family", "toy")
     assert r.returncode == 0 and "wrote 1 golden files" in r.stdout, r.stdout + r.stderr
     return root, env
@@ -104,6 +113,27 @@ def test_toy_mutant_adapter_fails_with_the_divergence_named(toy_env):
     assert "DIV-TOY-RAMP-OFF-BY-ONE (violates TOY-RAMP)" in out
 
 
+def test_a_bug_outside_the_toys_catalogue_gets_the_toys_inference(tmp_path_factory):
+    """The toy registers an inference model (``@families.inference``): an adapter whose ramp has another
+    slope, which no divergence of the toy reproduces, fails with what the toy's model says it is."""
+    root = tmp_path_factory.mktemp("toy-slope")
+    for f in TOY.glob("*"):
+        if f.is_file():
+            shutil.copy(f, root / f.name)
+    dist = root / "posenc_toy-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: posenc-toy\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[posenc.families]\ntoy = posenc_toy\n")
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "POSENC_TOY_GOLDEN": str(root / "golden"), "PYTHONWARNINGS": STRICT}
+    assert _run(env, "posenc", "golden", "regenerate", "--family", "toy").returncode == 0
+    r = _pytest(env, "--adapter", str(root / "toy_slope_adapter.py"), "-k", "toy and test_golden")
+    out = r.stdout
+    assert r.returncode == 1, out[-3000:]
+    assert "diagnosis: no known divergence reproduces this output" in out, out[-3000:]
+    assert "inferred: the ramp's slope is 1 where 0.5 is specified (TOY-RAMP)" in out, out[-3000:]
+
+
 def test_other_adapters_report_the_toy_operation_unsupported(toy_env):
     root, env = toy_env
     r = _pytest(env, "--adapter", "torch", "-k", "toy", "-rs")
@@ -114,6 +144,14 @@ def test_other_adapters_report_the_toy_operation_unsupported(toy_env):
 def test_the_kit_without_the_toy_has_no_toy():
     """Nothing of the toy leaks into the kit's own registry (it is only in the subprocesses)."""
     assert "toy" not in families.FAMILIES and all(not c.id.startswith("toy") for c in all_cases())
+
+
+def test_the_legacy_toy_is_kept_as_it_was_written():
+    """tests/toy_family_0_4 is the toy family as written for spec 0.4.0, byte for byte: the proof that
+    code written against the old module paths keeps working for a release."""
+    import hashlib
+    digest = {f.name: hashlib.sha256(f.read_bytes()).hexdigest()[:16] for f in (TESTS / "toy_family_0_4").glob("*.py")}
+    assert digest == {"posenc_toy.py": "196a9c3460e6784f", "toy_mutant_adapter.py": "724d1c899ed15ebf"}
 
 
 def test_every_kit_family_registers_all_its_parts():
@@ -136,7 +174,7 @@ def test_every_kit_family_registers_all_its_parts():
 def test_operation_table_shapes_match_every_golden():
     """Every declared output shape expression gives the shape of every golden output (the
     goldens come from the reference, the table from the spec files: two sources)."""
-    from posenc.conformance import golden
+    from posenc.harness import golden
     from posenc.spec.shapes import output_shapes
     for case in all_cases():
         g = golden.load(case)
@@ -184,7 +222,7 @@ def test_operation_declarations_are_validated(tmp_path):
 
 
 def test_spec_show_walks_the_one_id_thread(capsys):
-    from posenc.conformance import cli
+    from posenc import cli
     assert cli.main(["spec", "show", "rope-partial"]) == 0
     out = capsys.readouterr().out
     for text in ("ROPE-PARTIAL  (posenc spec", "operations:",
@@ -204,7 +242,7 @@ def test_spec_show_walks_the_one_id_thread(capsys):
 
 
 def test_spec_list_groups_each_family_in_run_order(capsys):
-    from posenc.conformance import cli
+    from posenc import cli
     assert cli.main(["spec", "list"]) == 0
     out = capsys.readouterr().out
     heads = [line.split(" ")[0] for line in out.splitlines() if not line.startswith(" ")]
@@ -304,7 +342,8 @@ def test_a_factory_that_returns_none_fails(run_suite, tmp_path):
 
 
 def test_regenerating_one_kit_family_keeps_the_whole_folder(tmp_path):
-    from posenc.conformance import cli, golden
+    from posenc import cli
+    from posenc.harness import golden
     d = tmp_path / "g"
     shutil.copytree(golden.GOLDEN_DIR, d)
     assert cli.main(["golden", "regenerate", "--family", "t5", "--dir", str(d)]) == 0
@@ -362,7 +401,7 @@ def test_a_failure_prints_a_rerun_command_that_works(run_suite, tmp_path):
 def test_an_operation_without_a_reference_names_its_spec_file_and_modules(monkeypatch):
     families.load_modules()
     monkeypatch.delitem(families.REFERENCES, "layers.apply")
-    monkeypatch.setitem(families._LOADED, "modules", False)  # load again: the modules are imported already
+    monkeypatch.setitem(registry._LOADED, "modules", False)  # load again: the modules are imported already
     with pytest.raises(SpecError, match=r"layers\.apply \(declared in layer_types\.yaml; no @reference in "
                                         r"posenc\.families\.layer_types"):
         families.load_modules()

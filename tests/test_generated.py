@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from posenc import families
-from posenc.conformance.generated import SEEDS, example_golden
+from posenc.harness.generation import SEEDS, example_golden
 
 HOSTILE = Path(__file__).resolve().parent / "memorising_adapter.py"
 
@@ -164,7 +164,7 @@ def test_the_draws_do_not_depend_on_the_modules_loaded(tmp_path, monkeypatch):
     """Hypothesis biases draws towards literals of the local modules loaded in the process; the
     suite turns that off, so an adapter's (or any) module full of constants changes no drawn case."""
     import importlib
-    from posenc.conformance.generated import drawn_examples, replay_snippet
+    from posenc.harness.generation import drawn_examples, replay_snippet
 
     def drawn():
         return [replay_snippet(c, s, "x", "float32", "cpu") for op in ("rope.cos_sin_calls", "alibi.bias")

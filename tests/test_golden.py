@@ -14,9 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from posenc.conformance import cli, golden
-from posenc.conformance.cases import CASES, Gen, by_id
+from posenc import cli
+from posenc.harness import golden
+from posenc.registry import all_cases, cases_by_id as by_id
+from posenc.registry.cases import Gen
 from posenc.spec.errors import GoldenError
+
+CASES = all_cases()
 
 GDIR = golden.GOLDEN_DIR
 M64 = (1 << 64) - 1

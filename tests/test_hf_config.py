@@ -1,4 +1,4 @@
-"""HF config.json import (posenc.spec.hf_config) against transformers' own config classes."""
+"""HF config.json import (posenc.hf) against transformers' own config classes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from transformers import AutoConfig
 
 from posenc.spec.errors import SpecError
-from posenc.spec.hf_config import MODEL_RULES, rope_params_from_hf_config as imp
+from posenc.hf import MODEL_RULES, rope_params_from_hf_config as imp
 
 # Minimal config.json dicts with the published values of each model (provenance: the models'
 # own config.json as cited in encodings-facts; only the RoPE-relevant keys are kept).
@@ -118,7 +118,7 @@ def test_import_from_a_file(tmp_path):
 
 
 def test_cli_prints_the_params(tmp_path, capsys):
-    from posenc.conformance import cli
+    from posenc import cli
     f = tmp_path / "config.json"
     f.write_text(json.dumps(CONFIGS["gpt-neox-20b (rotary_pct, rotary_emb_base)"]))
     assert cli.main(["config", "import", str(f)]) == 0
@@ -135,7 +135,7 @@ def test_nanochat_imports_the_rotation_by_minus_phi(tmp_path, capsys):
     """NanoChat's apply turns pairs by -phi (its rotate_half is cat(x2, -x1)): the survey probes the
     rotation with the pairing and the import says where it came from (ROPE-ROTATION-NEGATIVE); a
     published d20-shaped config (1280 / 10 heads) gives NanoChat's registry heads."""
-    from posenc.conformance import cli
+    from posenc import cli
     from posenc.spec.registry import model_params
     d = {"model_type": "nanochat", "hidden_size": 1280, "num_attention_heads": 10, "num_key_value_heads": 10,
          "max_position_embeddings": 2048, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
@@ -169,7 +169,7 @@ def test_deepseek_v3_rope_interleave_decides_the_pairing(flag, pairing):
 
 
 # ---- the other families ---------------------------------------------------------------------------
-from posenc.spec.hf_config import FAMILY_RULES, params_from_hf_config  # noqa: E402
+from posenc.hf import FAMILY_RULES, params_from_hf_config  # noqa: E402
 from posenc.spec.registry import model_params  # noqa: E402
 
 # Published config.json values (the registry entries' sources) -> the registry entry itself.
@@ -224,7 +224,7 @@ def test_rope_models_and_errors_through_the_general_entry_point():
 
 
 def test_cli_prints_named_param_sets(tmp_path, capsys):
-    from posenc.conformance.cli import main
+    from posenc.cli import main
     f = tmp_path / "config.json"
     f.write_text(json.dumps({"model_type": "t5"}))
     assert main(["config", "import", str(f)]) == 0

@@ -1,5 +1,5 @@
 """Every transformers 5.24 RoPE model type: the config import, computed by the reference, against
-that model's own rotary module and apply function (conformance/hf_models.py), on its default
+that model's own rotary module and apply function (posenc.hf.agreement), on its default
 config and on a perturbed one; the model-type table and the coverage table fresh."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from posenc.conformance import hf_models
-from posenc.spec.hf_config import (HF_EXCEPTIONS_PATH, HF_TABLE_PATH, MROPE_RULES, _nested, hf_model_types,
-                                   params_from_hf_config, rope_import)
+from posenc.hf import agreement as hf_agreement, axial_probes as hf_axial_probes, coverage as hf_coverage, defaults as hf_defaults, modeling as hf_modeling, survey as hf_survey
+from posenc.hf import HF_EXCEPTIONS_PATH, HF_TABLE_PATH, MROPE_RULES, hf_model_types, params_from_hf_config, rope_import
+from posenc.hf.tables import _nested
 from posenc.spec.errors import SpecError
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 EXCEPTIONS = yaml.safe_load(HF_EXCEPTIONS_PATH.read_text())["exceptions"]
 ROWS = hf_model_types()
 ROPE_TYPES = sorted(mt for mt, row in ROWS.items() if "defaults" in row)
@@ -25,15 +26,15 @@ ROPE_TYPES = sorted(mt for mt, row in ROWS.items() if "defaults" in row)
 
 @pytest.fixture(scope="module")
 def results():
-    hf_models._quiet()
-    return {mt: hf_models.agreement(mt) for mt in ROPE_TYPES}
+    hf_modeling._quiet()
+    return {mt: hf_agreement.agreement(mt) for mt in ROPE_TYPES}
 
 
 def test_the_tables_are_what_the_pinned_transformers_gives(results):
-    table = hf_models.survey()
-    assert hf_models.table_text(table) == HF_TABLE_PATH.read_text(), "run `posenc config survey`"
+    table = hf_survey.survey()
+    assert hf_survey.table_text(table) == HF_TABLE_PATH.read_text(), "run `posenc config survey`"
     # the table is the committed one, so the fixture's agreement results are the coverage's
-    assert hf_models.coverage_text(table, results) == hf_models.COVERAGE_PATH.read_text(), "run `posenc config survey`"
+    assert hf_coverage.coverage_text(table, results) == (ROOT / "docs" / hf_survey.COVERAGE_NAME).read_text(), "run `posenc config survey`"
 
 
 def test_every_rope_model_type_agrees_or_is_a_listed_exception(results):
@@ -43,7 +44,7 @@ def test_every_rope_model_type_agrees_or_is_a_listed_exception(results):
     stale = sorted(mt for mt in EXCEPTIONS if mt not in results or results[mt][0] == "agrees")
     assert not stale, f"listed in {HF_EXCEPTIONS_PATH.name} but agree (or are no RoPE model type): {stale}"
     assert all(e["kind"] in ("not-covered", "transformers-defect") and e["what"] for e in EXCEPTIONS.values())
-    counts = hf_models.counts(results)
+    counts = hf_coverage.counts(results)
     print(json.dumps(counts))
     agree, total = counts["agrees"], counts["rope_model_types"]
     kinds = [e["kind"] for e in EXCEPTIONS.values()]
@@ -65,11 +66,11 @@ def test_every_rope_model_type_agrees_or_is_a_listed_exception(results):
     # rule with RoPE switched on
     assert results["zamba2"] == ("agrees", "no RoPE: self.config.use_mem_rope false (Zamba2Attention's output "
                                            "does not depend on the positions)")
-    assert hf_models.agreement("zamba2", config={"use_mem_rope": True}) == (
+    assert hf_agreement.agreement("zamba2", config={"use_mem_rope": True}) == (
         "agrees", "zamba2.modeling_zamba2.Zamba2RotaryEmbedding")
     pairings = {p.pairing for mt in agreeing if mt not in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
-                and set(params_from_hf_config(hf_models.default_config(mt))) == {"rope"}
-                for p in [rope_import(hf_models.default_config(mt)).sets.popitem()[1]] if p is not None}
+                and set(params_from_hf_config(hf_coverage.default_config(mt))) == {"rope"}
+                for p in [rope_import(hf_coverage.default_config(mt)).sets.popitem()[1]] if p is not None}
     assert pairings == {"half", "interleaved", "deinterleave"}
 
 
@@ -79,7 +80,7 @@ def _perturbed(mt: str):
     row = ROWS[mt]
     if row.get("components"):  # each sub-model's own config (BLT)
         return {attr: _perturbed(sub_type) for attr, sub_type in row["components"].items()}
-    d = hf_models.default_config(mt)
+    d = hf_coverage.default_config(mt)
     rope = copy.deepcopy(d["rope_parameters"])
     sets = rope.values() if _nested(rope) else [rope]
     for i, s in enumerate(x for x in sets if x):
@@ -113,7 +114,7 @@ def test_perturbed_configs_agree_too(results):
             continue
         try:
             over = _perturbed(mt)
-            status, detail = hf_models.agreement(mt, config=over)
+            status, detail = hf_agreement.agreement(mt, config=over)
         except Exception:  # noqa: BLE001 - a config class that refuses the perturbation: counted
             continue
         if status == "disagrees" and re.search(r": apply_\w+: \w+Error", detail):
@@ -141,7 +142,7 @@ def test_a_nested_config_gives_a_set_per_layer_type():
 def test_omitted_keys_take_the_config_class_defaults_with_provenance():
     imp = rope_import({"model_type": "qwen3"})
     p = imp.sets["all_layers"]
-    d = hf_models.default_config("qwen3")
+    d = hf_coverage.default_config("qwen3")
     assert (p.head_dim, p.rope_theta) == (d["head_dim"], d["rope_parameters"]["rope_theta"])
     assert "Qwen3Config default" in imp.provenance["head_dim"] and "probed" in imp.provenance["pairing"]
 
@@ -182,9 +183,9 @@ def test_a_model_type_without_its_own_modeling_module_is_checked_against_the_one
            "sarvam_moe": "glm4_moe"}
     for mt, base in via.items():
         assert ROWS[mt]["modeling_via"].startswith(f"{mt} -> ") and ROWS[mt]["rotary_class"].startswith(f"{base}.")
-        assert hf_models.agreement(mt) == ("agrees", ROWS[mt]["rotary_class"])
+        assert hf_agreement.agreement(mt) == ("agrees", ROWS[mt]["rotary_class"])
     assert ROWS["sarvam_mla"]["pairing_flag"]["true"] == "deinterleave"  # DeepSeek-V3's rope_interleave, read
-    assert rope_import(hf_models.default_config("sarvam_mla")).sets["all_layers"].pairing == "deinterleave"
+    assert rope_import(hf_coverage.default_config("sarvam_mla")).sets["all_layers"].pairing == "deinterleave"
     assert "modeling_via" not in ROWS["llama"]
 
 
@@ -196,7 +197,7 @@ def test_a_head_width_that_is_not_an_exact_division_is_what_the_model_does():
         imp = rope_import({"model_type": "olmo2", "hidden_size": hidden, "num_attention_heads": heads})
         assert imp.sets["all_layers"].head_dim == hidden // heads
         assert f"{hidden} // {heads} = {hidden // heads}: not an exact division" in imp.provenance["head_dim"]
-        assert hf_models.agreement("olmo2", config={"hidden_size": hidden, "num_attention_heads": heads})[0] == "agrees"
+        assert hf_agreement.agreement("olmo2", config={"hidden_size": hidden, "num_attention_heads": heads})[0] == "agrees"
     # an exact division says nothing
     assert "head_dim" not in rope_import({"model_type": "olmo2", "hidden_size": 4096,
                                           "num_attention_heads": 32}).provenance
@@ -210,14 +211,14 @@ def test_a_config_switch_that_turns_rope_off_is_checked_on_the_attention():
     row = ROWS["zamba2"]
     for flag, adapter, ok in ((False, False, True), (True, False, False), (False, True, True), (True, True, False)):
         cfg = Zamba2Config(use_mem_rope=flag, use_shared_attention_adapter=adapter)  # adapter: its layers' own args
-        rotary = hf_models.rotary_modules(modeling_zamba2, cfg)[0][1]
-        problems = hf_models.compare_rope_off(modeling_zamba2, cfg, row, rotary)
+        rotary = hf_modeling.rotary_modules(modeling_zamba2, cfg)[0][1]
+        problems = hf_agreement.compare_rope_off(modeling_zamba2, cfg, row, rotary)
         assert (problems == []) is ok, problems
         if not ok:
             assert "Zamba2Attention's output changes with the positions" in problems[0]
     # the check needs the attention the survey found guarding apply_rotary_pos_emb
     bad = {**row, "rope_gate": {**row["rope_gate"], "attention_class": "NoSuchAttention"}}
-    assert "no attention class to check it on" in hf_models.compare_rope_off(
+    assert "no attention class to check it on" in hf_agreement.compare_rope_off(
         modeling_zamba2, Zamba2Config(), bad, None)[0]
 
 
@@ -225,7 +226,7 @@ def test_a_model_whose_rope_lives_in_its_sub_models_imports_each(tmp_path, capsy
     """BLT: four sub-models, each reading its own sub-config (the patcher at theta 1e4, the others
     5e5; head widths 64 and 128); the wrapper's own rope_parameters reaches none of them."""
     from transformers import BltConfig
-    from posenc.spec.hf_config import component_imports
+    from posenc.hf import component_imports
     from posenc.spec.models import RopeParams
     assert set(ROWS["blt"]["components"]) == {"patcher_config", "encoder_config", "decoder_config", "global_config"}
     config = {"model_type": "blt", "rope_parameters": {"rope_type": "default", "rope_theta": 1234.0},
@@ -237,7 +238,7 @@ def test_a_model_whose_rope_lives_in_its_sub_models_imports_each(tmp_path, capsy
         "decoder_config.rope": (500000.0, 64), "global_config.rope": (777.0, 256)}
     assert BltConfig(**{k: v for k, v in config.items() if k != "model_type"}).patcher_config.rope_parameters[
         "rope_theta"] == 10000.0  # what transformers does with the top-level set: nothing
-    assert hf_models.agreement("blt", config={k: v for k, v in config.items() if k != "model_type"})[0] == "agrees"
+    assert hf_agreement.agreement("blt", config={k: v for k, v in config.items() if k != "model_type"})[0] == "agrees"
     assert component_imports(config)["global_config"].sets["all_layers"].rope_theta == 777.0
     assert component_imports({"model_type": "llama"}) is None
     with pytest.raises(SpecError, match="its RoPE lives in its sub-models.*component_imports"):
@@ -255,13 +256,13 @@ def test_a_model_whose_rope_lives_in_its_sub_models_imports_each(tmp_path, capsy
     # the check can fail: the global transformer's theta imported wrong is named
     cfg = BltConfig()
     wrong = {"rope": RopeParams(head_dim=128, rope_theta=10000.0, pairing="interleaved")}
-    status, detail = hf_models._agreement_of("blt_global_transformer", ROWS["blt_global_transformer"],
+    status, detail = hf_agreement._agreement_of("blt_global_transformer", ROWS["blt_global_transformer"],
                                              cfg.global_config, wrong)
     assert status == "disagrees" and "inv_freq" in detail
     # `posenc config import` prints each sub-model's sets and why the top level is not read
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    from posenc.conformance.cli import main
+    from posenc.cli import main
     assert main(["config", "import", str(path)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert set(printed["components"]) == set(ROWS["blt"]["components"]) and "reaches none of them" in printed["note"]
@@ -281,19 +282,19 @@ def test_a_vision_rotary_module_that_tabulates_its_own_grid_is_probed_with_its_p
             "rope_parameters": {"rope_type": "default", "rope_theta": 321.0}}
     p = params_from_hf_config({"model_type": "llama4_vision_model", **over})["axial"]
     assert (p.head_dim, p.rope_theta, p.layout, p.order) == (80, 321.0, "interleaved", (1, 0))
-    assert hf_models.agreement("llama4_vision_model", config=over)[0] == "agrees"
-    rotary = hf_models.grid_tables(modeling_llama4, Llama4VisionConfig(**over))[0][1]
+    assert hf_agreement.agreement("llama4_vision_model", config=over)[0] == "agrees"
+    rotary = hf_axial_probes.grid_tables(modeling_llama4, Llama4VisionConfig(**over))[0][1]
     for grid, where in (({"offset": 0, "class_token": "last"}, "from table row 0 on, at (row, column) (0, 0)"),
                         ({"offset": 1, "class_token": "first"}, "from table row 0 on, at (row, column) (0, 0)")):
-        problems = hf_models.compare_axial_grid(modeling_llama4, rotary, p, grid)
+        problems = hf_agreement.compare_axial_grid(modeling_llama4, rotary, p, grid)
         assert problems and where in problems[0], problems
-    assert "axis order [0, 1]) from table row 1 on, at (row, column) (1, 2)" in hf_models.compare_axial_grid(modeling_llama4, rotary, p.model_copy(update={"axis_order": None}),
+    assert "axis order [0, 1]) from table row 1 on, at (row, column) (1, 2)" in hf_agreement.compare_axial_grid(modeling_llama4, rotary, p.model_copy(update={"axis_order": None}),
                                                     row["axial"]["grid"])[0]
     with pytest.raises(SpecError, match="supports only 'default'"):
         params_from_hf_config({"model_type": "llama4_vision_model", "rope_parameters": {"rope_type": "axial"}})
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "llama4_vision_model"}))
-    from posenc.conformance.cli import main
+    from posenc.cli import main
     assert main(["config", "import", str(path)]) == 0
     assert "(row, column) + 1, the class token last at (0, 0)" in json.loads(capsys.readouterr().out)["axial"]["positions"]
 
@@ -312,28 +313,28 @@ def test_a_vision_rotary_module_that_takes_pixel_values_is_probed_with_centred_c
     assert row["axial"] == {"head_width": "hidden_size / num_attention_heads", "num_axes": 2, "frequencies": "shared",
                             "layout": "split", "axis_order": [0, 1], "coordinates": "centred"}
     assert (row["defaults"]["image_size"], row["defaults"]["patch_size"]) == (640, 16) and "eomt_dinov3" not in EXCEPTIONS
-    assert hf_models.agreement("eomt_dinov3") == ("agrees", row["rotary_class"])
+    assert hf_agreement.agreement("eomt_dinov3") == ("agrees", row["rotary_class"])
     over = {"hidden_size": 768, "num_attention_heads": 12, "image_size": 500, "patch_size": 14,
             "rope_parameters": {"rope_type": "default", "rope_theta": 321.0}}
     p = params_from_hf_config({"model_type": "eomt_dinov3", **over})["axial"]
     assert (p.head_dim, p.rope_theta, p.grid_size, p.coordinates, p.layout) == (64, 321.0, (35, 35), "centred", "split")
-    assert hf_models.agreement("eomt_dinov3", config=over)[0] == "agrees"
+    assert hf_agreement.agreement("eomt_dinov3", config=over)[0] == "agrees"
     cfg = EomtDinov3Config(**over)
-    rotary = hf_models.rotary_modules(m, cfg)[0][1]
-    assert hf_models.takes_pixel_values(rotary)
-    assert not hf_models.takes_pixel_values(hf_models.rotary_modules(
+    rotary = hf_modeling.rotary_modules(m, cfg)[0][1]
+    assert hf_axial_probes.takes_pixel_values(rotary)
+    assert not hf_axial_probes.takes_pixel_values(hf_modeling.rotary_modules(
         __import__("transformers.models.llama.modeling_llama", fromlist=["x"]), __import__(
             "transformers").LlamaConfig())[0][1])
-    assert hf_models.compare_axial_pixels(m, rotary, p, cfg) == []
+    assert hf_agreement.compare_axial_pixels(m, rotary, p, cfg) == []
     # the check can fail: another theta, the axes exchanged, another grid, index coordinates
     for wrong, said in (({"rope_theta": 320.0}, "inv_freq"), ({"axis_order": (1, 0)}, "at grid 3 x 5 from patch 0 on"),
                         ({"grid_size": (36, 36)}, "grid_size [36, 36] imported, image_size // patch_size is 35"),
                         ({"coordinates": "index", "grid_size": None}, "coordinates index")):
-        problems = hf_models.compare_axial_pixels(m, rotary, p.model_copy(update=wrong), cfg)
+        problems = hf_agreement.compare_axial_pixels(m, rotary, p.model_copy(update=wrong), cfg)
         assert problems and said in "; ".join(problems), (wrong, problems)
     # the probe is the survey's: on the module it finds the table's row ...
     name = row["rotary_class"].rsplit(".", 1)[1]
-    assert hf_models.axial_pixel_probe(m, cfg, name, rotary) == (row["axial"], row["axial_evidence"])
+    assert hf_axial_probes.axial_pixel_probe(m, cfg, name, rotary) == (row["axial"], row["axial_evidence"])
 
     # ... and nothing on a module whose patch coordinates are the corners, or whose apply rotates the prefix
     def corners(n_h, n_w, dtype, device):
@@ -341,9 +342,9 @@ def test_a_vision_rotary_module_that_takes_pixel_values_is_probed_with_centred_c
         return 2.0 * torch.stack(torch.meshgrid(h, w, indexing="ij"), dim=-1).flatten(0, 1) - 1.0
     with monkeypatch.context() as mp:
         mp.setattr(m, "get_patches_center_coordinates", corners)
-        found, why = hf_models.axial_pixel_probe(m, cfg, name, rotary)
+        found, why = hf_axial_probes.axial_pixel_probe(m, cfg, name, rotary)
         assert found is None and "no axial layout and coordinate rule of the reference matches" in why
-        assert "at grid 3 x 5 from patch 0 on" in "; ".join(hf_models.compare_axial_pixels(m, rotary, p, cfg))
+        assert "at grid 3 x 5 from patch 0 on" in "; ".join(hf_agreement.compare_axial_pixels(m, rotary, p, cfg))
 
     def rotate_all(q, k, cos, sin, **kw):
         cos, sin = (torch.cat([torch.ones_like(t[:2]), t]) for t in (cos, sin))
@@ -351,9 +352,9 @@ def test_a_vision_rotary_module_that_takes_pixel_values_is_probed_with_centred_c
     rotate_all.__module__ = m.__name__  # the model's own function, as the probe requires
     with monkeypatch.context() as mp:
         mp.setattr(m, "apply_rotary_pos_emb", rotate_all)
-        found, why = hf_models.axial_pixel_probe(m, cfg, name, rotary)
+        found, why = hf_axial_probes.axial_pixel_probe(m, cfg, name, rotary)
         assert found is None and "changes the 2 prefix tokens" in why
-    assert np.isfinite(hf_models.pixel_grid_call(m, rotary, torch.zeros(2 + 6, 64), (2, 3), 14, 2)).all()
+    assert np.isfinite(hf_axial_probes.pixel_grid_call(m, rotary, torch.zeros(2 + 6, 64), (2, 3), 14, 2)).all()
     assert rotary.training  # the calls ran it in eval mode and gave it back as it was
 
 
@@ -378,7 +379,7 @@ def test_a_head_width_the_class_takes_from_elsewhere_is_taken_from_there(mt):
             CONFIG_MAPPING[mt](**c)
         except Exception:  # noqa: BLE001 - the class refuses this one: the next
             continue
-        status, detail = hf_models.agreement(mt, config=c)
+        status, detail = hf_agreement.agreement(mt, config=c)
         assert status == "agrees", (c, detail)
         checked += 1
     assert checked
@@ -387,13 +388,13 @@ def test_a_head_width_the_class_takes_from_elsewhere_is_taken_from_there(mt):
 def test_the_check_compares_the_config_as_written_with_transformers_round_trip():
     """agreement(config=...) imports the overrides as a user writes them too: a misread the round
     trip hides (transformers' to_dict writes back the width it derived) is a disagreement."""
-    import posenc.spec.hf_config as hc
+    import posenc.hf.tables as hc
     rows = copy.deepcopy(hf_model_types())
     del rows["zamba2"]["head_dim_rule"]  # the kit without the survey's rule: hidden // heads
     saved = hc._hf_table()["model_types"]
     try:
         hc._hf_table()["model_types"] = rows
-        status, detail = hf_models.agreement("zamba2", rows, config={"use_mem_rope": True, "hidden_size": 1024,
+        status, detail = hf_agreement.agreement("zamba2", rows, config={"use_mem_rope": True, "hidden_size": 1024,
                                                                      "num_attention_heads": 8})
     finally:
         hc._hf_table()["model_types"] = saved
@@ -437,7 +438,7 @@ def test_malformed_configs_of_the_new_layouts_are_one_named_error(config, messag
 def test_what_transformers_ignores_the_import_ignores_and_says():
     """A BLT slot's own model_type (transformers builds the slot's class whatever it says) and Llama
     4 vision's head_dim (its table and attention take hidden_size // heads)."""
-    from posenc.spec.hf_config import component_imports
+    from posenc.hf import component_imports
     imp = component_imports({"model_type": "blt", "patcher_config": {"model_type": "llama"}})["patcher_config"]
     assert (imp.model_type, imp.sets["all_layers"].rope_theta, imp.sets["all_layers"].pairing) == (
         "blt_patcher", 10000.0, "interleaved")
@@ -467,7 +468,7 @@ def test_llama4_scouts_equal_llama3_factors_import_and_agree():
     assert np.allclose(got, want.double().numpy(), rtol=4e-6, atol=0)
     wavelen = 2 * np.pi / (500000.0 ** (-np.arange(0, 128, 2) / 128))
     assert np.array_equal(got == (500000.0 ** (-np.arange(0, 128, 2) / 128)) / 16, wavelen > 8192)  # two bands
-    assert hf_models.agreement("llama4_text", config=scout)[0] == "agrees"
+    assert hf_agreement.agreement("llama4_text", config=scout)[0] == "agrees"
     with pytest.raises(SpecError, match="high_freq_factor must not be below low_freq_factor"):
         params_from_hf_config({"model_type": "llama4_text", **scout,
                                "rope_scaling": {**scout["rope_scaling"], "high_freq_factor": 0.5}})
@@ -477,18 +478,18 @@ def test_a_partial_factor_the_config_class_derives_is_derived():
     """Dots 3 Note: Dots3NoteTextConfig sets each layer type's partial_rotary_factor to
     qk_rope_head_dim / head_dim, overwriting a stated one; the import does the same, says so, and
     agrees with the rotary module at other qk_rope_head_dim."""
-    d = hf_models.default_config("dots3_note_text")
+    d = hf_coverage.default_config("dots3_note_text")
     d["rope_parameters"]["sliding_attention"]["partial_rotary_factor"] = 0.5
     imp = rope_import(d)
     assert {lt: s.rotary_dim for lt, s in imp.sets.items()} == {"sliding_attention": 64, "indexed_attention": 64}
     assert imp.provenance["sliding_attention.partial_rotary_factor"].startswith("0.5 stated, overwritten")
     for width in (32, 96):
-        assert hf_models.agreement("dots3_note_text", config={"qk_rope_head_dim": width})[0] == "agrees"
+        assert hf_agreement.agreement("dots3_note_text", config={"qk_rope_head_dim": width})[0] == "agrees"
         d["qk_rope_head_dim"] = width
         assert {s.rotary_dim for s in rope_import(d).sets.values()} == {width}
     assert ROWS["dots3_note_text"].get("ignores_partial_rotary_factor") is None
     from transformers import CONFIG_MAPPING
-    from posenc.spec.hf_config import DERIVED_PARTIAL
+    from posenc.hf.rope import DERIVED_PARTIAL
     key, default, _ = DERIVED_PARTIAL["dots3_note_text"]
     assert getattr(CONFIG_MAPPING["dots3_note_text"](), key) == default  # the rule's default is the class's
 
@@ -513,7 +514,7 @@ def test_a_4x_config_of_a_per_layer_type_model_is_mapped_as_transformers_maps_it
     ModernBERT's global_rope_theta / local_rope_theta) against the config class reading it."""
     from transformers import CONFIG_MAPPING
     layout = ROWS[mt]["legacy_layout"]
-    kwargs = hf_models.legacy_trial(layout)
+    kwargs = hf_defaults.legacy_trial(layout)
     kwargs.update({k: v * 1.5 for k, v in kwargs.items() if k != "rope_scaling"})  # not the survey's values
     theirs = CONFIG_MAPPING[mt](**copy.deepcopy(kwargs)).to_dict()["rope_parameters"]
     ours = rope_import({"model_type": mt, **kwargs}).sets
@@ -588,11 +589,11 @@ def test_raw_configs_read_as_transformers_reads_them(mt, config):
     """Raw config.json dicts (what the Hub holds, keys omitted), not to_dict() round trips."""
     from transformers import CONFIG_MAPPING
     found = params_from_hf_config({"model_type": mt, **copy.deepcopy(config)})
-    hf_models._quiet()
+    hf_modeling._quiet()
     cfg = CONFIG_MAPPING[mt](**copy.deepcopy(config))
-    module, _ = hf_models._modeling(mt)
-    rotary = hf_models.rotary_modules(module, cfg)[0][1]
-    assert hf_models.compare_frequencies(found, hf_models.rotary_frequencies(rotary)) == []
+    module, _ = hf_modeling._modeling(mt)
+    rotary = hf_modeling.rotary_modules(module, cfg)[0][1]
+    assert hf_agreement.compare_frequencies(found, hf_modeling.rotary_frequencies(rotary)) == []
 
 
 @pytest.mark.parametrize("mt", ["glm4v", "glm4v_text", "glm46v", "glmga", "glm_image", "glm_image_text",
@@ -603,12 +604,12 @@ def test_glm_vision_models_agree_on_their_published_layout(mt):
     GLM-4.5V's head_dim 128) the import (MROPE-PAIR-INTERLEAVED, contiguous sections, partial
     rotary) agrees with the model's own module and apply function."""
     assert EXCEPTIONS[mt]["kind"] == "transformers-defect"
-    hf_models._quiet()
+    hf_modeling._quiet()
     text = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
     if "moe" in mt:
         text["head_dim"] = 128
     over = {"text_config": text} if ROWS[mt].get("where") else text
-    assert hf_models.agreement(mt, config=over)[0] == "agrees"
+    assert hf_agreement.agreement(mt, config=over)[0] == "agrees"
     # the import moved with the config: theta and the factor are read, not defaulted
     text["rope_parameters"]["rope_theta"] = 25000.0
-    assert hf_models.agreement(mt, config=over)[0] == "agrees"
+    assert hf_agreement.agreement(mt, config=over)[0] == "agrees"

@@ -1,4 +1,4 @@
-"""Inference beyond the divergence catalogue (posenc.conformance.inference): planted bugs that no
+"""Inference beyond the divergence catalogue (posenc.harness.inference): planted bugs that no
 registered mutant describes are named by what they are, every claim reproduces the output, a
 conforming output infers nothing, and garbage gives the fallback without raising."""
 
@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from posenc import families
-from posenc.conformance.inference import estimate_frequencies, estimate_positions, infer
-from posenc.conformance.suite import load_golden
+from posenc.families.rope_inference import estimate_frequencies, estimate_positions
+from posenc.harness.inference import infer
+from posenc.harness.failure import load_golden
 from posenc.reference import alibi, rope, t5
 from posenc.spec.models import AlibiParams
 
@@ -298,7 +299,7 @@ def test_infer_never_raises_on_a_broken_golden():
 
 def test_conformance_failure_carries_the_inferred_sentences():
     from posenc.adapters.reference_adapter import ReferenceAdapter
-    from posenc.conformance.suite import ConformanceFailure, assert_conforms
+    from posenc.harness.failure import ConformanceFailure, assert_conforms
     g = load_golden("rope-llama3-8b")
     x = {**g.inputs, "position_ids": g.inputs["position_ids"] + 3}
     out = families.reference_of("rope.apply").fn(g.case.params, x)

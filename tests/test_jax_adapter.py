@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import posenc.adapters.jax_adapter as J
-from posenc.reference import ops
+
 from posenc.spec.errors import PositionOutOfRange
 from posenc.spec.models import GPT2EmbeddingParams, RopeParams, T5Params
 from posenc.spec.tolerance import bound
+from posenc import registry
 
 ADAPTERS = [J.ADAPTER, J.JIT_ADAPTER]
 IDS = ["jax", "jax-jit"]
@@ -27,7 +28,7 @@ def _x(shape, seed=0):
 
 def _assert_conforms(op, params, inputs, got, dtype="float32"):
     """Every output of ``got`` within the spec's tolerance of the NumPy reference."""
-    ref, sc = ops.run(op, params, inputs), ops.scales(op, params, inputs)
+    ref, sc = registry.run_reference(op, params, inputs), registry.reference_of(op).scales(params, inputs)
     for name, y in got.items():
         err = np.abs(np.asarray(y, np.float64) - ref[name])
         tol = bound(dtype, *sc[name], True)
@@ -110,7 +111,7 @@ def test_jit_dynamic_ntk_sequence(policy):
     _assert_conforms("rope.cos_sin_calls", p, seq, got, "float64")
     # the policies differ at call 2 (seq_len 100 after 128): a state that is lost or baked in is caught
     other = p.model_copy(update={"dynamic_policy": "per_call" if policy == "grow_until_reset" else "grow_until_reset"})
-    ref_other = ops.run("rope.cos_sin_calls", other, seq)
+    ref_other = registry.run_reference("rope.cos_sin_calls", other, seq)
     assert np.abs(np.asarray(got["cos.2"]) - ref_other["cos.2"]).max() > 1e-3
 
 
@@ -122,7 +123,7 @@ def test_jit_t5_bias_changing_cache_length():
     before = _traces("t5_relative_buckets")
     f = a.t5_bias(p, {"table": a.from_numpy(table, "float32", "cpu")}, dtype="float32", device="cpu")
     for c in range(0, 120, 10):
-        want = ops.run("t5.bias", p, {"table": table, "query_length": 1, "key_length": 130, "cache_length": c})["bias"]
+        want = registry.run_reference("t5.bias", p, {"table": table, "query_length": 1, "key_length": 130, "cache_length": c})["bias"]
         assert np.array_equal(a.to_numpy(f(1, 130, cache_length=c)), want), c
     assert _traces("t5_relative_buckets") - before == 1
 

@@ -12,7 +12,7 @@ import pytest
 from transformers.models.cohere2 import modeling_cohere2 as hf_cohere2
 from transformers.models.gemma3 import modeling_gemma3 as hf_gemma3
 
-from posenc.reference import layer_types, mutants
+from posenc.reference import layer_types
 from posenc.spec.models import LayerRopeParams
 
 S, F = "sliding_attention", "full_attention"
@@ -54,18 +54,18 @@ def test_the_sets_and_what_is_refused():
 
 def test_mutants_are_the_wrong_behaviour():
     x = {"q": X, "k": X, "position_ids": P8, "layer_idx": 0}
-    full = mutants.run("layers_full_set_everywhere", "layers.apply", FIG, x)["q"]
+    full = registry.run_mutant("layers_full_set_everywhere", "layers.apply", FIG, x)["q"]
     np.testing.assert_allclose(full, layer_types.apply(X, X, P8, 1, FIG)[0])
-    assert mutants.run("layers_sliding_set_everywhere", "layers.apply", FIG, {**x, "layer_idx": 1})["q"][0, 0, 0, 0] \
+    assert registry.run_mutant("layers_sliding_set_everywhere", "layers.apply", FIG, {**x, "layer_idx": 1})["q"][0, 0, 0, 0] \
         == pytest.approx(math.cos(8.0))
-    scaled = mutants.run("layers_scaling_everywhere", "layers.apply", FIG, x)["q"]  # theta 100 at position 1
+    scaled = registry.run_mutant("layers_scaling_everywhere", "layers.apply", FIG, x)["q"]  # theta 100 at position 1
     np.testing.assert_allclose(scaled[0, 0, 0], [math.cos(1), -math.sin(0.1), math.sin(1), math.cos(0.1)], rtol=1e-13)
-    shifted = mutants.run("layers_pattern_shifted", "layers.apply", FIG, {**x, "layer_idx": 1})["q"]
+    shifted = registry.run_mutant("layers_pattern_shifted", "layers.apply", FIG, {**x, "layer_idx": 1})["q"]
     np.testing.assert_allclose(shifted, layer_types.apply(X, X, P8, 0, FIG)[0])
     nope = LayerRopeParams(head_dim=4, layer_types=(S, F), full_rope_theta=None, sliding_rope_theta=100.0)
-    rotated = mutants.run("layers_no_rope_rotated", "layers.apply", nope, {**x, "layer_idx": 1})["q"]
+    rotated = registry.run_mutant("layers_no_rope_rotated", "layers.apply", nope, {**x, "layer_idx": 1})["q"]
     np.testing.assert_allclose(rotated, layer_types.apply(X, X, P8, 0, nope)[0])
-    assert mutants.run("layers_no_rope_rotated", "layers.apply", FIG, x) is None
+    assert registry.run_mutant("layers_no_rope_rotated", "layers.apply", FIG, x) is None
 
 
 def test_transformers_gemma3_and_cohere2_pass(run_suite):
@@ -113,7 +113,8 @@ from transformers import Cohere2Config, Exaone4Config  # noqa: E402
 from transformers.models.exaone4 import modeling_exaone4 as hf_exaone4  # noqa: E402
 
 from posenc.spec.errors import SpecError  # noqa: E402
-from posenc.spec.hf_config import params_from_hf_config, rope_import, rope_params_from_hf_config  # noqa: E402
+from posenc.hf import params_from_hf_config, rope_import, rope_params_from_hf_config  # noqa: E402
+from posenc import registry
 
 TYPES = [S, S, S, F]
 
@@ -213,7 +214,7 @@ def test_llama4s_no_rope_layers_import_as_per_layer_flags(chunk):
         assert claimed == rotating, (imp.nope, cfg.layer_types)
         assert "no RoPE on layers [1, 4] of 6 (no_rope_layers)" in imp.provenance["nope"]
     # the check against the model's own attention can fail
-    from posenc.conformance import hf_models
+    from posenc.hf import agreement as hf_agreement, tables as hf_tables
     wrong = imp.nope.model_copy(update={"no_rope_layers": (1, 1, 1, 1, 0, 1)})
-    assert "NoPE flags differ from layer 1 on" in hf_models.compare_nope(
-        hf_llama4, cfg, hf_models.hf_model_types()["llama4_text"], wrong)[0]
+    assert "NoPE flags differ from layer 1 on" in hf_agreement.compare_nope(
+        hf_llama4, cfg, hf_tables.hf_model_types()["llama4_text"], wrong)[0]

@@ -15,10 +15,11 @@ from transformers.models.roberta.configuration_roberta import RobertaConfig
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
 from posenc.adapters.torch_adapter import TorchAdapter
-from posenc.reference import learned, mutants
+from posenc.reference import learned
 from posenc.spec import load_spec
 from posenc.spec.errors import PositionOutOfRange
 from posenc.spec.models import BartEmbeddingParams, RobertaEmbeddingParams
+from posenc import registry
 
 SPEC = load_spec()
 FIG_IDS = np.array([[1, 1, 0, 9, 2], [0, 9, 9, 9, 2]])
@@ -121,16 +122,16 @@ NEW_LEARNED_DIVS = ["DIV-LEARNED-ROBERTA-ARANGE", "DIV-LEARNED-ROBERTA-AS-BERT",
 def test_mutants_are_the_wrong_behaviour():
     p = RobertaEmbeddingParams(vocab_size=20)
     x = {"input_ids": FIG_IDS, "cache_length": np.asarray(0)}
-    assert mutants.run("roberta_arange_positions", "learned.roberta_positions", p, x)["positions"].tolist() == \
+    assert registry.run_mutant("roberta_arange_positions", "learned.roberta_positions", p, x)["positions"].tolist() == \
         [[2, 3, 4, 5, 6]] * 2
-    assert mutants.run("roberta_as_bert", "learned.roberta_positions", p, x)["positions"].tolist() == \
+    assert registry.run_mutant("roberta_as_bert", "learned.roberta_positions", p, x)["positions"].tolist() == \
         [[0, 1, 2, 3, 4]] * 2
     table = np.arange(1026, dtype=np.float64)[:, None]
     bx = {"table": table, "input_ids": np.zeros((2, 5), np.int64),
           "attention_mask": np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]]), "cache_length": np.asarray(0)}
-    opt = mutants.run("bart_opt_mask_rule", "learned.bart_embeddings", BartEmbeddingParams(), bx)["embeddings"]
+    opt = registry.run_mutant("bart_opt_mask_rule", "learned.bart_embeddings", BartEmbeddingParams(), bx)["embeddings"]
     assert opt[..., 0].tolist() == [[1, 1, 2, 3, 4], [2, 3, 4, 5, 6]]
-    no = mutants.run("bart_no_offset", "learned.bart_embeddings", BartEmbeddingParams(), bx)["embeddings"]
+    no = registry.run_mutant("bart_no_offset", "learned.bart_embeddings", BartEmbeddingParams(), bx)["embeddings"]
     assert no[..., 0].tolist() == [[0, 1, 2, 3, 4]] * 2
 
 

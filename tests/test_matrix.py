@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from posenc.conformance import matrix
+from posenc.tools import matrix, runs
 
 BROKEN = str(Path(__file__).resolve().parent / "broken_adapters.py")
 
@@ -59,7 +59,7 @@ def test_check_prints_what_changed(run_suite, tmp_path, monkeypatch, capsys):
     say which cell changed), and passes on the files it wrote itself."""
     r, good = _report(run_suite, tmp_path, "torch", "--dtype", "float32", "-k", "test_golden and rope-llama3-8b")
     good["exit_status"] = 0
-    monkeypatch.setattr(matrix, "run_adapter", lambda name, *a, **k: (good, "1 passed in 0.1s", 0.1))
+    monkeypatch.setattr(runs, "run_adapter", lambda name, *a, **k: (good, "1 passed in 0.1s", 0.1))
     out = tmp_path / "docs"
     assert matrix.main(["torch"], "float32", out, check=False, jobs=1) == 0
     assert matrix.main(["torch"], "float32", out, check=True, jobs=1) == 0
@@ -78,7 +78,7 @@ def test_a_run_cut_short_is_marked_and_refused(run_suite, tmp_path, monkeypatch,
                      "-k", "test_golden and (rope-llama3-8b or sin-)")
     assert r.ret == 1 and rep["complete"] is False
     assert "posenc: the run was cut short" in r.stdout.str()
-    monkeypatch.setattr(matrix, "run_adapter", lambda name, *a, **k: (rep, "1 failed in 0.1s", 0.1))
+    monkeypatch.setattr(runs, "run_adapter", lambda name, *a, **k: (rep, "1 failed in 0.1s", 0.1))
     assert matrix.main(["broken"], "float32", tmp_path / "docs", check=False, jobs=1) == 1
     out = capsys.readouterr().out
     assert "cut short" in out and not (tmp_path / "docs" / matrix.MD_NAME).read_text().count("broken-pairing")
@@ -90,7 +90,7 @@ def test_model_matrix_cells_and_the_committed_rows():
     import json
 
     from posenc import families
-    from posenc.conformance import model_matrix as mm
+    from posenc.tools import model_matrix as mm
 
     def r(outcome, div=None):
         return {"outcome": outcome, "divergence": div}

@@ -1,8 +1,8 @@
-"""Each implementation's status on a clause, read from the committed matrices (conformance/matrix_status.py)."""
+"""Each implementation's status on a clause, read from the committed matrices (posenc.tools.matrix_status)."""
 
 import json
 
-from posenc.conformance.matrix_status import _summarise, clause_status
+from posenc.tools.matrix_status import _summarise, clause_status
 
 
 def test_status_from_the_committed_matrix():

@@ -22,8 +22,8 @@ pytest.importorskip("transformers")
 from posenc import families  # noqa: E402
 from posenc.adapters import load_model_adapter  # noqa: E402
 from posenc.conformance import model_suite  # noqa: E402
-from posenc.conformance.suite import ConformanceFailure  # noqa: E402
-from posenc.families.model import Facts, Run  # noqa: E402
+from posenc.harness.failure import ConformanceFailure  # noqa: E402
+from posenc.harness.model_run import Facts, Run  # noqa: E402
 from posenc.spec import load_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -259,7 +259,7 @@ def test_model_check_cli_on_a_published_config(tmp_path):
         "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
         "rope_theta": 500000.0, "vocab_size": 128256, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}}))
-    p = subprocess.run([sys.executable, "-m", "posenc.conformance.cli", "model-check", str(cfg), "--report-json",
+    p = subprocess.run([sys.executable, "-m", "posenc.cli", "model-check", str(cfg), "--report-json",
                         str(tmp_path / "r.json")], capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "config:config.json (llama, transformers 5.24.0)" in p.stdout

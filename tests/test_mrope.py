@@ -10,7 +10,7 @@ import transformers.models.qwen2_vl.modeling_qwen2_vl as hf_qwen2_vl
 import transformers.models.qwen3_vl.modeling_qwen3_vl as hf_qwen3_vl
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
-from posenc.reference import mrope, mutants, ops, rope
+from posenc.reference import mrope, rope
 from posenc.spec import load_spec
 from posenc.spec.models import MRopeParams, RopeParams
 from posenc.spec.tolerance import bound
@@ -122,7 +122,7 @@ def test_reference_matches_transformers(p):
     cos, sin = _hf(p)(torch.empty(0, dtype=torch.float32), torch.from_numpy(pid))
     h = p.head_dim // 2
     assert torch.equal(cos[..., :h], cos[..., h:])
-    sc = ops.scales("mrope.cos_sin", p, {"position_ids": pid})["cos"]
+    sc = registry.reference_of("mrope.cos_sin").scales(p, {"position_ids": pid})["cos"]
     rc, rs = mrope.cos_sin(pid, p)
     for got, ref in ((cos[..., :h], rc), (sin[..., :h], rs)):
         assert (np.abs(got.double().numpy() - ref) <= bound("float32", *sc, True)).all()
@@ -144,28 +144,28 @@ def test_new_mutants_are_the_wrong_behaviour():
     yarn = MRopeParams(head_dim=16, mrope_section=(2, 3, 3), rope_type="yarn", factor=4.0,
                        original_max_position_embeddings=64)
     ref = mrope.cos_sin(pid["position_ids"], yarn)[0]
-    out = mutants.run("mrope_attention_scaling_dropped", "mrope.cos_sin", yarn, pid)
+    out = registry.run_mutant("mrope_attention_scaling_dropped", "mrope.cos_sin", yarn, pid)
     np.testing.assert_allclose(out["cos"] * mrope.attention_factor(yarn), ref, rtol=1e-15)
-    assert mutants.run("mrope_attention_scaling_dropped", "mrope.cos_sin", FIG2, pid) is None
-    out = mutants.run("mrope_rope_type_ignored", "mrope.cos_sin", yarn, pid)
+    assert registry.run_mutant("mrope_attention_scaling_dropped", "mrope.cos_sin", FIG2, pid) is None
+    out = registry.run_mutant("mrope_rope_type_ignored", "mrope.cos_sin", yarn, pid)
     np.testing.assert_allclose(out["cos"][0, 0], np.cos(np.array([4, 4, 1, 1, 1, 2, 2, 2]) * w), rtol=1e-15)
-    assert mutants.run("mrope_rope_type_ignored", "mrope.cos_sin", FIG2, pid) is None
+    assert registry.run_mutant("mrope_rope_type_ignored", "mrope.cos_sin", FIG2, pid) is None
     part = MRopeParams(head_dim=16, rotary_dim=8, mrope_section=(2, 1, 1), layout="interleaved")
     x = np.arange(16, dtype=np.float64).reshape(1, 1, 1, 16)
-    out = mutants.run("mrope_partial_whole_head", "mrope.apply", part, {"q": x, "k": x, **pid})
+    out = registry.run_mutant("mrope_partial_whole_head", "mrope.apply", part, {"q": x, "k": x, **pid})
     assert not np.array_equal(out["q"][..., 8:], x[..., 8:])  # the tail is rotated
-    assert mutants.run("mrope_partial_whole_head", "mrope.apply", FIG2, {"q": x, "k": x, **pid}) is None
+    assert registry.run_mutant("mrope_partial_whole_head", "mrope.apply", FIG2, {"q": x, "k": x, **pid}) is None
 
 
 def test_mutants_are_the_wrong_behaviour():
     pid = {"position_ids": np.array([[[4]], [[1]], [[2]]])}
     w = 10000.0 ** (-np.arange(0, 16, 2) / 16)
-    out = mutants.run("mrope_interleaved_as_contiguous", "mrope.cos_sin", FIG3, pid)
+    out = registry.run_mutant("mrope_interleaved_as_contiguous", "mrope.cos_sin", FIG3, pid)
     np.testing.assert_allclose(out["cos"][0, 0], np.cos(np.array([4, 4, 4, 4, 1, 1, 2, 2]) * w), rtol=1e-15)
-    assert mutants.run("mrope_interleaved_as_contiguous", "mrope.cos_sin", FIG2, pid) is None
-    out = mutants.run("mrope_temporal_only", "mrope.cos_sin", FIG2, pid)
+    assert registry.run_mutant("mrope_interleaved_as_contiguous", "mrope.cos_sin", FIG2, pid) is None
+    out = registry.run_mutant("mrope_temporal_only", "mrope.cos_sin", FIG2, pid)
     np.testing.assert_allclose(out["cos"][0, 0], np.cos(4 * w), rtol=1e-15)
-    out = mutants.run("mrope_section_order", "mrope.cos_sin", FIG2, pid)
+    out = registry.run_mutant("mrope_section_order", "mrope.cos_sin", FIG2, pid)
     np.testing.assert_allclose(out["cos"][0, 0], np.cos(np.array([2, 2, 1, 1, 1, 4, 4, 4]) * w), rtol=1e-15)
 
 
@@ -272,7 +272,7 @@ def test_scaled_reference_matches_transformers(name, pid):
     cos, sin = rotary(torch.empty(0, dtype=torch.float32), torch.from_numpy(pid))
     h = p.rdim // 2
     assert cos.shape[-1] == p.rdim and torch.equal(cos[..., :h], cos[..., h:])
-    sc = ops.scales("mrope.cos_sin", p, {"position_ids": pid})["cos"]
+    sc = registry.reference_of("mrope.cos_sin").scales(p, {"position_ids": pid})["cos"]
     rc, rs = mrope.cos_sin(pid, p)
     for got, ref in ((cos[..., :h], rc), (sin[..., :h], rs)):
         err = np.abs(got.double().numpy() - ref)
@@ -294,7 +294,7 @@ def test_scaled_apply_matches_transformers(name, dtype):
     yq, yk = apply_fn(tq, tk, cos, sin)
     rq, rk = mrope.apply(tq.double().numpy(), tk.double().numpy(), _PID, p)
     x = {"q": tq.double().numpy(), "k": tk.double().numpy(), "position_ids": _PID}
-    sc = ops.scales("mrope.apply", p, x)
+    sc = registry.reference_of("mrope.apply").scales(p, x)
     for n, got, ref in (("q", yq, rq), ("k", yk, rk)):
         err = np.abs(got.double().numpy() - ref)
         assert (err <= bound("float32", *sc[n], True)).all(), (n, float(err.max()))
@@ -335,7 +335,8 @@ def test_default_rope_init_fails_the_suite(run_suite, monkeypatch):
 # ---- config.json import (spec.hf_config.mrope_params_from_hf_config) -------------------------------
 
 from posenc.spec.errors import SpecError  # noqa: E402
-from posenc.spec.hf_config import mrope_params_from_hf_config, params_from_hf_config  # noqa: E402
+from posenc.hf import mrope_params_from_hf_config, params_from_hf_config  # noqa: E402
+from posenc import registry
 
 
 def test_import_qwen2_vl_4x_layout():

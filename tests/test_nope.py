@@ -10,9 +10,10 @@ import transformers.models.smollm3.modeling_smollm3 as hf_smollm3
 from transformers.models.llama4.configuration_llama4 import Llama4TextConfig
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
-from posenc.reference import mutants, nope
+from posenc.reference import nope
 from posenc.spec import load_spec
 from posenc.spec.models import NopeParams
+from posenc import registry
 
 SPEC = load_spec()
 
@@ -57,7 +58,7 @@ def test_explicit_flags_match_smollm3():
 
 
 def test_mutant_is_the_wrong_behaviour():
-    out = mutants.run("nope_flags_inverted", "nope.layer_flags", NopeParams(num_hidden_layers=8), {})
+    out = registry.run_mutant("nope_flags_inverted", "nope.layer_flags", NopeParams(num_hidden_layers=8), {})
     assert out["use_rope"].tolist() == [0, 0, 0, 1, 0, 0, 0, 1]
 
 

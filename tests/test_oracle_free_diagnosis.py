@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from posenc import families
-from posenc.conformance import golden, runner
-from posenc.conformance.cases import all_cases
-from posenc.conformance.suite import ConformanceFailure, rediagnosed
+from posenc.harness import golden
+from posenc.harness import diagnosis, runner
+from posenc.registry import all_cases
+from posenc.harness.failure import ConformanceFailure, rediagnosed
 
 BROKEN = str(Path(__file__).resolve().parent / "broken_adapters.py")
 POSITIONS = f"{BROKEN}:PositionsInActivationDtype"
@@ -128,11 +129,11 @@ def test_a_divergence_must_reproduce_every_call():
     c = _case("rope-tiny-half")
     g = golden.load(c)
     d = families.spec().divergences["DIV-ROPE-PAIRING-SWAPPED"]
-    swapped = runner.mutant_outputs(d, g, "float32")
-    one = runner.diagnose_calls(families.spec(), c, [_call(c, swapped)], "float32")
+    swapped = diagnosis.mutant_outputs(d, g, "float32")
+    one = diagnosis.diagnose_calls(families.spec(), c, [_call(c, swapped)], "float32")
     assert "DIV-ROPE-PAIRING-SWAPPED" in [m.divergence for m in one.matches]
     neg = {n: -np.asarray(v) for n, v in g.outputs.items()}
-    two = runner.diagnose_calls(families.spec(), c, [_call(c, swapped), _call(c, neg)], "float32")
+    two = diagnosis.diagnose_calls(families.spec(), c, [_call(c, swapped), _call(c, neg)], "float32")
     assert two.wrong == (0, 1) and "DIV-ROPE-PAIRING-SWAPPED" not in [m.divergence for m in two.matches]
 
 
@@ -142,15 +143,15 @@ def test_a_call_of_an_operation_without_a_mutant_form_must_be_the_reference():
     c = _case("rope-tiny-half")
     g = golden.load(c)
     d = families.spec().divergences["DIV-ROPE-PAIRING-SWAPPED"]
-    swapped = runner.mutant_outputs(d, g, "float32")
+    swapped = diagnosis.mutant_outputs(d, g, "float32")
     pos = _case("pos-decode")
     pg = golden.load(pos)
     right = runner.Call(pos.op, pos.params, dict(pg.inputs), {n: np.asarray(v) for n, v in pg.outputs.items()})
     off = runner.Call(pos.op, pos.params, dict(pg.inputs), {n: np.asarray(v) + 1 for n, v in pg.outputs.items()})
-    names = [m.divergence for m in runner.diagnose_calls(families.spec(), c, [_call(c, swapped), right],
+    names = [m.divergence for m in diagnosis.diagnose_calls(families.spec(), c, [_call(c, swapped), right],
                                                          "float32").matches]
     assert "DIV-ROPE-PAIRING-SWAPPED" in names
-    names = [m.divergence for m in runner.diagnose_calls(families.spec(), c, [_call(c, swapped), off],
+    names = [m.divergence for m in diagnosis.diagnose_calls(families.spec(), c, [_call(c, swapped), off],
                                                          "float32").matches]
     assert "DIV-ROPE-PAIRING-SWAPPED" not in names
 

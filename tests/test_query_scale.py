@@ -13,11 +13,12 @@ import torch
 from transformers.models.ministral3 import modeling_ministral3 as hf_ministral3
 from transformers.models.mistral4 import modeling_mistral4 as hf_mistral4
 
-from posenc.conformance.hf_models import compare_query_scale
-from posenc.reference import mutants, query_scale
+from posenc.hf.agreement import compare_query_scale
+from posenc.reference import query_scale
 from posenc.spec.errors import SpecError
-from posenc.spec.hf_config import params_from_hf_config, rope_import
+from posenc.hf import params_from_hf_config, rope_import
 from posenc.spec.models import QueryScaleParams
+from posenc import registry
 
 MINISTRAL = QueryScaleParams(form="mistral", beta=0.1, scale_length=16384)
 LLAMA4 = QueryScaleParams(form="llama4", beta=0.1, scale_length=8192)
@@ -58,14 +59,14 @@ def test_mutants_are_the_wrong_behaviour():
     q = np.ones((2, 1, 3, 2))
     x = {"q": q, "position_ids": np.asarray([[0, 16384, 49151], [16383, 32768, 100000]])}
     right = query_scale.apply(q, x["position_ids"], MINISTRAL)
-    assert np.array_equal(mutants.run("qscale_missing", "query_scale.apply", MINISTRAL, x)["q"], q)
-    row0 = mutants.run("qscale_row0_positions", "query_scale.apply", MINISTRAL, x)["q"]
+    assert np.array_equal(registry.run_mutant("qscale_missing", "query_scale.apply", MINISTRAL, x)["q"], q)
+    row0 = registry.run_mutant("qscale_row0_positions", "query_scale.apply", MINISTRAL, x)["q"]
     assert np.array_equal(row0[1], right[0]) and not np.array_equal(row0[1], right[1])
-    nofloor = mutants.run("qscale_no_floor", "query_scale.apply", MINISTRAL, x)["q"]
+    nofloor = registry.run_mutant("qscale_no_floor", "query_scale.apply", MINISTRAL, x)["q"]
     np.testing.assert_allclose(nofloor[1, 0, 0], 1 + 0.1 * math.log1p(16383 / 16384), rtol=1e-15)
-    mixed = mutants.run("qscale_rules_mixed", "query_scale.apply", MINISTRAL, x)["q"]
+    mixed = registry.run_mutant("qscale_rules_mixed", "query_scale.apply", MINISTRAL, x)["q"]
     np.testing.assert_allclose(mixed[1, 0, 0], 1 + 0.1 * math.log(2), rtol=1e-15)  # (16383 + 1) // L = 1
-    assert mutants.run("qscale_row0_positions", "query_scale.apply", MINISTRAL,
+    assert registry.run_mutant("qscale_row0_positions", "query_scale.apply", MINISTRAL,
                        {"q": q[:1], "position_ids": x["position_ids"][:1]}) is None
 
 
@@ -178,7 +179,7 @@ def test_an_empty_rope_dict_is_what_transformers_makes_of_it():
 
 def test_llama4_temperature_tuning_imports_with_the_class_defaults():
     from transformers import Llama4TextConfig
-    from posenc.spec.hf_config import QSCALE_LLAMA4_TYPES
+    from posenc.hf.layers import QSCALE_LLAMA4_TYPES
     c = Llama4TextConfig()
     assert QSCALE_LLAMA4_TYPES["llama4_text"] == {k: getattr(c, k) for k in QSCALE_LLAMA4_TYPES["llama4_text"]}
     assert params_from_hf_config({"model_type": "llama4_text"})["query_scale"] == LLAMA4

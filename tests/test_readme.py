@@ -27,7 +27,7 @@ def test_ci_runs_the_readme_commands_and_every_adapter():
     import json
 
     from posenc.adapters import registered
-    from posenc.conformance import matrix
+    from posenc.tools import matrix
 
     ci = (ROOT / ".ci" / "run").read_text()
     assert "awk '/^```sh$/" in ci
@@ -44,7 +44,7 @@ def test_readme_cite_check_run_is_real(monkeypatch):
     monkeypatch.delenv("POSENC_DOCS_BASE", raising=False)
     import re
 
-    from posenc.conformance.cli import main
+    from posenc.cli import main
     import contextlib
     import io
     block = re.search(r"```text\n\$ posenc cite-check (\S+)\n(.*?)\n```", README, re.S)

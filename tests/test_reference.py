@@ -22,13 +22,17 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc.conformance import golden
-from posenc.conformance.cases import CASES, by_id
-from posenc.conformance.runner import compare_outputs
-from posenc.reference import learned, mutants, ops, position_ids, rope, sinusoidal
+from posenc.harness import golden
+from posenc.registry import all_cases, cases_by_id as by_id
+from posenc.harness.runner import compare_outputs
+from posenc.reference import learned, position_ids, rope, sinusoidal
 from posenc.spec import load_spec
 from posenc.spec.errors import PositionOutOfRange
 from posenc.spec.models import RopeParams, SinusoidalParams
+from posenc import registry
+from posenc.reference.rounding import bf16_round
+
+CASES = all_cases()
 
 EPS64 = float(np.finfo(np.float64).eps)
 EPS32 = float(np.finfo(np.float32).eps)
@@ -648,7 +652,7 @@ ONLY_OUT_OF_RANGE = {"lookup_clamped", "lookup_take_unchecked"}
 
 def _caught(g, name, dtype) -> bool:
     try:
-        out = mutants.run(name, g.case.op, g.case.params, g.inputs, dtype)
+        out = registry.run_mutant(name, g.case.op, g.case.params, g.inputs, dtype)
     except Exception:  # a mutant that raises where the reference does not is not "an output"
         return False
     if out is None:
@@ -661,8 +665,8 @@ def test_every_divergence_has_a_mutant_with_ops():
     for d in SPEC.divergences.values():
         if d.level == "model":  # a model-level rule, not an operation's mutant
             continue
-        assert d.mutant in mutants.MUTANTS, f"{d.id}: mutant {d.mutant!r} missing"
-        assert set(mutants.MUTANTS[d.mutant]) <= set(ops.OPS), d.mutant
+        assert d.mutant in registry.mutants(), f"{d.id}: mutant {d.mutant!r} missing"
+        assert set(registry.mutants()[d.mutant]) <= set(registry.spec().operations), d.mutant
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16", "float16"])
@@ -676,7 +680,7 @@ def test_mutant_caught_by_a_golden_case(div_id, dtype):
         pytest.skip(f"{div_id} is declared observable at {', '.join(d.dtypes)} only")
     if d.mutant in ONLY_OUT_OF_RANGE:
         pytest.skip(f"{d.mutant} is only observable on out-of-range rows; see test_lookup_clamped_*")
-    supported = [g for g in _goldens() if g.case.op in mutants.MUTANTS[d.mutant]]
+    supported = [g for g in _goldens() if g.case.op in registry.mutants()[d.mutant]]
     assert supported, f"{div_id}: no golden case has an op the mutant {d.mutant} supports"
     missing = []
     for clause in d.violates:
@@ -692,7 +696,7 @@ def test_lookup_clamped_equals_reference_in_range():
     rows are valid) cannot hold: on every golden case it supports, it equals the golden."""
     seen = 0
     for g in _goldens():
-        out = mutants.run("lookup_clamped", g.case.op, g.case.params, g.inputs)
+        out = registry.run_mutant("lookup_clamped", g.case.op, g.case.params, g.inputs)
         if out is None:
             continue
         seen += 1
@@ -705,7 +709,7 @@ def test_lookup_clamped_mutant_clamps_out_of_range():
     """The mutant should *be* the wrong behaviour it names: rows past the table read the last
     row instead of raising (so the diagnosis can name it on a row_range failure)."""
     table = np.arange(4 * 2, dtype=np.float64).reshape(4, 2)
-    out = mutants.run("lookup_clamped", "learned.lookup", None, {"table": table, "rows": np.array([[1, 4]])})
+    out = registry.run_mutant("lookup_clamped", "learned.lookup", None, {"table": table, "rows": np.array([[1, 4]])})
     np.testing.assert_array_equal(out["embeddings"], table[[[1, 3]]])
 
 
@@ -717,12 +721,12 @@ def test_lookup_clamped_mutant_clamps_out_of_range():
 def test_bf16_round_matches_torch_random():
     rng = np.random.default_rng(11)
     x = rng.standard_normal(100_000) * np.exp(rng.uniform(-80, 80, 100_000))
-    got = mutants.bf16_round(x)
+    got = bf16_round(x)
     exp64 = torch.from_numpy(x).to(torch.bfloat16).to(torch.float64).numpy()
     np.testing.assert_array_equal(got, exp64)
     x32 = x.astype(np.float32)
     exp32 = torch.from_numpy(x32).to(torch.bfloat16).to(torch.float64).numpy()
-    np.testing.assert_array_equal(mutants.bf16_round(x32.astype(np.float64)), exp32)
+    np.testing.assert_array_equal(bf16_round(x32.astype(np.float64)), exp32)
 
 
 def test_bf16_round_specials():
@@ -730,12 +734,12 @@ def test_bf16_round_specials():
     tie_even_up = 1 + 3 * 2.0**-8  # halfway between 1 + 2^-7 and 1 + 2^-6: to even (1 + 2^-6)
     vals = np.array([0.0, -0.0, 1.0, tie_even_down, tie_even_up, -tie_even_up, 3.3895313892515355e38,
                      3.4e38, 1e-40, -1e-45, np.inf, -np.inf, 131071.0, 0.1])
-    got = mutants.bf16_round(vals)
+    got = bf16_round(vals)
     exp = torch.from_numpy(vals).to(torch.bfloat16).to(torch.float64).numpy()
     np.testing.assert_array_equal(got, exp)
     assert got[3] == 1.0 and got[4] == 1 + 2.0**-6
     assert np.signbit(got[1])
-    assert np.isnan(mutants.bf16_round(np.array([np.nan]))).all()
+    assert np.isnan(bf16_round(np.array([np.nan]))).all()
     assert got[12] == 131072.0  # 131071 is not representable in bf16
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from posenc.conformance import cases  # noqa: F401 - building the cases records which entries they use
+from posenc import families  # building the cases records which entries they use
 from posenc.spec import registry
 from posenc.spec.errors import SpecError
-from posenc.spec.hf_config import rope_params_from_hf_config
+from posenc.hf import rope_params_from_hf_config
 
 
 def test_registry_loads_with_provenance():
@@ -20,13 +20,13 @@ def test_registry_loads_with_provenance():
 
 
 def test_every_entry_is_used_by_golden_cases():
-    cases.all_cases()  # the family modules record, as they build their cases, which entries they use
+    families.all_cases()  # the family modules record, as they build their cases, which entries they use
     unused = sorted(set(registry.load()) - registry.USED)
     assert not unused, f"model entries no golden case uses: {unused}"
 
 
 def test_cases_carry_the_entries_values():
-    by_id = cases.by_id()
+    by_id = families.cases_by_id()
     assert by_id["rope-gptj-6b"].params == registry.model_params("gpt-j-6b")
     assert by_id["scale-llama3.1-8b"].params == registry.model_params("llama-3.1-8b")
     gpt2 = by_id["gpt2-small-prefill"].params

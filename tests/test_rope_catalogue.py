@@ -13,11 +13,13 @@ import pytest
 
 from posenc import families
 from posenc.adapters.reference_adapter import MutantAdapter
-from posenc.conformance import golden
-from posenc.conformance.runner import compare_outputs, diagnose, run_case
-from posenc.reference import mutants, rope
+from posenc.harness import golden
+from posenc.harness.diagnosis import diagnose
+from posenc.harness.runner import compare_outputs, run_case
+from posenc.reference import rope
 from posenc.reference.rounding import bf16_round
 from posenc.spec.models import RopeParams
+from posenc import registry
 
 SPEC = families.spec()
 
@@ -35,7 +37,7 @@ P_BIG = RopeParams(head_dim=16, rope_theta=500000.0)
 
 
 def mut(div_id, op, params, x, dtype=None):
-    return mutants.run(SPEC.divergences[div_id].mutant, op, params, x, dtype)
+    return registry.run_mutant(SPEC.divergences[div_id].mutant, op, params, x, dtype)
 
 
 def ref_apply(q, k, pid, p=P):
@@ -347,13 +349,13 @@ def test_nan_patterns_separate_f16_positions_from_f16_cos_sin():
 @pytest.mark.parametrize("div_id,dtype", PAIRS, ids=[f"{d}-{t}" for d, t in PAIRS])
 def test_caught_by_a_tagged_golden(div_id, dtype):
     d = SPEC.divergences[div_id]
-    ops = set(mutants.MUTANTS[d.mutant])
+    ops = set(registry.mutants()[d.mutant])
     for clause in d.violates:
         tagged = [c for c in families.all_cases() if c.op in ops and clause in c.clauses]
         caught = False
         for c in tagged:
             g = _golden(c.id)
-            out = mutants.run(d.mutant, c.op, c.params, g.inputs, dtype)
+            out = registry.run_mutant(d.mutant, c.op, c.params, g.inputs, dtype)
             if out is None:
                 continue
             if not all(x.ok for x in compare_outputs(g, {k: np.asarray(v) for k, v in out.items()}, dtype)):
@@ -366,7 +368,7 @@ def test_caught_by_a_tagged_golden(div_id, dtype):
 def test_mutant_adapter_fails_and_is_named(div_id, dtype):
     d = SPEC.divergences[div_id]
     adapter = MutantAdapter(div_id)
-    ops = set(mutants.MUTANTS[d.mutant])
+    ops = set(registry.mutants()[d.mutant])
     caught = []
     for c in families.all_cases():
         if c.op not in ops:

@@ -10,9 +10,10 @@ from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 from posenc.reference import rope, rope_scaling as rs
-from posenc.reference.ops import rope_outputs, freq_provider
+from posenc.families.rope import freq_provider, rope_outputs
 from posenc.spec.models import RopeParams
 from posenc.spec.registry import model_params
+from posenc import registry
 
 LLAMA31 = RopeParams(head_dim=128, rope_theta=500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
                      high_freq_factor=4.0, original_max_position_embeddings=8192)
@@ -33,8 +34,7 @@ def test_linear_figure_and_exponent_mutant():
     np.testing.assert_allclose(y, [0.398157, 0.994988, 1.357008, 1.004987], atol=5e-7)
     # by hand: inv_freq = [1, 0.01] / 2 -> angles 0.5 and 0.005 at position 1
     assert y[0] == pytest.approx(math.cos(0.5) - math.sin(0.5), abs=1e-15)
-    from posenc.reference.mutants import MUTANTS
-    wrong = MUTANTS["scale_linear_exponent"]["rope.apply"](p, {"q": x, "k": x, "position_ids": np.array([[1]])})
+    wrong = registry.mutants()["scale_linear_exponent"]["rope.apply"](p, {"q": x, "k": x, "position_ids": np.array([[1]])})
     np.testing.assert_allclose(wrong["q"].ravel(), [-0.301169, 0.895171, 1.381773, 1.094838], atol=5e-7)
 
 

@@ -14,9 +14,10 @@ from einops import rearrange
 import posenc.adapters.rotary_embedding_torch_adapter  # noqa: F401 - import before pytester snapshots sys.modules
 from posenc.adapters import Unsupported
 from posenc.adapters.rotary_embedding_torch_adapter import ADAPTER
-from posenc.reference import ops, rope
+from posenc.reference import rope
 from posenc.spec.models import RopeParams
 from posenc.spec.tolerance import bound
+from posenc import registry
 
 NAME = "rotary-embedding-torch"
 
@@ -90,7 +91,7 @@ def test_linear_interpolate_factor():
     op = a.rope(lin, dtype="float32", device="cpu")
     yq, _ = op.apply(torch.from_numpy(x).float(), torch.from_numpy(x).float(), torch.from_numpy(pid))
     want, _ = rope.apply(x, x, pid, lin)
-    sc, an = ops.scales("rope.apply", lin, {"q": x, "k": x, "position_ids": pid})["q"]
+    sc, an = registry.reference_of("rope.apply").scales(lin, {"q": x, "k": x, "position_ids": pid})["q"]
     tol = bound("float32", sc, an, True)
     assert (np.abs(yq.numpy() - want) <= tol).all()
     plain, _ = rope.apply(x, x, pid, lin.model_copy(update={"rope_type": "default", "factor": None}))

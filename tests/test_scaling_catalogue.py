@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from posenc import families
-from posenc.conformance import golden
+from posenc.harness import golden
 from posenc.reference import rope, rope_scaling as rs
-from posenc.reference import mutants
+
 from posenc.spec.models import RopeParams
+from posenc import registry
 
 SPEC = families.spec()
 NEW = sorted(d for d, v in SPEC.divergences.items() if d.startswith("DIV-SCALE-") and v.since == "0.4.0")
@@ -53,7 +54,7 @@ def _golden(case_id):
 
 
 def _mutant_out(div_id, g):
-    return mutants.run(SPEC.divergences[div_id].mutant, g.case.op, g.case.params, g.inputs)
+    return registry.run_mutant(SPEC.divergences[div_id].mutant, g.case.op, g.case.params, g.inputs)
 
 
 def _differs(a, b) -> bool:

@@ -13,8 +13,9 @@ import functools
 import pytest
 
 from posenc import families
-from posenc.conformance.runner import _match, compare_outputs, mutant_outputs, separating_case
-from posenc.conformance.suite import load_golden, separation_lines
+from posenc.harness.diagnosis import _match, mutant_outputs, separating_case
+from posenc.harness.runner import compare_outputs
+from posenc.harness.failure import load_golden, separation_lines
 from posenc.spec import load_spec
 
 SPEC = load_spec()

@@ -16,11 +16,12 @@ import transformers.models.whisper.modeling_whisper as hf_whisper
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
 from posenc.adapters.torch_adapter import TorchAdapter
-from posenc.reference import mutants, ops, sinusoidal
+from posenc.reference import sinusoidal
 from posenc.spec import load_spec
 from posenc.spec.errors import DegenerateWidth, SpecError
 from posenc.spec.models import SinusoidalParams
 from posenc.spec.tolerance import bound
+from posenc import registry
 
 FEW_ULP = dict(rtol=4 * np.finfo(np.float64).eps, atol=4 * np.finfo(np.float64).eps)
 SPEC = load_spec()
@@ -127,7 +128,7 @@ def test_degenerate_width_is_a_named_error(variant, D):
         t.sinusoidal(torch.tensor([[2, 3]]), p, dtype="float32", device="cpu")
     ops_name = "sinusoidal.fairseq" if variant == "fairseq" else "sinusoidal.table"
     with pytest.raises(DegenerateWidth):
-        ops.run(ops_name, p, {"input_ids": np.array([[5, 6]]), "cache_length": np.asarray(0),
+        registry.run_reference(ops_name, p, {"input_ids": np.array([[5, 6]]), "cache_length": np.asarray(0),
                               "position_ids": np.array([[2, 3]])})
 
 
@@ -156,7 +157,7 @@ def test_params_validation():
 
 def _within(got, p, rows):
     ref = sinusoidal.table(rows, p)
-    ds, an = ops.scales("sinusoidal.table", p, {"position_ids": rows})["pe"]
+    ds, an = registry.reference_of("sinusoidal.table").scales(p, {"position_ids": rows})["pe"]
     ok = np.abs(np.asarray(got, np.float64) - ref) <= bound("float32", ds, an, True)
     return ok.all(), float(np.max(np.abs(got - ref)))
 
@@ -207,17 +208,17 @@ NEW_SIN_DIVS = ["DIV-SIN-T2T-VASWANI-DIVISOR", "DIV-SIN-PAD-ROW-NOT-ZEROED", "DI
 
 def test_mutants_are_the_wrong_behaviour():
     x = {"position_ids": np.array([[1]])}
-    vas = mutants.run("sin_vaswani_divisor", "sinusoidal.table", _p(8), x)["pe"][0, 0]
+    vas = registry.run_mutant("sin_vaswani_divisor", "sinusoidal.table", _p(8), x)["pe"][0, 0]
     assert vas[3] == pytest.approx(math.sin(1e-3), rel=1e-12)  # Vaswani's lowest frequency 1e-3
-    kept = mutants.run("sin_pad_row_kept", "sinusoidal.table", _p(8, "fairseq"), x)["pe"][0, 0]
+    kept = registry.run_mutant("sin_pad_row_kept", "sinusoidal.table", _p(8, "fairseq"), x)["pe"][0, 0]
     assert kept[0] == pytest.approx(math.sin(1.0)) and kept[4] == pytest.approx(math.cos(1.0))
-    ign = mutants.run("sin_fairseq_padding_ignored", "sinusoidal.fairseq_positions", _p(8, "fairseq"),
+    ign = registry.run_mutant("sin_fairseq_padding_ignored", "sinusoidal.fairseq_positions", _p(8, "fairseq"),
                       {"input_ids": np.array([[1, 1, 7]]), "cache_length": np.asarray(0)})
     assert ign["positions"].tolist() == [[2, 3, 4]]
     # the Vaswani divergences do not apply to the h-1 variants, nor the new ones to Vaswani
-    assert mutants.run("sin_divisor_h_minus_1", "sinusoidal.table", _p(8), x) is None
-    assert mutants.run("sin_layout_swapped", "sinusoidal.table", _p(8), x) is None
-    assert mutants.run("sin_vaswani_divisor", "sinusoidal.table", SinusoidalParams(dim=8), x) is None
+    assert registry.run_mutant("sin_divisor_h_minus_1", "sinusoidal.table", _p(8), x) is None
+    assert registry.run_mutant("sin_layout_swapped", "sinusoidal.table", _p(8), x) is None
+    assert registry.run_mutant("sin_vaswani_divisor", "sinusoidal.table", SinusoidalParams(dim=8), x) is None
 
 
 # ---- the HF wrapper really runs transformers ------------------------------------------------------

@@ -14,12 +14,15 @@ from transformers import DeepseekV3Config
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
 from posenc.adapters.hf_transformers import HFTransformersAdapter
 from posenc.adapters.base import Unsupported
-from posenc.conformance import golden
-from posenc.conformance.cases import CASES
-from posenc.conformance.runner import compare_outputs
-from posenc.reference import attention, mutants, ops
+from posenc.harness import golden
+from posenc.registry import all_cases
+from posenc.harness.runner import compare_outputs
+from posenc.reference import attention
 from posenc.spec import load_spec
 from posenc.spec.models import RopeParams, SoftmaxScaleParams
+from posenc import registry
+
+CASES = all_cases()
 
 DSV3_ROPE = RopeParams(head_dim=64, rope_theta=1e4, rope_type="yarn", factor=40.0,
                        original_max_position_embeddings=4096, mscale=1.0, mscale_all_dim=1.0)
@@ -121,7 +124,7 @@ def test_mutant_caught_by_every_softmax_case_at_every_dtype(div_id):
     gs = _goldens()
     assert len(gs) >= 3
     for g in gs:
-        out = mutants.run(d.mutant, g.case.op, g.case.params, g.inputs)
+        out = registry.run_mutant(d.mutant, g.case.op, g.case.params, g.inputs)
         for dt in ("float64", "float32", "bfloat16", "float16"):
             assert not all(c.ok for c in compare_outputs(g, out, dt)), (g.case.id, dt)
 
@@ -135,7 +138,7 @@ def test_softmax_cases_have_several_keys_and_distinct_shapes():
 
 
 def test_op_is_float32_floored_and_not_angle_based():
-    op = ops.OPS["attention.probs"]
+    op = registry.operation("attention.probs")
     assert op.float32_floor and not op.angle_based
 
 

@@ -12,12 +12,16 @@ from pydantic import ValidationError
 
 import posenc.conformance
 import posenc.spec as spec_pkg
-from posenc.conformance import cli
-from posenc.conformance.cases import CASES
-from posenc.reference import mutants
+from posenc import cli
+from posenc.cli import commands
+from posenc.registry import all_cases
+
 from posenc.spec import SPEC_DIR, SPEC_VERSION, json_schema_text, load_spec
 from posenc.spec.errors import SpecError
 from posenc.spec.models import CLAUSE_ID, DIVERGENCE_ID, RopeParams
+from posenc import registry
+
+CASES = all_cases()
 
 CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
 SPEC = load_spec()
@@ -76,7 +80,7 @@ def test_every_divergence_mutant_exists_and_violates_known_clauses():
         if d.level == "model":  # a rule over a scenario's forward passes (spec/model.yaml)
             assert d.mutant in families.model_mutants(), f"{d.id}: model mutant {d.mutant!r} not registered"
         else:
-            assert d.mutant in mutants.MUTANTS, f"{d.id}: mutant {d.mutant!r} not in reference.mutants.MUTANTS"
+            assert d.mutant in registry.mutants(), f"{d.id}: mutant {d.mutant!r} not in reference.registry.mutants()"
         for cid in d.violates:
             assert cid in SPEC.clauses, (d.id, cid)
 
@@ -249,7 +253,7 @@ def test_schema_check_cli(capsys):
 def test_schema_check_cli_detects_stale(tmp_path, monkeypatch, capsys):
     stale = tmp_path / "schema.json"
     stale.write_text(json_schema_text().replace('"title"', '"Title"', 1))
-    monkeypatch.setattr(cli, "SCHEMA_PATH", stale)
+    monkeypatch.setattr(commands, "SCHEMA_PATH", stale)
     assert cli.main(["spec", "schema", "--check"]) == 1
     assert "posenc spec schema" in capsys.readouterr().out
 

@@ -219,7 +219,8 @@ def test_expectation_with_unknown_clause_fails(run_suite, tmp_path):
 def test_tampered_golden_is_named(run_suite, monkeypatch, tmp_path):
     import shutil
 
-    from posenc.conformance import golden, suite
+    from posenc.harness import golden
+    from posenc.harness import failure as suite
     d = tmp_path / "golden"
     shutil.copytree(golden.GOLDEN_DIR, d)
     f = d / "rope-tiny-half.npz"
@@ -246,7 +247,8 @@ def test_golden_edited_with_its_manifest_is_a_kit_error(run_suite, monkeypatch, 
     import json
     import shutil
 
-    from posenc.conformance import golden, suite
+    from posenc.harness import golden
+    from posenc.harness import failure as suite
     d = tmp_path / "golden"
     shutil.copytree(golden.GOLDEN_DIR, d)
     f = d / "rope-tiny-half.npz"
@@ -451,7 +453,8 @@ def test_in_place_adapter_is_named_and_cannot_touch_the_goldens(run_suite):
     """A RoPE kernel that writes its (correct) result into q and k fails with the in-place message
     at every dtype, and the kit's cached golden inputs are unchanged afterwards: float64 included,
     where torch.from_numpy would share memory with them."""
-    from posenc.conformance import golden, suite
+    from posenc.harness import golden
+    from posenc.harness import failure as suite
     r = run_suite(f"{BROKEN}:InPlaceRope", "--dtype", "float64,float32", "-k", "rope-llama3-8b and not generated")
     out = r.stdout.str()
     assert r.ret == 1 and "modified its input 'q' in place" in out, out[-3000:]
@@ -534,7 +537,7 @@ def test_an_adapter_rounding_its_inputs_to_bf16_fails_the_generated_cases(run_su
 
 
 def test_generated_inputs_are_full_precision_only_at_float32_and_float64():
-    from posenc.conformance.generated import drawn_examples, example_golden
+    from posenc.harness.generation import drawn_examples, example_golden
     import ml_dtypes
     c, seed = drawn_examples("rope.apply", "float32", 1)[0]
     for dtype, exact_bf16 in (("float32", False), ("float64", False), ("bfloat16", True), ("float16", True)):

@@ -12,9 +12,10 @@ import transformers.models.t5.modeling_t5 as hf_t5
 from transformers import T5Config
 
 import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester snapshots sys.modules
-from posenc.reference import mutants, t5
+from posenc.reference import t5
 from posenc.spec import load_spec
 from posenc.spec.models import T5Params
+from posenc import registry
 
 ENC, DEC = T5Params(), T5Params(bidirectional=False)
 FIG_REL = np.array([-200, -10, -1, 0, 1, 10, 200])
@@ -155,8 +156,8 @@ def test_odd_num_buckets_bias_matches_transformers_compute_bias(bidirectional):
 
 def test_odd_num_buckets_goldens_match_transformers():
     """The odd-count golden cases hold transformers' own buckets."""
-    from posenc.conformance import golden
-    from posenc.conformance.cases import by_id
+    from posenc.harness import golden
+    from posenc.registry import cases_by_id as by_id
 
     cases = [c for c in by_id().values() if c.op == "t5.buckets" and c.params.num_buckets % 2]
     assert {c.params.bidirectional for c in cases} == {True, False}
@@ -173,11 +174,11 @@ def test_odd_num_buckets_goldens_match_transformers():
 
 def test_mutants_are_the_wrong_behaviour():
     x = {"relative_position": FIG_REL}
-    assert mutants.run("t5_rel_sign_flipped", "t5.buckets", ENC, x)["buckets"].tolist() == [31, 24, 17, 0, 1, 8, 15]
-    assert mutants.run("t5_rel_sign_flipped", "t5.buckets", DEC, x)["buckets"].tolist() == [0, 0, 0, 0, 1, 10, 31]
-    nh = mutants.run("t5_no_halving", "t5.buckets", ENC, x)["buckets"]
+    assert registry.run_mutant("t5_rel_sign_flipped", "t5.buckets", ENC, x)["buckets"].tolist() == [31, 24, 17, 0, 1, 8, 15]
+    assert registry.run_mutant("t5_rel_sign_flipped", "t5.buckets", DEC, x)["buckets"].tolist() == [0, 0, 0, 0, 1, 10, 31]
+    nh = registry.run_mutant("t5_no_halving", "t5.buckets", ENC, x)["buckets"]
     assert nh.max() >= 32 and nh[1] == 10  # positive offsets leave the 32-row table
-    assert mutants.run("t5_no_halving", "t5.buckets", DEC, x) is None
+    assert registry.run_mutant("t5_no_halving", "t5.buckets", DEC, x) is None
 
 
 # ---- the HF wrapper really runs transformers ------------------------------------------------------

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from posenc.conformance.cases import by_id
-from posenc.conformance.golden import load
-from posenc.conformance.runner import compare_outputs
+from posenc.registry import cases_by_id as by_id
+from posenc.harness.golden import load
+from posenc.harness.runner import compare_outputs
 from posenc.spec.tolerance import EPS, K_ANGLE, K_DTYPE, bound, compare
+from posenc import registry
 
 TD = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -150,12 +151,12 @@ def test_uniform_relative_angle_error_fails():
 
 
 def test_angle_scale_amplification_by_hand():
-    from posenc.reference import ops
+
     from posenc.spec.models import RopeParams
     p = RopeParams(head_dim=8, rope_theta=10000.0)
     x = np.zeros((1, 1, 1, 8))
     x[..., 1] = 1.0  # pair (1, 5) at frequency i = 1, exponent 2/8
-    _, an = ops.scales("rope.apply", p, {"q": x, "k": x, "position_ids": np.array([[3]])})["q"]
+    _, an = registry.reference_of("rope.apply").scales(p, {"q": x, "k": x, "position_ids": np.array([[3]])})["q"]
     phi = 3 * 10000 ** (-2 / 8)
     assert an[0, 0, 0, 1] == pytest.approx(phi * (1 + 0.25 * np.log(10000)), rel=1e-14)
     assert an[0, 0, 0, 0] == 0 and an[0, 0, 0, 2] == 0

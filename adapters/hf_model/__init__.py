@@ -8,7 +8,7 @@ masks and kernels for each).  It is called as users call it: ``model(input_ids=.
 attention_mask=..., position_ids=..., cache=..., use_cache=...)`` and ``model.generate(...)``
 (greedy, ``output_logits``); the probes are :class:`posenc.adapters.hf_model.probes.Recorder`'s.
 Its positional encoding, for the oracle, is the kit's own import of the same config
-(:func:`posenc.spec.hf_config.params_from_hf_config`), which the config survey checks against
+(:func:`posenc.hf.config.params_from_hf_config`), which the config survey checks against
 transformers' rotary modules.
 """
 
@@ -71,10 +71,10 @@ class HFModelAdapter(ModelAdapter):
         return kind == "cuda" and torch.cuda.is_available() and (not index or int(index) < torch.cuda.device_count())
 
     def encodings(self) -> dict:
-        """The kit's import of the config (:func:`posenc.spec.hf_config.params_from_hf_config`), and
+        """The kit's import of the config (:func:`posenc.hf.config.params_from_hf_config`), and
         DeepSeek's softmax scale (``softmax_scale``: ``SoftmaxScaleParams`` of its YaRN set and its
         q/k head width, SCALE-YARN-SOFTMAX-SCALE)."""
-        from posenc.spec.hf_config import params_from_hf_config
+        from posenc.hf import params_from_hf_config
         enc = params_from_hf_config(self.config)
         if any(k.startswith("rope.") for k in enc) and self.config.get("layer_types"):
             enc["layer_types"] = tuple(self.config["layer_types"])  # which set each layer rotates with

@@ -22,7 +22,7 @@ hundred tokens:
   head width of 2;
 * **absolute tables**: ``n_positions`` / ``max_position_embeddings`` shrunk to 128.
 
-The import of that dict (:func:`posenc.spec.hf_config.params_from_hf_config`) is the oracle's
+The import of that dict (:func:`posenc.hf.config.params_from_hf_config`) is the oracle's
 parameter set (``HFModelAdapter.encodings``), and the kit's tests check that it equals the
 registry entry after the same shrink (``expected_encoding``).  Weights are drawn by torch's
 seeded initialiser with ``initializer_range`` 0.2 at width 64 (scaled as 1.6 / sqrt(width)): at

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SpecError
-from .. import read_yaml
+from ..loader import read_yaml
 from ..models import PARAM_MODELS, Source
 
 REGISTRY_PATH = Path(__file__).resolve().parent / "models.yaml"

@@ -1,5 +1,8 @@
 """A made-up family registered from outside the kit: spec, parameter model, reference, mutant,
-golden case and check, in one module (tests/test_families.py installs it by entry point)."""
+golden case, check and inference model, in one module, written against the public façades only
+(``posenc.families``, ``posenc.harness.checks``; tests/test_families.py installs it by entry point and
+runs it with deprecation warnings as errors).  ``tests/toy_family_0_4/`` keeps the same family as it
+was written for spec 0.4.0 (its deprecated imports still work, with warnings)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from posenc import families
-from posenc.conformance.cases import Case, pos
+from posenc.families import Case, pos
+from posenc.harness.checks import (Candidate, InferenceContext, call_adapter, clauses_of, fail, load_golden,
+                                   require_dtype, sig)
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,8 +57,6 @@ families.add_cases(Case("toy-ramp-tiny", "toy.ramp", ("TOY-RAMP",), ToyParams(di
 @families.check("toy_ramp_linear", invariant="ramp_linear", ops=("toy.ramp",))
 def toy_ramp_linear(request, adapter, device, dtype, case):
     """Doubling every position doubles pe."""
-    from posenc.conformance.checks import clauses_of
-    from posenc.conformance.suite import call_adapter, fail, load_golden, require_dtype
     require_dtype(adapter, dtype)
     cl = clauses_of(request)
     g = load_golden(case.id)
@@ -65,3 +68,14 @@ def toy_ramp_linear(request, adapter, device, dtype, case):
                                                                at(2 * g.inputs["position_ids"])))
     if not np.allclose(two, 2 * one, rtol=1e-2):
         fail(cl, adapter, case, dtype, f"pe(2p) must equal 2 pe(p): {two[0, 0].tolist()} vs {(2 * one)[0, 0].tolist()}")
+
+
+@families.inference("toy.ramp")
+def toy_slope(ctx: InferenceContext) -> list[Candidate]:
+    """A ramp of another slope: the slope fitted from the output (least squares over every element)."""
+    ramp1 = _ramp(ctx.p.model_copy(update={"slope": 1.0}), ctx.x["position_ids"])
+    got = ctx.out["pe"].astype(np.float64)
+    slope = float((ramp1 * got).sum() / max((ramp1 * ramp1).sum(), 1e-300))
+    fitted = ctx.p.model_copy(update={"slope": slope})
+    return [(f"the ramp's slope is {sig(slope)} where {sig(ctx.p.slope)} is specified (TOY-RAMP)",
+             lambda: ctx.ref(fitted))]

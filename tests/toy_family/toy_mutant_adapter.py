@@ -1,6 +1,6 @@
 """The reference with DIV-TOY-RAMP-OFF-BY-ONE's mutant: a run must fail and name it."""
 
-from posenc.adapters.reference_adapter import MutantAdapter
+from posenc.adapters import MutantAdapter
 
 
 def ADAPTER():

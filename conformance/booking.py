@@ -1,0 +1,308 @@
+"""Where a test's verdict is booked: the expectation lines it meets, the per-clause counts, the
+``--report-json`` record (``report_format`` :data:`REPORT_FORMAT`, docs/report-json.md), the failure's plot
+and the command that reruns it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from posenc import registry
+from posenc.conformance import expectations as expectations_mod
+from posenc.conformance.generated import generated_examples
+from posenc.conformance.state import DEFAULT_TIMEOUT, EXPECTATIONS_DIR, State, model_attns
+from posenc.spec import SPEC_VERSION
+from posenc.spec.errors import exception_text
+
+
+def _clauses_of(item) -> list[str]:
+    m = item.get_closest_marker("clauses")
+    return list(m.args) if m else []
+
+
+def _entry(st: State, item):
+    """The expectation line of a collected item (its case, check and dtype), or None."""
+    return st.expectations.lookup(*expectations_mod.key_of(item))
+
+
+_TEST_ID = re.compile(r"test_(?P<check>\w+)\[(?P<dtype>[a-z0-9]+)-(?P<case>[^@\]]+)(?:@(?P<clauses>[^\]]+))?\]")
+
+
+def _skip_reason(rep) -> str:
+    return rep.longrepr[2].removeprefix("Skipped: ") if isinstance(rep.longrepr, tuple) else ""
+
+
+def _crash_payload(st: State, report) -> Optional[dict]:
+    """The verdict of a test whose worker process died (an exit, a signal, an OOM kill, a
+    --posenc-timeout): failed under the clauses of its ID, by ID, with the cause; the report's
+    text gets the clause header."""
+    name = report.nodeid.rsplit("::", 1)[-1]
+    m = _TEST_ID.fullmatch(name)
+    if m is None:
+        return None
+    check, dtype, case = m["check"], m["dtype"], m["case"]
+    clauses = m["clauses"].split("+") if m["clauses"] else []
+    if not clauses and check == "generated":
+        try:
+            clauses = list(registry.operation(case).clauses)
+        except KeyError:
+            pass
+    cause = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "the worker process died"
+    limit = st.config.getoption("--posenc-timeout")
+    text = (f"{', '.join(clauses)}: {st.adapter.name} crashed its process on case {case} ({dtype}): {cause}; "
+            f"an exit, a signal, an out-of-memory kill{f' or --posenc-timeout ({limit:g} s)' if limit else ''} "
+            "(the worker's stderr above says which). The worker was restarted")
+    report.longrepr = text
+    node = report.nodeid if Path(report.nodeid.split("::")[0]).is_absolute() else \
+        str(Path(str(st.config.rootpath)) / report.nodeid)
+    report.sections.append(("posenc rerun", _rerun(st.config, node, dtype)))
+    record = {"test_id": name, "case": case, "check": check, "dtype": dtype, "clauses": clauses,
+              "outcome": "failed", "violated": clauses, "divergence": None, "expected_reason": None,
+              "diagnosis": [], "inferred": [], "raised": True, "reason": text[:300], "generated": None,
+              "counted": {c: "failed" for c in clauses}}
+    st.crashes.append(report.nodeid)
+    return {"kind": "failed", "counted": {c: "failed" for c in clauses}, "record": record, "partly_unsupported": None,
+            "kit_error": None, "nodeid": report.nodeid}
+
+
+def _book(st: State, payload: dict) -> None:
+    """Count one test's verdict (``rep.posenc`` of its report) in the run's state."""
+    kind = payload["kind"]
+    if kind in ("passed", "diverges (expected)"):
+        st.checked += 1
+    if kind in ("failed", "kit error"):
+        st.failed += 1
+    if kind == "kit error":
+        st.kit_errors.append(payload["kit_error"])
+    for c, k in payload["counted"].items():
+        st.outcomes[c][k] += 1
+    if st.plot_dir is not None:  # --plot-dir: every record says whether it has a picture
+        payload["record"].setdefault("plot", None)
+    st.records.append(payload["record"])
+    st.booked.add(payload["nodeid"])
+    if payload["partly_unsupported"]:
+        st.partly_unsupported.append(payload["partly_unsupported"])
+
+
+class _Booker:
+    """Books every report where the run is summarised: the pytest process itself, or, under
+    pytest-xdist, the controller (a worker only attaches ``rep.posenc`` and forwards the report)."""
+
+    def __init__(self, st: State):
+        self.st = st
+
+    @pytest.hookimpl(tryfirst=True)  # before the terminal reporter prints a crash report
+    def pytest_runtest_logreport(self, report):
+        payload = getattr(report, "posenc", None)
+        if payload is None and report.failed and report.when not in ("setup", "call", "teardown"):
+            payload = _crash_payload(self.st, report)  # pytest-xdist: the worker died inside the test
+        if payload is not None:
+            _book(self.st, payload)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):  # what the workers will run
+        self.st.scheduled = set(ids)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):  # pytest-xdist controller: a worker's stale lines
+        for line in getattr(node, "workeroutput", {}).get("posenc_stale", []):
+            if line not in self.st.stale:
+                self.st.stale.append(line)
+
+
+def _plot_dir(config) -> Optional[Path]:
+    """``--plot-dir DIR``: matplotlib importable (else a usage error naming the ``[docs]`` extra),
+    an --adapter run, the folder made; the absolute path, or None without the option."""
+    given = config.getoption("--plot-dir")
+    if not given:
+        return None
+    if config.getoption("--model"):
+        raise pytest.UsageError("--plot-dir: the model-level suite (--model) draws no plots; it plots the "
+                                "failing cases of an --adapter run")
+    from posenc.harness.failure_plots import PlotsUnavailable, require_matplotlib
+    try:
+        require_matplotlib()
+    except PlotsUnavailable as e:
+        raise pytest.UsageError(str(e)) from None
+    p = Path(given).resolve()
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise pytest.UsageError(f"--plot-dir {given}: {exception_text(e)}") from None
+    if not os.access(p, os.W_OK):
+        raise pytest.UsageError(f"--plot-dir {given}: is not writable")
+    return p
+
+
+def _plot(item, rep, exc, record: dict, plot_dir: Path) -> None:
+    """Draw a failed test's picture (a failure that compared values: golden, generated, an
+    invariant check's first call out of tolerance) and link it in ``record["plot"]``: the path
+    relative to the --report-json file's folder (else absolute).  A plot that cannot be drawn never
+    changes the verdict: the report's ``posenc plot`` section says why."""
+    data = getattr(exc, "plot_data", None)
+    if data is None or record.get("raised"):
+        return
+    from posenc.harness.failure_plots import plot_failure, plot_name
+    try:
+        diag = record.get("diagnosis") or []
+        path = plot_failure(plot_dir / plot_name(item.name, item.nodeid), data, test_id=item.name,
+                            clauses=record.get("violated") or record.get("clauses") or (),
+                            divergence=diag[0]["divergence"] if diag else None)
+    except Exception as e:  # noqa: BLE001 - the verdict stands without its picture
+        rep.sections.append(("posenc plot", f"not drawn: {type(e).__name__}: {exception_text(e)}"))
+        return
+    if path is None:
+        return
+    report = item.config.getoption("--report-json")
+    link = str(path)
+    if report:
+        try:
+            link = Path(os.path.relpath(path, Path(report).resolve().parent)).as_posix()
+        except ValueError:  # another drive
+            pass
+    record["plot"] = link
+    rep.sections.append(("posenc plot", str(path)))
+
+
+def _unexpect(rep, longrepr: str) -> None:
+    """Turn a strict xfail (the expected divergence) into a plain failure with ``longrepr``."""
+    rep.outcome = "failed"
+    if hasattr(rep, "wasxfail"):
+        del rep.wasxfail
+    rep.longrepr = longrepr
+
+
+def _judge_expected(item, rep, exc, entry, path) -> None:
+    """Keep an expected divergence only if the test failed the way its line says.
+
+    Failed instead: an exception or a malformed output (no verdict on the values, never
+    excused); a diagnosis that does not name the line's divergence (for a ``DIV-UNNAMED-*``
+    line: a diagnosis that names any divergence); an unsupported report.  A pass is already a
+    strict XPASS failure.
+    """
+    where = f"{item.nodeid}: listed as expected divergence {entry.divergence} ({path})"
+    if hasattr(rep, "wasxfail") and getattr(exc, "raised", True):
+        _unexpect(rep, f"{where}, but the test did not reach a verdict on the values:\n"
+                       f"{getattr(exc, 'msg', None) or f'{type(exc).__name__}: {exc}'}")
+    elif hasattr(rep, "wasxfail"):
+        found = getattr(exc, "divergences", None)
+        if found is not None and entry.divergence not in found and (entry.named or found):
+            # failed, but not the way the expectation file says: a different bug hides behind it
+            why = (f"but the output matches {', '.join(found) or 'no known divergence'}" if entry.named else
+                   f"but the kit diagnosed the named divergence(s) {', '.join(found)}: an unnamed line "
+                   "never excuses a named divergence (record that one instead)")
+            _unexpect(rep, f"{item.nodeid}: expected divergence {entry.divergence} ({path}), {why}:\n{exc.msg}")
+    elif rep.outcome == "skipped":
+        _unexpect(rep, f"{where} but reported {rep.longrepr[2] if isinstance(rep.longrepr, tuple) else 'skipped'}")
+
+
+def rerun_command(item) -> str:
+    """A command that reruns exactly this test, as pasted (same adapter, device, dtype, options)."""
+    dtype = item.callspec.params.get("dtype", "float32") if hasattr(item, "callspec") else "float32"
+    return _rerun(item.config, f"{item.path}::{item.name}", dtype)
+
+
+def _rerun(config, node: str, dtype: str) -> str:
+    opt = config.getoption
+    which = "--model" if opt("--model") else "--adapter"
+    cmd = ["pytest", node, which, opt(which), "--device", opt("--device"), "--dtype", dtype]
+    for name in ("--expectations", "--left-pad-fill", "--posenc-examples", "--posenc-seed", "--attn"):
+        if opt(name) is not None:
+            cmd += [name, str(opt(name))]
+    if opt("--posenc-timeout") != DEFAULT_TIMEOUT:
+        cmd += ["--posenc-timeout", f"{opt('--posenc-timeout'):g}"]
+    if opt("--posenc-isolation") != "process":
+        cmd += ["--posenc-isolation", opt("--posenc-isolation")]
+    return " ".join(shlex.quote(str(c)) for c in cmd)
+
+
+#: ``report_format`` of ``--report-json`` (docs/report-json.md, conformance/report_schema.json):
+#: bumped when a field changes meaning or is removed; adding a field does not bump it.
+REPORT_FORMAT = 1
+
+
+def _ratio(x) -> Optional[float]:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+_OUTCOME = {"diverges (expected)": "diverges", "kit error": "error"}  # report names of the kinds
+
+
+def _record(item, rep, kind: str, entry, violated, exc=None, counted=None) -> dict:
+    """One test's verdict for ``--report-json`` (and ``posenc matrix``); fields: docs/report-json.md."""
+    callspec = getattr(item, "callspec", None)
+    case_id, check, dtype = expectations_mod.key_of(item)
+    reason = ""
+    if kind in ("unsupported", "n/a") and isinstance(rep.longrepr, tuple):
+        reason = rep.longrepr[2].removeprefix("Skipped: ").removeprefix("unsupported: ").removeprefix("n/a: ")
+    elif kind == "kit error":
+        reason = str(exc)[:300]
+    elif kind == "failed":
+        from posenc.harness.failure import ConformanceFailure
+        # the kit's failure says what is wrong in one line; anything else: its report's last line
+        reason = (exc.reason if isinstance(exc, ConformanceFailure) else
+                  (str(getattr(rep, "longreprtext", "") or "").strip().splitlines() or [""])[-1])[:300]
+    diverges = kind == "diverges (expected)"
+    return {
+        "test_id": item.name,
+        "case": case_id,
+        "check": check,
+        "dtype": callspec.params.get("dtype") if callspec else dtype,
+        "clauses": _clauses_of(item),
+        "outcome": _OUTCOME.get(kind, kind),
+        "violated": list(violated or []),
+        "divergence": entry.divergence if entry and diverges else None,
+        "expected_reason": entry.evidence if entry and diverges else None,
+        "diagnosis": [{"divergence": m.divergence, "violates": list(m.violates), "ratio": _ratio(m.ratio)}
+                      for m in getattr(exc, "matches", ()) or ()] if kind != "passed" else [],
+        "inferred": [str(x) for x in getattr(exc, "inferred", ()) or ()] if kind != "passed" else [],
+        "raised": bool(getattr(exc, "raised", True)) if kind == "failed" and exc is not None else False,
+        "reason": reason,
+        "generated": dict(item.user_properties).get("generated"),
+        "counted": {c: _OUTCOME.get(k, k) for c, k in (counted or {}).items()},
+    }
+
+
+def _expectations_given(config, st: State) -> Optional[str]:
+    """The expectation file as given on the command line; a default one as ``adapters/expectations/<file>``
+    (its place among the kit's folders, the same from a checkout and from a wheel), so that reports do
+    not depend on the machine."""
+    given = config.getoption("--expectations")
+    if given is not None:
+        return str(given)
+    if st.expectations_path is None:
+        return None
+    try:
+        return "adapters/expectations/" + st.expectations_path.relative_to(EXPECTATIONS_DIR).as_posix()
+    except ValueError:
+        return str(st.expectations_path)
+
+
+def report(config, st: State, exit_status: int) -> dict:
+    """The ``--report-json`` document (format :data:`REPORT_FORMAT`)."""
+    a = st.adapter
+    return {
+        "report_format": REPORT_FORMAT,
+        "adapter": a.name, "framework": a.framework, "versions": st.versions, "device": st.device,
+        "model": None if st.model_info is None else {"architecture": st.model_info["architecture"],
+                                                     "kind": st.model_info["kind"],
+                                                     "attn_implementations": list(model_attns(config)),
+                                                     "notes": str(a.notes or "")},
+        "dtypes": st.dtypes, "spec_version": SPEC_VERSION, "exit_status": int(exit_status),
+        "expectations": _expectations_given(config, st),
+        "examples": generated_examples(config),
+        # false for a run cut short (Ctrl-C, -x / --maxfail, an internal error): its results are
+        # the tests that ran; posenc matrix refuses it
+        "complete": st.complete,
+        # diagnoses the run contradicts: the named divergence's mutant fails a golden case that passed
+        "contradicted": st.contradicted,
+        "results": st.records,
+    }

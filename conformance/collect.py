@@ -1,0 +1,74 @@
+"""Collection: the suite's parametrized tests, built from what the families registered.
+
+``test_golden`` runs every registered golden case (:func:`params`), ``test_<name>`` every
+registered oracle-free check on the cases whose clauses declare its invariant (:func:`check_tests`:
+one test function per check, dispatching each case to the handler its family registered for the
+case's operation) and ``test_generated`` every operation with a generator (:func:`generated_params`).
+Test IDs are ``<case>@<CLAUSE+...>`` (the clauses are a pytest marker too).  Nothing here names a
+family: everything comes from :mod:`posenc.registry`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional
+
+import pytest
+
+from posenc import registry
+from posenc.harness.failure import ConformanceFailure, invariant_clauses, rediagnosed
+from posenc.harness.runner import recording
+from posenc.registry import all_cases
+from posenc.registry.cases import Case
+
+
+def params(select: Callable[[Case], bool], clauses: Optional[Callable[[Case], Iterable[str]]] = None):
+    """``pytest.param`` per selected case, id ``<case>@<CLAUSE+...>``, marked with its clauses."""
+    out = []
+    for c in all_cases():
+        if select(c):
+            cl = tuple(clauses(c)) if clauses else c.clauses
+            out.append(pytest.param(c, id=f"{c.id}@{'+'.join(cl)}", marks=pytest.mark.clauses(*cl)))
+    return out
+
+
+def with_invariant(invariant: str, ops: tuple[str, ...]):
+    """Cases of ``ops`` whose clauses declare ``invariant``; the id names those clauses."""
+    wanted = invariant_clauses(invariant)
+    return params(lambda c: c.op in ops and bool(wanted & set(c.clauses)),
+                  lambda c: [x for x in c.clauses if x in wanted])
+
+
+def build_test(check: registry.Check):
+    """The pytest test function of one registered check (``test_<name>``)."""
+    if check.select is not None:
+        cases = params(check.select, check.clauses)
+    else:
+        cases = with_invariant(check.invariant, tuple(check.handlers))
+
+    def test(request, adapter, device, dtype, case):
+        with recording() as calls:
+            try:
+                check.handlers[case.op](request, adapter, device, dtype, case)
+                return
+            except ConformanceFailure as e:
+                failure = e
+        # raised outside the except block (no chained traceback): diagnosed on the check's own calls
+        raise rediagnosed(failure, case, calls, dtype) or failure
+
+    test.__name__ = test.__qualname__ = f"test_{check.name}"
+    test.__doc__ = check.doc
+    return pytest.mark.posenc(pytest.mark.parametrize("case", cases)(test))
+
+
+def check_tests() -> dict:
+    """``{test_<name>: function}`` of every registered check, for a test module's globals."""
+    return {f"test_{c.name}": build_test(c) for c in registry.checks().values()}
+
+
+def generated_params():
+    """``pytest.param`` per operation with a generator, id ``<op>@<CLAUSE+...>``."""
+    out = []
+    for op in registry.generators():
+        cl = tuple(registry.operation(op).clauses)
+        out.append(pytest.param(op, id=f"{op}", marks=pytest.mark.clauses(*cl)))
+    return out

@@ -1,0 +1,335 @@
+"""Inference models of the RoPE family (``rope.*``) and of M-RoPE (``mrope.*``, which registers
+:func:`rotation_models` for its operations): what a wrong rotation *is* when no divergence reproduces it.
+
+From the adapter's outputs the effective cos/sin of every call are recovered (given, or per pair
+``z_out / z_in`` from q and k); the models are: a tensor returned unrotated, the other pairing, an
+attention factor, the sin's sign (the rotation's direction), the positions used (estimated from the
+angles, unwrapped across frequencies), a frequency ratio, another θ, a scaling not applied.
+See :mod:`posenc.harness.inference` for how a candidate is judged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from posenc import families
+from posenc.families.mrope import mrope_outputs
+from posenc.families.rope import call_keys, freq_provider, rope_outputs
+from posenc.harness.checks import SHIFTS, Candidate, InferenceContext, Outputs, sig
+from posenc.reference import mrope, rope
+from posenc.spec.models import RopeParams
+
+#: The RoPE family's operations (spec/rope.yaml).
+ROPE_OPS = ("rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply", "rope.apply_with_cos_sin")
+
+
+@dataclass
+class _Call:
+    """One call: its key ("" or ".<k>", rope.cos_sin_calls), positions ``[B, T]`` and the
+    reference's frequencies ``[n]`` (None where not inputs), the reference's cos/sin ``c``, ``s``
+    and the adapter's effective ones ``ce``, ``se`` (all ``[B, T, n]``)."""
+
+    key: str
+    pid: Optional[np.ndarray]
+    w: Optional[np.ndarray]
+    c: np.ndarray
+    s: np.ndarray
+    ce: np.ndarray = None
+    se: np.ndarray = None
+
+
+def _geometry(ctx: InferenceContext) -> tuple[int, str]:
+    """``(pair_dim, pairing)`` of the case's rotation (M-RoPE: rotary_dim, half pairs)."""
+    p = ctx.p
+    return (getattr(p, "rdim", p.head_dim), "half") if ctx.op.startswith("mrope") else (p.pair_dim, p.pairing)
+
+
+def _sin_sign(ctx: InferenceContext) -> int:
+    """-1 where the case's pairs turn by -phi (ROPE-ROTATION-NEGATIVE), else +1: the sign that
+    turns the sin recovered from a rotation into the table's sin, and back."""
+    return -1 if ctx.op.startswith("rope.") and getattr(ctx.p, "rotation", "positive") == "negative" else 1
+
+
+def _reference_calls(ctx: InferenceContext) -> list[_Call]:
+    """The reference's cos/sin (and frequencies, positions) of every call of the case."""
+    op, p, x = ctx.op, ctx.p, ctx.x
+    if op == "rope.apply_with_cos_sin":
+        return [_Call("", None, None, np.asarray(x["cos"], float), np.asarray(x["sin"], float))]
+    if op.startswith("mrope"):
+        r = mrope_outputs("mrope.cos_sin", p, x)
+        return [_Call("", None, mrope.inv_freq(p), r["cos"], r["sin"])]
+    freq, seen = freq_provider(p), {}
+
+    def recorded(n):  # one provider over the calls in order (a stateful policy sees the sequence)
+        seen["w"], a = freq(n)
+        return seen["w"], a
+    calls = []
+    for key in call_keys(x) if op == "rope.cos_sin_calls" else ["position_ids"]:
+        r = rope_outputs("rope.cos_sin", p, {"position_ids": np.asarray(x[key])}, recorded)
+        calls.append(_Call(key[12:], np.asarray(x[key]), np.asarray(seen["w"], float), r["cos"], r["sin"]))
+    return calls
+
+
+def _effective(ctx: InferenceContext, calls: list[_Call], tensors: list[str]) -> None:
+    """The adapter's cos/sin: given outputs, or recovered from q/k (per pair ``z_out / z_in``)."""
+    if not ctx.op.endswith("apply") and ctx.op != "rope.apply_with_cos_sin":
+        for c in calls:
+            c.ce, c.se = ctx.out["cos" + c.key].astype(float), ctx.out["sin" + c.key].astype(float)
+        return
+    (a, b), (oa, ob) = rope.pair_indices(*_geometry(ctx)), rope.output_indices(*_geometry(ctx))
+    num, den = 0, 0
+    for n in tensors:
+        xi, y = np.asarray(ctx.x[n], float), ctx.out[n].astype(float)
+        zi, zo = xi[..., a] + 1j * xi[..., b], y[..., oa] + 1j * y[..., ob]
+        num = num + (zo * np.conj(zi)).sum(axis=1)  # over heads: [B, T, n]
+        den = den + (np.abs(zi) ** 2).sum(axis=1)
+    z = num / np.where(den == 0, 1.0, den)
+    calls[0].ce, calls[0].se = z.real, _sin_sign(ctx) * z.imag  # the table's sin (ROPE-ROTATION-NEGATIVE)
+
+
+def _emit(ctx: InferenceContext, calls: list[_Call], cs: list[tuple[np.ndarray, np.ndarray]]) -> Outputs:
+    """Outputs implied by cos/sin ``cs`` per call (for apply: the bad tensors rotated by them)."""
+    if ctx.op in ("rope.cos_sin", "rope.cos_sin_calls", "mrope.cos_sin"):
+        return {n + c.key: v for c, pair in zip(calls, cs) for n, v in zip(("cos", "sin"), pair)}
+    rotation = "negative" if _sin_sign(ctx) < 0 else "positive"
+    return {n: rope.apply_with_cos_sin(ctx.x[n], *cs[0], *_geometry(ctx), rotation) for n in ctx.bad}
+
+
+def _wrap(a):
+    return (a + math.pi) % math.tau - math.pi
+
+
+def estimate_positions(phi: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``P [...]`` (float) with ``P * w ≡ phi (mod 2π)``, and the worst phase residual ``[...]``.
+
+    ``phi [..., n]``: angles (radians, wrapped); ``w [n]``: inverse frequencies (radians per position).
+    Unwraps across frequencies: the lowest gives a coarse, unambiguous position (|P w_min| < π), each
+    higher one refines it (RoPE's highest, 1 rad per position, last).  Explains ROPE-ANGLE."""
+    order = [i for i in np.argsort(w) if w[i] > 0]  # a zero frequency (proportional) tells nothing
+    phi, w = phi[..., order], w[order]
+    P = phi[..., 0] / w[0]
+    for i in range(1, len(w)):
+        k = np.round((P * w[i] - phi[..., i]) / math.tau)
+        P = (phi[..., i] + math.tau * k) / w[i]
+    res = np.abs(_wrap(P[..., None] * w - phi)).max(axis=-1)
+    return P, res
+
+
+def rotation_models(ctx: InferenceContext) -> list[Candidate]:
+    """Every candidate of a rotation's output (RoPE's and M-RoPE's operations)."""
+    p = ctx.p
+    cands: list[Candidate] = []
+    tensors = [n for n in ctx.bad if n in ("q", "k")]
+    for sub in [[n] for n in tensors] + ([tensors] if len(tensors) == 2 else []):
+        cands.append((f"{' and '.join(sub)} {'is' if len(sub) == 1 else 'are'} returned unrotated (the output "
+                      "equals the input)", lambda sub=sub: {n: ctx.x[n] for n in sub}))
+    for other in ("half", "interleaved") if tensors and ctx.op.startswith("rope") else ():
+        if other != p.pairing:
+            cands.append((f"{other} pairs applied where {p.pairing} pairs are specified",
+                          lambda o=other: ctx.ref(p.model_copy(update={"pairing": o}))))
+    if ctx.op == "rope.inv_freq":
+        return cands + _inv_freq_models(ctx)
+    calls = _reference_calls(ctx)
+    _effective(ctx, calls, tensors)
+    return cands + _rotation_models(ctx, calls)
+
+
+def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidate]:
+    """Models of the effective cos/sin: attention factor, sin sign, positions, frequencies, θ."""
+    cands: list[Candidate] = []
+    ae = np.concatenate([np.hypot(c.ce, c.se).ravel() for c in calls])
+    ar = np.concatenate([np.hypot(c.c, c.s).ravel() for c in calls])
+    amp, aref = float(np.median(ae)), float(np.median(ar))
+    scale = amp / aref if aref > 0 else 1.0
+    mag = ""
+    if aref > 0 and abs(scale - 1) > 2e-3 and np.std(ae) < 1e-2 * max(amp, 1e-30):
+        ctx.found["attention_factor"] = float(sig(amp))
+        mag = (f"attention factor {sig(amp)} where {sig(aref)} is specified (cos and sin have magnitude "
+               f"{sig(amp)}{'; the factor is dropped?' if abs(amp - 1) < 1e-3 else ''})")
+        if ctx.op == "rope.apply_with_cos_sin":
+            mag = f"the given cos/sin are applied with magnitude {sig(amp)}, not their own {sig(aref)} (rescaled?)"
+        cands.append((mag, lambda: _emit(ctx, calls, [(c.c * scale, c.s * scale) for c in calls])))
+    prefix = mag + "; " if mag else ""
+    phe = [np.arctan2(c.se, c.ce) for c in calls]
+    phr = [np.arctan2(c.s, c.c) for c in calls]
+    if all(np.abs(_wrap(e + r)).max() < 0.05 for e, r in zip(phe, phr)) and \
+            any(np.abs(_wrap(e - r)).max() > 0.05 for e, r in zip(phe, phr)):
+        turn = ("+φ where -φ is specified (ROPE-ROTATION-NEGATIVE: a standard rotate_half?)"
+                if _sin_sign(ctx) < 0 and ctx.op != "rope.cos_sin" and ctx.op != "rope.cos_sin_calls"
+                else "-φ where +φ is specified")
+        cands.append((prefix + f"sin has the wrong sign: the rotation runs in the other direction (angle {turn})",
+                      lambda: _emit(ctx, calls, [(c.c * scale, -c.s * scale) for c in calls])))
+    if ctx.op.startswith("mrope"):  # [3, B, T] positions: the same shift on every axis
+        cands += [(prefix + f"positions are the specified ones {k:+d} on every token and axis", lambda k=k: ctx.ref(
+            inputs={**ctx.x, "position_ids": np.asarray(ctx.x["position_ids"]) + k})) for k in SHIFTS]
+    if all(c.pid is not None and c.w is not None for c in calls):
+        cands += _position_models(ctx, calls, phe, scale, prefix)
+        cands += _theta_models(ctx, calls, phe, prefix)
+    return cands
+
+
+def _scaled(ctx: InferenceContext, **update):
+    """The case's RoPE parameters updated, with the attention factor found (if any)."""
+    af = ctx.found.get("attention_factor")
+    return ctx.p.model_copy(update={**update, **({"attention_factor": af} if af else {})})
+
+
+def _implied_positions(ctx: InferenceContext, calls: list[_Call], P: list[np.ndarray]) -> Outputs:
+    """The reference at other positions (``P`` per call), with the attention factor found (if any)."""
+    keys = ["position_ids" + c.key for c in calls]
+    return ctx.ref(_scaled(ctx), {**ctx.x, **dict(zip(keys, P))})
+
+
+def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: float, prefix: str) -> list[Candidate]:
+    cands: list[Candidate] = []
+    shifted = [(f"positions are the specified ones {k:+d} on every token (frequencies of the shifted positions)",
+                lambda k=k: _implied_positions(ctx, calls, [c.pid + k for c in calls])) for k in SHIFTS]
+    est = [estimate_positions(e, c.w) for e, c in zip(phe, calls)]
+    P = [e[0] for e in est]
+    if max(float(r.max()) for _, r in est) > 0.2:
+        return shifted  # the frequencies differ too (they depend on the positions: dynamic, longrope)
+    if all(np.abs(q - np.round(q)).max() < 0.1 for q in P):
+        Pi = [np.round(q).astype(np.int64) for q in P]
+        if any((q != c.pid).any() for q, c in zip(Pi, calls)):
+            text = describe_positions([c.pid for c in calls], Pi, [c.key for c in calls])
+            cands.append((prefix + text, lambda: _implied_positions(ctx, calls, Pi)))
+    pid = np.concatenate([c.pid.ravel() for c in calls]).astype(float)
+    pe = np.concatenate([q.ravel() for q in P])
+    nz = np.abs(pid) > 0
+    if nz.any():
+        ratio = pe[nz] / pid[nz]
+        r = float(np.median(ratio))
+        if abs(r) > 1e-6 and abs(r - 1) > 1e-4 and np.abs(ratio - r).max() < 2e-3 * abs(r):
+            cands.append((prefix + _ratio_sentence(ctx.p, r),
+                          lambda: _emit(ctx, calls, [_rotated(c, r, scale) for c in calls])))
+    return cands
+
+
+def _rotated(c: _Call, r: float, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """The reference's cos/sin of call ``c`` with every angle times ``r``, magnitude times ``scale``."""
+    a, phi = scale * np.hypot(c.c, c.s), c.pid[..., None] * c.w * r
+    return a * np.cos(phi), a * np.sin(phi)
+
+
+def _ratio_sentence(p, r: float) -> str:
+    text = f"frequencies × {sig(r)} (every angle is {sig(r)} times the specified one)"
+    f = getattr(p, "factor", None) if getattr(p, "rope_type", None) == "linear" else None
+    if f and (abs(r * f - 1) < 1e-3 or abs(r - f) < 1e-3 * f):
+        text += f": the linear factor {sig(f)} {'applied twice' if r < 1 else 'not applied'}?"
+    elif abs(r - round(r)) < 1e-3 or abs(1 / r - round(1 / r)) < 1e-3:
+        text += f": positions or frequencies scaled by {sig(r if r >= 1 else 1 / r)}?"
+    return text
+
+
+def describe_positions(pids: list[np.ndarray], used: list[np.ndarray], keys: list[str]) -> str:
+    """One sentence comparing the positions used with the specified ones (ROPE-ANGLE, POS-*).
+
+    ``pids``/``used``: per call, integer ``[B, T]``; ``keys``: the calls' suffixes ("" or ".<k>").
+    """
+    d = [u - p for u, p in zip(used, pids)]
+    allv = np.concatenate([x.ravel() for x in d])
+    if (allv == allv[0]).all():
+        return f"positions are the specified ones {int(allv[0]):+d} on every token"
+    if len(d) > 1 and not d[0].any() and all((x == d[1].flat[0]).all() for x in d[1:]):
+        return (f"positions are the specified ones {int(d[1].flat[0]):+d} on decode steps "
+                f"(every call after the first; the first call is right)")
+    B, T = pids[0].shape
+    if all((u == np.arange(u.shape[-1])).all() for u in used):
+        return (f"positions restart at 0 (positions 0..{T - 1} instead of "
+                f"{', '.join(f'{int(p[b, 0])}..' for p in pids for b in range(p.shape[0]))})")
+    if B > 1 and all((u == u[:1]).all() for u in used) and any((p != p[:1]).any() for p in pids):
+        return "every batch row uses row 0's positions"
+    if all((x == x[:, :1]).all() for x in d):
+        per = ", ".join(f"row {b}{k}: {int(x[b, 0]):+d}" for x, k in zip(d, keys) for b in range(x.shape[0]))
+        return f"positions are off by a constant per row ({per})"
+    if all(not x[:, :-1].any() and (x[:, -1] == d[0][0, -1]).all() for x in d):
+        return f"positions are the specified ones {int(d[0][0, -1]):+d} on the last token of every row"
+    wrong = [(k, b, t, int(p[b, t]), int(u[b, t])) for p, u, k in zip(pids, used, keys)
+             for b, t in zip(*np.nonzero(u != p))]
+    lo, right = min(w[3] for w in wrong), [int(v) for p, u in zip(pids, used) for v in p[u == p]]
+    head = f"only positions >= {lo} are off; " if right and max(right) < lo else ""
+    shown = ", ".join(f"[{b}, {t}]{k} {pp} -> {uu}" for k, b, t, pp, uu in wrong[:4]) + ", ..." * (len(wrong) > 4)
+    return f"{head}the positions used differ from the specified ones at {len(wrong)} tokens: {shown}"
+
+
+def estimate_frequencies(phi: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, float]:
+    """Angular frequencies ``w [n]`` (radians per position) with ``pid * w ≡ phi (mod 2π)``, and the
+    worst phase residual.  ``phi [N, n]``: angles of N tokens; ``pid [N]``: their positions.  Unwraps
+    across tokens by increasing |position|.  Explains ROPE-INV-FREQ / ROPE-ANGLE."""
+    order = [i for i in np.argsort(np.abs(pid)) if pid[i] != 0]
+    w = phi[order[0]] / pid[order[0]]
+    for i in order[1:]:
+        k = np.round((pid[i] * w - phi[i]) / math.tau)
+        w = (phi[i] + math.tau * k) / pid[i]
+    return w, float(np.abs(_wrap(np.multiply.outer(pid, w) - phi)).max())
+
+
+def _theta_models(ctx: InferenceContext, calls: list[_Call], phe, prefix: str) -> list[Candidate]:
+    """θ fit for default-type RoPE: ``w_i = θ' ** (-2i / rotary_dim)`` (ROPE-INV-FREQ)."""
+    p = ctx.p
+    if ctx.op.startswith("rope.") and p.rope_type != "default":  # a scaled type with plain θ frequencies
+        plain = RopeParams(head_dim=p.head_dim, rotary_dim=p.rotary_dim, rope_theta=p.rope_theta,
+                           pairing=p.pairing, rotation=p.rotation, attention_factor=ctx.found.get("attention_factor") or p.attention_factor)
+        return [(prefix + f"the rope_type {p.rope_type!r} scaling is not applied (plain θ "
+                 f"{sig(p.rope_theta, 6)} frequencies)", lambda: ctx.ref(plain))]
+    if not ctx.op.startswith("rope."):
+        return []
+    n = calls[0].w.shape[-1]
+    pid = np.concatenate([c.pid.reshape(-1) for c in calls]).astype(float)
+    if n < 2 or not (pid != 0).any():
+        return []
+    w, res = estimate_frequencies(np.concatenate([x.reshape(-1, n) for x in phe]), pid)
+    if res > 0.2 or not (w > 0).all():
+        return []
+    slope, icpt = np.polyfit(2.0 * np.arange(n) / p.rdim, np.log(w), 1)
+    theta = math.exp(-slope)
+    if abs(icpt) > 1e-3 or abs(theta / p.rope_theta - 1) < 1e-4:
+        return []  # not a θ^(-2i/r) law with w_0 = 1, or θ itself (another model's business)
+    return _theta_candidates(ctx, theta, prefix)
+
+
+def _theta_candidates(ctx: InferenceContext, theta: float, prefix: str = "") -> list[Candidate]:
+    """The reference at θ ``theta`` (rounded first: the θ a config would hold), ROPE-INV-FREQ."""
+    p, cands = ctx.p, []
+    for guess in dict.fromkeys((float(sig(theta, 2)), float(sig(theta, 3)), theta)):
+        q = _scaled(ctx, rope_theta=guess)
+        cands.append((prefix + f"θ (rope_theta) {sig(guess, 6)} where {sig(p.rope_theta, 6)} is specified",
+                      lambda q=q: ctx.ref(q)))
+    return cands
+
+
+def _inv_freq_models(ctx: InferenceContext) -> list[Candidate]:
+    """inv_freq ``[n]``: a uniform ratio, or another θ (ROPE-INV-FREQ)."""
+    w, wr = ctx.out["inv_freq"].astype(float), ctx.g.outputs["inv_freq"]
+    cands: list[Candidate] = []
+    r = w / wr
+    if np.ptp(r) < 1e-5 * abs(r[0]):
+        cands.append((_ratio_sentence(ctx.p, float(r[0])), lambda: {"inv_freq": wr * float(r[0])}))
+    p = ctx.p
+    if getattr(p, "rope_type", None) == "default" and len(w) > 1 and (w > 0).all():
+        e = 2.0 * np.arange(len(w)) / p.rdim
+        cands += _theta_candidates(ctx, math.exp(-np.polyfit(e, np.log(w), 1)[0]))
+    return cands
+
+
+@families.inference(*ROPE_OPS)
+def rope_models(ctx: InferenceContext) -> list[Candidate]:
+    """The models of a RoPE operation's wrong output (and, registered by M-RoPE, of an M-RoPE one)."""
+    return rotation_models(ctx)
+
+
+@families.inference_notes(*ROPE_OPS)
+def partial_dims(ctx: InferenceContext, name: str, bad: np.ndarray) -> list[str]:
+    """Where a partial rotation is wrong: only the pass-through dims, or only the rotated ones (ROPE-PARTIAL)."""
+    if name not in ("q", "k") or not hasattr(ctx.p, "rdim"):
+        return []
+    dims = np.nonzero(bad.reshape(-1, bad.shape[-1]).any(0))[0]
+    if len(dims) and dims.min() >= ctx.p.rdim:
+        return [f"only the pass-through dims >= {ctx.p.rdim} (ROPE-PARTIAL)"]
+    if len(dims) and dims.max() < ctx.p.rdim < bad.shape[-1]:
+        return [f"only the rotated dims < {ctx.p.rdim}"]
+    return []

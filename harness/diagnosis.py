@@ -1,0 +1,216 @@
+"""Diagnosis: which known divergences reproduce a wrong output (their mutants, registered by the families).
+
+``diagnose`` runs every current divergence whose mutant has a form for the case's operation and
+keeps those that reproduce the adapter's outputs within the tolerance rule, best first;
+``diagnose_calls`` does it over the calls an oracle-free check made; ``separating_case`` finds the
+golden case that tells two matches apart.  What an output is when no divergence reproduces it is
+:mod:`posenc.harness.inference`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from posenc import registry
+from posenc.spec import Spec
+
+from posenc.harness.golden import Golden, computed
+from posenc.harness.runner import Call, compare_outputs
+
+
+@dataclass(frozen=True)
+class Match:
+    divergence: str
+    violates: tuple[str, ...]
+    description: str
+    ratio: float
+
+
+def _same_non_finite(mut: dict[str, np.ndarray], outputs: dict[str, np.ndarray]):
+    """``(mutant, outputs)`` with their non-finite elements zeroed where the adapter's output is
+    non-finite exactly where the mutant's is (NaN for NaN, +inf for +inf, -inf for -inf); None
+    where the patterns differ.  Outputs without non-finite mutant elements are passed unchanged,
+    so a NaN the mutant does not produce still fails the comparison."""
+    m_out, a_out = dict(mut), dict(outputs)
+    for n, m in mut.items():
+        if n not in outputs or not np.issubdtype(m.dtype, np.floating):
+            continue
+        bad = ~np.isfinite(m)
+        if not bad.any():
+            continue
+        a = np.asarray(outputs[n])
+        if a.shape != m.shape or not np.issubdtype(a.dtype, np.floating):
+            return None
+        a = a.astype(np.float64)
+        if not np.array_equal(~np.isfinite(a), bad):
+            return None
+        inf = bad & ~np.isnan(m)
+        if not (np.array_equal(np.isnan(a), np.isnan(m)) and np.array_equal(a[inf], m[inf])):
+            return None
+        m_out[n], a_out[n] = np.where(bad, 0.0, m), np.where(bad, 0.0, a)
+    return m_out, a_out
+
+
+def _candidates(spec: Spec, case) -> list:
+    """The divergences a diagnosis of ``case`` considers: every one whose mutant has a form for
+    the case's operation, whatever clause it violates (a precision bug of the RoPE angles shows
+    in a SCALE-* case, or in a multi-call ``rope.cos_sin_calls`` case, as well)."""
+    forms = registry.mutants()
+    return [d for d in spec.current_divergences.values() if case.op in forms.get(d.mutant, {})]
+
+
+def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[Match]:
+    """Known divergences whose mutant reproduces ``outputs`` within tolerance, best first.
+
+    Considers every divergence whose mutant has a form for the case's operation.
+    """
+    found = []
+    for d in _candidates(spec, golden.case):
+        try:
+            m = _match(d, golden, outputs, dtype)
+        except Exception:  # noqa: BLE001 - the diagnosis never raises: a mutant that cannot judge does not match
+            continue
+        if m is not None:
+            found.append(m)
+    return sorted(found, key=lambda m: m.ratio)
+
+
+@dataclass(frozen=True)
+class CallsDiagnosis:
+    """:func:`diagnose_calls`' verdict: ``goldens`` (the reference on each call), ``wrong`` (the
+    indices of the calls whose outputs are out of tolerance of the reference), ``first_bad`` (the
+    out-of-tolerance messages of the first of them), ``matches`` (the divergences reproducing
+    every call, best first)."""
+    goldens: tuple
+    wrong: tuple[int, ...]
+    first_bad: tuple[str, ...]
+    matches: tuple[Match, ...]
+
+
+def diagnose_calls(spec: Spec, case, calls: list[Call], dtype: str) -> Optional[CallsDiagnosis]:
+    """Diagnose an oracle-free check's failure on the operation calls it made (``calls``,
+    recorded by :func:`recording`): the reference's golden of each call, which calls are out of
+    its tolerance, and the known divergences whose mutant reproduces the outputs of *every*
+    call (each within tolerance, as :func:`diagnose`) and differs from the reference on at least
+    one.  None when there is nothing to judge (no call, or the reference cannot compute one).
+    Never raises."""
+    try:
+        goldens = tuple(computed(dataclasses.replace(case, op=c.op, params=c.params, inputs={}), c.inputs)
+                        for c in calls)
+        bad = [[x.message for x in compare_outputs(g, c.outputs, dtype) if not x.ok] for g, c in zip(goldens, calls)]
+    except Exception:  # noqa: BLE001 - a call the reference cannot judge: no diagnosis
+        return None
+    wrong = tuple(i for i, b in enumerate(bad) if b)
+    if not goldens:
+        return None
+    found = []
+    candidates = {d.id: d for g in goldens for d in _candidates(spec, g.case)} if wrong else {}
+    for d in candidates.values():
+        ratios, differs = [], False
+        for g, c in zip(goldens, calls):
+            try:  # where the mutant has no form for a call's operation, the call must be the reference's
+                r = _reproduction(d, g, c.outputs, dtype, reference_where_no_form=True)
+            except Exception:  # noqa: BLE001 - a mutant that cannot judge does not match
+                r = None
+            if r is None:
+                break
+            ratios.append(r[0])
+            differs = differs or r[1]
+        else:
+            if differs:
+                found.append(Match(d.id, tuple(d.violates), d.description, max(ratios)))
+    return CallsDiagnosis(goldens, wrong, tuple(bad[wrong[0]]) if wrong else (),
+                          tuple(sorted(found, key=lambda m: m.ratio)))
+
+
+def mutant_outputs(d, golden: Golden, dtype: str) -> Optional[dict[str, np.ndarray]]:
+    """What divergence ``d``'s mutant gives on ``golden``'s case, or None where it has no form
+    for that case (or raises there)."""
+    try:
+        fn = registry.mutants().get(d.mutant, {}).get(golden.case.op)
+        out = None if fn is None else fn(golden.case.params, golden.inputs, dtype)
+    except Exception:  # noqa: BLE001 - a mutant that cannot run on this case
+        return None
+    return None if out is None else {n: np.asarray(v) for n, v in out.items()}
+
+
+def separating_case(spec: Spec, a: str, b: str, goldens: list[Golden], dtype: str) -> Optional[str]:
+    """The first of ``goldens`` on which divergences ``a`` and ``b`` can be told apart: one's
+    mutant output is caught there (out of tolerance of the reference) and not reproduced by the
+    other's mutant; None when no golden tells them apart."""
+    da, db = spec.divergences[a], spec.divergences[b]
+    for g in goldens:
+        for x, y in ((da, db), (db, da)):
+            out = caught_outputs(x, g, dtype)
+            if out is not None and _match(y, g, out, dtype) is None:
+                return g.case.id
+    return None
+
+
+def caught_outputs(d, golden: Golden, dtype: str) -> Optional[dict[str, np.ndarray]]:
+    """``d``'s mutant outputs on ``golden`` when the golden catches them (a form of the golden's
+    shapes, out of the reference's tolerance somewhere); None otherwise."""
+    out = mutant_outputs(d, golden, dtype)
+    if out is None or any(np.shape(out.get(n)) != v.shape for n, v in golden.outputs.items()
+                          if not n.endswith(".compared")):
+        return None
+    try:
+        caught = not all(c.ok for c in compare_outputs(golden, out, dtype))
+    except Exception:  # noqa: BLE001 - an output the comparison cannot judge says nothing
+        return None
+    return out if caught else None
+
+
+def _match(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> Optional[Match]:
+    """``d``'s match when its mutant reproduces ``outputs`` on this case within tolerance, else None."""
+    r = _reproduction(d, golden, outputs, dtype, differing=True)
+    if r is None:  # not reproduced, or indistinguishable from the reference on this case
+        return None
+    return Match(d.id, tuple(d.violates), d.description, r[0])
+
+
+def _reproduction(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str, differing: bool = False,
+                  reference_where_no_form: bool = False) -> Optional[tuple[float, bool]]:
+    """``(max |err|/bound, differs)`` when ``d``'s mutant reproduces ``outputs`` on this case
+    within tolerance (``differs``: the mutant's outputs are not the reference's), else None;
+    ``differing``: None as well when the mutant's outputs are the reference's;
+    ``reference_where_no_form``: a mutant without a form for the case's operation gives the
+    reference's outputs there (as :class:`~posenc.adapters.reference_adapter.MutantAdapter` does)."""
+    mut = mutant_outputs(d, golden, dtype)
+    if mut is None and reference_where_no_form:
+        mut = {n: v for n, v in golden.outputs.items() if not n.endswith(".compared")}
+    if mut is None:
+        return None
+    if any(np.shape(mut[n]) != golden.outputs[n].shape for n in mut if n in golden.outputs):
+        return None  # a mutant of another shape (a form that does not apply to this case) cannot match
+    differs = not all(np.array_equal(np.asarray(mut[n]), golden.outputs[n]) for n in mut if n in golden.outputs)
+    if differing and not differs:
+        return None
+    # A mutant that overflows gives inf/NaN: it matches only where the output's non-finite
+    # elements are exactly the mutant's (same NaN / +inf / -inf pattern); the finite ones are
+    # compared under the tolerance as usual.
+    masked = _same_non_finite(mut, outputs)
+    if masked is None:
+        return None
+    mut, outs = masked
+    # A mutant may compute where the reference copies (e.g. a rotated tail): widen the scales to
+    # the mutant's own magnitudes and to the row's largest angle term -- only at the elements where
+    # the mutant's output is not the reference's.  Where they are equal the reference's tolerance
+    # stands, so an error there (a pass-through tail off by one ulp) is never explained by a
+    # divergence that changes other elements.
+    def differing(n):
+        return np.asarray(mut[n]) != np.asarray(golden.outputs[n]) if n in golden.outputs else True
+
+    ds = {n: np.where(differing(n), np.maximum(v, np.abs(mut[n])), v)
+          for n, v in golden.dtype_scales.items() if n in mut}
+    an = {n: np.where(differing(n), np.maximum(v, v.max(axis=-1, keepdims=True)), v) if np.ndim(v) else v
+          for n, v in golden.angle_scales.items() if n in mut}
+    fake = Golden(golden.case, golden.inputs, mut, ds, an, golden.angle_based)
+    cmp = compare_outputs(fake, outs, dtype)
+    if all(c.ok for c in cmp):
+        return max(c.ratio for c in cmp), differs
+    return None

@@ -1,0 +1,324 @@
+"""A conformance failure: its message, the clauses it violates, its diagnosis; calling an adapter.
+
+:func:`fail` raises :class:`ConformanceFailure` with a header naming the clauses, adapter, case and
+dtype; :func:`assert_conforms` compares outputs with a golden and fails with the worst element, the
+known divergences that reproduce them (:mod:`posenc.harness.diagnosis`) or what they are
+(:mod:`posenc.harness.inference`); :func:`call_adapter` turns anything an adapter raises, but
+``Unsupported``, into a failure naming where it was raised.  Checks use these through
+:mod:`posenc.harness.checks`.
+"""
+
+from __future__ import annotations
+
+import functools
+import traceback
+from typing import TYPE_CHECKING, Iterable, Optional
+
+import numpy as np
+import pytest
+
+from posenc import registry
+from posenc.spec.errors import AdapterError, Unsupported, exception_text
+
+from posenc.harness import golden as _golden
+from posenc.harness.diagnosis import caught_outputs, diagnose, diagnose_calls, separating_case
+from posenc.harness.failure_plots import PlotData
+from posenc.harness.inference import infer
+from posenc.harness.remote import RemoteFailure
+from posenc.harness.runner import compare_outputs, run_case
+from posenc.registry import all_cases
+from posenc.registry.cases import Case
+
+if TYPE_CHECKING:  # the adapter contract, for the annotations only (the harness sits below the adapters)
+    from posenc.adapters import Adapter
+
+
+def invariant_clauses(invariant: str) -> set[str]:
+    """The clauses that declare oracle-free property ``invariant`` (``cache_prefill``, ...)."""
+    return {c.id for c in registry.spec().clauses.values() if invariant in c.invariants}
+
+
+@functools.lru_cache(maxsize=None)
+def _manifest(directory):
+    return _golden.read_manifest(directory)
+
+
+@functools.lru_cache(maxsize=None)  # each golden is verified once per process (~110 MB for all of them)
+def load_golden(case_id: str) -> _golden.Golden:
+    case = next(c for c in all_cases() if c.id == case_id)
+    directory = _golden.golden_dir(case)
+    return _golden.load(case, directory, manifest=_manifest(directory))
+
+
+def require_dtype(adapter: Adapter, dtype: str) -> None:
+    if dtype not in adapter.dtypes:
+        raise Unsupported(f"adapter {adapter.name!r} does not support dtype {dtype}")
+
+
+class ConformanceFailure(pytest.fail.Exception):
+    """A conformance test failed; carries the clauses it violates and the diagnosed divergences.
+
+    ``violated`` is what the summary counts the failure under: the clauses the test checks that
+    the matched divergences violate; else those of the case's clauses (``case_clauses``) the
+    closest match violates; else, when they violate only clauses neither lists (bf16 angles in a pairing case:
+    ROPE-PRECISION), those; with no diagnosis, the test's clauses.  ``raised``: the
+    adapter raised or returned a malformed output (no verdict on the values, so never an
+    expected divergence).
+    """
+
+    def __init__(self, msg: str, clauses: Iterable[str], matches: tuple = (), raised: bool = False,
+                 inferred: Iterable[str] = (), reason: Optional[str] = None, diagnosed: bool = False,
+                 case_clauses: Iterable[str] = ()):
+        super().__init__(msg, pytrace=False)
+        #: the outputs were compared with the reference and its mutants (a golden, a decode step,
+        #: a generated example, or an oracle-free check's own calls): no second diagnosis
+        self.diagnosed = diagnosed or bool(matches) or raised
+        #: what is wrong, in one line (the report's ``reason``): the first output out of tolerance,
+        #: the exception, the crash -- never a context line such as "decode step 3"
+        self.reason = (reason or msg).strip().split("\n", 1)[0]
+        self.clauses = tuple(clauses)
+        self.matches = tuple(matches)
+        self.raised = raised
+        self.inferred = tuple(inferred)  # what the output is, when no divergence reproduces it
+        self.divergences = tuple(m.divergence for m in matches)
+        hit = tuple(dict.fromkeys(c for m in matches for c in m.violates))
+        # the test's clauses the matches violate; else the case's clauses the closest match
+        # violates (a sign flip seen by a ROPE-ANGLE check of a half-pairing case: ROPE-PAIR-HALF,
+        # not every pairing's clause); else all the matches violate, the closest match's first
+        best = tuple(c for c in matches[0].violates if c in tuple(case_clauses)) if matches else ()
+        self.violated = tuple(c for c in self.clauses if c in hit) or best or hit or self.clauses
+
+    #: the values the failure was judged on (``failure_plots.PlotData``: golden, outputs, dtype) for
+    #: ``--plot-dir``; None for a failure without compared values (an exception, a malformed output)
+    plot_data = None
+
+
+def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detail: str, matches=(),
+         raised: bool = False, inferred: Iterable[str] = (), reason: Optional[str] = None,
+         diagnosed: bool = False, plot_data=None) -> None:
+    """Fail a conformance test with a header naming the clauses, adapter, case and dtype;
+    ``reason``: what is wrong in one line, when ``detail`` starts with context (else its first line);
+    ``diagnosed``: the outputs were compared with the reference (see :func:`rediagnosed`);
+    ``plot_data``: the compared values, for ``--plot-dir`` (:mod:`posenc.harness.failure_plots`)."""
+    clauses = tuple(clauses)
+    lines = [f"{', '.join(clauses)}: {adapter.name} fails case {case.id} ({dtype})", f"  {detail}"]
+    lines += diagnosis_lines(case, matches, dtype)
+    e = ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred, reason or detail, diagnosed,
+                           case.clauses)
+    e.plot_data = plot_data
+    raise e
+
+
+def diagnosis_lines(case: Case, matches, dtype: str) -> list[str]:
+    """The failure message's lines naming the matched divergences (none when nothing matched)."""
+    if not matches:
+        return []
+    lines = ["  diagnosis: the output matches known divergence(s)" + (", closest first:" if len(matches) > 1 else ":")]
+    lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description} "
+              f"[max |err|/bound {m.ratio:.3g}]" for m in matches]
+    return lines + separation_lines(case, [m.divergence for m in matches], dtype)
+
+
+def rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Optional[ConformanceFailure]:
+    """An oracle-free check's failure ``e`` diagnosed on the operation calls the check made
+    (``calls``: :class:`posenc.harness.runner.Call`, recorded by ``runner.recording``): each
+    call's outputs compared with the reference on the same inputs, then with every known
+    divergence's mutant (:func:`posenc.harness.runner.diagnose_calls`).  The failure again,
+    its message extended by the first call out of tolerance and the divergences reproducing every
+    call (or what the output is, inferred); its ``violated`` clauses those of the matches.  None
+    when ``e`` was diagnosed already or no call is out of the reference's tolerance (the check's
+    own rule found what a comparison with the reference does not)."""
+    if e.diagnosed or not calls:
+        return None
+    try:
+        return _rediagnosed(e, case, calls, dtype)
+    except Exception:  # noqa: BLE001 - the check's own failure always survives its diagnosis
+        return None
+
+
+def _rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Optional[ConformanceFailure]:
+    d = diagnose_calls(registry.spec(), case, calls, dtype)
+    if d is None or not d.wrong:
+        return None
+    i = d.wrong[0]
+    g, call = d.goldens[i], calls[i]
+    lines = [e.msg, f"  compared with the reference on the same inputs: out of tolerance in {len(d.wrong)} of the "
+             f"check's {len(calls)} operation call(s), first in call {i + 1} ({call.op}, {_call_inputs(call, case)}):"]
+    lines += [f"    {m}" for m in d.first_bad]
+    inferred: tuple = ()
+    if d.matches:
+        lines += diagnosis_lines(case, d.matches, dtype)
+    else:
+        inferred = tuple(infer(g, call.outputs, dtype))
+        lines.append("  diagnosis: no known divergence reproduces the outputs of all of the check's calls")
+        lines += [f"  inferred (call {i + 1}): {s}" for s in inferred]
+    out = ConformanceFailure("\n".join(lines), e.clauses, d.matches, False, inferred, e.reason, True, case.clauses)
+    out.plot_data = PlotData(g, call.outputs, dtype)  # --plot-dir: the first call out of tolerance
+    return out
+
+
+def _call_inputs(call, case: Case) -> str:
+    """The integer inputs of a recorded call, short (positions, cache length, lengths), and the
+    parameters it changed from the case's (the permutation check's pairing)."""
+    out = []
+    try:
+        mine, theirs = call.params.model_dump(), case.params.model_dump()
+        out += [f"{k}={v!r}" for k, v in mine.items() if theirs.get(k, v) != v]
+    except Exception:  # noqa: BLE001 - parameters of another model (an M-RoPE check's 1-D RoPE call)
+        pass
+    for n, v in call.inputs.items():
+        a = np.asarray(v)
+        if np.issubdtype(a.dtype, np.integer) and a.size:
+            out.append(f"{n} {a.tolist()}" if a.size <= 8 else f"{n} {a.min()}..{a.max()} (shape {list(a.shape)})")
+    return ", ".join(out) or "no integer inputs"
+
+
+#: How many of a run's named divergences :func:`contradicted_diagnoses` checks (the most named first).
+CONTRADICTION_LIMIT = 8
+
+
+def _values_verdict(r: dict) -> bool:
+    """A failed record that compared the outputs' values (not an exception, a crash, a malformed
+    output or a strict XPASS of an expectation line)."""
+    return r.get("outcome") == "failed" and not r.get("raised") and not str(r.get("reason", "")).startswith("[XPASS")
+
+
+def contradicted_diagnoses(records: list[dict]) -> list[dict]:
+    """Diagnoses the run itself contradicts, where the divergence a failure is diagnosed as (its
+    closest match, the name the user reads) at a dtype (``failures``: how many) is refuted by a
+    golden case at that dtype (``case``): its mutant fails the golden -- of an operation those
+    failures ran -- which *passed* (``golden: "passed"``); or an invariant check named it for a
+    case whose own golden test judged the values and failed without naming it (``golden:
+    "failed without it"``: the golden's inputs tell more than the check's few calls).  The adapter
+    then does not have that bug as such but a narrower or another one that agrees with it on the
+    failing calls (an offset only at long positions, positions x 2 seen at position 1 only), and
+    the name must not be taken at its word.  ``records``: the run's ``--report-json`` records;
+    the most named (divergence, dtype) first, at most :data:`CONTRADICTION_LIMIT` checked.
+    Never raises an ``Exception``."""
+    try:
+        cases = {c.id: c for c in all_cases()}
+        named: dict[tuple[str, str], list[dict]] = {}
+        goldens: dict[tuple[str, str], dict] = {}
+        for r in records:
+            if r.get("check") == "golden":
+                goldens[(r.get("case"), r.get("dtype"))] = r
+            if _values_verdict(r) and r.get("diagnosis"):
+                named.setdefault((r["diagnosis"][0]["divergence"], r["dtype"]), []).append(r)
+        out = []
+        for (div, dtype), rs in sorted(named.items(), key=lambda kv: -len(kv[1]))[:CONTRADICTION_LIMIT]:
+            d = registry.spec().divergences.get(div)
+            if d is None:
+                continue
+            found = None
+            for r in rs:  # an invariant check's name that its case's own golden does not give
+                g = goldens.get((r.get("case"), dtype))
+                if r.get("check") != "golden" and g is not None and _values_verdict(g) and \
+                        div not in [m["divergence"] for m in g.get("diagnosis") or ()]:
+                    found = (r["case"], "failed without it")
+                    break
+            # the operations the failures ran (a generated test's case is its operation)
+            ops = {cases[r["case"]].op if r.get("case") in cases else r.get("case") for r in rs}
+            for (cid, gd), g in goldens.items() if found is None else ():
+                if gd != dtype or g.get("outcome") != "passed" or cid not in cases or cases[cid].op not in ops:
+                    continue
+                gold = _loaded(cid)
+                if gold is not None and caught_outputs(d, gold, dtype) is not None:
+                    found = (cid, "passed")
+                    break
+            if found:
+                out.append({"divergence": div, "dtype": dtype, "failures": len(rs), "case": found[0],
+                            "golden": found[1]})
+        return out
+    except Exception:  # noqa: BLE001 - an advisory: it never breaks the run's report
+        return []
+
+
+#: How many of several matched divergences the failure message compares with the closest one.
+SEPARATE_TOP = 3
+
+
+def separation_lines(case: Case, divergences: list[str], dtype: str) -> list[str]:
+    """For several divergences reproducing one output: which golden case of the operation tells
+    the closest one from each other (rerun it to know which bug it is), or that none does."""
+    if len(divergences) < 2:
+        return []
+    out = ["  these cases tell them apart (each reproduced by one of the two only; rerun them with -k CASE):"]
+    first = divergences[0]
+    for other in divergences[1:1 + SEPARATE_TOP]:
+        sep = _separating(first, other, case.op, dtype)
+        out.append(f"    {first} / {other}: " + (f"case {sep}" if sep else
+                   f"no golden case at {dtype}: they give the same outputs on every case, so the "
+                   "outputs cannot say which of the two this is"))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _separating(a: str, b: str, op: str, dtype: str) -> Optional[str]:
+    """A golden case telling ``a`` from ``b`` at ``dtype``: of operation ``op`` if one does, else of
+    any operation both have a mutant form for."""
+    cases = sorted(all_cases(), key=lambda c: c.op != op)
+    return separating_case(registry.spec(), a, b, [g for g in (_loaded(c.id) for c in cases) if g], dtype)
+
+
+def _loaded(case_id: str):
+    try:
+        return load_golden(case_id)
+    except Exception:  # noqa: BLE001 - a golden that does not load is reported by its own test
+        return None
+
+
+def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.ndarray], dtype: str,
+                    what: str = "", clauses: Optional[Iterable[str]] = None) -> None:
+    """Fail with the clause IDs, the worst element and the matching known divergences."""
+    cmps = compare_outputs(g, outputs, dtype)
+    bad = [c for c in cmps if not c.ok]
+    if not bad:
+        return
+    matches = diagnose(registry.spec(), g, outputs, dtype)
+    detail = "\n  ".join(c.message for c in bad)
+    inferred = () if matches else tuple(infer(g, outputs, dtype))
+    if not matches:
+        detail += "\n  diagnosis: no known divergence reproduces this output"
+        detail += "".join(f"\n  inferred: {s}" for s in inferred)
+    fail(clauses or g.case.clauses, adapter, g.case, dtype, f"{what.strip()}\n  {detail}" if what else detail, matches,
+         inferred=inferred, reason=bad[0].message, diagnosed=True, plot_data=PlotData(g, outputs, dtype))
+
+
+def is_timeout(e: BaseException) -> bool:
+    """``e`` is pytest-timeout's failure (``--posenc-timeout``, SIGALRM in a serial run)."""
+    try:
+        return isinstance(e, pytest.fail.Exception) and str(e.msg or "").startswith("Timeout")
+    except BaseException:  # noqa: BLE001 - an adapter's own subclass whose msg raises
+        return False
+
+
+def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str], fn, /, *args, **kwargs):
+    """Call into the adapter; any exception but ``Unsupported`` fails with the clauses named."""
+    try:
+        return fn(*args, **kwargs)
+    except (Unsupported, ConformanceFailure, KeyboardInterrupt):
+        raise  # the kit's own verdicts; Ctrl-C is the user's
+    except pytest.fail.Exception as e:
+        if is_timeout(e):  # the plugin names it
+            raise
+        detail = (f"the adapter raised pytest's {type(e).__name__} ({exception_text(e)}): an operation reports a "
+                  "result, Unsupported, or an exception")
+    except pytest.skip.Exception as e:
+        detail = (f"the adapter raised a pytest skip ({exception_text(e)}); only posenc.adapters.Unsupported reports an "
+                  "unsupported case, and a missing library is a failure")
+    except BaseException as e:  # noqa: BLE001 - SystemExit, GeneratorExit ... too: a failure, reported precisely
+        tb = traceback.extract_tb(e.__traceback__)
+        if isinstance(e, RemoteFailure):  # raised in the adapter's worker process: where it was raised there
+            tb = [traceback.FrameSummary(*e.remote_where[:2], e.remote_where[2])] if e.remote_where else []
+        # an AdapterError is the kit's verdict on what the adapter did: its message says it all
+        where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb and not isinstance(e, AdapterError) else ""
+        detail = f"{type(e).__name__}: {exception_text(e)}{where}"
+    fail(clauses, adapter, case, dtype, detail, raised=True)  # outside the handler: no chained traceback
+
+
+def run_and_check(adapter: Adapter, case: Case, dtype: str, device: str) -> dict[str, np.ndarray]:
+    require_dtype(adapter, dtype)
+    g = load_golden(case.id)
+    out = call_adapter(adapter, case, dtype, case.clauses, run_case, adapter, g, dtype, device)
+    assert_conforms(adapter, g, out, dtype)
+    return out

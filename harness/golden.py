@@ -1,0 +1,418 @@
+"""Golden vectors: generation, storage, loading and checking.
+
+Layout (the kit's: package data of ``posenc.families``; a family outside the kit: its ``golden_dir``)::
+
+    golden/manifest.json     format, spec_version, seed, generator rule, one entry per case
+    golden/<case-id>.npz     outputs (float64 / int64), error scales, and the small inputs
+
+``.npz`` members are plain ``.npy`` arrays, read with ``allow_pickle=False``.  Inputs marked
+``generated`` in the manifest are not stored: they are regenerated from the manifest seed by
+the stream-stable rule below, and their sha256 is kept in the manifest.
+
+Generation rule ``splitmix64-v1`` (reproducible without Python)::
+
+    key    = FNV-1a 64 of the UTF-8 string "<case-id>/<input-name>"
+    state  = seed XOR key
+    z_k    = splitmix64 output for counter k (k = 0, 1, ... in C order):
+             z = state + (k + 1) * 0x9E3779B97F4A7C15            (mod 2**64)
+             z = (z XOR (z >> 30)) * 0xBF58476D1CE4E5B9           (mod 2**64)
+             z = (z XOR (z >> 27)) * 0x94D049BB133111EB           (mod 2**64)
+             z = z XOR (z >> 31)
+    values: offset + scale * ((z >> 56) - 128) / 64   (multiples of 1/64 in [-2, 2) for scale 1)
+    ids:    z mod high                                (int64)
+
+sha256 of an array is taken over its little-endian C-order bytes (float64 or int64).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Optional
+
+import numpy as np
+
+from posenc import registry
+from posenc.spec import SPEC_VERSION
+from posenc.spec.errors import GoldenError
+from posenc.spec.models import PARAM_MODELS
+from posenc.spec.shapes import ShapeError, output_shapes
+
+from posenc.registry import all_cases
+from posenc.registry.cases import Case, Gen
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+SEED = 20261129
+GENERATOR = "splitmix64-v1"
+STORE_LIMIT = 4096  # inputs with more elements than this are regenerated, not stored
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _fnv1a64(text: str) -> int:
+    h = 0xCBF29CE484222325
+    for b in text.encode("utf-8"):
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def splitmix64(state: int, n: int) -> np.ndarray:
+    """The first ``n`` outputs of splitmix64 from ``state`` (uint64)."""
+    with np.errstate(over="ignore"):
+        k = np.arange(1, n + 1, dtype=np.uint64)
+        z = np.uint64(state) + k * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+#: dtypes whose generated cases draw full-precision float inputs (see :func:`case_inputs`)
+FULL_PRECISION_DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+def generate(case_id: str, name: str, gen: Gen, seed: int = SEED, full_precision: bool = False) -> np.ndarray:
+    """Regenerate input ``name`` of ``case_id`` by rule ``splitmix64-v1`` (module docstring).
+
+    ``full_precision``: values add the low 53 bits of each draw as a fraction of the 1/64 step,
+    ``offset + scale * (byte - 128 + frac) / 64``, so they are no longer exact in bf16 or f16
+    (the generated cases at float32 / float64: an adapter that rounds its inputs to bf16 fails)."""
+    n = int(np.prod(gen.shape))
+    z = splitmix64(seed ^ _fnv1a64(f"{case_id}/{name}"), n)
+    if gen.kind == "values":
+        step = (z >> np.uint64(56)).astype(np.float64) - 128.0
+        if full_precision:
+            step = step + (z & np.uint64((1 << 53) - 1)).astype(np.float64) / float(1 << 53)
+        v = gen.offset + gen.scale * step / 64.0
+        return v.reshape(gen.shape)
+    if gen.kind == "ids":
+        return (z % np.uint64(gen.high)).astype(np.int64).reshape(gen.shape)
+    raise ValueError(f"unknown generator kind {gen.kind!r}")
+
+
+def sha256_array(a: np.ndarray) -> str:
+    a = np.asarray(a)
+    canon = a.astype("<f8") if np.issubdtype(a.dtype, np.floating) else a.astype("<i8")
+    return hashlib.sha256(np.ascontiguousarray(canon).tobytes()).hexdigest()
+
+
+def case_inputs(case: Case, seed: int = SEED, dtype: Optional[str] = None) -> dict[str, np.ndarray]:
+    """All inputs of a case as NumPy arrays (scalars become 0-d int64 arrays).
+
+    ``dtype`` float32 or float64 (a generated case at that dtype): float values at full precision,
+    rounded to the dtype (so the reference sees exactly what the adapter receives); otherwise,
+    and for every golden, values on the 1/64 grid, exact in every dtype."""
+    full = FULL_PRECISION_DTYPES.get(dtype or "")
+    out = {}
+    for name, v in case.inputs.items():
+        if isinstance(v, Gen):
+            a = generate(case.id, name, v, seed, full_precision=full is not None)
+            out[name] = a.astype(full).astype(np.float64) if full is not None and v.kind == "values" else a
+        elif isinstance(v, (int, np.integer)):
+            out[name] = np.asarray(v, dtype=np.int64)
+        else:
+            out[name] = np.asarray(v)
+    return out
+
+
+@dataclass(frozen=True)
+class Golden:
+    """One loaded golden case: inputs, reference outputs and error scales (all NumPy)."""
+
+    case: Case
+    inputs: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray]
+    dtype_scales: dict[str, np.ndarray]
+    angle_scales: dict[str, np.ndarray]
+    angle_based: bool  # the tolerance's float32 eps floor (angle-based or float32_floor ops)
+
+
+def _compute(case: Case, inputs) -> tuple[dict, dict]:
+    """The reference's outputs and error scales; their shapes must be the operation table's."""
+    ref = registry.reference_of(case.op)
+    outs = ref.fn(case.params, inputs)
+    try:
+        shapes = output_shapes(registry.operation(case.op), case.params, inputs)
+    except ShapeError as e:
+        raise GoldenError(f"case {case.id}: the operation table of {case.op}: {e}") from None
+    for name, shape in shapes.items():
+        got = tuple(np.shape(outs.get(name)))
+        if name not in outs or got != shape:
+            raise GoldenError(f"case {case.id}: the reference {ref.qualname} gives {name!r} of shape {list(got)}, "
+                              f"the operation table of {case.op} says {list(shape)} (spec file or reference wrong)")
+    return outs, ref.scales(case.params, inputs)
+
+
+def computed(case: Case, inputs: dict[str, np.ndarray]) -> Golden:
+    """The golden of ``case`` on ``inputs`` (NumPy), the reference's outputs and error scales
+    computed now: a generated example, or one call an oracle-free check made.  Raises
+    :class:`GoldenError` where the reference's shapes are not the operation table's."""
+    outs, scales = _compute(case, inputs)
+    outs = {k: np.asarray(v) for k, v in outs.items()}
+    ds = {k: np.broadcast_to(np.asarray(v[0], np.float64), outs[k].shape) for k, v in scales.items()}
+    an = {k: np.broadcast_to(np.asarray(v[1], np.float64), outs[k].shape) for k, v in scales.items()}
+    return Golden(case, dict(inputs), outs, ds, an, registry.operation(case.op).eps_floor_float32)
+
+
+def regenerate_hint(case: Case) -> str:
+    fam = registry.family_of(case.op)
+    return "posenc golden regenerate" + ("" if fam.golden_dir is None else f" --family {fam.name}")
+
+
+def golden_dir(case: Case) -> Path:
+    """Where a case's golden lives: its family's golden directory (the kit's by default)."""
+    return registry.family_of(case.op).golden_dir or registry.kit_golden_dir()
+
+
+def family_cases(family: Optional[str] = None) -> tuple[Path, list[Case]]:
+    """The golden folder of ``family`` (default: the kit's) and every case stored there: the
+    cases of all the families that share the folder, so one manifest is always written whole."""
+    registry.load_modules()
+    if family is not None and family not in registry.FAMILIES:
+        raise GoldenError(f"unknown family {family!r}; registered: {', '.join(registry.FAMILIES)}")
+    directory = (registry.FAMILIES[family].golden_dir if family else None) or registry.kit_golden_dir()
+    return directory, [c for c in all_cases() if golden_dir(c).resolve() == directory.resolve()]
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def regenerate(directory: Optional[Path] = None, seed: int = SEED, cases: Optional[list[Case]] = None) -> list[str]:
+    """Recompute ``cases`` (default: the kit's families') with the reference; rewrite the npz
+    files and the manifest of ``directory`` (default: the kit's golden folder)."""
+    directory = Path(directory or registry.kit_golden_dir())
+    directory.mkdir(parents=True, exist_ok=True)
+    entries, written = [], []
+    for case in family_cases()[1] if cases is None else cases:
+        inputs = case_inputs(case, seed)
+        outs, scl = _compute(case, inputs)
+        arrays: dict[str, np.ndarray] = {}
+        in_meta = {}
+        for name, a in inputs.items():
+            gen = case.inputs[name]
+            meta = {"shape": list(a.shape), "dtype": str(a.dtype), "sha256": sha256_array(a)}
+            if isinstance(gen, Gen) and a.size > STORE_LIMIT:
+                meta["generated"] = gen.describe()
+            else:
+                arrays[f"input/{name}"] = a
+                if isinstance(gen, Gen):
+                    meta["generated"] = gen.describe()
+            in_meta[name] = meta
+        out_meta = {}
+        for name, a in outs.items():
+            arrays[f"output/{name}"] = np.asarray(a)
+            out_meta[name] = {"shape": list(np.shape(a)), "dtype": str(np.asarray(a).dtype)}
+        for name, (ds, an) in scl.items():
+            arrays[f"scale/{name}"] = np.broadcast_to(ds, np.shape(outs[name])).astype(np.float64)
+            arrays[f"angle/{name}"] = np.broadcast_to(an, np.shape(outs[name])).astype(np.float64)
+        data = _npz_bytes(arrays)
+        fname = f"{case.id}.npz"
+        (directory / fname).write_bytes(data)
+        written.append(fname)
+        entries.append({
+            "id": case.id, "op": case.op, "clauses": list(case.clauses), "note": case.note,
+            "params": {"model": type(case.params).__name__, "values": case.params.model_dump(mode="json")},
+            "inputs": in_meta, "outputs": out_meta, "file": fname,
+            "sha256": hashlib.sha256(data).hexdigest(),
+        })
+    manifest = {"format": FORMAT, "spec_version": SPEC_VERSION, "seed": seed, "generator": GENERATOR,
+                "store_limit": STORE_LIMIT, "cases": entries}
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
+    for stale in directory.glob("*.npz"):
+        if stale.name not in written:
+            stale.unlink()
+    return written
+
+
+def read_manifest(directory: Optional[Path] = None) -> dict:
+    directory = Path(directory or registry.kit_golden_dir())
+    path = directory / MANIFEST
+    if not path.is_file():
+        raise GoldenError(f"{path}: golden manifest missing; run `posenc golden regenerate`")
+    try:
+        m = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise GoldenError(f"{path}: not valid JSON: {e}") from None
+    for key in ("format", "spec_version", "seed", "generator", "cases"):
+        if key not in m:
+            raise GoldenError(f"{path}: field {key!r} missing")
+    if m["format"] != FORMAT or m["generator"] != GENERATOR:
+        raise GoldenError(f"{path}: format {m['format']}/{m['generator']} is not {FORMAT}/{GENERATOR}")
+    if m["spec_version"] != SPEC_VERSION:
+        raise GoldenError(f"{path}: spec_version {m['spec_version']} != {SPEC_VERSION}; regenerate the goldens")
+    return m
+
+
+def _entry_field(entry: dict, key: str, where: Path):
+    try:
+        return entry[key]
+    except (KeyError, TypeError):
+        raise GoldenError(f"{where}: manifest entry {entry.get('id', '?') if isinstance(entry, dict) else entry!r} "
+                          f"has no field {key!r}") from None
+
+
+def load(case: Case, directory: Optional[Path] = None, manifest: Optional[dict] = None) -> Golden:
+    """Load one case, verifying it against the manifest *and* the case definition.
+
+    Checks: the file's sha256; op, clauses and parameters equal the case's; every input
+    equals the case definition's (stored or regenerated; sha256 in the manifest); outputs match
+    the manifest's shapes and dtypes; the stored error scales equal the reference's
+    recomputation.  Raises :class:`GoldenError` naming the file and what differs.
+    """
+    directory = Path(directory) if directory is not None else golden_dir(case)
+    try:
+        m = manifest if manifest is not None else read_manifest(directory)
+    except GoldenError as e:
+        raise GoldenError(f"{e} (for this family: `{regenerate_hint(case)}`)") from None
+    path, entry, arrays = _read_entry(case, directory, m)
+    inputs = _verified_inputs(case, path, entry, arrays, m["seed"])
+    outputs = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("output/")}
+    meta_out = _entry_field(entry, "outputs", path)
+    if set(outputs) != set(meta_out):
+        raise GoldenError(f"{path}: outputs {sorted(outputs)} != manifest {sorted(meta_out)}")
+    for name, a in outputs.items():
+        if list(a.shape) != meta_out[name].get("shape") or str(a.dtype) != meta_out[name].get("dtype"):
+            raise GoldenError(f"{path}: output {name!r} is {a.dtype}{list(a.shape)}, the manifest says "
+                              f"{meta_out[name].get('dtype')}{meta_out[name].get('shape')}")
+    g = Golden(
+        case, inputs, outputs,
+        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("scale/")},
+        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("angle/")},
+        registry.operation(case.op).eps_floor_float32,
+    )
+    _verify_against_reference(case, path, g)
+    return _frozen(g)
+
+
+def _frozen(g: Golden) -> Golden:
+    """The golden with read-only mappings of arrays over immutable ``bytes``: cached for the whole
+    run, nothing may write into it (such an array cannot be made writeable again)."""
+    def freeze(d):
+        return MappingProxyType({k: np.frombuffer(np.ascontiguousarray(a).tobytes(), dtype=a.dtype).reshape(a.shape)
+                                 for k, a in d.items()})
+    return Golden(g.case, freeze(g.inputs), freeze(g.outputs), freeze(g.dtype_scales), freeze(g.angle_scales),
+                  g.angle_based)
+
+
+def _verify_against_reference(case: Case, path: Path, g: Golden) -> None:
+    """The stored outputs and error scales equal the reference's recomputation from the case
+    definition (outputs within a few float64 ulp of the error scale, integers exactly): a golden
+    edited together with its manifest is refused, never checked against."""
+    outs, scl = _compute(case, g.inputs)
+    extra = sorted(set(g.outputs) - set(outs))
+    if extra:  # an added output or .compared mask would be checked against, or would mask elements
+        raise GoldenError(f"{path}: stored output(s) {', '.join(extra)} that the reference does not give "
+                          f"(tampered, or stale: `{regenerate_hint(case)}`)")
+    for name, (ds, an) in scl.items():
+        for kind, stored, ref in (("scale", g.dtype_scales, ds), ("angle", g.angle_scales, an)):
+            got = stored.get(name)
+            ref = np.broadcast_to(ref, np.shape(outs[name]))
+            if got is None or got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-12, atol=0):
+                raise GoldenError(f"{path}: stored {kind} of output {name!r} differs from the reference's "
+                                  f"error scales (tampered, or stale: `{regenerate_hint(case)}`)")
+    for name, ref in outs.items():
+        got, ref = g.outputs.get(name), np.asarray(ref)
+        if got is None or got.shape != ref.shape or got.dtype != ref.dtype:
+            raise GoldenError(f"{path}: output {name!r} is {None if got is None else f'{got.dtype}{list(got.shape)}'}, "
+                              f"the reference gives {ref.dtype}{list(ref.shape)} (tampered, or stale: "
+                              f"`{regenerate_hint(case)}`)")
+        if np.issubdtype(ref.dtype, np.floating):
+            tol = 4 * np.finfo(np.float64).eps * np.maximum(np.abs(ref), np.broadcast_to(scl[name][0], ref.shape))
+            bad = ~((np.abs(got - ref) <= tol) | (np.isnan(got) & np.isnan(ref)) | (got == ref))
+        else:
+            bad = got != ref
+        if bad.any():
+            i = tuple(int(v) for v in np.argwhere(bad)[0])
+            raise GoldenError(f"{path}: output {name!r} differs from the reference's recomputation at {list(i)} "
+                              f"(stored {got[i]!r}, reference {ref[i]!r}; {int(bad.sum())} elements): tampered, or "
+                              f"stale: `{regenerate_hint(case)}`")
+
+
+def _read_entry(case: Case, directory: Path, m: dict) -> tuple[Path, dict, dict]:
+    """The case's manifest entry and npz arrays: sha256, op, clauses and params checked."""
+    entry = next((e for e in m["cases"] if isinstance(e, dict) and e.get("id") == case.id), None)
+    if entry is None:
+        raise GoldenError(f"{directory / MANIFEST}: no entry for case {case.id!r}; `{regenerate_hint(case)}`")
+    path = directory / _entry_field(entry, "file", directory / MANIFEST)
+    if not path.is_file():
+        raise GoldenError(f"{path}: golden file missing")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != _entry_field(entry, "sha256", path):
+        raise GoldenError(f"{path}: sha256 does not match the manifest (file tampered with or corrupt)")
+    params = _entry_field(entry, "params", path)
+    model = PARAM_MODELS.get(params.get("model") if isinstance(params, dict) else None)
+    if model is None:
+        name = params.get("model") if isinstance(params, dict) else params
+        raise GoldenError(f"{path}: params.model {name!r} is not a parameter model of the spec (a family registers "
+                          "its models with register_family(params_models=...) or spec.models.register_params_model)")
+    try:
+        same = model.model_validate(params.get("values")) == case.params
+    except ValueError as e:
+        raise GoldenError(f"{path}: params do not validate: {e}") from None
+    if not same or entry.get("op") != case.op or tuple(entry.get("clauses", ())) != case.clauses:
+        raise GoldenError(f"{path}: op, clauses or params differ from the case definition; regenerate")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:  # noqa: BLE001 - any unreadable npz is reported with its file
+        raise GoldenError(f"{path}: not a readable npz of plain arrays: {e}") from None
+    return path, entry, arrays
+
+
+def _verified_inputs(case: Case, path: Path, entry: dict, arrays: dict, seed: int) -> dict[str, np.ndarray]:
+    """The stored or regenerated inputs, each equal to the case definition's and the manifest's sha256."""
+    expected_inputs = case_inputs(case, seed)
+    meta_inputs = _entry_field(entry, "inputs", path)
+    if set(meta_inputs) != set(expected_inputs):
+        raise GoldenError(f"{path}: inputs {sorted(meta_inputs)} != the case's {sorted(expected_inputs)}")
+    inputs = {}
+    for name, meta in meta_inputs.items():
+        want = expected_inputs[name]
+        a = arrays.get(f"input/{name}", want if "generated" in meta else None)
+        if a is None:
+            raise GoldenError(f"{path}: input {name!r} neither stored nor generated")
+        if not (sha256_array(a) == meta.get("sha256") == sha256_array(want)):
+            raise GoldenError(f"{path}: input {name!r} differs from the case definition or its manifest sha256")
+        inputs[name] = a
+    return inputs
+
+
+def check(directory: Optional[Path] = None, cases: Optional[list[Case]] = None) -> list[str]:
+    """Tampering (sha256) and staleness (recompute within a few float64 ulp) for every case of
+    ``directory`` (default: the kit's golden folder): :func:`load` of each.
+
+    Returns a list of problems, empty when all goldens are fresh.
+    """
+    directory = Path(directory or registry.kit_golden_dir())
+    problems: list[str] = []
+    try:
+        m = read_manifest(directory)
+    except GoldenError as e:
+        return [str(e)]
+    ids = {e["id"] for e in m["cases"]}
+    cases = family_cases()[1] if cases is None else cases
+    for case in cases:
+        if case.id not in ids:
+            problems.append(f"case {case.id!r} has no golden; regenerate")
+    for extra in sorted(ids - {c.id for c in cases}):
+        problems.append(f"manifest lists {extra!r}, which no case defines; regenerate")
+    for case in cases:
+        if case.id not in ids:
+            continue
+        try:
+            load(case, directory, m)  # verifies the outputs against the reference too
+        except GoldenError as e:
+            problems.append(str(e))
+    return problems
+
+
+def __getattr__(name: str):
+    if name == "GOLDEN_DIR":  # the kit's golden folder, found by package (registry.kit_golden_dir)
+        return registry.kit_golden_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,246 @@
+"""Inference beyond the divergence catalogue: say what a wrong output *is*.
+
+When no known divergence reproduces a failing output (:func:`posenc.harness.diagnosis.diagnose`),
+:func:`infer` tries the models of bugs the case's family registered for its operation
+(``@posenc.families.inference(*ops)``: the positions a RoPE implementation used, its frequencies,
+pairing, an unrotated tensor, attention factor, a flipped sin; the row shift of a learned or
+sinusoidal table; ALiBi slope ratios or head counts; T5 bucket offsets or direction; a toy's slope).
+Each model is a list of candidates ``(sentence, implied)``: ``implied()`` recomputes the output the
+sentence describes (with the reference wherever a parameter or an input expresses it), compared with
+the adapter's under the tolerance rule (:func:`posenc.harness.runner.compare_outputs`) -- a fact only
+when it reproduces the output, else a "closest fit" with its residual.  With no fit, a fallback says
+where the output is wrong (outputs, batch rows, positions with the error's growth), with the facts
+the family adds (``@posenc.families.inference_notes(*ops)``).
+
+The helpers a family's models share are public here: :class:`InferenceContext`, :func:`int_models`,
+:func:`shift_sentence`, :func:`sig` and :data:`SHIFTS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from posenc import registry
+from posenc.spec.tolerance import bound
+
+from posenc.harness.golden import Golden
+from posenc.harness.runner import compare_outputs
+
+Outputs = dict[str, np.ndarray]
+Candidate = tuple[str, Callable[[], Optional[Outputs]]]  # sentence, lazy implied outputs
+#: Row / position shifts a model tries, nearest first.
+SHIFTS = (1, -1, 2, -2, 3, -3, 4, -4)
+
+
+def infer(golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[str]:
+    """Short sentences saying what ``outputs`` are, compared with ``golden`` (empty: nothing inferred).
+
+    ``golden``: the case (op, params, clauses), its NumPy inputs, reference outputs and error
+    scales; ``outputs``: the adapter's NumPy outputs by name (any shape, possibly NaN/inf);
+    ``dtype``: the activation dtype of the run.  Explains the clauses its family's registered
+    models explain (for the kit's: ROPE-ANGLE, ROPE-INV-FREQ, ROPE-PAIR-*, ROPE-ATTENTION-FACTOR,
+    SCALE-*, LEARNED-* and SIN-* row shifts, ALIBI-SLOPES, T5-BUCKET-* / T5-BIAS).  Never raises.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            return _infer(golden, {n: np.asarray(v) for n, v in outputs.items()}, dtype)
+    except Exception:  # noqa: BLE001 - a kit-internal traceback would be worse than no inference
+        return []
+
+
+@dataclass
+class InferenceContext:
+    """One inference: the golden ``g``, the adapter's outputs ``out``, the ``dtype``, the outputs
+    out of tolerance (``bad``), and ``found``: what a model learnt that the later models of the same
+    inference use (RoPE's attention factor).  ``op``, ``p`` (parameters) and ``x`` (inputs) are the case's."""
+
+    g: Golden
+    out: Outputs
+    dtype: str
+    bad: list[str] = field(default_factory=list)
+    found: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.op, self.p, self.x = self.g.case.op, self.g.case.params, self.g.inputs
+
+    def ref(self, params=None, inputs=None) -> Outputs:
+        """The reference's outputs of the case's op with other parameters or inputs."""
+        return registry.reference_of(self.op).fn(self.p if params is None else params,
+                                                 self.x if inputs is None else inputs)
+
+    def fit(self, implied: Outputs) -> tuple[bool, float]:
+        """Whether ``implied`` (missing names: the golden's) reproduces the output; max |err|/bound.
+        The scales widen as the diagnosis's do (to the implied magnitudes, the row's largest angle)."""
+        g, mut = self.g, {**self.g.outputs, **{n: np.asarray(v) for n, v in implied.items()}}
+        if any(np.shape(mut[n]) != np.shape(g.outputs[n]) for n in mut if n in g.outputs):
+            return False, float("inf")
+        ds = {n: np.maximum(v, np.abs(mut[n])) for n, v in g.dtype_scales.items() if n in mut}
+        an = {n: np.maximum(v, v.max(axis=-1, keepdims=True)) if np.ndim(v) else v for n, v in g.angle_scales.items()}
+        cmps = compare_outputs(Golden(g.case, g.inputs, mut, ds, an, g.angle_based), self.out, self.dtype)
+        return all(c.ok for c in cmps), max((c.ratio for c in cmps), default=0.0)
+
+
+def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
+    cmps = compare_outputs(g, out, dtype)
+    names = [n for n in g.outputs if not n.endswith(".compared")]
+    bad = [n for n, c in zip(names, cmps) if not c.ok]
+    if not bad:
+        return []
+    ctx = InferenceContext(g, out, dtype, bad)
+    ref_ratio = max(c.ratio for c in cmps)
+    shaped = [n for n in bad if n in out and out[n].shape == g.outputs[n].shape]
+    if len(shaped) < len(bad):
+        return [f"{n}: missing from the outputs" if n not in out else f"{n}: shape {list(out[n].shape)}, "
+                f"the reference's is {list(g.outputs[n].shape)}" for n in bad if n not in shaped]
+    models, notes = registry.inferences(ctx.op)
+    if any(out[n].dtype.kind == "f" and not np.isfinite(out[n]).all() for n in bad):
+        return _fallback(ctx, notes)  # NaN/inf: no model of a bug gives them
+    try:
+        found = _judge(ctx, [c for model in models for c in model(ctx)], ref_ratio)
+    except Exception:  # noqa: BLE001 - a model that cannot be built here: fall back
+        found = []
+    return found if found and not found[0].startswith("closest fit") else found + _fallback(ctx, notes)
+
+
+def _judge(ctx: InferenceContext, candidates: list[Candidate], ref_ratio: float) -> list[str]:
+    """The first candidate that reproduces the output, else the best closest fit (if much better)."""
+    best: Optional[tuple[float, str]] = None
+    for sentence, implied in candidates:
+        try:
+            mut = implied()
+            ok, ratio = (False, float("inf")) if mut is None else ctx.fit(mut)
+        except Exception:  # noqa: BLE001 - a model that cannot be computed here does not fit
+            continue
+        if ok:
+            return [sentence]
+        if np.isfinite(ratio) and (best is None or ratio < best[0]):
+            best = (ratio, sentence)
+    if best is not None and best[0] < min(ref_ratio / 10, 1e3):
+        return [f"closest fit: {best[1]} (residual: max |err|/bound {best[0]:.3g})"]
+    return []
+
+
+def _sig(v: float, digits: int = 4) -> str:
+    return f"{v:.{digits}g}"
+
+
+def sig(v: float, digits: int = 4) -> str:
+    """``v`` to ``digits`` significant digits, as the sentences print numbers."""
+    return f"{v:.{digits}g}"
+
+
+# ---- shared models -------------------------------------------------------------------------------
+
+
+def int_models(ctx: InferenceContext, hint: Optional[Callable[[int], str]] = None) -> list[Candidate]:
+    """Integer outputs off by a constant (rows, positions, buckets); ``hint(d)``: what an offset ``d``
+    suggests, appended to the sentence (a family's known habit)."""
+    cands: list[Candidate] = []
+    for n in ctx.bad:
+        ref, got = ctx.g.outputs[n], ctx.out[n]
+        if ref.dtype.kind not in "iu" or got.dtype.kind not in "iu":
+            continue
+        m = np.broadcast_to(np.asarray(ctx.g.outputs.get(f"{n}.compared", True), bool), ref.shape)
+        # exact differences (Python ints: an output near the int64 range must not wrap around)
+        d = np.array([int(a) - int(b) for a, b in zip(got[m].ravel().tolist(), ref[m].ravel().tolist())], object)
+        if d.size and (d == d[0]).all() and abs(int(d[0])) < 2 ** 53:
+            note = hint(int(d[0])) if hint else ""
+            cands.append((f"{n} are the specified ones {int(d[0]):+d} everywhere{note}",
+                          lambda n=n, c=int(d[0]): {n: ctx.g.outputs[n] + c}))
+    return cands
+
+
+def shift_sentence(k: int, what: str, hint: str = "") -> str:
+    """``what`` read ``|k|`` rows later (earlier): row r + k where row r is specified, then ``hint``."""
+    way = "later" if k > 0 else "earlier"
+    return (f"{what} read {abs(k)} row{'s' if abs(k) > 1 else ''} {way}: row r {'+' if k > 0 else '-'} {abs(k)} "
+            f"where row r is specified{hint}")
+
+
+# ---- fallback ------------------------------------------------------------------------------------
+def _ratios(ctx: InferenceContext, n: str) -> np.ndarray:
+    """Element-wise |err|/bound of output ``n`` (inf for NaN/inf or exact mismatches)."""
+    ref, got = ctx.g.outputs[n], ctx.out[n]
+    m = np.broadcast_to(np.asarray(ctx.g.outputs.get(f"{n}.compared", True), bool), ref.shape)
+    if np.issubdtype(ref.dtype, np.integer):
+        return np.where((got.astype(np.int64) != ref) & m, np.inf, 0.0)
+    dt = "float32" if n in registry.operation(ctx.op).float32_outputs else ctx.dtype
+    b = np.broadcast_to(bound(dt, ctx.g.dtype_scales.get(n, 0.0), ctx.g.angle_scales.get(n, 0.0),
+                              ctx.g.angle_based), ref.shape)
+    err = np.abs(got.astype(float) - ref)
+    r = np.where(err == 0, 0.0, np.where(b == 0, np.inf, err / np.where(b == 0, 1.0, b)))
+    r = np.where(np.isfinite(got.astype(float)), r, np.inf)
+    return np.where(m, r, 0.0)
+
+
+def _token_axis(ctx: InferenceContext, n: str) -> Optional[int]:
+    nd = ctx.g.outputs[n].ndim
+    return 2 if n in ("q", "k") and nd == 4 else 1 if nd == 3 and "position_ids" in ctx.x else None
+
+
+def _fallback(ctx: InferenceContext, notes=()) -> list[str]:
+    """Where the output is wrong: outputs, batch rows, positions (with the error's growth), dims."""
+    lines = []
+    for n in ctx.bad:
+        r = _ratios(ctx, n)
+        bad = r > 1
+        parts = [f"{n}: {int(bad.sum())} of {bad.size} elements wrong"]
+        nonfinite = int((~np.isfinite(ctx.out[n].astype(float))).sum()) if ctx.out[n].dtype.kind == "f" else 0
+        parts += [f"{nonfinite} NaN/inf"] if nonfinite else []
+        if bad.ndim >= 2 and bad.shape[0] > 1:
+            rows = np.nonzero(bad.reshape(bad.shape[0], -1).any(1))[0]
+            if len(rows) < bad.shape[0]:
+                parts.append(f"only batch row(s) {', '.join(map(str, rows))}")
+        ax = _token_axis(ctx, n)
+        pid = np.asarray(ctx.x.get("position_ids")) if "position_ids" in ctx.x else None
+        if ax is not None and pid is not None and pid.ndim == 2 and pid.shape == (bad.shape[0], bad.shape[ax]):
+            parts += _by_position(bad, r, ax, pid)
+        for note in notes:  # the family's facts about where it is wrong
+            try:
+                parts += note(ctx, n, bad)
+            except Exception:  # noqa: BLE001 - a note that cannot be computed here says nothing
+                pass
+        finite = r[np.isfinite(r)]
+        if finite.size and finite.max() > 1:
+            parts.append(f"worst |err|/bound {finite.max():.3g}")
+        lines.append("; ".join(parts))
+    return lines
+
+
+def _by_position(bad: np.ndarray, r: np.ndarray, ax: int, pid: np.ndarray) -> list[str]:
+    """Which positions are wrong, and whether the error grows with position."""
+    other = tuple(i for i in range(bad.ndim) if i not in (0, ax))
+    tok_bad = bad.any(axis=other) if other else bad  # [B, T]
+    rr = np.where(np.isfinite(r), r, 0.0)
+    tok_err = rr.max(axis=other) if other else rr
+    if not tok_bad.any():
+        return []
+    out = []
+    lo = int(pid[tok_bad].min())
+    if (~tok_bad).any() and int(pid[~tok_bad].max()) < lo:
+        out.append(f"only positions >= {lo} are wrong")
+    elif tok_bad.all():
+        out.append("at every position")
+    else:
+        out.append(f"at positions {sorted(set(int(v) for v in pid[tok_bad]))[:6]}")
+    pv, ev = pid.ravel().astype(float), tok_err.ravel()
+    if pv.size >= 3 and np.ptp(pv) > 0 and np.ptp(ev) > 0 and np.corrcoef(pv, ev)[0, 1] > 0.8:
+        out[-1] += " (error grows with position: a precision bug?)"
+    # a short error-by-position table: the batch row of the first wrong token, from that token on
+    b, t = (int(v) for v in np.argwhere(tok_bad)[0])
+    fin = np.isfinite(r)
+    tok_inf = ~(fin.all(axis=other) if other else fin)  # a NaN/inf or an exact mismatch in the token
+    span = range(t, min(tok_bad.shape[1], t + _TABLE_TOKENS))
+    cells = ", ".join(f"{int(pid[b, j])}: " + ("inf" if tok_inf[b, j] else "0" if tok_err[b, j] == 0 else
+                                              f"{float(tok_err[b, j]):.2g}") for j in span)
+    out.append(f"row {b} |err|/bound by position from its first wrong token (token {t}; max over the other "
+               f"axes): {cells}"
+               + (" ..." if span.stop < tok_bad.shape[1] else ""))
+    return out
+
+
+#: Tokens the error-by-position table of a failure shows.
+_TABLE_TOKENS = 8

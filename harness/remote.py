@@ -1,0 +1,55 @@
+"""The harness's side of an adapter that runs in another process.
+
+The suite runs the adapter under test in a worker process (:mod:`posenc.conformance.isolation`) and
+hands the harness a proxy of it.  The harness never imports the suite: the proxy and its handles
+derive from the marker classes here, and the harness routes a call through the proxy's fused
+requests (``posenc_run_op``, ``posenc_natives``, ``posenc_changed``, ``posenc_facts``) where
+:func:`is_remote` says so.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class Remote:
+    """Base of a proxy of an adapter in its worker process (``isolation.RemoteAdapter``)."""
+
+    __slots__ = ()
+
+
+class RemoteHandle:
+    """Base of a handle on an object the worker holds (a native array, a prepared operation):
+    ``remote_types`` names its type and bases there."""
+
+    __slots__ = ()
+
+
+class RemoteValue:
+    """Base of what came back from the worker that is not plain data: only its type's names
+    (``remote_types``)."""
+
+    __slots__ = ()
+
+
+class RemoteFailure:
+    """Mixin of the exceptions rebuilt from the worker: the original type's name and message,
+    and where it was raised (``remote_where``: file, line, function)."""
+
+    remote_message: str = ""
+    remote_where: Optional[tuple] = None
+
+    def __str__(self) -> str:
+        return self.remote_message
+
+
+def is_remote(adapter) -> bool:
+    """``adapter`` is the proxy of an adapter running in its worker process."""
+    return isinstance(adapter, Remote)
+
+
+def type_names(x) -> list[str]:
+    """``module.qualname`` of ``x``'s type and bases, for a local or a remote object (the contract
+    checks compare types by name, so they read the same on both sides of the process boundary)."""
+    t = getattr(x, "remote_types", None) if isinstance(x, (RemoteHandle, RemoteValue)) else None
+    return list(t) if t else [f"{c.__module__}.{c.__qualname__}" for c in type(x).__mro__]

@@ -1,0 +1,396 @@
+"""Run one golden case on an adapter, enforcing the adapter contract, and compare its outputs.
+
+``run_case`` converts the case's inputs to native arrays (floats in the requested dtype,
+integers as int64), calls the adapter operation as its declaration in the operation table says
+(``operations`` of the family's spec file: ``call_op``), and checks every output's dtype, device
+and shape before converting back to NumPy.  Contract violations raise ``AdapterError`` with a
+message naming the operation and the output.  :mod:`posenc.harness.diagnosis` names what a wrong output is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import weakref
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from typing import TYPE_CHECKING
+
+from posenc import registry
+from posenc.spec.errors import AdapterError, Unsupported, exception_text
+from posenc.spec.shapes import call_suffixes, output_shapes
+from posenc.spec.tolerance import Comparison, compare
+
+from posenc.harness.golden import Golden
+from posenc.harness.remote import RemoteHandle, is_remote, type_names
+
+if TYPE_CHECKING:  # the adapter contract, for the annotations only (the harness sits below the adapters)
+    from posenc.adapters import Adapter
+
+
+# ---- inputs: private copies, checked unchanged after the call ---------------------------------
+#
+# Every array an adapter receives is made by ``native`` from a fresh copy (``from_numpy`` may share
+# memory with its argument -- ``torch.from_numpy`` at float64 does -- so nothing an adapter does
+# reaches the kit's cached goldens) and is recorded with a snapshot of its value.
+# ``check_inputs`` (after each adapter call in ``run_case``; the plugin calls it at the end of
+# every conformance test for the checks that call adapters directly) fails when one changed.
+
+_HANDED: list[tuple[Adapter, str, Any, Optional[np.ndarray]]] = []
+_REMOTE = object()  # the snapshot of an input handed to an isolated adapter is kept in its worker
+
+
+def native(adapter: Adapter, a: np.ndarray, dtype: str, device: str, name: str = "input"):
+    """``adapter.from_numpy`` of a private copy of ``a``, recorded for :func:`check_inputs`."""
+    if is_remote(adapter):  # the worker makes the copy and keeps the snapshot
+        return _remote_natives(adapter, [(name, np.asarray(a), dtype)], device)[0]
+    x = adapter.from_numpy(np.array(a, copy=True), dtype, device)
+    try:
+        snap = np.array(adapter.to_numpy(x), copy=True)
+    except Exception:  # noqa: BLE001 - a broken to_numpy fails where the outputs are converted
+        snap = None
+    _HANDED.append((adapter, name, x, snap))
+    return x
+
+
+def _remote_natives(adapter, specs: list[tuple[str, np.ndarray, str]], device: str) -> list:
+    handles = adapter.posenc_natives(specs, device)  # one round trip for all of them
+    _HANDED.extend((adapter, name, x, _REMOTE) for (name, _, _), x in zip(specs, handles))
+    return handles
+
+
+def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, device: str) -> dict[str, Any]:
+    """Floats become ``dtype`` arrays, integer arrays int64 arrays, 0-d integers Python ints
+    (each array a private copy: :func:`native`)."""
+    out: dict[str, Any] = {}
+    specs = []
+    for name, a in inputs.items():
+        a = np.asarray(a)
+        if a.ndim == 0 and np.issubdtype(a.dtype, np.integer):
+            out[name] = int(a)
+            continue
+        spec = (name, a, dtype) if np.issubdtype(a.dtype, np.floating) else \
+            (name, a if a.dtype == np.int64 else a.astype(np.int64), "int64")
+        if is_remote(adapter):
+            out[name] = None  # keeps the inputs' order
+            specs.append(spec)
+        else:
+            out[name] = native(adapter, *spec[1:], device, name)
+    if specs:
+        out.update(zip([sp[0] for sp in specs], _remote_natives(adapter, specs, device)))
+    return out
+
+
+def forget_inputs() -> None:
+    """Drop the record of handed-out inputs (the plugin calls it before each test)."""
+    _HANDED.clear()
+
+
+def check_inputs(what: str = "") -> None:
+    """Raise :class:`AdapterError` when an input handed out since the last check was modified
+    (in place: the adapter wrote into the kit's array); the record is cleared either way."""
+    handed = list(_HANDED)
+    _HANDED.clear()
+    remote: dict[int, tuple[Any, list]] = {}
+    for adapter, name, x, snap in handed:
+        if snap is _REMOTE:
+            remote.setdefault(id(adapter), (adapter, []))[1].append(x)
+            continue
+        if snap is None:
+            continue
+        try:
+            now = np.asarray(adapter.to_numpy(x))
+        except Exception:  # noqa: BLE001 - reported where the outputs are converted
+            continue
+        changed = changed_elements(now, snap)
+        if changed:
+            _modified(adapter, what, name, changed, snap.size)
+    for adapter, objs in remote.values():
+        found = adapter.posenc_changed(objs)
+        if found:
+            _modified(adapter, what, *found)
+
+
+def changed_elements(now: np.ndarray, snap: np.ndarray) -> int:
+    """How many elements of an input differ from its snapshot (all of them when the shape did;
+    NaN equals NaN): the unchanged-input check here and in the adapter's worker process."""
+    if now.shape != snap.shape:
+        return int(snap.size)
+    same = now == snap
+    if np.issubdtype(snap.dtype, np.floating):
+        same |= np.isnan(now) & np.isnan(snap)
+    return int(np.count_nonzero(~same))
+
+
+def _modified(adapter, what: str, name: str, changed: int, size: int):
+    raise AdapterError(
+        f"{adapter.name}{'.' + what if what else ''}: the adapter modified its input {name!r} in place "
+        f"({changed} of {size} elements changed); the kit hands every call private copies and checks them "
+        "afterwards. A kernel that is in-place by design must be wrapped to work on a copy (e.g. "
+        "`q = q.clone()` / `q.copy()` before the kernel) and return the result")
+
+
+_NATIVE: "weakref.WeakKeyDictionary[Adapter, dict[str, type]]" = weakref.WeakKeyDictionary()
+
+
+def _native_type(adapter: Adapter, device: str) -> list[str]:
+    """The names of the type of the adapter's own arrays (what its ``from_numpy`` gives) and its
+    bases, per adapter and device."""
+    try:
+        per_device = _NATIVE.setdefault(adapter, {})
+    except TypeError:  # an adapter that cannot be weakly referenced: no cache
+        per_device = {}
+    if device not in per_device:
+        per_device[device] = type_names(adapter.from_numpy(np.zeros(1, np.float32), "float32", device))
+    return per_device[device]
+
+
+def _is_native(x, native_type: list[str]) -> bool:
+    """``x`` is of the adapter's array type, or shares a class of it other than ``object`` (a
+    framework's variable or subclass of its tensor); by the types' names, so that it holds for an
+    adapter in its worker process too."""
+    shared = set(type_names(x)) & set(native_type)
+    return bool(shared - {"builtins.object"})
+
+
+class _Facts:
+    """``dtype_of``, ``device_of`` and ``to_numpy`` of one output, asked in the contract's order;
+    for an isolated adapter all three come in one request (each a value or what it raised)."""
+
+    def __init__(self, adapter, x):
+        self.adapter, self.x = adapter, x
+        self.remote = adapter.posenc_facts(x) if is_remote(adapter) and isinstance(x, RemoteHandle) else None
+
+    def get(self, key: str):
+        if self.remote is not None:
+            kind, v = self.remote[key]
+            if kind == "err":
+                raise v
+            return v
+        fn = {"dtype": self.adapter.dtype_of, "device": self.adapter.device_of, "array": self.adapter.to_numpy}[key]
+        return plain_array(self.adapter, fn(self.x)) if key == "array" else fn(self.x)
+
+
+def plain_array(adapter, a):
+    """``a`` if it is a plain ``numpy.ndarray`` of numbers (what ``to_numpy`` must return), else
+    :class:`AdapterError`: a masked array or another subclass (its mask or extra state would be
+    dropped or filled in silently), an object array (no values to compare).  Anything that is no
+    array at all is reported by the output contract check."""
+    if isinstance(a, np.ndarray) and (type(a) is not np.ndarray or a.dtype.hasobject):
+        what = f"a {type(a).__module__}.{type(a).__qualname__}" if type(a) is not np.ndarray else "an object array"
+        raise AdapterError(f"{adapter.name}: to_numpy returned {what}: it must return a plain numpy.ndarray of numbers")
+    return a
+
+
+def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, device: str) -> np.ndarray:
+    want = _native_type(adapter, device)
+    if not _is_native(x, want):
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is a {type_names(x)[0]}, "
+                           f"not the adapter's native array type ({want[0]}, what its "
+                           "from_numpy returns): return framework arrays, the kit converts them with to_numpy")
+    facts = _Facts(adapter, x)
+    try:
+        got = facts.get("dtype")
+    except Exception as e:  # noqa: BLE001 - report what the adapter returned
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is not a native array ({type_names(x)[0]}): {exception_text(e)}")
+    if kind == "float" and got != dtype:
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, requested {dtype} "
+                           "(the output dtype must equal the requested dtype)")
+    if kind == "float32+" and got not in ("float32", "float64"):
+        raise AdapterError(f"{adapter.name}.{op}: {name!r} has dtype {got}; it must be float32 or float64 "
+                           "(ROPE-PRECISION for inv_freq, ALIBI-SLOPES for slopes)")
+    if kind == "int" and not (got.startswith("int") or got.startswith("uint")):
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, expected an integer dtype")
+    try:
+        dev = str(facts.get("device"))
+    except Exception as e:  # noqa: BLE001
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} ({type_names(x)[0]}) has no device: {exception_text(e)}")
+    same = dev == device if ":" in device else dev.split(":")[0] == device
+    if not same:
+        raise AdapterError(f"{adapter.name}.{op}: output {name!r} is on {dev}, requested {device}")
+    a = facts.get("array")
+    if not isinstance(a, np.ndarray):
+        raise AdapterError(f"{adapter.name}.{op}: to_numpy returned {type_names(a)[0].rsplit('.', 1)[-1]}")
+    return a
+
+
+def _argument(tok: str, x: dict[str, Any], env: dict[str, Any]):
+    if tok in env:
+        return env[tok]
+    if tok.startswith("'"):
+        return tok.strip("'")
+    return x.get(tok)  # an absent optional input is passed as None
+
+
+def _arguments(args: list[str], kwargs: list[str], x: dict[str, Any], env: dict[str, Any], named: set[str]):
+    pos = [_argument(t, x, env) for t in args]
+    kw = {}
+    for t in kwargs:
+        if t == "**inputs":
+            kw.update({n: v for n, v in x.items() if n not in named})
+        else:
+            kw[t] = _argument(t, x, env)
+    return pos, kw
+
+
+def _returned(adapter: Adapter, op, result) -> dict[str, Any]:
+    """The adapter's return value as ``{output: native}`` in the order of ``op.returns``."""
+    if len(op.returns) == 1:
+        return {op.returns[0]: result}
+    if not isinstance(result, (tuple, list)) or len(result) != len(op.returns):
+        got = f"{type(result).__name__} of {len(result)}" if isinstance(result, (tuple, list)) else type(result).__name__
+        raise AdapterError(f"{adapter.name}.{op.name}: must return a tuple of {len(op.returns)} "
+                           f"({', '.join(op.returns)}), got {got}")
+    return dict(zip(op.returns, result))
+
+
+def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: str, device: str) -> dict[str, tuple[Any, str]]:
+    """Call the adapter operation by its declaration in the operation table (the family's spec file).
+
+    Returns ``{output: (native, kind)}``; a repeated call (``rope.cos_sin_calls``) gives
+    ``<output>.<k>`` per call, all on one prepared object.
+    """
+    op = registry.operation(op_name)
+    method = getattr(adapter, op.method)  # Adapter.__getattr__: an undefined operation is unsupported
+    weights = {i.name: x[i.name] for i in op.inputs if i.weight and i.name in x}
+    env = {"params": params, "weights": weights, "dtype": dtype, "device": device}
+    named = {t for t in op.args + op.kwargs + op.call_args + op.call_kwargs} | set(weights)
+    args, kwargs = _arguments(op.args, op.kwargs, x, env, named)
+    target = method(*args, **kwargs)
+    if op.call is None:
+        raw = _returned(adapter, op, target)
+    else:
+        if op.call == "()":
+            fn = target
+            if not callable(fn):
+                raise AdapterError(f"{adapter.name}.{op.name}: {op.method}() must return a callable, "
+                                   f"got {type(target).__name__}")
+        else:  # a prepared object without the method: that operation is unsupported (documented)
+            fn = getattr(target, op.call, None)
+            if not callable(fn):
+                raise Unsupported(f"adapter {adapter.name!r}: the prepared {op.method} operation has no {op.call}()")
+        repeated = [i.name for i in op.inputs if i.repeated]
+        if repeated:
+            raw = {}
+            for k in call_suffixes(x, repeated[0]):
+                xs = {**x, **{n: x[f"{n}.{k}"] for n in repeated}}
+                a, kw = _arguments(op.call_args, op.call_kwargs, xs, env, named)
+                raw.update({f"{n}.{k}": v for n, v in _returned(adapter, op, fn(*a, **kw)).items()})
+        else:
+            a, kw = _arguments(op.call_args, op.call_kwargs, x, env, named)
+            raw = _returned(adapter, op, fn(*a, **kw))
+    kinds = {o.name: o.kind for o in op.outputs}
+    return {n: (v, kinds[n.split(".")[0]]) for n, v in raw.items()}
+
+
+def checked_outputs(adapter: Adapter, op_name: str, result, dtype: str, device: str) -> dict[str, np.ndarray]:
+    """What an operation (or its prepared callable) returned, as ``{output: NumPy}`` after the
+    contract checks of :func:`run_op` but the shape (native array type, dtype, device; the tuple's
+    arity): for the checks that call a prepared object step by step.  :class:`AdapterError` otherwise."""
+    op = registry.operation(op_name)
+    kinds = {o.name: o.kind for o in op.outputs}
+    out = {}
+    for name, val in _returned(adapter, op, result).items():
+        out[name] = (np.float64(val) if kinds[name] == "scalar" else
+                     _check(adapter, op_name, name, val, kinds[name], dtype, device))
+    return out
+
+
+def run_case(adapter: Adapter, golden: Golden, dtype: str, device: str,
+             inputs: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
+    """Run a case (optionally with other inputs) and return NumPy outputs, contract-checked:
+    dtype, device and the shape the operation table declares (a malformed output is an
+    :class:`AdapterError`, never compared)."""
+    case = golden.case
+    return run_op(adapter, case.op, case.params, golden.inputs if inputs is None else inputs, dtype, device)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One :func:`run_op` call an oracle-free check made: the operation, its parameters, the
+    kit's NumPy inputs and the adapter's contract-checked NumPy outputs."""
+    op: str
+    params: Any
+    inputs: dict
+    outputs: dict
+
+
+_CALLS: contextvars.ContextVar[Optional[list[Call]]] = contextvars.ContextVar("posenc_calls", default=None)
+
+
+@contextlib.contextmanager
+def recording():
+    """Record every :func:`run_op` call made inside the block (yields the list of :class:`Call`):
+    an oracle-free check's failure is then diagnosed on its own calls (:func:`diagnose_calls`)."""
+    calls: list[Call] = []
+    token = _CALLS.set(calls)
+    try:
+        yield calls
+    finally:
+        _CALLS.reset(token)
+
+
+def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
+           device: str) -> dict[str, np.ndarray]:
+    """Call operation ``op`` with ``params`` on NumPy ``inputs`` (private copies, checked unchanged
+    afterwards) and return its outputs as NumPy, contract-checked: native array type, dtype, device
+    and the shape the operation table declares.  The one entry point of golden, generated and
+    invariant checks alike; a malformed output is an :class:`AdapterError`, never compared.
+    Inside :func:`recording` the call is recorded."""
+    out = _run_op(adapter, op, params, inputs, dtype, device)
+    record(op, params, inputs, out)
+    return out
+
+
+def record(op: str, params, inputs: dict, outputs: dict) -> None:
+    """Inside :func:`recording`, record one call of ``op`` (the kit's NumPy ``inputs`` in the
+    operation table's names, the adapter's contract-checked NumPy ``outputs``): :func:`run_op`
+    does it for every call; a check that calls a prepared object step by step does it for each
+    step it can state as an operation call.  Outside, nothing."""
+    calls = _CALLS.get()
+    if calls is not None:  # copies: an in-process adapter's outputs may share a buffer it writes again
+        calls.append(Call(op, params.model_copy(deep=True), {n: np.array(v, copy=True) for n, v in inputs.items()},
+                          {n: np.array(v, copy=True) for n, v in outputs.items()}))
+
+
+def _run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
+            device: str) -> dict[str, np.ndarray]:
+    if is_remote(adapter):  # the whole of this function runs in the adapter's worker process: one round trip
+        return adapter.posenc_run_op(op, params, inputs, dtype, device)
+    x = native_inputs(adapter, inputs, dtype, device)
+    raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device)  # the case's own params stay the kit's
+    check_inputs(op)
+    shapes = output_shapes(registry.operation(op), params, inputs)
+    out = {}
+    for name, (val, kind) in raw.items():
+        if kind == "scalar":
+            if not isinstance(val, (int, float, np.floating, np.integer)):
+                raise AdapterError(f"{adapter.name}.{op}: {name!r} must be a Python number, got {type(val).__name__}")
+            out[name] = np.float64(val)
+            continue
+        out[name] = _check(adapter, op, name, val, kind, dtype, device)
+        if name in shapes and tuple(out[name].shape) != shapes[name]:
+            raise AdapterError(f"{adapter.name}.{op}: output {name!r} has shape {list(out[name].shape)}, "
+                               f"the operation table says {list(shapes[name])}")
+    return out
+
+
+def compare_outputs(golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[Comparison]:
+    """Compare every golden output (``*.compared`` masks applied) with ``outputs``."""
+    res = []
+    for name, ref in golden.outputs.items():
+        if name.endswith(".compared"):
+            continue
+        if name not in outputs:
+            res.append(Comparison(False, float("inf"), -1, ref.size, None, None, None, f"{name}: missing from the adapter's outputs"))
+            continue
+        # inv_freq and ALiBi slopes are float32+ whatever the activations
+        dt = "float32" if name in registry.operation(golden.case.op).float32_outputs else dtype
+        res.append(compare(
+            name, outputs[name], ref, dtype=dt, dtype_scale=golden.dtype_scales.get(name),
+            angle_scale=golden.angle_scales.get(name), angle_based=golden.angle_based,
+            compared=golden.outputs.get(f"{name}.compared")))
+    return res

@@ -1,0 +1,234 @@
+"""Loading the spec: the spec files, their validation and cross-file checks (re-exported by :mod:`posenc.spec`).
+
+``load_spec()`` reads every ``spec/<family>.yaml`` shipped with the package and the spec file of
+every family registered so far (:func:`register_spec_file`, called by
+:func:`posenc.registry.register_family`), validates them against :mod:`posenc.spec.models` and
+returns a :class:`Spec`.  A malformed file raises :class:`~posenc.spec.errors.SpecError` naming
+the file and the field.  The spec is the bottom room: it imports nothing of the kit, so it does not
+discover families itself -- :func:`posenc.registry.spec` discovers them (the kit's and the entry
+points') and then loads the spec with their files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Optional
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from .errors import SpecError
+from .models import Clause, Divergence, FamilyFile, Operation
+
+SPEC_VERSION = "0.4.0"
+SPEC_DIR = Path(__file__).resolve().parent
+SCHEMA_PATH = SPEC_DIR / "schema.json"
+#: Spec files of registered families outside the kit (see :func:`register_spec_file`).
+_REGISTERED_FILES: list[Path] = []
+
+
+def register_spec_file(path: Path) -> None:
+    """Add a registered family's spec file to what :func:`load_spec` reads by default."""
+    path = Path(path).resolve()
+    if path not in _REGISTERED_FILES:
+        _REGISTERED_FILES.append(path)
+
+
+def version_key(text: str) -> tuple[int, ...]:
+    """``"0.10.0"`` -> ``(0, 10, 0)``: versions compare numerically, not as strings."""
+    try:
+        return tuple(int(x) for x in text.split("."))
+    except ValueError:
+        raise SpecError(f"{text!r} is not a spec version (MAJOR.MINOR.PATCH)") from None
+
+
+def _format_validation(path: Path, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        lines.append(f"{path.name}: {loc}: {e['msg']}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Spec:
+    version: str
+    families: dict[str, FamilyFile]
+
+    @cached_property
+    def clauses(self) -> dict[str, Clause]:
+        return {c.id: c for f in self.families.values() for c in f.clauses}
+
+    @cached_property
+    def divergences(self) -> dict[str, Divergence]:
+        return {d.id: d for f in self.families.values() for d in f.divergences}
+
+    @cached_property
+    def current_divergences(self) -> dict[str, Divergence]:
+        """The divergences that are not superseded: the ones the diagnosis runs and expectations cite."""
+        return {k: d for k, d in self.divergences.items() if not d.superseded_by}
+
+    @cached_property
+    def parameters(self) -> dict[str, dict]:
+        """Per parameter model name, ``{field: ParameterRange}`` merged over the family files."""
+        out: dict[str, dict] = {}
+        for f in self.families.values():
+            for model, fields in f.parameters.items():
+                out.setdefault(model, {}).update(fields)
+        return out
+
+    @cached_property
+    def operations(self) -> dict[str, Operation]:
+        """Every operation of the adapter contract, by name (``rope.apply``, ...)."""
+        return {o.name: o for f in self.families.values() for o in f.operations}
+
+    @cached_property
+    def _operation_family(self) -> dict[str, str]:
+        return {o.name: f.family for f in self.families.values() for o in f.operations}
+
+    def family_of_operation(self, op: str) -> str:
+        """The family whose file declares operation ``op`` (``KeyError`` for an unknown one)."""
+        return self._operation_family[op]
+
+    @cached_property
+    def _clause_family(self) -> dict[str, str]:
+        return {c.id: f.family for f in self.families.values() for c in [*f.clauses, *f.divergences]}
+
+    def family_of_clause(self, clause_id: str) -> str:
+        """The family whose file declares clause (or divergence) ``clause_id`` (``KeyError`` for an unknown one)."""
+        return self._clause_family[clause_id]
+
+    @cached_property
+    def operation_divergences(self) -> dict[str, Divergence]:
+        """The current divergences whose mutant is an operation-level function (``level: operation``):
+        the ones an adapter's outputs are diagnosed against and a ``MutantAdapter`` runs."""
+        return {k: d for k, d in self.current_divergences.items() if d.level == "operation"}
+
+    def clause(self, clause_id: str) -> Clause:
+        try:
+            return self.clauses[clause_id]
+        except KeyError:
+            raise SpecError(f"unknown clause ID {clause_id!r}") from None
+
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it: 4x faster
+
+
+def read_yaml(text: str):
+    """``yaml.safe_load`` with libyaml's loader where PyYAML has it (the same documents, faster)."""
+    return yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
+
+
+def load_family(path: Path) -> FamilyFile:
+    """Load and validate one YAML file; errors name the file and the field."""
+    try:
+        raw = read_yaml(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path.name}: not UTF-8 text: {e}") from None
+    except yaml.YAMLError as e:
+        raise SpecError(f"{path.name}: not valid YAML: {e}") from None
+    try:
+        fam = FamilyFile.model_validate(raw)
+    except ValidationError as e:
+        raise SpecError(_format_validation(path, e)) from None
+    if fam.spec_version != SPEC_VERSION:
+        raise SpecError(
+            f"{path.name}: spec_version: {fam.spec_version!r} does not match {SPEC_VERSION!r}"
+        )
+    for kind, items in (("clauses", fam.clauses), ("divergences", fam.divergences)):
+        for i, item in enumerate(items):
+            if version_key(item.since) > version_key(SPEC_VERSION):
+                raise SpecError(f"{path.name}: {kind}.{i}.since: {item.since!r} is newer than spec {SPEC_VERSION}")
+    return fam
+
+
+def load_spec(directory: Optional[Path] = None) -> Spec:
+    """Load every ``*.yaml`` in ``directory`` (default: the packaged spec and the families registered so far).
+
+    Checks across files: family names, clause, divergence and operation IDs are unique, IDs use
+    their file's ``id_prefixes``, every divergence violates clauses that exist, every operation
+    serves clauses that exist, and no ``since`` is newer than the spec version.
+    """
+    if directory is None:
+        files = sorted(SPEC_DIR.glob("*.yaml")) + list(_REGISTERED_FILES)
+        where = SPEC_DIR
+    else:
+        where = Path(directory)
+        files = sorted(where.glob("*.yaml"))
+    if not files:
+        raise SpecError(f"{where}: no spec YAML files found")
+    families: dict[str, FamilyFile] = {}
+    files_of: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    prefix_of: dict[str, str] = {}
+    for path in files:
+        fam = load_family(path)
+        if fam.family in families:
+            raise SpecError(f"{path.name}: family: {fam.family!r} is already defined in {files_of[fam.family]}")
+        for pre in fam.id_prefixes:
+            if pre in prefix_of:
+                raise SpecError(f"{path.name}: id_prefixes: {pre!r} is already the prefix of family {prefix_of[pre]!r}")
+            prefix_of[pre] = fam.family
+        _check_ids(path, fam, seen)
+        families[fam.family] = fam
+        files_of[fam.family] = path.name
+    spec = Spec(SPEC_VERSION, families)
+    for fam_name, fam in families.items():
+        for j, d in enumerate(fam.divergences):
+            for cid in d.violates:
+                if cid not in spec.clauses:
+                    raise SpecError(f"{files_of[fam_name]}: divergences.{j}.violates: unknown clause {cid!r}")
+        for j, o in enumerate(fam.operations):
+            for cid in o.clauses:
+                if cid not in spec.clauses:
+                    raise SpecError(f"{files_of[fam_name]}: operations.{j}.clauses: unknown clause {cid!r}")
+        _check_superseded(files_of[fam_name], fam, spec)
+    from .ranges import check_parameters
+    check_parameters(spec, files_of)
+    return spec
+
+
+def _check_superseded(fname: str, fam: FamilyFile, spec: Spec) -> None:
+    """``superseded_by`` names IDs of the same kind that exist and are not older than the ID."""
+    for kind, items, known in (("clauses", fam.clauses, spec.clauses), ("divergences", fam.divergences, spec.divergences)):
+        for i, item in enumerate(items):
+            for succ in item.superseded_by:
+                where = f"{fname}: {kind}.{i}.superseded_by"
+                if succ not in known:
+                    raise SpecError(f"{where}: {item.id} is superseded by unknown {kind[:-1]} {succ!r}")
+                if succ == item.id or version_key(known[succ].since) < version_key(item.since):
+                    raise SpecError(f"{where}: {succ} (since {known[succ].since}) cannot supersede {item.id} "
+                                    f"(since {item.since})")
+
+
+def _check_ids(path: Path, fam: FamilyFile, seen: dict[str, str]) -> None:
+    """IDs unique across files (``seen``: ID -> file) and carrying one of the family's prefixes."""
+    for kind, items in (("clauses", fam.clauses), ("divergences", fam.divergences), ("operations", fam.operations)):
+        for i, item in enumerate(items):
+            ident = item.name if kind == "operations" else item.id
+            where = f"{path.name}: {kind}.{i}.{'name' if kind == 'operations' else 'id'}"
+            if ident in seen:
+                raise SpecError(f"{where}: {ident!r} is already defined in {seen[ident]}")
+            seen[ident] = path.name
+            if kind == "operations":
+                continue
+            prefix = ident.removeprefix("DIV-").split("-")[0]
+            if prefix not in fam.id_prefixes:
+                raise SpecError(f"{where}: prefix {prefix!r} does not belong to family {fam.family!r} "
+                                f"(expected {' or '.join(fam.id_prefixes)})")
+
+
+def json_schema() -> dict:
+    """The JSON Schema of one spec YAML file, exported from :class:`FamilyFile`."""
+    return TypeAdapter(FamilyFile).json_schema()
+
+
+def json_schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+__all__ = ["SPEC_VERSION", "SPEC_DIR", "SCHEMA_PATH", "Spec", "load_spec", "load_family", "register_spec_file",
+           "json_schema", "json_schema_text", "read_yaml", "version_key", "SpecError"]
