@@ -152,5 +152,17 @@ def _load(spec: str, base: type, option: str, default_attr: str):
     return _instantiate(getattr(module, attr), spec, base)
 
 
+#: The kit's framework adapters an adapter author may subclass (their array glue and the kit's ports),
+#: imported on first use: importing posenc.adapters imports no framework.
+_FRAMEWORK_BASES = {"TorchAdapter": "posenc.adapters.torch_adapter", "JaxAdapter": "posenc.adapters.jax_adapter",
+                    "TFAdapter": "posenc.adapters.tf_adapter"}
+
+
+def __getattr__(name: str):
+    if name in _FRAMEWORK_BASES:
+        return getattr(importlib.import_module(_FRAMEWORK_BASES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["Adapter", "RopeOp", "Unsupported", "family_ports", "ReferenceAdapter", "MutantAdapter", "load_adapter",
-           "load_model_adapter", "registered", "ENTRY_POINT_GROUP"]
+           "load_model_adapter", "registered", "ENTRY_POINT_GROUP", *_FRAMEWORK_BASES]

@@ -22,29 +22,29 @@ from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import exception_text
 
 
-def _clauses_of(item) -> list[str]:
+def clauses_of_item(item) -> list[str]:
     m = item.get_closest_marker("clauses")
     return list(m.args) if m else []
 
 
-def _entry(st: State, item):
+def expectation_entry(st: State, item):
     """The expectation line of a collected item (its case, check and dtype), or None."""
     return st.expectations.lookup(*expectations_mod.key_of(item))
 
 
-_TEST_ID = re.compile(r"test_(?P<check>\w+)\[(?P<dtype>[a-z0-9]+)-(?P<case>[^@\]]+)(?:@(?P<clauses>[^\]]+))?\]")
+TEST_ID = re.compile(r"test_(?P<check>\w+)\[(?P<dtype>[a-z0-9]+)-(?P<case>[^@\]]+)(?:@(?P<clauses>[^\]]+))?\]")
 
 
-def _skip_reason(rep) -> str:
+def skip_reason(rep) -> str:
     return rep.longrepr[2].removeprefix("Skipped: ") if isinstance(rep.longrepr, tuple) else ""
 
 
-def _crash_payload(st: State, report) -> Optional[dict]:
+def crash_payload(st: State, report) -> Optional[dict]:
     """The verdict of a test whose worker process died (an exit, a signal, an OOM kill, a
     --posenc-timeout): failed under the clauses of its ID, by ID, with the cause; the report's
     text gets the clause header."""
     name = report.nodeid.rsplit("::", 1)[-1]
-    m = _TEST_ID.fullmatch(name)
+    m = TEST_ID.fullmatch(name)
     if m is None:
         return None
     check, dtype, case = m["check"], m["dtype"], m["case"]
@@ -62,7 +62,7 @@ def _crash_payload(st: State, report) -> Optional[dict]:
     report.longrepr = text
     node = report.nodeid if Path(report.nodeid.split("::")[0]).is_absolute() else \
         str(Path(str(st.config.rootpath)) / report.nodeid)
-    report.sections.append(("posenc rerun", _rerun(st.config, node, dtype)))
+    report.sections.append(("posenc rerun", rerun_line(st.config, node, dtype)))
     record = {"test_id": name, "case": case, "check": check, "dtype": dtype, "clauses": clauses,
               "outcome": "failed", "violated": clauses, "divergence": None, "expected_reason": None,
               "diagnosis": [], "inferred": [], "raised": True, "reason": text[:300], "generated": None,
@@ -72,7 +72,7 @@ def _crash_payload(st: State, report) -> Optional[dict]:
             "kit_error": None, "nodeid": report.nodeid}
 
 
-def _book(st: State, payload: dict) -> None:
+def book(st: State, payload: dict) -> None:
     """Count one test's verdict (``rep.posenc`` of its report) in the run's state."""
     kind = payload["kind"]
     if kind in ("passed", "diverges (expected)"):
@@ -91,7 +91,7 @@ def _book(st: State, payload: dict) -> None:
         st.partly_unsupported.append(payload["partly_unsupported"])
 
 
-class _Booker:
+class Booker:
     """Books every report where the run is summarised: the pytest process itself, or, under
     pytest-xdist, the controller (a worker only attaches ``rep.posenc`` and forwards the report)."""
 
@@ -102,9 +102,9 @@ class _Booker:
     def pytest_runtest_logreport(self, report):
         payload = getattr(report, "posenc", None)
         if payload is None and report.failed and report.when not in ("setup", "call", "teardown"):
-            payload = _crash_payload(self.st, report)  # pytest-xdist: the worker died inside the test
+            payload = crash_payload(self.st, report)  # pytest-xdist: the worker died inside the test
         if payload is not None:
-            _book(self.st, payload)
+            book(self.st, payload)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):  # what the workers will run
@@ -117,7 +117,7 @@ class _Booker:
                 self.st.stale.append(line)
 
 
-def _plot_dir(config) -> Optional[Path]:
+def checked_plot_dir(config) -> Optional[Path]:
     """``--plot-dir DIR``: matplotlib importable (else a usage error naming the ``[docs]`` extra),
     an --adapter run, the folder made; the absolute path, or None without the option."""
     given = config.getoption("--plot-dir")
@@ -141,7 +141,7 @@ def _plot_dir(config) -> Optional[Path]:
     return p
 
 
-def _plot(item, rep, exc, record: dict, plot_dir: Path) -> None:
+def plot_failed(item, rep, exc, record: dict, plot_dir: Path) -> None:
     """Draw a failed test's picture (a failure that compared values: golden, generated, an
     invariant check's first call out of tolerance) and link it in ``record["plot"]``: the path
     relative to the --report-json file's folder (else absolute).  A plot that cannot be drawn never
@@ -171,7 +171,7 @@ def _plot(item, rep, exc, record: dict, plot_dir: Path) -> None:
     rep.sections.append(("posenc plot", str(path)))
 
 
-def _unexpect(rep, longrepr: str) -> None:
+def unexpect(rep, longrepr: str) -> None:
     """Turn a strict xfail (the expected divergence) into a plain failure with ``longrepr``."""
     rep.outcome = "failed"
     if hasattr(rep, "wasxfail"):
@@ -179,7 +179,7 @@ def _unexpect(rep, longrepr: str) -> None:
     rep.longrepr = longrepr
 
 
-def _judge_expected(item, rep, exc, entry, path) -> None:
+def judge_expected(item, rep, exc, entry, path) -> None:
     """Keep an expected divergence only if the test failed the way its line says.
 
     Failed instead: an exception or a malformed output (no verdict on the values, never
@@ -189,7 +189,7 @@ def _judge_expected(item, rep, exc, entry, path) -> None:
     """
     where = f"{item.nodeid}: listed as expected divergence {entry.divergence} ({path})"
     if hasattr(rep, "wasxfail") and getattr(exc, "raised", True):
-        _unexpect(rep, f"{where}, but the test did not reach a verdict on the values:\n"
+        unexpect(rep, f"{where}, but the test did not reach a verdict on the values:\n"
                        f"{getattr(exc, 'msg', None) or f'{type(exc).__name__}: {exc}'}")
     elif hasattr(rep, "wasxfail"):
         found = getattr(exc, "divergences", None)
@@ -198,18 +198,18 @@ def _judge_expected(item, rep, exc, entry, path) -> None:
             why = (f"but the output matches {', '.join(found) or 'no known divergence'}" if entry.named else
                    f"but the kit diagnosed the named divergence(s) {', '.join(found)}: an unnamed line "
                    "never excuses a named divergence (record that one instead)")
-            _unexpect(rep, f"{item.nodeid}: expected divergence {entry.divergence} ({path}), {why}:\n{exc.msg}")
+            unexpect(rep, f"{item.nodeid}: expected divergence {entry.divergence} ({path}), {why}:\n{exc.msg}")
     elif rep.outcome == "skipped":
-        _unexpect(rep, f"{where} but reported {rep.longrepr[2] if isinstance(rep.longrepr, tuple) else 'skipped'}")
+        unexpect(rep, f"{where} but reported {rep.longrepr[2] if isinstance(rep.longrepr, tuple) else 'skipped'}")
 
 
 def rerun_command(item) -> str:
     """A command that reruns exactly this test, as pasted (same adapter, device, dtype, options)."""
     dtype = item.callspec.params.get("dtype", "float32") if hasattr(item, "callspec") else "float32"
-    return _rerun(item.config, f"{item.path}::{item.name}", dtype)
+    return rerun_line(item.config, f"{item.path}::{item.name}", dtype)
 
 
-def _rerun(config, node: str, dtype: str) -> str:
+def rerun_line(config, node: str, dtype: str) -> str:
     opt = config.getoption
     which = "--model" if opt("--model") else "--adapter"
     cmd = ["pytest", node, which, opt(which), "--device", opt("--device"), "--dtype", dtype]
@@ -228,15 +228,15 @@ def _rerun(config, node: str, dtype: str) -> str:
 REPORT_FORMAT = 1
 
 
-def _ratio(x) -> Optional[float]:
+def ratio_or_none(x) -> Optional[float]:
     x = float(x)
     return x if math.isfinite(x) else None
 
 
-_OUTCOME = {"diverges (expected)": "diverges", "kit error": "error"}  # report names of the kinds
+OUTCOME_NAMES = {"diverges (expected)": "diverges", "kit error": "error"}  # report names of the kinds
 
 
-def _record(item, rep, kind: str, entry, violated, exc=None, counted=None) -> dict:
+def record_of(item, rep, kind: str, entry, violated, exc=None, counted=None) -> dict:
     """One test's verdict for ``--report-json`` (and ``posenc matrix``); fields: docs/report-json.md."""
     callspec = getattr(item, "callspec", None)
     case_id, check, dtype = expectations_mod.key_of(item)
@@ -256,22 +256,22 @@ def _record(item, rep, kind: str, entry, violated, exc=None, counted=None) -> di
         "case": case_id,
         "check": check,
         "dtype": callspec.params.get("dtype") if callspec else dtype,
-        "clauses": _clauses_of(item),
-        "outcome": _OUTCOME.get(kind, kind),
+        "clauses": clauses_of_item(item),
+        "outcome": OUTCOME_NAMES.get(kind, kind),
         "violated": list(violated or []),
         "divergence": entry.divergence if entry and diverges else None,
         "expected_reason": entry.evidence if entry and diverges else None,
-        "diagnosis": [{"divergence": m.divergence, "violates": list(m.violates), "ratio": _ratio(m.ratio)}
+        "diagnosis": [{"divergence": m.divergence, "violates": list(m.violates), "ratio": ratio_or_none(m.ratio)}
                       for m in getattr(exc, "matches", ()) or ()] if kind != "passed" else [],
         "inferred": [str(x) for x in getattr(exc, "inferred", ()) or ()] if kind != "passed" else [],
         "raised": bool(getattr(exc, "raised", True)) if kind == "failed" and exc is not None else False,
         "reason": reason,
         "generated": dict(item.user_properties).get("generated"),
-        "counted": {c: _OUTCOME.get(k, k) for c, k in (counted or {}).items()},
+        "counted": {c: OUTCOME_NAMES.get(k, k) for c, k in (counted or {}).items()},
     }
 
 
-def _expectations_given(config, st: State) -> Optional[str]:
+def expectations_given(config, st: State) -> Optional[str]:
     """The expectation file as given on the command line; a default one as ``adapters/expectations/<file>``
     (its place among the kit's folders, the same from a checkout and from a wheel), so that reports do
     not depend on the machine."""
@@ -297,7 +297,7 @@ def report(config, st: State, exit_status: int) -> dict:
                                                      "attn_implementations": list(model_attns(config)),
                                                      "notes": str(a.notes or "")},
         "dtypes": st.dtypes, "spec_version": SPEC_VERSION, "exit_status": int(exit_status),
-        "expectations": _expectations_given(config, st),
+        "expectations": expectations_given(config, st),
         "examples": generated_examples(config),
         # false for a run cut short (Ctrl-C, -x / --maxfail, an internal error): its results are
         # the tests that ran; posenc matrix refuses it

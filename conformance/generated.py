@@ -16,7 +16,7 @@ from hypothesis.errors import Unsatisfiable
 
 from posenc import registry
 from posenc.adapters import Adapter, Unsupported
-from posenc.conformance.state import _KEY, state
+from posenc.conformance.state import STATE_KEY, state
 from posenc.harness.generation import (
     GIVE_UP_AFTER,
     GIVE_UP_AFTER_VARIED,
@@ -107,7 +107,7 @@ def replay(c: Case, seed: int, adapter: str, dtype: str = "float32", device: str
 def generated_examples(config) -> int:
     """``--posenc-examples`` (default :data:`posenc.harness.generation.DEFAULT_EXAMPLES`)."""
     n = config.getoption("--posenc-examples")
-    st = config.stash.get(_KEY, None)
+    st = config.stash.get(STATE_KEY, None)
     if st is not None and st.model_info is not None:
         return 0  # the model-level suite draws no generated cases
     if n is None:
@@ -189,3 +189,18 @@ def report_generated(request, op: str, dtype: str, outcomes, excuses: Optional[_
                                   f"generated examples; the others passed or were unsupported)", excuses.entries)
     if counts["passed"] == 0:
         raise Unsupported("; ".join(reasons) or f"no generated example of {op} ran")
+
+
+def __getattr__(name: str):
+    """The names this module had before the generator author's façade (:mod:`posenc.harness.generators`:
+    ``field``, ``size``, ``positions``, ...) and the engine (:mod:`posenc.harness.generation`) took them:
+    still resolved for one release (spec 0.4.x), with a warning."""
+    import warnings
+
+    from posenc.harness import generation, generators
+    for module in (generators, generation):
+        if hasattr(module, name):
+            warnings.warn(f"posenc.conformance.generated.{name} is deprecated: use {module.__name__}.{name}",
+                          DeprecationWarning, stacklevel=2)
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,6 +23,7 @@ from posenc import registry
 from posenc.adapters import Unsupported
 from posenc.harness.failure import ConformanceFailure
 from posenc.harness.model_judge import judge, positions_used
+from posenc.harness.model_oracles import encodings_problem
 from posenc.harness.model_run import CAPABILITIES
 from posenc.spec.errors import AdapterError, KitError, exception_text
 
@@ -95,51 +96,10 @@ def model_info(adapter) -> dict:
     if any(isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < v for t in reserved) or \
             len(set(reserved) | {pad}) > v - 8:
         bad(f"reserved_token_ids must be token ids in [0, vocab_size) leaving at least 8 to draw, got {reserved!r}")
-    _check_encodings(info, bad)
+    problem = encodings_problem(info.get("encodings"), info["probes"])
+    if problem:
+        bad(problem)
     return info
-
-
-#: The parameter models the oracle reads, by probe kind (the encodings a declared probe needs).
-_ORACLE_PARAMS = {"rope": ("RopeParams", "MRopeParams"),
-                  "table": ("GPT2EmbeddingParams", "BertEmbeddingParams", "OPTEmbeddingParams", "BartEmbeddingParams",
-                            "RobertaEmbeddingParams", "SinusoidalParams", "LookupParams"),
-                  "bias": ("AlibiParams", "T5Params")}
-
-
-#: The names the oracle reads a parameter model under (those of posenc.hf.config.params_from_hf_config):
-#: ``(exact names, prefixes)``; a table's parameters may have any name.
-_NAMES = {"RopeParams": (("rope",), ("rope.",)), "MRopeParams": (("mrope",), ()), "AlibiParams": (("alibi",), ()),
-          "T5Params": (("encoder", "decoder"), ()), "NopeParams": (("nope",), ()),
-          "SoftmaxScaleParams": (("softmax_scale",), ())}
-
-
-def _check_encodings(info: dict, bad) -> None:
-    """``encodings()`` is a dict of the spec's parameter models (``layer_types`` a tuple of names), and
-    every probe kind the model declares has the parameters its oracle reads: else a usage error
-    (never a run whose probes are silently not checked)."""
-    from posenc.spec.models import PARAM_MODELS
-    enc = info.get("encodings")
-    if not isinstance(enc, dict):
-        bad(f"encodings() must return a dict of parameter models, got {type(enc).__name__}")
-    for k, p in enc.items():
-        if k == "layer_types":
-            if not isinstance(p, (tuple, list)) or not all(isinstance(x, str) for x in p):
-                bad(f"encodings()['layer_types'] must be a tuple of layer type names, got {p!r}")
-            continue
-        if type(p).__name__ not in PARAM_MODELS or not isinstance(p, PARAM_MODELS[type(p).__name__]):
-            bad(f"encodings()[{k!r}] must be one of the spec's parameter models (posenc.spec.models: "
-                f"{', '.join(sorted(PARAM_MODELS))}), got {type(p).__name__}")
-    for k, p in enc.items():
-        want = _NAMES.get(type(p).__name__)
-        if want and not (k in want[0] or any(k.startswith(x) for x in want[1])):
-            bad(f"encodings() names its {type(p).__name__} {k!r}; the oracle reads it under "
-                f"{' or '.join(repr(x) for x in (*want[0], *(x + '<layer type>' for x in want[1])))}")
-    kinds = {type(p).__name__ for k, p in enc.items() if k != "layer_types"}
-    for probe in info["probes"]:
-        want = _ORACLE_PARAMS.get(probe)
-        if want and not kinds & set(want):
-            bad(f"declares {probe!r} probes but encodings() gives none of {', '.join(want)}: the oracle would "
-                "have nothing to check them against")
 
 
 def _first_per_kind(problems: list, n: int) -> list:

@@ -27,33 +27,33 @@ from posenc import registry
 from posenc.adapters import Adapter, Unsupported, load_adapter
 from posenc.conformance import expectations as expectations_mod
 from posenc.conformance.booking import (
-    _Booker,
-    _clauses_of,
-    _entry,
-    _judge_expected,
-    _plot,
-    _plot_dir,
-    _record,
-    _skip_reason,
-    _unexpect,
+    Booker,
+    checked_plot_dir,
+    clauses_of_item,
+    expectation_entry,
+    judge_expected,
+    plot_failed,
+    record_of,
     report,
     rerun_command,
+    skip_reason,
+    unexpect,
 )
 from posenc.conformance.generated import GeneratedDivergence, TimedOut, generated_examples
 from posenc.conformance.isolation import RemoteAdapter, RemoteFailure, is_remote
 from posenc.conformance.state import (
-    _KEY,
     DEFAULT_TIMEOUT,
+    STATE_KEY,
     State,
-    _adapter_attributes,
-    _adapter_name,
-    _check_attns,
-    _isolated,
-    _parse_dtypes,
-    _report_path,
+    adapter_name,
+    check_adapter_attributes,
+    check_attns,
+    check_report_path,
     default_expectations,
+    isolated,
     model_attns,
     normalize_device,
+    parse_dtypes,
     state,
 )
 from posenc.spec import SPEC_VERSION
@@ -115,20 +115,20 @@ def pytest_configure(config):
                                 "operations, --model a whole model (run them as two commands)")
     if not name and not model:
         return
-    plot_dir = _plot_dir(config)  # before the adapter loads: a missing matplotlib is said at once
+    plot_dir = checked_plot_dir(config)  # before the adapter loads: a missing matplotlib is said at once
     info = None
     try:
         registry.load_checks()  # every registered family, validated: a broken one is named here
         if model:
             from posenc.adapters import load_model_adapter
             from posenc.conformance.model_suite import model_info
-            adapter = RemoteAdapter(f"model:{model}") if _isolated(config) else load_model_adapter(model)
-            _adapter_attributes(adapter)
+            adapter = RemoteAdapter(f"model:{model}") if isolated(config) else load_model_adapter(model)
+            check_adapter_attributes(adapter)
             info = model_info(adapter)
-            _check_attns(config, adapter)
+            check_attns(config, adapter)
         else:
-            adapter = RemoteAdapter(name) if _isolated(config) else load_adapter(name)
-            _adapter_attributes(adapter)
+            adapter = RemoteAdapter(name) if isolated(config) else load_adapter(name)
+            check_adapter_attributes(adapter)
     except PosencError as e:
         raise pytest.UsageError(str(e))
     device = normalize_device(config.getoption("--device"))
@@ -138,8 +138,8 @@ def pytest_configure(config):
     if not adapter.device_available(device):
         raise pytest.UsageError(f"--device {device}: not available on this machine (adapter {adapter.name!r}); "
                                 "the kit never falls back to the CPU silently")
-    dtypes = _parse_dtypes(config.getoption("--dtype"))
-    _report_path(config)
+    dtypes = parse_dtypes(config.getoption("--dtype"))
+    check_report_path(config)
     exp = config.getoption("--expectations")
     if exp == "none":  # no expectation file: every failure counts
         exp = None
@@ -150,11 +150,11 @@ def pytest_configure(config):
         kit_model = str(config.getoption("--model") or "").startswith("hf:") or \
             str(config.getoption("--model") or "").endswith(".json")
         exp = default if default.is_file() and (info is None or kit_model) else None
-    st = config.stash[_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
+    st = config.stash[STATE_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
     st.model_info = info
     st.plot_dir = plot_dir
     if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
-        config.pluginmanager.register(_Booker(st), "posenc-booker")
+        config.pluginmanager.register(Booker(st), "posenc-booker")
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -171,13 +171,13 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_unconfigure(config):
-    st = config.stash.get(_KEY, None)
+    st = config.stash.get(STATE_KEY, None)
     if st is not None and is_remote(st.adapter):
         st.adapter.posenc_close()
 
 
 def pytest_runtest_setup(item):
-    st = item.config.stash.get(_KEY, None)
+    st = item.config.stash.get(STATE_KEY, None)
     if st is not None and is_remote(st.adapter):
         st.adapter.posenc_set_current(item.nodeid)
 
@@ -189,7 +189,7 @@ def left_pad_fill(request):
 
 
 def pytest_report_header(config):
-    st = config.stash.get(_KEY, None)
+    st = config.stash.get(STATE_KEY, None)
     if st is None:
         return None
     a = st.adapter
@@ -221,7 +221,7 @@ def pytest_report_header(config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
-    st = config.stash.get(_KEY, None)
+    st = config.stash.get(STATE_KEY, None)
     if st is None:
         return
     if config.getoption("--left-pad-fill") is None:
@@ -250,7 +250,7 @@ def _mark_timeout(config, items) -> None:
         return
     method = "thread" if hasattr(config, "workerinput") else "signal"
     for item in items:
-        if _clauses_of(item) and item.get_closest_marker("timeout") is None:
+        if clauses_of_item(item) and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(limit, method=method))
 
 
@@ -262,16 +262,16 @@ def _mark_expected(st: State, items) -> None:
         case_id, check, _ = expectations_mod.key_of(item)
         if case_id is not None:
             st.collected.add((case_id, check))
-        e = _entry(st, item)
+        e = expectation_entry(st, item)
         if e:
-            allowed = set(_clauses_of(item))
+            allowed = set(clauses_of_item(item))
             div = st.spec.divergences.get(e.divergence)
             if div:
                 allowed |= set(div.violates)
             if e.clause not in allowed:
                 raise pytest.UsageError(
                     f"{st.expectations_path}: expected_failures.{st.expectations.position(e)} ({item.name}): clause "
-                    f"{e.clause} is neither checked by the test ({', '.join(_clauses_of(item))}) nor violated by "
+                    f"{e.clause} is neither checked by the test ({', '.join(clauses_of_item(item))}) nor violated by "
                     f"{e.divergence}")
             item.add_marker(pytest.mark.xfail(
                 strict=True, reason=f"expected divergence {e.divergence} of {e.clause}: {e.evidence}"))
@@ -294,8 +294,8 @@ def _select_by_clause(config, spec, items) -> None:
     if not clauses and not fams:
         return
     clauses |= {c.id for f in fams for c in spec.families[f].clauses}
-    keep = [i for i in items if set(_clauses_of(i)) & clauses]
-    drop = [i for i in items if not set(_clauses_of(i)) & clauses]
+    keep = [i for i in items if set(clauses_of_item(i)) & clauses]
+    drop = [i for i in items if not set(clauses_of_item(i)) & clauses]
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -303,7 +303,7 @@ def _select_by_clause(config, spec, items) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist sends a worker's collected IDs
 def pytest_collection_finish(session):
-    st = session.config.stash.get(_KEY, None)
+    st = session.config.stash.get(STATE_KEY, None)
     opt = session.config.getoption
     # a selection -- -k, -m, --clause, --family, --attn, or test node IDs (a posenc rerun line) -- does not
     # judge the expectation lines of the tests it left out
@@ -339,9 +339,9 @@ def pytest_pyfunc_call(pyfuncitem):
     except pytest.fail.Exception as e:
         from posenc.harness.failure import ConformanceFailure, is_timeout
         if isinstance(e, TimedOut) or is_timeout(e):
-            clauses = _clauses_of(pyfuncitem)
+            clauses = clauses_of_item(pyfuncitem)
             raise ConformanceFailure(
-                f"{', '.join(clauses)}: {_adapter_name(pyfuncitem.config)} did not finish {pyfuncitem.name} "
+                f"{', '.join(clauses)}: {adapter_name(pyfuncitem.config)} did not finish {pyfuncitem.name} "
                 f"within {pyfuncitem.config.getoption('--posenc-timeout'):g} s (--posenc-timeout): a hung or far too "
                 f"slow adapter call{_ended(pyfuncitem)}", clauses, raised=True) from None
         raise
@@ -354,8 +354,8 @@ def pytest_pyfunc_call(pyfuncitem):
         if not isinstance(e, (AdapterError, RemoteFailure)):  # (RemoteFailure: a mixin of the worker's exceptions)
             raise
         from posenc.harness.failure import ConformanceFailure
-        clauses = _clauses_of(pyfuncitem)
-        raise ConformanceFailure(f"{', '.join(clauses)}: {_adapter_name(pyfuncitem.config)} fails {pyfuncitem.name}\n"
+        clauses = clauses_of_item(pyfuncitem)
+        raise ConformanceFailure(f"{', '.join(clauses)}: {adapter_name(pyfuncitem.config)} fails {pyfuncitem.name}\n"
                                  f"  {type(e).__name__}: {exception_text(e)}", clauses, raised=True,
                                  reason=f"{type(e).__name__}: {exception_text(e)}") from None
 
@@ -379,25 +379,25 @@ def _inputs_unchanged(item) -> None:
         check_inputs()
     except PosencError as e:
         from posenc.harness.failure import ConformanceFailure
-        raise ConformanceFailure(f"{', '.join(_clauses_of(item))}: {e}", _clauses_of(item), raised=True) from None
+        raise ConformanceFailure(f"{', '.join(clauses_of_item(item))}: {e}", clauses_of_item(item), raised=True) from None
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     rep = yield
-    st = item.config.stash.get(_KEY, None)
-    if st is None or not _clauses_of(item):
+    st = item.config.stash.get(STATE_KEY, None)
+    if st is None or not clauses_of_item(item):
         return rep
     exc = call.excinfo.value if call.excinfo is not None else None
-    entry = _entry(st, item)
+    entry = expectation_entry(st, item)
     if entry is None and isinstance(exc, GeneratedDivergence):
         entry = exc.entries[0]  # a generated test excused by the line(s) its diagnosis named
     if entry and rep.when == "call":
-        _judge_expected(item, rep, exc, entry, st.expectations_path)
+        judge_expected(item, rep, exc, entry, st.expectations_path)
     if rep.when == "call" and rep.outcome == "skipped" and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
         rep.longrepr = (str(item.path), (item.location[1] or 0) + 1, rep.longrepr[2])  # point at the test
     if isinstance(exc, GoldenError) and rep.when == "call":  # the kit's data, not the adapter: never a clause
-        _unexpect(rep, f"posenc kit error (not counted against {item.config.getoption('--adapter')} or a clause): "
+        unexpect(rep, f"posenc kit error (not counted against {item.config.getoption('--adapter')} or a clause): "
                        f"{exc}")
     if rep.when == "call" or rep.outcome == "failed" or (rep.when == "setup" and rep.outcome == "skipped"):
         if isinstance(exc, GoldenError):
@@ -405,7 +405,7 @@ def pytest_runtest_makereport(item, call):
         elif hasattr(rep, "wasxfail"):  # only an expectation line may make an expected divergence
             kind = "diverges (expected)" if rep.outcome == "skipped" and entry is not None else "failed"
         elif rep.outcome == "skipped":
-            kind = "n/a" if _skip_reason(rep).startswith("n/a: ") else "unsupported"
+            kind = "n/a" if skip_reason(rep).startswith("n/a: ") else "unsupported"
         else:
             kind = rep.outcome
         if kind == "failed":
@@ -416,15 +416,15 @@ def pytest_runtest_makereport(item, call):
             clauses = getattr(exc, "violated", None) if kind != "passed" else None
         props = dict(item.user_properties)
         # a kit error is counted apart (the matrix's KIT ERROR cell), never as the adapter's failure
-        counted = {c: kind for c in (clauses or _clauses_of(item))}
+        counted = {c: kind for c in (clauses or clauses_of_item(item))}
         gen = props.get("posenc_clauses")
         if gen and kind == "passed":  # a generated test: only the clauses its passing examples exercised
             counted = {c: "unsupported" for c in gen["unsupported"]} | {c: "passed" for c in gen["passed"]}
         # What the summary and the report count, attached to the report so that it travels with it
-        # from a pytest-xdist worker to the controller (plain JSON data): booked by _book.
-        record = _record(item, rep, kind, entry, clauses, exc, counted)
+        # from a pytest-xdist worker to the controller (plain JSON data): booked by book.
+        record = record_of(item, rep, kind, entry, clauses, exc, counted)
         if kind == "failed" and st.plot_dir is not None:
-            _plot(item, rep, exc, record, st.plot_dir)
+            plot_failed(item, rep, exc, record, st.plot_dir)
         rep.posenc = {"kind": kind, "counted": counted, "nodeid": item.nodeid,
                       "record": record,
                       "partly_unsupported": props.get("posenc_partly_unsupported"),
@@ -433,7 +433,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    st = config.stash.get(_KEY, None)
+    st = config.stash.get(STATE_KEY, None)
     if st is None or hasattr(config, "workerinput"):
         return
     tr = terminalreporter
@@ -483,7 +483,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    st = session.config.stash.get(_KEY, None)
+    st = session.config.stash.get(STATE_KEY, None)
     if st is None:
         return
     if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: its controller reports

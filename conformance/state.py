@@ -5,8 +5,8 @@ collected and booked (one :class:`State` in ``config.stash``), and the options r
 from __future__ import annotations
 
 import os
-from importlib import resources
 from collections import Counter, defaultdict
+from importlib import resources
 from pathlib import Path
 from typing import Optional
 
@@ -25,9 +25,9 @@ EXPECTATIONS_DIR = Path(str(resources.files("posenc.adapters").joinpath("expecta
 #: keras-hub-jax's generated attention.probs at float16 on 2 CPU cores).
 DEFAULT_TIMEOUT = 300.0
 
-_KEY = pytest.StashKey["State"]()
+STATE_KEY = pytest.StashKey["State"]()
 
-def _versions(adapter: Adapter) -> dict[str, str]:
+def adapter_versions(adapter: Adapter) -> dict[str, str]:
     """``adapter.versions()``, checked once at the start: a ``{library: version}`` dict of strings."""
     try:
         v = adapter.versions()
@@ -40,7 +40,7 @@ def _versions(adapter: Adapter) -> dict[str, str]:
                                 f"version string, got {v!r}")
     return dict(v)
 
-def _adapter_attributes(adapter: Adapter) -> None:
+def check_adapter_attributes(adapter: Adapter) -> None:
     """The attributes the plugin reads, read once at the start: a raising or ill-typed one is a
     usage error here, not an INTERNALERROR later."""
     from posenc.spec.errors import UsageError
@@ -60,7 +60,7 @@ def _adapter_attributes(adapter: Adapter) -> None:
     if ge is not None and (isinstance(ge, bool) or not isinstance(ge, int)):
         raise UsageError(f"adapter {checks['name']!r}: generated_examples must be an integer, got {ge!r}")
 
-def _report_path(config) -> None:
+def check_report_path(config) -> None:
     """``--report-json PATH`` must be writable: checked before the run, not after it."""
     path = config.getoption("--report-json")
     if not path:
@@ -75,7 +75,7 @@ def _report_path(config) -> None:
 class State:
     def __init__(self, adapter: Adapter, device: str, dtypes: list[str], expectations: Optional[Path], config=None):
         self.adapter, self.device, self.dtypes, self.config = adapter, device, dtypes, config
-        self.versions = _versions(adapter)
+        self.versions = adapter_versions(adapter)
         self.spec = registry.spec()
         self.expectations_path = expectations
         try:
@@ -101,7 +101,7 @@ class State:
         self.model_info: Optional[dict] = None  # --model: the model adapter's description
         self.plot_dir: Optional[Path] = None  # --plot-dir, absolute
 
-def _parse_dtypes(text: str) -> list[str]:
+def parse_dtypes(text: str) -> list[str]:
     if text == "all":
         return list(DTYPES)
     out = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))  # float32,float32 runs once
@@ -116,7 +116,7 @@ def normalize_device(device: str) -> str:
     kind, sep, index = device.strip().lower().partition(":")
     return ("cuda" if kind == "gpu" else kind) + sep + index
 
-def _check_attns(config, adapter) -> None:
+def check_attns(config, adapter) -> None:
     """A model's attention implementations: a non-empty tuple of names; ``--attn`` names among them
     (or the model's ``attn_extra``: the hf: models' forced CUDA kernels)."""
     from posenc.spec.errors import UsageError
@@ -152,7 +152,7 @@ def default_expectations(name: str, model_info: Optional[dict] = None) -> Path:
         return EXPECTATIONS_DIR / "models" / f"{name.replace(':', '-').replace('/', '-')}.yaml"
     return EXPECTATIONS_DIR / f"{name}.yaml"
 
-def _isolated(config) -> bool:
+def isolated(config) -> bool:
     """The adapter runs in a worker process: --posenc-isolation process (the default) in a run
     that is not pytest-xdist's (there each xdist worker is the isolation, and the controller
     only reads the adapter's attributes)."""
@@ -160,7 +160,7 @@ def _isolated(config) -> bool:
     return config.getoption("--posenc-isolation") == "process" and not xdist
 
 def state(config) -> State:
-    st = config.stash.get(_KEY, None)
+    st = config.stash.get(STATE_KEY, None)
     if st is None:
         regs = ", ".join(sorted(registered()))
         raise pytest.UsageError(f"the conformance suite needs --adapter NAME (an implementation's operations; "
@@ -168,7 +168,7 @@ def state(config) -> State:
                                 "or a model adapter file)")
     return st
 
-def _adapter_name(config) -> str:
+def adapter_name(config) -> str:
     try:
         return str(state(config).adapter.name)
     except BaseException:  # noqa: BLE001 - a crashed or hostile adapter

@@ -24,7 +24,7 @@ import numpy as np
 
 from posenc.harness.diagnosis import Match, diagnose
 from posenc.harness.failure import (ConformanceFailure, assert_conforms, call_adapter, fail, invariant_clauses,
-                                    load_golden, require_dtype)
+                                    load_golden, require_dtype, run_and_check)
 from posenc.harness.golden import Golden, computed, generate
 from posenc.harness.inference import SHIFTS, Candidate, InferenceContext, Outputs, int_models, shift_sentence, sig
 from posenc.harness.model_run import CAPABILITIES, CAUSAL, MODEL_KINDS, Facts, Run, Scenario, as_array, cached_real
@@ -97,7 +97,7 @@ def left_pad_rows(adapter, case, dtype, device, cl, g: Golden, positions) -> Non
 
 __all__ = ["Case", "Gen", "pos", "arange_x", "Golden", "Match", "ConformanceFailure", "Unsupported", "Run", "Facts",
            "Scenario", "CAPABILITIES", "CAUSAL", "MODEL_KINDS", "cached_real", "as_array", "assert_conforms", "call_adapter", "fail",
-           "invariant_clauses", "load_golden", "require_dtype", "computed", "generate", "checked_outputs",
+           "invariant_clauses", "load_golden", "require_dtype", "run_and_check", "computed", "generate", "checked_outputs",
            "compare_outputs", "diagnose", "native", "native_inputs", "record", "recording", "run_case", "run_op", "spec",
            "clauses_of", "step", "rows", "exact_decode_steps", "left_pad_rows", "InferenceContext", "Candidate", "Outputs",
            "SHIFTS", "int_models", "shift_sentence", "sig"]

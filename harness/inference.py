@@ -95,14 +95,27 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
     if len(shaped) < len(bad):
         return [f"{n}: missing from the outputs" if n not in out else f"{n}: shape {list(out[n].shape)}, "
                 f"the reference's is {list(g.outputs[n].shape)}" for n in bad if n not in shaped]
-    models, notes = registry.inferences(ctx.op)
+    try:
+        models, notes = registry.inferences(ctx.op)
+    except Exception:  # noqa: BLE001 - a registry that cannot say (named at load time): the fallback alone
+        models, notes = [], []
     if any(out[n].dtype.kind == "f" and not np.isfinite(out[n]).all() for n in bad):
         return _fallback(ctx, notes)  # NaN/inf: no model of a bug gives them
-    try:
-        found = _judge(ctx, [c for model in models for c in model(ctx)], ref_ratio)
-    except Exception:  # noqa: BLE001 - a model that cannot be built here: fall back
-        found = []
+    found = _judge(ctx, _candidates(ctx, models), ref_ratio)
     return found if found and not found[0].startswith("closest fit") else found + _fallback(ctx, notes)
+
+
+def _candidates(ctx: InferenceContext, models) -> list[Candidate]:
+    """Every candidate of every model registered for the operation, in order; a model that raises or
+    returns something else than ``(sentence, implied)`` pairs is skipped, never the others."""
+    out: list[Candidate] = []
+    for model in models:
+        try:
+            cands = list(model(ctx))
+        except Exception:  # noqa: BLE001 - a model that cannot be built here says nothing
+            continue
+        out += [c for c in cands if isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) and callable(c[1])]
+    return out
 
 
 def _judge(ctx: InferenceContext, candidates: list[Candidate], ref_ratio: float) -> list[str]:

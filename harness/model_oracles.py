@@ -447,3 +447,47 @@ def pair_problem(clause: str, pair: dict, dtype: str) -> Optional[Problem]:
     ratio = err / np.where(bound > 0, bound, np.inf)
     return Problem("logits", (clause,), f"{pair['label']}: {pair['where'][i]}: max |logit difference| {err[i]:.3g} > bound "
                    f"{bound[i]:.3g} ({int(bad.sum())} of {len(bad)} rows; worst {np.nanmax(ratio):.3g} x the bound)")
+
+
+#: The parameter models the oracle reads, by probe kind (the encodings a declared probe needs).
+_ORACLE_PARAMS = {"rope": ("RopeParams", "MRopeParams"),
+                  "table": ("GPT2EmbeddingParams", "BertEmbeddingParams", "OPTEmbeddingParams", "BartEmbeddingParams",
+                            "RobertaEmbeddingParams", "SinusoidalParams", "LookupParams"),
+                  "bias": ("AlibiParams", "T5Params")}
+
+
+#: The names the oracle reads a parameter model under (those of posenc.hf.params_from_hf_config):
+#: ``(exact names, prefixes)``; a table's parameters may have any name.
+_NAMES = {"RopeParams": (("rope",), ("rope.",)), "MRopeParams": (("mrope",), ()), "AlibiParams": (("alibi",), ()),
+          "T5Params": (("encoder", "decoder"), ()), "NopeParams": (("nope",), ()),
+          "SoftmaxScaleParams": (("softmax_scale",), ())}
+
+
+def encodings_problem(enc, probes) -> Optional[str]:
+    """What is wrong with a model's ``encodings()`` for the oracle, or None: a dict of the spec's parameter
+    models (``layer_types`` a tuple of names), each under the name the oracle reads it by, and the
+    parameters every declared probe kind's oracle reads (never a run whose probes are silently not
+    checked: the suite makes the problem a usage error)."""
+    from posenc.spec.models import PARAM_MODELS
+    if not isinstance(enc, dict):
+        return (f"encodings() must return a dict of parameter models, got {type(enc).__name__}")
+    for k, p in enc.items():
+        if k == "layer_types":
+            if not isinstance(p, (tuple, list)) or not all(isinstance(x, str) for x in p):
+                return f"encodings()['layer_types'] must be a tuple of layer type names, got {p!r}"
+            continue
+        if type(p).__name__ not in PARAM_MODELS or not isinstance(p, PARAM_MODELS[type(p).__name__]):
+            return (f"encodings()[{k!r}] must be one of the spec's parameter models (posenc.spec.models: "
+                    f"{', '.join(sorted(PARAM_MODELS))}), got {type(p).__name__}")
+    for k, p in enc.items():
+        want = _NAMES.get(type(p).__name__)
+        if want and not (k in want[0] or any(k.startswith(x) for x in want[1])):
+            return (f"encodings() names its {type(p).__name__} {k!r}; the oracle reads it under "
+                    f"{' or '.join(repr(x) for x in (*want[0], *(x + '<layer type>' for x in want[1])))}")
+    kinds = {type(p).__name__ for k, p in enc.items() if k != "layer_types"}
+    for probe in probes:
+        want = _ORACLE_PARAMS.get(probe)
+        if want and not kinds & set(want):
+            return (f"declares {probe!r} probes but encodings() gives none of {', '.join(want)}: the oracle would "
+                    "have nothing to check them against")
+    return None

@@ -12,8 +12,8 @@ import warnings
 
 from posenc import registry as _families
 
-warnings.warn("posenc.reference.mutants is deprecated: use posenc.registry.mutants()[name][op]",
-              DeprecationWarning, stacklevel=2)
+warnings.warn("posenc.reference.mutants is deprecated: use run_mutant(name, op, ...) and mutants() of "
+              "posenc.families (a family's modules) or posenc.registry", DeprecationWarning, stacklevel=2)
 
 from .rounding import bf16_round  # noqa: F401  (re-exported)
 

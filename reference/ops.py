@@ -21,8 +21,8 @@ import numpy as np
 
 from posenc import registry as _families
 
-warnings.warn("posenc.reference.ops is deprecated: use posenc.registry.reference_of(op) and "
-              "posenc.registry.operation(op)", DeprecationWarning, stacklevel=2)
+warnings.warn("posenc.reference.ops is deprecated: use reference_of(op), run_reference(op, ...) and operation(op) "
+              "of posenc.families (a family's modules) or posenc.registry", DeprecationWarning, stacklevel=2)
 
 Outputs = dict[str, np.ndarray]
 

@@ -204,11 +204,22 @@ def _import_all(kind: str) -> bool:
     try:
         for fam in list(FAMILIES.values()):
             for mod in (fam.modules if kind == "modules" else fam.check_modules):
-                importlib.import_module(mod)
+                _import_family_module(fam, mod)
     except BaseException:
         _LOADED[kind] = False
         raise
     return True
+
+
+def _import_family_module(fam: Family, mod: str) -> None:
+    """Import one of a family's modules; an exception (a missing library, a typo) is a one-line
+    :class:`SpecError` naming the family and the module, never a traceback from inside the kit."""
+    try:
+        importlib.import_module(mod)
+    except SpecError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a broken family is named
+        raise SpecError(f"family {fam.name!r}: module {mod} cannot be imported: {type(e).__name__}: {e}") from e
 
 
 def load_modules() -> None:
@@ -275,6 +286,19 @@ def load_checks() -> None:
         missing = sorted(set(c.invariants) - have)
         if missing:
             raise SpecError(f"{c.id}: invariant(s) {', '.join(missing)} have no registered check (@posenc.families.check)")
+    _check_inferences()
+
+
+def _check_inferences() -> None:
+    """Every inference model and note is registered for a declared operation (a one-line error naming
+    the function otherwise: a wrong registration never silently switches inference off)."""
+    declared = spec().operations
+    for kind, table in (("inference model", INFERENCES), ("inference note", INFERENCE_NOTES)):
+        for op, fns in table.items():
+            if op not in declared:
+                names = ", ".join(f"{f.__module__}.{f.__qualname__}" for f in fns)
+                raise SpecError(f"{kind} {names}: registered for operation {op!r}, which no spec file declares "
+                                f"(@posenc.families.{'inference_notes' if kind.endswith('note') else 'inference'})")
 
 
 # ---- registration decorators ----------------------------------------------------------------
@@ -443,11 +467,9 @@ def _register_per_op(table: dict, what: str, ops: tuple) -> Callable:
 
 
 def inferences(op: str) -> tuple[list[Callable], list[Callable]]:
-    """The inference models and fallback notes registered for ``op`` (the check modules are loaded first)."""
+    """The inference models and fallback notes registered for ``op`` (the check modules are loaded, and
+    every registration checked against the spec, first)."""
     load_checks()
-    unknown = sorted((set(INFERENCES) | set(INFERENCE_NOTES)) - set(spec().operations))
-    if unknown:
-        raise SpecError(f"inference registered for undeclared operation(s) {', '.join(unknown)}")
     return list(INFERENCES.get(op, ())), list(INFERENCE_NOTES.get(op, ()))
 
 

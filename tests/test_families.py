@@ -29,12 +29,12 @@ KIT_CONFORMANCE = Path(posenc.conformance.__file__).resolve().parent
 STRICT = "error:posenc:DeprecationWarning"
 
 
-@pytest.fixture(scope="module", params=["toy_family", "toy_family_0_4"])
-def toy_env(request, tmp_path_factory):
-    """PYTHONPATH with the toy module and a dist-info declaring its ``posenc.families`` entry point; the
-    toy written against the façades runs with posenc's deprecation warnings as errors."""
-    root = tmp_path_factory.mktemp(request.param)
-    for f in (TESTS / request.param).glob("*"):
+def _install_toy(tmp_path_factory, folder: str):
+    """The toy of ``tests/<folder>`` on a PYTHONPATH with a dist-info declaring its ``posenc.families``
+    entry point, its goldens regenerated into its copy; the toy written against the façades runs with
+    posenc's deprecation warnings as errors.  ``(root, env)``."""
+    root = tmp_path_factory.mktemp(folder)
+    for f in (TESTS / folder).glob("*"):
         if f.is_file():
             shutil.copy(f, root / f.name)
     dist = root / "posenc_toy-0.1.dist-info"
@@ -43,11 +43,17 @@ def toy_env(request, tmp_path_factory):
     (dist / "entry_points.txt").write_text("[posenc.families]\ntoy = posenc_toy\n")
     env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "POSENC_TOY_GOLDEN": str(root / "golden")}
-    if request.param == "toy_family":
+    if folder == "toy_family":
         env["PYTHONWARNINGS"] = STRICT
     r = _run(env, "posenc", "golden", "regenerate", "--family", "toy")
     assert r.returncode == 0 and "wrote 1 golden files" in r.stdout, r.stdout + r.stderr
     return root, env
+
+
+@pytest.fixture(scope="module", params=["toy_family", "toy_family_0_4"])
+def toy_env(request, tmp_path_factory):
+    """The toy written against the façades, then the toy as written for spec 0.4.0."""
+    return _install_toy(tmp_path_factory, request.param)
 
 
 def _run(env, *cmd, cwd=None):
@@ -116,17 +122,7 @@ def test_toy_mutant_adapter_fails_with_the_divergence_named(toy_env):
 def test_a_bug_outside_the_toys_catalogue_gets_the_toys_inference(tmp_path_factory):
     """The toy registers an inference model (``@families.inference``): an adapter whose ramp has another
     slope, which no divergence of the toy reproduces, fails with what the toy's model says it is."""
-    root = tmp_path_factory.mktemp("toy-slope")
-    for f in TOY.glob("*"):
-        if f.is_file():
-            shutil.copy(f, root / f.name)
-    dist = root / "posenc_toy-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: posenc-toy\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[posenc.families]\ntoy = posenc_toy\n")
-    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "POSENC_TOY_GOLDEN": str(root / "golden"), "PYTHONWARNINGS": STRICT}
-    assert _run(env, "posenc", "golden", "regenerate", "--family", "toy").returncode == 0
+    root, env = _install_toy(tmp_path_factory, "toy_family")
     r = _pytest(env, "--adapter", str(root / "toy_slope_adapter.py"), "-k", "toy and test_golden")
     out = r.stdout
     assert r.returncode == 1, out[-3000:]

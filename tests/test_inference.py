@@ -362,3 +362,40 @@ def test_the_fallback_tabulates_the_error_by_position_from_the_first_wrong_token
     vals = [c.split(": ")[1] for c in cells]
     assert vals[1] == "inf" and float(vals[0]) > 1 and float(vals[2]) > 1
     assert len(vals) == 6 and all(float(v) <= 1 for v in vals[3:])  # right: within the bound
+
+
+# ---- the registration -------------------------------------------------------------------------------
+
+def test_inference_models_are_the_families_registrations():
+    """The harness's inference knows no family: the models it tries for an operation are the ones its
+    family registered (``@families.inference``), the fallback's facts too (``@families.inference_notes``)."""
+    from posenc import registry
+    models, notes = registry.inferences("rope.apply")
+    assert [m.__module__ for m in models] == ["posenc.families.rope_inference"]
+    assert [n.__module__ for n in notes] == ["posenc.families.rope_inference"]
+    assert registry.inferences("axial.apply") == ([], [])
+
+
+def test_a_broken_model_skips_only_itself(monkeypatch):
+    """A registered model that raises or returns garbage is skipped; the other models of the operation
+    still name the bug."""
+    from posenc import registry
+    g = load_golden("rope-llama3-8b")
+    bad = [lambda ctx: 1 / 0, lambda ctx: None, lambda ctx: [("not a candidate",), 7]]
+    monkeypatch.setitem(registry.INFERENCES, "rope.apply", bad + list(registry.INFERENCES["rope.apply"]))
+    s = _one(_infer("rope-llama3-8b", inputs={**g.inputs, "position_ids": g.inputs["position_ids"] + 1}))
+    assert "+1 on every token" in s
+
+
+def test_an_inference_for_an_undeclared_operation_is_named(monkeypatch):
+    """A registration for an operation no spec file declares is a one-line error when the checks load
+    (``posenc spec validate``, the suite's start), never a silently empty inference."""
+    from posenc import registry
+    from posenc.spec.errors import SpecError
+
+    def toy_model(ctx):
+        return []
+    monkeypatch.setitem(registry.INFERENCES, "toy.nosuch", [toy_model])
+    monkeypatch.setitem(registry._LOADED, "checks", False)  # load again: the modules are imported already
+    with pytest.raises(SpecError, match=r"inference model .*toy_model: registered for operation 'toy.nosuch'"):
+        registry.load_checks()

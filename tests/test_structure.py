@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ MAX_FUNCTION_LINES = 60
 MAX_ROOM_SHARE = 0.30
 #: Modules kept for one release (spec 0.4.x) that re-export what moved; importing one warns.
 DEPRECATED = ("posenc.conformance.cases", "posenc.conformance.suite", "posenc.conformance.checks",
+              "posenc.conformance.runner", "posenc.conformance.golden", "posenc.conformance.inference",
               "posenc.spec.hf_config", "posenc.reference.ops", "posenc.reference.mutants")
 #: What code outside the kit may import (docs/architecture.md, "Public API"): the spec and the reference
 #: in full, and one façade per role of the rooms above them.
@@ -149,13 +151,28 @@ def test_no_room_holds_most_of_the_package():
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
-    """``(line, module)`` of every ``posenc`` import of a file (``from posenc import x``: ``posenc.x``)."""
+    """``(line, module)`` of every ``posenc`` import of a file: ``from posenc.x import y`` is ``posenc.x.y``
+    where that is a module (a private module reached through its package), else ``posenc.x``; a string
+    handed to ``importlib.import_module`` / ``__import__`` counts too."""
+    import importlib.util
     out = []
+
+    def is_module(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            return False
     for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(n, ast.Import):
             out += [(n.lineno, a.name) for a in n.names if a.name.split(".")[0] == "posenc"]
         elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0 and n.module.split(".")[0] == "posenc":
-            out += [(n.lineno, f"{n.module}.{a.name}" if n.module == "posenc" else n.module) for a in n.names]
+            for a in n.names:
+                sub = f"{n.module}.{a.name}"
+                out.append((n.lineno, sub if n.module == "posenc" or is_module(sub) else n.module))
+        elif isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) in (
+                "import_module", "__import__") and n.args and isinstance(n.args[0], ast.Constant) \
+                and str(n.args[0].value).startswith("posenc"):
+            out.append((n.lineno, str(n.args[0].value)))
     return out
 
 
@@ -172,8 +189,11 @@ def test_examples_and_the_toy_family_import_only_the_facades(path):
 def test_the_facade_check_can_fail(tmp_path):
     p = tmp_path / "x.py"
     p.write_text("from posenc.harness.runner import run_op\nfrom posenc.harness.checks import fail\n"
-                 "from posenc import families\nimport posenc.spec.models\n", encoding="utf-8")
-    assert [m for _, m in _imports(p) if not _public(m)] == ["posenc.harness.runner"]
+                 "from posenc import families\nimport posenc.spec.models\nfrom posenc.adapters import base\n"
+                 "from posenc.families import rope\nimport importlib\nimportlib.import_module('posenc.harness.golden')\n",
+                 encoding="utf-8")
+    assert [m for _, m in _imports(p) if not _public(m)] == ["posenc.harness.runner", "posenc.adapters.base",
+                                                             "posenc.families.rope", "posenc.harness.golden"]
 
 
 def test_the_kit_imports_no_deprecated_module_and_each_warns():
@@ -204,7 +224,64 @@ def test_no_module_of_the_suite_names_a_family():
             continue
         for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(n, ast.Constant) and isinstance(n.value, str):
-                words = set(n.value.replace(",", " ").replace("`", " ").split())
-                hits = sorted(w for w in words if w in ops or w.startswith("posenc.families."))
+                hits = sorted(op for op in ops if re.search(rf"(?<![\w.]){re.escape(op)}(?!\w)", n.value))
+                hits += ["posenc.families." + m for m in re.findall(r"posenc\.families\.(\w+)", n.value)]
                 bad += [f"{name}:{n.lineno}: {w}" for w in hits]
     assert not bad, "\n".join(bad)
+
+
+#: Kit modules reached by name at run time (not by an import statement), each a documented exception to
+#: the layers: the registry discovers the kit's families by name, the tools find the suite to run it,
+#: a deprecated re-export forwards to the families' modules.
+DYNAMIC_ALLOWED = {("posenc.registry", "posenc.families"), ("posenc.tools", "posenc.conformance"),
+                   ("posenc.reference.ops", "posenc.families")}
+
+
+def _layers() -> list[set[str]]:
+    cfg = configparser.ConfigParser()
+    cfg.read(CONFIG)
+    return [set(p.strip() for p in line.split("|")) for line in cfg["importlinter:contract:layers"]["layers"].splitlines()
+            if line.strip()]
+
+
+def _dynamic_targets(tree: ast.Module) -> list[tuple[int, str]]:
+    """Kit modules a module reaches by a string: ``import_module``, ``find_spec``, ``resources.files``,
+    ``__import__`` of a literal, an f-string or a module-level constant starting with ``posenc.``."""
+    consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+              and isinstance(n.value.value, str) for t in n.targets if isinstance(t, ast.Name)}
+    out = []
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) in (
+                "import_module", "find_spec", "files", "__import__") and n.args):
+            continue
+        a = n.args[0]
+        text = (a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else
+                consts.get(a.id) if isinstance(a, ast.Name) else
+                "".join(v.value if isinstance(v, ast.Constant) else consts.get(getattr(v.value, "id", ""), "{}")
+                        for v in a.values) if isinstance(a, ast.JoinedStr) else None)
+        if text and text.startswith("posenc."):
+            out.append((n.lineno, text))
+    return out
+
+
+def test_modules_reached_by_name_respect_the_layers():
+    """A string import cannot go round the contracts: a kit module reached by name from a room above it is
+    one of :data:`DYNAMIC_ALLOWED`."""
+    rank = {room: i for i, layer in enumerate(_layers()) for room in layer}
+    bad = []
+    for name, path in _files().items():
+        src_room = ".".join(name.split(".")[:2])
+        for line, target in _dynamic_targets(ast.parse(path.read_text(encoding="utf-8"))):
+            dst_room = ".".join(target.split(".")[:2])
+            if dst_room == src_room or rank.get(dst_room, -1) > rank.get(src_room, 99):
+                continue  # the same room, or a room below
+            if (src_room, dst_room) in DYNAMIC_ALLOWED or (name, dst_room) in DYNAMIC_ALLOWED:
+                continue
+            bad.append(f"{name}:{line}: reaches {target} by name, above or beside its room")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_dynamic_import_check_can_fail():
+    tree = ast.parse("import importlib\nPKG = 'posenc.families'\ndef f(x):\n"
+                     "    importlib.import_module(f'{PKG}.{x}')\n    importlib.import_module('posenc.harness.runner')\n")
+    assert _dynamic_targets(tree) == [(4, "posenc.families.{}"), (5, "posenc.harness.runner")]

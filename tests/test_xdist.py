@@ -2,7 +2,7 @@
 summary, the ``--report-json`` verdicts, the exit code and the expectation strictness.
 
 The workers attach each test's verdict to its report (``rep.posenc``); the controller books the
-reports it receives (``plugin._Booker``).  Runs in subprocesses, as a user runs them.
+reports it receives (``booking.Booker``).  Runs in subprocesses, as a user runs them.
 """
 
 from __future__ import annotations

@@ -3,20 +3,29 @@
 Read by the spec site (a clause's "Implementations" table) and by ``posenc card``.  The sources are
 ``docs/conformance-matrix.json`` (operation clauses: clause x adapter x dtype, written by ``posenc
 matrix``) and ``docs/model-matrix.json`` (MODEL-* scenarios: model x attention x scenario x dtype).
-Both are files of the kit's checkout: an installed kit without them reports no status (``None``),
-never a made-up one.
+Both are files of the kit's checkout, read from :func:`committed_docs_dir` (``$POSENC_MATRICES``, else the
+``docs/`` of the checkout an editable install runs from, found from the distribution's metadata -- never
+from the working directory or a path built from ``__file__``): an installed kit without them (a wheel)
+reports no status (``None``), never a made-up one.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from importlib import metadata
+from urllib.parse import unquote, urlparse
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
 from posenc.tools import model_matrix
-from posenc.tools.matrix import DOCS_DIR, JSON_NAME
+from posenc.tools.matrix import JSON_NAME
+
+#: the distribution whose checkout holds the committed matrices, and the variable that names another folder
+DISTRIBUTION = "posenc-conformance"
+MATRICES_VAR = "POSENC_MATRICES"
 
 #: verdict words, worst first: the summary of a clause across dtypes is its worst cell
 _ORDER = ("fail", "kit error", "diverges", "unsupported", "n/a", "pass")
@@ -81,14 +90,34 @@ def _load(path: Path) -> Optional[dict]:
         return None
 
 
-def matrix_available(docs_dir: Path = DOCS_DIR) -> bool:
-    return _load(Path(docs_dir) / JSON_NAME) is not None
+def committed_docs_dir() -> Optional[Path]:
+    """The folder of the committed matrices: ``$POSENC_MATRICES`` where set, else the ``docs/`` folder of the
+    checkout the kit runs from (an editable install: its ``direct_url.json``); None for a wheel."""
+    given = os.environ.get(MATRICES_VAR)
+    if given:
+        return Path(given)
+    try:
+        direct = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "{}")
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    url = urlparse(direct.get("url", ""))
+    if url.scheme != "file" or not (direct.get("dir_info") or {}).get("editable"):
+        return None
+    return Path(unquote(url.path)) / "docs"
 
 
-def clause_status(clause_id: str, docs_dir: Path = DOCS_DIR) -> Optional[list[ImplementationStatus]]:
-    """Each implementation's status on ``clause_id`` from the committed matrices, sorted by name;
-    ``[]`` when the matrix has no row for the clause, ``None`` when no matrix is available."""
-    docs_dir = Path(docs_dir)
+def matrix_available(docs_dir: Optional[Path] = None) -> bool:
+    docs_dir = Path(docs_dir) if docs_dir is not None else committed_docs_dir()
+    return docs_dir is not None and _load(docs_dir / JSON_NAME) is not None
+
+
+def clause_status(clause_id: str, docs_dir: Optional[Path] = None) -> Optional[list[ImplementationStatus]]:
+    """Each implementation's status on ``clause_id`` from the committed matrices (in ``docs_dir``, default
+    :func:`committed_docs_dir`), sorted by name; ``[]`` when the matrix has no row for the clause, ``None``
+    when no matrix is available."""
+    docs_dir = Path(docs_dir) if docs_dir is not None else committed_docs_dir()
+    if docs_dir is None:
+        return None
     if clause_id.startswith("MODEL-"):
         mm = _load(docs_dir / model_matrix.JSON_NAME)
         if mm is None:

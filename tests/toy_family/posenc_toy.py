@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from posenc import families
 from posenc.families import Case, pos
 from posenc.harness.checks import (Candidate, InferenceContext, call_adapter, clauses_of, fail, load_golden,
-                                   require_dtype, sig)
+                                   require_dtype, run_op, sig)
 
 HERE = Path(__file__).resolve().parent
 
@@ -56,16 +56,17 @@ families.add_cases(Case("toy-ramp-tiny", "toy.ramp", ("TOY-RAMP",), ToyParams(di
 
 @families.check("toy_ramp_linear", invariant="ramp_linear", ops=("toy.ramp",))
 def toy_ramp_linear(request, adapter, device, dtype, case):
-    """Doubling every position doubles pe."""
+    """Doubling every position doubles pe.  The adapter is called through ``run_op`` (private copies in,
+    the outputs contract-checked, every call recorded: a failure is diagnosed on these calls)."""
     require_dtype(adapter, dtype)
     cl = clauses_of(request)
     g = load_golden(case.id)
 
     def at(positions):
-        x = adapter.from_numpy(positions, "int64", device)
-        return adapter.to_numpy(adapter.toy_ramp(x, case.params, dtype=dtype, device=device)).astype(np.float64)
+        return run_op(adapter, "toy.ramp", case.params, {"position_ids": positions}, dtype, device)["pe"]
     one, two = call_adapter(adapter, case, dtype, cl, lambda: (at(g.inputs["position_ids"]),
                                                                at(2 * g.inputs["position_ids"])))
+    one, two = one.astype(np.float64), two.astype(np.float64)
     if not np.allclose(two, 2 * one, rtol=1e-2):
         fail(cl, adapter, case, dtype, f"pe(2p) must equal 2 pe(p): {two[0, 0].tolist()} vs {(2 * one)[0, 0].tolist()}")
 

@@ -71,8 +71,8 @@ def _blocks(card: Card, prefix: str) -> list[tuple]:
         _figure_blocks(c, H, P, T, L, img)
         H(3, "Implementations")
         if not card.matrix_available:
-            P("No conformance matrix is available (docs/conformance-matrix.json is not in this installation): "
-              "no implementation status.")
+            P("No conformance matrix is available (docs/conformance-matrix.json of the kit's checkout; an installed "
+              "wheel carries none, $POSENC_MATRICES names a folder that has it): no implementation status.")
         else:
             P("From the committed conformance matrix (docs/conformance-matrix.json), per clause:")
             T(["clause", "status"], [[ci.id, _status_line(ci.statuses)] for ci in c.clauses])
