@@ -27,8 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def wheel_env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
     wheels = tmp / "dist"
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                        str(wheels), str(ROOT)], capture_output=True, text=True, timeout=600)
+    import setuptools
+    # this environment's setuptools builds it where it is new enough (pyproject.toml: setuptools>=69), else
+    # pip's isolated build environment does
+    isolation = [] if int(setuptools.__version__.split(".")[0]) >= 69 else ["--use-pep517"]
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels),
+                        *(["--no-build-isolation"] if not isolation else isolation), str(ROOT)],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (wheel,) = wheels.glob("posenc_conformance-*.whl")
     venv = tmp / "venv"
