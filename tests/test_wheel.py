@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -27,12 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def wheel_env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
     wheels = tmp / "dist"
+    src = tmp / "src"  # built from a copy: a build writes build/ and *.egg-info beside the sources
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
+                                                              ".import_linter_cache", ".hypothesis", "posenc-site*"))
     import setuptools
     # this environment's setuptools builds it where it is new enough (pyproject.toml: setuptools>=69), else
     # pip's isolated build environment does
     isolation = [] if int(setuptools.__version__.split(".")[0]) >= 69 else ["--use-pep517"]
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels),
-                        *(["--no-build-isolation"] if not isolation else isolation), str(ROOT)],
+                        *(["--no-build-isolation"] if not isolation else isolation), str(src)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (wheel,) = wheels.glob("posenc_conformance-*.whl")
