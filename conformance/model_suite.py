@@ -24,8 +24,8 @@ from posenc.adapters import Unsupported
 from posenc.harness.failure import ConformanceFailure
 from posenc.harness.model_judge import judge, positions_used
 from posenc.harness.model_oracles import encodings_problem
-from posenc.harness.model_run import CAPABILITIES
-from posenc.spec.errors import AdapterError, KitError, exception_text
+from posenc.harness.model_run import CAPABILITIES, MODEL_KINDS, Run
+from posenc.spec.errors import AdapterError, KitError, UsageError, exception_text
 
 
 class NotApplicable(Unsupported):
@@ -49,7 +49,6 @@ def run_scenario(adapter, name: str, dtype: str, attn: str, device: str, seed: i
     verdict does not depend on which scenarios ran before it.  Within a scenario the passes run in
     order on one model object.  Runs where the model lives (the worker, or pytest's process with
     ``--posenc-isolation none``)."""
-    from posenc.harness.model_run import Run
     sc = scenario_by_name(name)
     info = adapter.info()
     model = adapter.build(dtype=dtype, device=device, attn_implementation=attn, seed=seed)
@@ -61,8 +60,6 @@ def run_scenario(adapter, name: str, dtype: str, attn: str, device: str, seed: i
 def model_info(adapter) -> dict:
     """The adapter's description (``ModelAdapter.info``), its fields checked: a usage error names
     the one that is wrong."""
-    from posenc.harness.model_run import CAPABILITIES, MODEL_KINDS
-    from posenc.spec.errors import UsageError
     try:
         info = adapter.info()
     except Unsupported as e:

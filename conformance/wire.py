@@ -293,11 +293,6 @@ def read_frame(reader: Reader) -> tuple[dict, list[bytes]]:
     return header, blobs
 
 
-def type_names(cls: type) -> list[str]:
-    """``module.qualname`` of ``cls`` and its bases (how a handle's type travels)."""
-    return [f"{c.__module__}.{c.__qualname__}" for c in cls.__mro__]
-
-
 def exception_data(e: BaseException) -> dict:
     """What the plugin needs of an exception raised in the worker, to raise its like.  Nothing
     the exception does (a ``__str__`` or a ``reason`` property that raises) escapes."""

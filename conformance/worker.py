@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from posenc.conformance import wire
+from posenc.harness.remote import class_names
 
 
 class Worker:
@@ -37,7 +38,7 @@ class Worker:
         k = self.next_id
         self.next_id += 1
         self.objects[k] = obj
-        return {"$h": k, "mro": wire.type_names(type(obj)), "call": callable(obj), "methods": self._methods(type(obj))}
+        return {"$h": k, "mro": class_names(type(obj)), "call": callable(obj), "methods": self._methods(type(obj))}
 
     def _methods(self, cls: type) -> list[str]:
         """The public methods a prepared object's class defines (sent with its handle, so that
@@ -205,7 +206,7 @@ class Worker:
         """What the contract check of one output needs, in one round trip: its type's names and
         ``dtype_of``, ``device_of``, ``to_numpy`` (each a value or the exception it raised)."""
         x = self._in(req["target"], blobs)
-        res = {"mro": {"$j": wire.type_names(type(x))}}
+        res = {"mro": {"$j": class_names(type(x))}}
         for key, fn in (("dtype", self.adapter.dtype_of), ("device", lambda v: str(self.adapter.device_of(v))),
                         ("array", self.adapter.to_numpy)):
             try:
@@ -213,7 +214,7 @@ class Worker:
                 if key == "array":
                     from posenc.harness.runner import plain_array
                     v = plain_array(self.adapter, v)
-                res[key] = {"$d": {"ok": wire.encode(v, out, lambda o: {"$h": 0, "mro": wire.type_names(type(o)),
+                res[key] = {"$d": {"ok": wire.encode(v, out, lambda o: {"$h": 0, "mro": class_names(type(o)),
                                                                       "call": False, "unsent": True})}}
             except Exception as e:  # noqa: BLE001
                 res[key] = {"$d": {"err": {"$j": wire.exception_data(e)}}}

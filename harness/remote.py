@@ -48,8 +48,13 @@ def is_remote(adapter) -> bool:
     return isinstance(adapter, Remote)
 
 
+def class_names(cls: type) -> list[str]:
+    """``module.qualname`` of ``cls`` and its bases (how a handle's type travels between the processes)."""
+    return [f"{c.__module__}.{c.__qualname__}" for c in cls.__mro__]
+
+
 def type_names(x) -> list[str]:
     """``module.qualname`` of ``x``'s type and bases, for a local or a remote object (the contract
     checks compare types by name, so they read the same on both sides of the process boundary)."""
     t = getattr(x, "remote_types", None) if isinstance(x, (RemoteHandle, RemoteValue)) else None
-    return list(t) if t else [f"{c.__module__}.{c.__qualname__}" for c in type(x).__mro__]
+    return list(t) if t else class_names(type(x))

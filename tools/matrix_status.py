@@ -94,8 +94,13 @@ def committed_docs_dir() -> Optional[Path]:
     """The folder of the committed matrices: ``$POSENC_MATRICES`` where set, else the ``docs/`` folder of the
     checkout the kit runs from (an editable install: its ``direct_url.json``); None for a wheel."""
     given = os.environ.get(MATRICES_VAR)
-    if given:
-        return Path(given)
+    return Path(given) if given else _checkout_docs()
+
+
+@lru_cache(maxsize=1)
+def _checkout_docs() -> Optional[Path]:
+    """``docs/`` of the checkout an editable install runs from (read once: the install does not change
+    while the process runs; the site asks for every ID)."""
     try:
         direct = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "{}")
     except (metadata.PackageNotFoundError, ValueError):
