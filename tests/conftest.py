@@ -15,6 +15,12 @@ import posenc.conformance
 import posenc.harness.generation  # noqa: F401
 import posenc.harness.runner  # noqa: F401
 import posenc.harness.failure  # noqa: F401 - one module for the tests that patch its golden loading
+from posenc import registry
+
+# every family's modules (references, cases, checks, generators, inference models) likewise: the registry
+# imports them by name on first use, and one first imported inside an in-process run would be dropped with
+# the snapshot and, imported again, register its parts twice
+registry.load_checks()
 
 CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
 
