@@ -128,7 +128,11 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
 #: unpatched models of the model matrix (every hf:* architecture, eager and sdpa, every scenario
 #: that applies, its recorded divergences left out; ``python bench/calibrate_logits.py`` prints
 #: the worst ratio per dtype): about 4x the worst seen.
-K_LOGITS = {"float64": 128.0, "float32": 128.0, "bfloat16": 16.0, "float16": 32.0}
+#: Recalibrated 2026-12-05 (torch 2.13.0, transformers 5.24.0, the 2-core CI machine): worst 6.8
+#: (float64), 133.7 (float32: hf:t5 sdpa MODEL-DECODE, whose two sides are each ~3,900 eps x scale
+#: from the same weights run in float64, where they agree exactly: rounding, not a bug), 9.0
+#: (bfloat16: hf:t5), 5.3 (float16).
+K_LOGITS = {"float64": 128.0, "float32": 512.0, "bfloat16": 32.0, "float16": 32.0}
 
 
 def logits_eps(dtype: str) -> float:
