@@ -94,11 +94,12 @@ def expectations(a) -> int:
     """``posenc expectations convert`` / ``init``: 0 on success, 2 on a file or report error."""
     import json as _json
 
+    from posenc.conformance import expectation_drafts as drafts
     from posenc.conformance import expectations as exp
     try:
         if a.cmd == "convert":
             for f in a.files:
-                counts = exp.convert_file(f)
+                counts = drafts.convert_file(f)
                 print(f"{f}: already format {exp.FORMAT}, unchanged" if counts is None else
                       f"{f}: {counts[0]} line(s) of format 1 -> {counts[1]} line(s) of format {exp.FORMAT}")
             return 0
@@ -106,7 +107,7 @@ def expectations(a) -> int:
             report = _json.loads(Path(a.from_report).read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise exp.ExpectationError(f"{a.from_report}: {e}") from None
-        text, n = exp.draft_from_report(report)
+        text, n = drafts.draft_from_report(report)
         if a.out is None:
             sys.stdout.write(text)
         elif a.out.exists():

@@ -89,6 +89,10 @@ def book(st: State, payload: dict) -> None:
     st.booked.add(payload["nodeid"])
     if payload["partly_unsupported"]:
         st.partly_unsupported.append(payload["partly_unsupported"])
+    for i, *counts in payload.get("lines") or ():  # a generated test's expectation lines: cases covered, ...
+        t = st.line_tally.setdefault(int(i), [0, 0, 0])
+        for k, n in enumerate(counts):
+            t[k] += int(n)
 
 
 class Booker:
@@ -304,5 +308,9 @@ def report(config, st: State, exit_status: int) -> dict:
         "complete": st.complete,
         # diagnoses the run contradicts: the named divergence's mutant fails a golden case that passed
         "contradicted": st.contradicted,
+        # generated expectation lines (check: generated): stale ones fail the run; not exercised ones are
+        # reported (no drawn case met them)
+        "lines_stale": st.lines_stale,
+        "lines_not_exercised": st.lines_not_exercised,
         "results": st.records,
     }

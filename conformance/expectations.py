@@ -13,6 +13,31 @@ Format 2 (YAML), one line per (golden case, check) and the dtypes at which it fa
         library: keras-hub                   # a key of the adapter's versions()
         library_version: "0.32.0"
 
+A divergence seen in generated cases is recorded by operation, dtype and a condition on the
+drawn case's parameters (``check: generated``, no ``case``)::
+
+      - check: generated
+        operation: <family>.<operation>   # the generated test's operation (its test ID)
+        where: {rope_type: yarn, truncate: false}   # optional: the parameters where it shows
+        dtypes: [float32]
+        clause: SCALE-YARN-RAMP
+        divergence: DIV-UNNAMED-YARN-NO-TRUNCATE    # or a spec divergence
+        finding: "beta_fast 32 where 16 is specified"   # an unnamed line: what the inference says
+        evidence: "issue link or source line"
+        library: mylib
+        library_version: "1.2.0"
+
+``where`` keys are parameter names (a field of the case's parameter model or of a model nested in
+it, ``rope.factor`` dotted where a name is ambiguous), each value one allowed value or a list of
+them, compared with the field as the case holds it (``null``: a field left unset, which takes the
+spec's default); a case without that parameter does not meet the condition.  A generated example's
+failure is excused by the first such line (file order) whose operation, dtype and condition it
+meets and that explains it: a named line when the diagnosis names its divergence, an unnamed line
+when no divergence is named and an inferred line contains its ``finding`` (spaces and case
+ignored).  Never a malformed output or an exception.  The line is stale (the run fails) when the
+generated cases it covers ran and all passed; "not exercised" (reported, not a failure) when no
+drawn case met its condition.
+
 Strict: a listed (case, check, dtype) that passes fails the run; one that fails with another
 diagnosed divergence fails the run; one the adapter reports unsupported fails the run; a line
 whose (case, check) matches no collected test at any dtype is stale and fails the run; a line
@@ -22,9 +47,9 @@ no diagnosis; it never excuses a failure the kit diagnosed as a named divergence
 with the same (case, check) and a common dtype are an error.
 
 The old format (format 1: no ``format:`` key, lines keyed by ``test_id``, one per dtype) is
-rejected; ``posenc expectations convert FILE`` rewrites such a file (:func:`convert_file`).
+rejected; ``posenc expectations convert FILE`` rewrites such a file.
 ``posenc expectations init --from-report REPORT`` drafts a file from a ``--report-json``
-report (:func:`draft_from_report`).
+report (:mod:`posenc.conformance.expectation_drafts`).
 """
 
 from __future__ import annotations
@@ -32,10 +57,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Iterable, Iterator, Literal, Optional
+from typing import Any, Iterable, Iterator, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError,
+                      field_validator, model_validator)
 
 from posenc.spec import read_yaml
 from posenc.spec.models import DTYPES
@@ -46,17 +72,24 @@ FILL_ME = "DIV-UNNAMED-FILL-ME"
 TODO_EVIDENCE = "TODO: link the issue or source line"
 _OLD_ID = re.compile(r"^test_(?P<check>\w+)\[(?:(?P<dtype>" + "|".join(DTYPES) + r")-)?(?P<case>[^@\]]+)(?:@[^\]]*)?\]$")
 _PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._+-]*$")
-_FIELDS = ("case", "check", "dtypes", "clause", "divergence", "evidence", "library", "library_version")
+_FIELDS = ("case", "check", "operation", "where", "dtypes", "clause", "divergence", "finding", "evidence", "library",
+           "library_version")
+GENERATED = "generated"
+Scalar = Union[None, StrictBool, StrictInt, StrictFloat, str]
 
 
 class Expectation(BaseModel):
-    """One line: ``(case, check)`` fails at each of ``dtypes`` with ``divergence``."""
+    """One line: ``(case, check)`` fails at each of ``dtypes`` with ``divergence``; or, with ``check:
+    generated``, the generated cases of ``operation`` whose parameters meet ``where`` do."""
     model_config = ConfigDict(extra="forbid", frozen=True)
-    case: str = Field(min_length=1)
+    case: Optional[str] = Field(default=None, min_length=1)
     check: str = Field(min_length=1)
+    operation: Optional[str] = Field(default=None, min_length=1)
+    where: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
     dtypes: tuple[Literal[DTYPES], ...] = Field(min_length=1)  # type: ignore[valid-type]
     clause: str
     divergence: str
+    finding: Optional[str] = Field(default=None, min_length=1)
     evidence: str = Field(min_length=1)
     library: str
     library_version: str
@@ -68,10 +101,138 @@ class Expectation(BaseModel):
             raise ValueError(f"a dtype is listed twice: {list(v)}")
         return v
 
+    @field_validator("where", mode="before")
+    @classmethod
+    def _where(cls, v):
+        """``{name: value or [values]}`` as sorted ``((name, (values...)), ...)`` (hashable: lines are frozen)."""
+        if isinstance(v, tuple):
+            return v
+        if v is None:
+            return ()
+        if not isinstance(v, dict):
+            raise ValueError(f"a mapping of parameter names to a value or a list of values, got {type(v).__name__}")
+        out = []
+        for k, val in v.items():
+            if not isinstance(k, str) or not _PARAM.match(k):
+                raise ValueError(f"{k!r} is not a parameter name (a field name, dotted for a nested one)")
+            vals = tuple(val) if isinstance(val, list) else (val,)
+            if not vals or any(isinstance(x, (dict, list)) for x in vals):
+                raise ValueError(f"{k}: a value (string, number, true / false, null) or a non-empty list of them, "
+                                 f"got {val!r}")
+            out.append((k, vals))
+        return tuple(sorted(out))
+
+    @model_validator(mode="after")
+    def _shape(self):
+        if self.check == GENERATED:
+            if self.case is not None:
+                raise ValueError("a generated line has no case: it names the operation (operation:) and, optionally, "
+                                 "the parameters where the divergence shows (where:)")
+            if self.operation is None:
+                raise ValueError("a generated line needs the operation of the generated test (operation: "
+                                 "<family>.<operation>, as in its test ID test_generated[<dtype>-<operation>])")
+            if not self.named and self.finding is None:
+                raise ValueError(f"an unnamed generated line ({self.divergence}) needs the finding the inference "
+                                 "states (finding:): it excuses only failures whose inferred lines contain it")
+        else:
+            if self.case is None:
+                raise ValueError("a line needs the case ID (case:), or check: generated with operation:")
+            for f in ("operation", "finding"):
+                if getattr(self, f) is not None:
+                    raise ValueError(f"{f}: only a generated line (check: generated) has one")
+            if self.where:
+                raise ValueError("where: only a generated line (check: generated) has one")
+        if self.named and self.finding is not None:
+            raise ValueError(f"finding: only an unnamed line has one ({self.divergence} is named: the diagnosis says it)")
+        return self
+
     @property
     def named(self) -> bool:
         """True for a spec divergence, False for ``DIV-UNNAMED-<NAME>``."""
         return not self.divergence.startswith(UNNAMED)
+
+    @property
+    def generated(self) -> bool:
+        return self.check == GENERATED
+
+    def covers(self, op: str, params, dtype: str) -> bool:
+        """Whether a generated case of ``op`` with ``params`` (its parameter model) at ``dtype`` is one
+        this line records."""
+        if not self.generated or op != self.operation or dtype not in self.dtypes:
+            return False
+        flat = flat_params(params)
+        for key, allowed in self.where:
+            value = _lookup(flat, key)
+            if value is _MISSING or not any(_same(value, a) for a in allowed):
+                return False
+        return True
+
+    def explains(self, divergences: tuple[str, ...], inferred: Iterable[str]) -> bool:
+        """Whether this (generated) line explains a failure the diagnosis named ``divergences`` for and
+        the inference said ``inferred`` of."""
+        if self.named:
+            return self.divergence in divergences
+        if divergences:
+            return False  # an unnamed line never excuses a named divergence
+        pattern = finding_pattern(self.finding or "")
+        return pattern is not None and any(pattern.search(_norm(x)) for x in inferred)
+
+    def label(self) -> str:
+        """How a message names the line's subject."""
+        if self.generated:
+            cond = ", ".join(f"{k}: {list(v) if len(v) > 1 else v[0]}" for k, v in self.where)
+            return f"generated {self.operation}" + (f" where {cond}" if cond else "")
+        return f"case {self.case!r}, check {self.check!r}"
+
+
+_PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_MISSING = object()
+
+
+def flat_params(params) -> dict[str, Any]:
+    """A parameter model (or dict) as ``{dotted path: leaf value}``."""
+    raw = params.model_dump(mode="json") if hasattr(params, "model_dump") else dict(params or {})
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, v) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), x)
+        else:
+            out[prefix] = v
+    walk("", raw)
+    return out
+
+
+def _lookup(flat: dict[str, Any], key: str):
+    """The value of ``key``: a full dotted path, else the one path ending in ``.key``; else missing."""
+    if key in flat:
+        return flat[key]
+    hits = [p for p in flat if p.endswith("." + key)]
+    return flat[hits[0]] if len(hits) == 1 else _MISSING
+
+
+def _same(value, allowed) -> bool:
+    if value is None or allowed is None:
+        return value is None and allowed is None
+    if isinstance(value, bool) or isinstance(allowed, bool):
+        return isinstance(value, bool) and isinstance(allowed, bool) and value == allowed
+    if isinstance(value, (int, float)) and isinstance(allowed, (int, float)):
+        return float(value) == float(allowed)
+    if isinstance(value, (list, tuple)):
+        return str(list(value)) == str(allowed)
+    return str(value) == str(allowed)
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).lower().split())
+
+
+def finding_pattern(finding: str) -> Optional[re.Pattern]:
+    """What a line's ``finding`` matches: text anywhere in an inferred line, spaces and case ignored,
+    ``*`` standing for any text (a value that differs from one drawn case to the next)."""
+    parts = [re.escape(x) for x in _norm(finding).split("*")]
+    return re.compile(".*".join(parts)) if any(x.strip() for x in parts) else None
 
 
 class ExpectationFile(BaseModel):
@@ -95,6 +256,8 @@ class Expectations:
         self.entries: tuple[Expectation, ...] = tuple(entries)
         self._index: dict[tuple[str, str, str], int] = {}
         for i, e in enumerate(self.entries):
+            if e.generated:
+                continue  # by operation and condition: applied in file order
             for d in e.dtypes:
                 j = self._index.setdefault((e.case, e.check, d), i)
                 if j != i:
@@ -113,18 +276,50 @@ class Expectations:
         i = self._index.get((case_id, check, dtype))  # type: ignore[arg-type]
         return None if i is None else self.entries[i]
 
-    def excuse_generated(self, clauses: set[str], dtype: str, divergences: tuple[str, ...]) -> Optional[Expectation]:
+    def excuse_generated(self, clauses: set[str], dtype: str, divergences: tuple[str, ...], case=None,
+                         inferred: Iterable[str] = ()) -> Optional[Expectation]:
         """A line that excuses a failure of a generated (property-based) case, or None.
 
         ``clauses``: the clause IDs the failed check covers; ``divergences``: the divergence IDs
-        the diagnosis named.  Only a named line (never ``DIV-UNNAMED-*``) whose divergence is among
-        ``divergences``, whose clause is in ``clauses`` and whose dtypes include ``dtype`` excuses
-        it; the first such line in file order is returned.
+        the diagnosis named; ``case``: the drawn case (its ``op`` and ``params``); ``inferred``: what
+        the inference said where no divergence was named.  First a generated line covering the case
+        that explains the failure (:meth:`Expectation.covers`, :meth:`Expectation.explains`); else
+        a named line of a golden or invariant test (never ``DIV-UNNAMED-*``) whose divergence is
+        among ``divergences``, whose clause is in ``clauses`` and whose dtypes include ``dtype``;
+        the first such line in file order.
         """
+        inferred = tuple(inferred)
+        if case is not None:
+            for e in self.covering(case.op, case.params, dtype):
+                if e.explains(tuple(divergences), inferred):
+                    return e
         for e in self.entries:
-            if e.named and e.divergence in divergences and e.clause in clauses and dtype in e.dtypes:
+            if not e.generated and e.named and e.divergence in divergences and e.clause in clauses and dtype in e.dtypes:
                 return e
         return None
+
+    def covering(self, op: str, params, dtype: str) -> list[Expectation]:
+        """The generated lines that cover a case of ``op`` with ``params`` at ``dtype``, in file order."""
+        return [e for e in self.entries if e.generated and e.covers(op, params, dtype)]
+
+    def generated_lines(self, op: str, dtype: str) -> list[int]:
+        """The indices of the generated lines of ``op`` recorded at ``dtype``."""
+        return [i for i, e in enumerate(self.entries) if e.generated and e.operation == op and dtype in e.dtypes]
+
+    def judge_generated(self, tally: dict[int, list[int]]) -> tuple[list[str], list[str]]:
+        """``(stale, not exercised)`` messages of the generated lines from ``tally``: line index ->
+        ``[cases covered, of them passed, of them excused]`` summed over the generated tests that
+        ran (a line none of whose tests ran is not judged).  Stale: covered cases ran and all passed;
+        not exercised: no drawn case met the line's condition."""
+        stale, idle = [], []
+        for i, (covered, passed, _excused) in sorted(tally.items()):
+            e = self.entries[i]
+            where = f"{self.path}: expected_failures.{i}: {e.label()} ({e.divergence})"
+            if covered == 0:
+                idle.append(f"{where}: not exercised: no drawn case met its operation, dtype and condition")
+            elif passed == covered:
+                stale.append(f"{where}: the {covered} drawn case(s) it covers all passed: stale line")
+        return stale, idle
 
     def position(self, entry: Expectation) -> int:
         """The index of ``entry`` in ``expected_failures`` (for messages)."""
@@ -136,8 +331,8 @@ class Expectations:
         cases = sorted({c for c, _ in collected})
         out = []
         for i, e in enumerate(self.entries):
-            if (e.case, e.check) in collected:
-                continue
+            if e.generated or (e.case, e.check) in collected:
+                continue  # a generated line is judged on the cases it covers (judge_generated)
             near = difflib.get_close_matches(e.case, cases, n=1) if (e.case not in cases) else []
             hint = f" (did you mean case {near[0]!r}?)" if near else ""
             out.append(f"{self.path}: expected_failures.{i}: case {e.case!r}, check {e.check!r} ({e.divergence}) "
@@ -196,10 +391,15 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
         if e.evidence.strip() == TODO_EVIDENCE or e.divergence == FILL_ME:
             raise ExpectationError(f"{where}: a draft line of `posenc expectations init` (evidence TODO or "
                                    f"{FILL_ME}): fill in the evidence and the divergence before using the file")
-        if e.check == "generated":
-            raise ExpectationError(f"{where}.check: a generated test is excused only by its diagnosis (the "
-                                   "divergence a line records for one of its clauses at its dtype), never by a "
-                                   "line of its own: record the divergence on a golden case")
+        ops = getattr(spec, "operations", None)
+        if e.generated and ops is not None and e.operation not in ops:
+            import difflib
+            near = difflib.get_close_matches(e.operation, list(ops), n=1)
+            raise ExpectationError(f"{where}.operation: unknown operation {e.operation!r}"
+                                   + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(sorted(ops))}"))
+        if e.generated and e.clause not in _clauses_of(spec, e):
+            raise ExpectationError(f"{where}.clause: {e.clause} is neither a clause of {e.operation}'s family nor "
+                                   f"violated by {e.divergence}")
         if e.library not in versions:
             raise ExpectationError(f"{where}.library: the adapter reports no version for {e.library!r} "
                                    f"(it reports {', '.join(versions) or 'none'})")
@@ -207,6 +407,17 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
             raise ExpectationError(f"{where}.library_version: recorded for {e.library} {e.library_version}, "
                                    f"running {versions[e.library]}: re-verify the line and update it")
     return Expectations(entries, Path(path))
+
+
+def _clauses_of(spec, e: Expectation) -> set[str]:
+    """The clauses a generated line may name: its operation's family's, and those its divergence violates."""
+    out = set(spec.divergences[e.divergence].violates) if e.named and e.divergence in spec.divergences else set()
+    op = spec.operations.get(e.operation)
+    out |= set(getattr(op, "clauses", None) or ())
+    fam = spec.families.get(str(e.operation).split(".", 1)[0])
+    if fam is not None:
+        out |= {c.id for c in fam.clauses}
+    return out
 
 
 def key_of(item) -> tuple[Optional[str], str, Optional[str]]:
@@ -231,7 +442,8 @@ def key_of(item) -> tuple[Optional[str], str, Optional[str]]:
     return case_id, name.removeprefix("test_"), dtype
 
 
-# ---- writing files: convert (format 1 -> 2) and draft (from a report) ---------------------------
+# ---- writing files (converting an old file and drafting one from a report:
+# posenc.conformance.expectation_drafts) ----------------------------------------------------------
 
 
 def _scalar(v: str) -> str:
@@ -251,15 +463,21 @@ def dump(entries: list[dict], header: str = "") -> str:
         return "\n".join(out + ["expected_failures: []"]) + "\n"
     out.append("expected_failures:")
     for e in entries:
+        first = True
         for k in _FIELDS:
-            v = e[k]
+            v = e.get(k)
+            if v is None or (k == "where" and e.get("check") != GENERATED):
+                continue  # a field the line does not have (a golden line's operation, where, finding)
             if k == "dtypes":
                 text = "[" + ", ".join(v) + "]"
-            elif k in ("evidence", "library_version"):
+            elif k == "where":
+                text = yaml.safe_dump(dict(v), default_flow_style=True, allow_unicode=True).strip()
+            elif k in ("evidence", "library_version", "finding"):
                 text = json.dumps(str(v), ensure_ascii=False)
             else:
                 text = _scalar(str(v))
-            out.append(f"{'  - ' if k == 'case' else '    '}{k}: {text}")
+            out.append(f"{'  - ' if first else '    '}{k}: {text}")
+            first = False
     return "\n".join(out) + "\n"
 
 
@@ -268,7 +486,7 @@ def merge(lines: list[dict]) -> list[dict]:
     dtypes in the kit's order float64, float32, bfloat16, float16)."""
     merged: dict[tuple, dict] = {}
     for ln in lines:
-        key = tuple(ln[k] for k in _FIELDS if k != "dtypes")
+        key = tuple(json.dumps(ln.get(k), sort_keys=True) for k in _FIELDS if k != "dtypes")
         if key in merged:
             merged[key]["dtypes"] = [*merged[key]["dtypes"], *ln["dtypes"]]
         else:
@@ -288,104 +506,3 @@ def leading_comments(text: str) -> str:
     while lines and not lines[-1].strip():
         lines.pop()
     return "\n".join(lines)
-
-
-def convert_text(text: str, path="<text>") -> tuple[str, int, int]:
-    """Rewrite a format-1 file's text as format 2: ``(new text, old line count, new line count)``.
-
-    Each ``test_id`` (``test_<check>[<dtype>-<case>@<CLAUSES>]``) becomes ``case``, ``check``
-    and ``dtypes``; lines that differ only by dtype are merged; the leading comment block is
-    kept, other comments are dropped.  Raises :class:`ExpectationError` on a file that is
-    already format 2, malformed, or has a test ID that does not parse.
-    """
-    raw = yaml.safe_load(text)
-    if isinstance(raw, dict) and "format" in raw:
-        raise ExpectationError(f"{path}: already has `format: {raw['format']}`: nothing to convert")
-    if not isinstance(raw, dict) or not isinstance(raw.get("expected_failures"), list):
-        raise ExpectationError(f"{path}: not an expectation file (no expected_failures list)")
-    lines = []
-    for i, old in enumerate(raw["expected_failures"]):
-        tid = old.get("test_id") if isinstance(old, dict) else None
-        m = _OLD_ID.match(str(tid or ""))
-        if not m or not m["dtype"]:
-            raise ExpectationError(f"{path}: expected_failures.{i}.test_id: {tid!r} is not "
-                                   "test_<check>[<dtype>-<case>@<CLAUSES>]")
-        rest = {k: old.get(k) for k in _FIELDS[3:]}
-        missing = [k for k, v in rest.items() if v is None] + [k for k in old if k != "test_id" and k not in rest]
-        if missing:
-            raise ExpectationError(f"{path}: expected_failures.{i}: missing or unknown fields {', '.join(missing)}")
-        lines.append({"case": m["case"], "check": m["check"], "dtypes": [m["dtype"]], **rest})
-    new = merge(lines)
-    out = dump(new, leading_comments(text))
-    parse(yaml.safe_load(out), path)  # the written text is a valid format-2 file
-    return out, len(lines), len(new)
-
-
-def convert_file(path: Path) -> Optional[tuple[int, int]]:
-    """Rewrite ``path`` in place as format 2; returns (old line count, new line count), or None
-    (file untouched) when it already has a ``format:`` key.  Raises :class:`ExpectationError`."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ExpectationError(f"expectation file {path}: {e}") from None
-    raw = _read_yaml(path)
-    if isinstance(raw, dict) and "format" in raw:
-        parse(raw, path)  # a format-2 file must be valid; another format is an error
-        return None
-    new, n_old, n_new = convert_text(text, path)
-    path.write_text(new, encoding="utf-8")
-    return n_old, n_new
-
-
-def _library(report: dict) -> tuple[str, str]:
-    """The library a drafted line records: the ``versions`` key the adapter's name contains (the
-    wrapped library: ``transformers`` in ``hf-transformers``), else the one matching the
-    framework, else the first key; ``("FILL-ME", "FILL-ME")`` when the report has none."""
-    versions = report.get("versions") or {}
-    name = str(report.get("adapter", ""))
-    for key in versions:
-        if key in name and key != report.get("framework"):
-            return key, str(versions[key])
-    key = report.get("framework") if report.get("framework") in versions else next(iter(versions), None)
-    return (key, str(versions[key])) if key else ("FILL-ME", "FILL-ME")
-
-
-def draft_from_report(report: dict) -> tuple[str, int]:
-    """A format-2 file drafted from a ``--report-json`` report: ``(text, number of lines)``.
-
-    One line per failed record (``outcome == "failed"``) that reached a verdict on the values:
-    its first diagnosed divergence (``DIV-UNNAMED-FILL-ME`` when the diagnosis named none), the
-    first clause it violated, merged across dtypes; ``evidence`` is a TODO.  Records that ended
-    in an exception or a malformed output (``raised``) or have no case are left out: no line can
-    excuse them.  Raises :class:`ExpectationError` for a report without ``report_format``.
-    """
-    if "report_format" not in report or "results" not in report:
-        raise ExpectationError("not a --report-json report of this kit (no report_format / results)")
-    library, version = _library(report)
-    lines, skipped = [], 0
-    for r in report["results"]:
-        if r.get("outcome") != "failed" or str(r.get("reason", "")).startswith("[XPASS"):
-            continue  # a listed test that passed (strict XPASS) is no divergence to record
-        if r.get("raised") or not r.get("case") or not r.get("dtype") or r.get("check") == "generated":
-            skipped += 1
-            continue
-        diag = r.get("diagnosis") or []
-        clause = (r.get("violated") or r.get("clauses") or ["FILL-ME"])[0]
-        lines.append({"case": r["case"], "check": r["check"], "dtypes": [r["dtype"]], "clause": clause,
-                      "divergence": diag[0]["divergence"] if diag else FILL_ME, "evidence": TODO_EVIDENCE,
-                      "library": library, "library_version": version})
-    merged = merge(lines)
-    header = "\n".join([
-        f"# Known divergences of the {report.get('adapter')} adapter "
-        f"({', '.join(f'{k} {v}' for k, v in (report.get('versions') or {}).items()) or 'no versions'}).",
-        f"# DRAFT written by `posenc expectations init` from a --report-json report (spec {report.get('spec_version')}).",
-        "# Before committing: fill in every `evidence:` (the issue link or the library source line that",
-        f"# causes the divergence; a line still saying {TODO_EVIDENCE!r} explains nothing), replace",
-        f"# {FILL_ME} by a DIV-UNNAMED-<NAME> that says what the library does (the kit diagnosed no",
-        "# known divergence there), and check that each clause is the one the failure violates.",
-    ] + ([f"# Left out: {skipped} failure(s) that raised, returned a malformed output or have no case (no",
-          "# expectation line can excuse them), or of generated tests (a generated failure is excused by the",
-          "# line of a golden or invariant test that records its diagnosed divergence for one of its clauses",
-          "# at its dtype)."] if skipped else []))
-    return dump(merged, header), len(merged)

@@ -124,21 +124,45 @@ def generated_examples(config) -> int:
 
 
 class _Excuses:
-    """The expectation file's rule for generated failures, recording the lines it applied."""
+    """The expectation file's rule for generated failures, recording the lines it applied and, for
+    the generated lines of this test's operation and dtype, how many drawn cases each covered,
+    passed and excused (``tally``: line index -> ``[covered, passed, excused]``)."""
 
-    def __init__(self, rule):
-        self.rule, self.entries = rule, []
+    def __init__(self, expectations=None, op: Optional[str] = None, dtype: Optional[str] = None):
+        self.expectations = expectations
+        self.rule = getattr(expectations, "excuse_generated", None)
+        self.entries: list = []
+        lines = getattr(expectations, "generated_lines", None)
+        self.tally = {i: [0, 0, 0] for i in lines(op, dtype)} if lines and op and dtype else {}
+        self._last = None
 
-    def __call__(self, clauses, dtype, divergences):
-        e = self.rule(clauses, dtype, divergences) if self.rule else None
+    def __call__(self, clauses, dtype, divergences, case=None, inferred=()):
+        e = self.rule(clauses, dtype, divergences, case=case, inferred=inferred) if self.rule else None
         if e is not None and e not in self.entries:
             self.entries.append(e)
+        self._last = e
         return e
 
+    def observe(self, case, dtype: str, verdict: str) -> None:
+        """Count a drawn case's verdict under every generated line that covers it."""
+        excused_by, self._last = self._last, None
+        for i, t in self.tally.items():
+            e = self.expectations.entries[i]
+            if e.covers(case.op, case.params, dtype):
+                t[0] += 1
+                t[1] += verdict == "passed"
+                t[2] += verdict.startswith("excused:") and e is excused_by
 
-def excuse_generated(config) -> _Excuses:
-    """The excuse rule of a generated test (``excuse_generated`` of the expectation file)."""
-    return _Excuses(getattr(state(config).expectations, "excuse_generated", None))
+    def attach(self, node) -> None:
+        """The tally on the test's report (plain lists: it travels from a pytest-xdist worker)."""
+        if self.tally:
+            node.user_properties.append(("posenc_lines", [[i, *t] for i, t in sorted(self.tally.items())]))
+
+
+def excuse_generated(config, op: Optional[str] = None, dtype: Optional[str] = None) -> _Excuses:
+    """The excuse rule of a generated test (``excuse_generated`` of the expectation file), counting
+    the generated lines of ``op`` at ``dtype``."""
+    return _Excuses(state(config).expectations, op, dtype)
 
 
 class TimedOut(pytest.fail.Exception):

@@ -428,6 +428,7 @@ def pytest_runtest_makereport(item, call):
         rep.posenc = {"kind": kind, "counted": counted, "nodeid": item.nodeid,
                       "record": record,
                       "partly_unsupported": props.get("posenc_partly_unsupported"),
+                      "lines": props.get("posenc_lines"),
                       "kit_error": f"{item.nodeid}: {exc}" if kind == "kit error" else None}
     return rep
 
@@ -439,6 +440,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr = terminalreporter
     if st.stale and getattr(config.option, "numprocesses", None):  # pytest-xdist: found by the workers
         tr.write_line("\n".join(st.stale), red=True)
+    if st.lines_stale:
+        tr.write_line("posenc: stale generated expectation lines (every drawn case they cover passed):", red=True)
+        for line in st.lines_stale:
+            tr.write_line(f"  {line}")
+    if st.lines_not_exercised:
+        tr.write_line("posenc: generated expectation lines not exercised (not judged: no drawn case met them):",
+                      yellow=True)
+        for line in st.lines_not_exercised:
+            tr.write_line(f"  {line}")
     if st.kit_errors:
         tr.write_line(f"posenc: {len(st.kit_errors)} kit error(s): the kit's own data or code is at fault, "
                       "not the adapter (not counted under any clause):", red=True)
@@ -497,6 +507,10 @@ def pytest_sessionfinish(session, exitstatus):
     st.complete = not (exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
                        or session.shouldstop or session.shouldfail or st.not_run)
     if st.not_run and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    # the generated expectation lines, on the cases the generated tests that ran drew (every worker's)
+    st.lines_stale, st.lines_not_exercised = st.expectations.judge_generated(st.line_tally)
+    if st.lines_stale and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     from posenc.harness.failure import contradicted_diagnoses
     try:

@@ -98,6 +98,11 @@ class State:
         self.crashes: list[str] = []  # pytest-xdist: node IDs whose worker died
         self.not_run: list[str] = []  # pytest-xdist: scheduled, never booked (the run was ended)
         self.contradicted: list[dict] = []  # suite.contradicted_diagnoses of the run's records
+        # generated expectation lines: index -> [cases covered, passed, excused] over the generated tests
+        # that ran; judged at the end of the run (expectations.judge_generated)
+        self.line_tally: dict[int, list[int]] = {}
+        self.lines_stale: list[str] = []
+        self.lines_not_exercised: list[str] = []
         self.model_info: Optional[dict] = None  # --model: the model adapter's description
         self.plot_dir: Optional[Path] = None  # --plot-dir, absolute
 

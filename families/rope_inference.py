@@ -197,6 +197,9 @@ def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: floa
         if any((q != c.pid).any() for q, c in zip(Pi, calls)):
             text = describe_positions([c.pid for c in calls], Pi, [c.key for c in calls])
             cands.append((prefix + text, lambda: _implied_positions(ctx, calls, Pi)))
+    # a constant shift before a ratio: where few tokens and frequencies leave the angles ambiguous (a
+    # single low frequency wraps), the simpler model that reproduces the output is the one said
+    cands += [(prefix + text, implied) for text, implied in shifted]
     pid = np.concatenate([c.pid.ravel() for c in calls]).astype(float)
     pe = np.concatenate([q.ravel() for q in P])
     nz = np.abs(pid) > 0
@@ -269,27 +272,73 @@ def estimate_frequencies(phi: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, 
 
 
 def _theta_models(ctx: InferenceContext, calls: list[_Call], phe, prefix: str) -> list[Candidate]:
-    """θ fit for default-type RoPE: ``w_i = θ' ** (-2i / rotary_dim)`` (ROPE-INV-FREQ)."""
+    """θ fit: for default-type RoPE ``w_i = θ' ** (-2i / rotary_dim)`` (ROPE-INV-FREQ); for a scaled
+    type, its scaling at another θ (:func:`fit_theta`), or its scaling not applied."""
     p = ctx.p
-    if ctx.op.startswith("rope.") and p.rope_type != "default":  # a scaled type with plain θ frequencies
-        plain = RopeParams(head_dim=p.head_dim, rotary_dim=p.rotary_dim, rope_theta=p.rope_theta,
-                           pairing=p.pairing, rotation=p.rotation, attention_factor=ctx.found.get("attention_factor") or p.attention_factor)
-        return [(prefix + f"the rope_type {p.rope_type!r} scaling is not applied (plain θ "
-                 f"{sig(p.rope_theta, 6)} frequencies)", lambda: ctx.ref(plain))]
     if not ctx.op.startswith("rope."):
         return []
+    cands: list[Candidate] = []
+    if p.rope_type != "default":  # a scaled type with plain θ frequencies
+        plain = RopeParams(head_dim=p.head_dim, rotary_dim=p.rotary_dim, rope_theta=p.rope_theta,
+                           pairing=p.pairing, rotation=p.rotation, attention_factor=ctx.found.get("attention_factor") or p.attention_factor)
+        cands.append((prefix + f"the rope_type {p.rope_type!r} scaling is not applied (plain θ "
+                      f"{sig(p.rope_theta, 6)} frequencies)", lambda: ctx.ref(plain)))
     n = calls[0].w.shape[-1]
     pid = np.concatenate([c.pid.reshape(-1) for c in calls]).astype(float)
     if n < 2 or not (pid != 0).any():
-        return []
+        return cands
     w, res = estimate_frequencies(np.concatenate([x.reshape(-1, n) for x in phe]), pid)
+    if p.rope_type != "default" and res <= 0.2:
+        w = np.where(np.abs(w) < 1e-9, 0.0, w)  # an unrotated pair's frequency, estimated to rounding
+        seq = int(max(np.max(c.pid) for c in calls)) + 1
+        theta = fit_theta(p, w, seq)
+        return cands + ([] if theta is None else _theta_candidates(ctx, theta, prefix))
     if res > 0.2 or not (w > 0).all():
-        return []
+        return cands
     slope, icpt = np.polyfit(2.0 * np.arange(n) / p.rdim, np.log(w), 1)
     theta = math.exp(-slope)
     if abs(icpt) > 1e-3 or abs(theta / p.rope_theta - 1) < 1e-4:
         return []  # not a θ^(-2i/r) law with w_0 = 1, or θ itself (another model's business)
     return _theta_candidates(ctx, theta, prefix)
+
+
+def fit_theta(p: RopeParams, w: np.ndarray, seq_len: Optional[int] = None) -> Optional[float]:
+    """The θ at which ``p``'s own scaling (any rope_type) gives the frequencies ``w [n]``
+    (:func:`posenc.reference.rope.inv_freq` at θ', ``seq_len`` for the per-call types), found by a
+    scan of log θ' over θ / 10^4 .. θ · 10^4 refined by golden section; None when no θ' reproduces
+    ``w`` (worst |log w - log w'| above 1e-3) or θ' is θ itself (another model's business)."""
+    w = np.asarray(w, np.float64)
+    if w.ndim != 1 or not np.isfinite(w).all() or not (w > 1e-12).any():
+        return None
+    live = w > 1e-12  # a frequency of 0 (proportional's unrotated pairs) is not a function of θ
+
+    def resid(log_theta: float) -> float:
+        try:
+            wr, _ = rope.inv_freq(p.model_copy(update={"rope_theta": math.exp(log_theta)}), seq_len)
+        except (ValueError, ArithmeticError):
+            return math.inf
+        wr = np.asarray(wr, np.float64)
+        if wr.shape != w.shape or ((wr > 1e-12) != live).any():
+            return math.inf
+        return float(np.abs(np.log(w[live]) - np.log(wr[live])).max())
+
+    centre = math.log(p.rope_theta)
+    grid = np.linspace(centre - math.log(1e4), centre + math.log(1e4), 161)
+    r = [resid(x) for x in grid]
+    i = int(np.argmin(r))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(60):
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        if resid(a) < resid(b):
+            hi = b
+        else:
+            lo = a
+    best = (lo + hi) / 2
+    theta = math.exp(best)
+    if resid(best) > 1e-3 or abs(theta / p.rope_theta - 1) < 1e-4:
+        return None
+    return theta
 
 
 def _theta_candidates(ctx: InferenceContext, theta: float, prefix: str = "") -> list[Candidate]:
@@ -313,6 +362,10 @@ def _inv_freq_models(ctx: InferenceContext) -> list[Candidate]:
     if getattr(p, "rope_type", None) == "default" and len(w) > 1 and (w > 0).all():
         e = 2.0 * np.arange(len(w)) / p.rdim
         cands += _theta_candidates(ctx, math.exp(-np.polyfit(e, np.log(w), 1)[0]))
+    elif isinstance(p, RopeParams) and len(w) > 1 and (w >= 0).all():  # a scaled type: its scaling at another θ
+        theta = fit_theta(p, w)
+        if theta is not None:
+            cands += _theta_candidates(ctx, theta)
     return cands
 
 

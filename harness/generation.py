@@ -86,7 +86,23 @@ class GeneratedFailure(Exception):
 
 def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str, excuse=None) -> str:
     """Run one generated example; returns ``passed``, ``unsupported:<reason>`` or ``excused:<ID>``;
-    raises :class:`GeneratedFailure` on any other outcome."""
+    raises :class:`GeneratedFailure` on any other outcome.
+
+    ``excuse(clauses, dtype, divergences, case=, inferred=)``: the expectation line that excuses a
+    failure on the values, or None; where it has an ``observe(case, dtype, verdict)`` method, it is
+    told every verdict (``passed``, ``excused:<ID>``, ``failed``; not unsupported draws), so a line's
+    coverage can be counted."""
+    verdict = "failed"
+    try:
+        verdict = _check_example(adapter, c, seed, dtype, device, excuse)
+        return verdict
+    finally:
+        observe = getattr(excuse, "observe", None)
+        if observe is not None and not verdict.startswith("unsupported:"):
+            observe(c, dtype, verdict)
+
+
+def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str, excuse=None) -> str:
     g = example_golden(c, seed, dtype)
     try:
         out = run_case(adapter, g, dtype, device)
@@ -105,10 +121,11 @@ def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str,
         return "passed"
     matches = diagnose(registry.spec(), g, out, dtype)
     hit = {v for m in matches for v in m.violates}
-    entry = excuse(set(c.clauses) | hit, dtype, tuple(m.divergence for m in matches)) if excuse else None
+    inferred = _infer(g, out, dtype) if not matches else ()
+    entry = excuse(set(c.clauses) | hit, dtype, tuple(m.divergence for m in matches), case=c,
+                   inferred=inferred) if excuse else None
     if entry is not None:
         return f"excused:{entry.divergence}"
-    inferred = _infer(g, out, dtype) if not matches else ()
     failure = GeneratedFailure(c, seed, "\n  ".join(r.message for r in bad), matches, inferred=inferred)
     failure.plot_data = (g, out)  # --plot-dir: the shrunk example's golden and outputs
     raise failure

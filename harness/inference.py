@@ -95,6 +95,9 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
     if len(shaped) < len(bad):
         return [f"{n}: missing from the outputs" if n not in out else f"{n}: shape {list(out[n].shape)}, "
                 f"the reference's is {list(g.outputs[n].shape)}" for n in bad if n not in shaped]
+    lower = _lower_precision(g, out, dtype)
+    if lower:
+        return [lower]
     try:
         models, notes = registry.inferences(ctx.op)
     except Exception:  # noqa: BLE001 - a registry that cannot say (named at load time): the fallback alone
@@ -103,6 +106,24 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
         return _fallback(ctx, notes)  # NaN/inf: no model of a bug gives them
     found = _judge(ctx, _candidates(ctx, models), ref_ratio)
     return found if found and not found[0].startswith("closest fit") else found + _fallback(ctx, notes)
+
+
+#: The lower precisions a run's outputs are tried at, by the run's dtype (most precise first).
+_LOWER = {"float64": ("float32",), "float32": ("bfloat16",)}
+_SAID = {"float32": "float32", "bfloat16": "half (bfloat16 or float16)"}
+
+
+def _lower_precision(g: Golden, out: Outputs, dtype: str) -> Optional[str]:
+    """Where every output is right under a lower dtype's tolerance but not under ``dtype``'s: the
+    computation ran at that precision (or cast through it) and was returned as ``dtype``."""
+    if not all(np.isfinite(np.asarray(v, np.float64)).all() for n, v in out.items()
+               if n in g.outputs and np.asarray(v).dtype.kind == "f"):
+        return None
+    for low in _LOWER.get(dtype, ()):
+        if all(c.ok for c in compare_outputs(g, out, low)):
+            return (f"precision: every output is right to {_SAID[low]} precision but not to {dtype}'s (computed in "
+                    f"{_SAID[low].split(' ')[0]}, or cast through it, and returned as {dtype}?)")
+    return None
 
 
 def _candidates(ctx: InferenceContext, models) -> list[Candidate]:

@@ -13,6 +13,7 @@ import yaml
 import posenc.conformance
 from posenc import cli
 from posenc.tools import matrix
+from posenc.conformance import expectation_drafts as drafts
 from posenc.conformance import expectations as exp
 from posenc.spec import load_spec
 
@@ -127,7 +128,7 @@ expected_failures:
 
 
 def test_convert_merges_dtypes_and_keeps_the_leading_comments(tmp_path):
-    text, n_old, n_new = exp.convert_text(OLD)
+    text, n_old, n_new = drafts.convert_text(OLD)
     assert (n_old, n_new) == (4, 3)
     assert text.startswith("# Known divergences of a test adapter.\n# Second comment line.\nformat: 2\n")
     assert "inner comment" not in text
@@ -137,9 +138,9 @@ def test_convert_merges_dtypes_and_keeps_the_leading_comments(tmp_path):
         ("rope-tiny-half", "golden", ["float32"])]
     assert got[0]["evidence"] == "src.py:1" and got[0]["library_version"] == "2.0"
     with pytest.raises(exp.ExpectationError, match="already has `format: 2`"):
-        exp.convert_text(text)
+        drafts.convert_text(text)
     with pytest.raises(exp.ExpectationError, match="is not test_<check>"):
-        exp.convert_text('expected_failures:\n  - {test_id: "test_golden[rope]", clause: A, divergence: B, '
+        drafts.convert_text('expected_failures:\n  - {test_id: "test_golden[rope]", clause: A, divergence: B, '
                          'evidence: c, library: d, library_version: "1"}\n')
 
 
@@ -374,12 +375,12 @@ def test_init_picks_the_wrapped_library_and_skips_what_no_line_can_excuse():
               "versions": {"torch": "2.13.0", "transformers": "5.24.0"}, "spec_version": "0.3.0",
               "results": [rec, {**rec, "dtype": "float32", "raised": True},
                           {**rec, "dtype": "bfloat16", "reason": "[XPASS(strict)] expected"}]}
-    text, n = exp.draft_from_report(report)
+    text, n = drafts.draft_from_report(report)
     entries = exp.parse(yaml.safe_load(text), "draft")
     assert n == 1 and entries[0].library == "transformers" and entries[0].dtypes == ("float16",)
     assert "Left out: 1 failure(s)" in text
     with pytest.raises(exp.ExpectationError, match="report_format"):
-        exp.draft_from_report({"results": []})
+        drafts.draft_from_report({"results": []})
 
 
 def test_a_contradicted_diagnosis_is_in_the_report_and_fits_the_schema(run_suite, tmp_path):

@@ -399,3 +399,45 @@ def test_an_inference_for_an_undeclared_operation_is_named(monkeypatch):
     monkeypatch.setitem(registry._LOADED, "checks", False)  # load again: the modules are imported already
     with pytest.raises(SpecError, match=r"inference model .*toy_model: registered for operation 'toy.nosuch'"):
         registry.load_checks()
+
+
+@pytest.mark.parametrize("case, theta", [
+    ("scale-linear-factor-4", 50000.0), ("scale-yarn-qwen2.5", 10000.0), ("scale-yarn-qwen2.5-inv-freq", 500000.0),
+    ("scale-yarn-deepseek-v3", 1000000.0), ("scale-llama3.1-8b", 10000.0), ("scale-llama3.1-8b-inv-freq", 1000000.0),
+    ("scale-llama3-bands-2-8-cos-sin", 10000.0), ("scale-proportional", 10000.0), ("scale-proportional-factor", 50000.0),
+    ("scale-llama3-partial", 10000.0), ("scale-yarn-betas-16-2", 500000.0),
+    ("scale-longrope-explicit-factor", 500000.0)])
+def test_theta_under_a_scaling_is_recovered(case, theta):
+    """A scaled rope_type computed with another θ: the scaling's own frequencies at that θ
+    (rope_inference.fit_theta), said as the θ used where another is specified."""
+    g, p = _with(case, rope_theta=theta)
+    s = _one(_infer(case, params=p))
+    m = re.search(r"θ \(rope_theta\) ([0-9.e+]+) where ([0-9.e+]+) is specified", s)
+    assert m, s
+    assert abs(float(m.group(1)) / theta - 1) < 0.01 and float(m.group(2)) == g.case.params.rope_theta, s
+
+
+def test_fit_theta_says_nothing_for_theta_itself_or_another_law():
+    from posenc.families.rope_inference import fit_theta
+    p = load_golden("scale-yarn-qwen2.5-inv-freq").case.params
+    w, _ = rope.inv_freq(p)
+    assert fit_theta(p, w) is None  # θ itself: another model's business
+    assert fit_theta(p, w[::-1].copy()) is None  # no θ gives these frequencies
+    assert abs(fit_theta(p, rope.inv_freq(p.model_copy(update={"rope_theta": 12345.0}))[0]) / 12345.0 - 1) < 1e-6
+
+
+@pytest.mark.parametrize("case, dtype, low", [("rope-apply-cos-sin-half", "float64", "float32"),
+                                              ("bert-base-token-types", "float64", "float32"),
+                                              ("rope-llama3-8b", "float32", "bfloat16"),
+                                              ("scale-llama3.1-8b", "float32", "bfloat16")])
+def test_a_lower_precision_computation_is_named_as_precision(case, dtype, low):
+    """A run computed at a lower precision and returned at the run's (the kit's torch port run at
+    float32 for a float64 run, at bfloat16 for a float32 one) is said to be that, not a wrong rotation."""
+    from posenc.adapters import load_adapter
+    from posenc.harness.runner import run_case
+    g = load_golden(case)
+    out = run_case(load_adapter("torch"), g, low, "cpu")
+    out = {n: np.asarray(v, np.float64).astype(dtype) for n, v in out.items()}
+    s = _one(infer(g, out, dtype))
+    said = "half (bfloat16 or float16)" if low == "bfloat16" else low
+    assert s.startswith(f"precision: every output is right to {said} precision but not to {dtype}'s"), s

@@ -1,0 +1,157 @@
+"""Writing expectation files (:mod:`posenc.conformance.expectations`): an old file (format 1, lines
+keyed by ``test_id``) rewritten as format 2 (``posenc expectations convert``), and a file drafted from a
+``--report-json`` report (``posenc expectations init --from-report``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from posenc.conformance.expectations import (
+    _OLD_ID,
+    FILL_ME,
+    GENERATED,
+    TODO_EVIDENCE,
+    ExpectationError,
+    _read_yaml,
+    dump,
+    leading_comments,
+    merge,
+    parse,
+)
+
+#: A number standing on its own in an inferred line (not the digits of a name: float32, e_0, rope_theta).
+_NUMBER = re.compile(r"(?<![\w.:])[-+]?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])")
+
+
+def draft_finding(inferred: str) -> str:
+    """A finding drafted from an inferred line: its words without a trailing parenthetical (commentary
+    whose wording differs between cases), the specified values (the numbers after ``where``: they
+    differ from one drawn case to the next) as ``*``; the values the implementation used are kept."""
+    text = re.sub(r"\s*\([^()]*\)\s*$", "", str(inferred).strip())
+    head, sep, tail = text.partition(" where ")
+    return head + sep + _NUMBER.sub("*", tail)
+
+
+def convert_text(text: str, path="<text>") -> tuple[str, int, int]:
+    """Rewrite a format-1 file's text as format 2: ``(new text, old line count, new line count)``.
+
+    Each ``test_id`` (``test_<check>[<dtype>-<case>@<CLAUSES>]``) becomes ``case``, ``check``
+    and ``dtypes``; lines that differ only by dtype are merged; the leading comment block is
+    kept, other comments are dropped.  Raises :class:`ExpectationError` on a file that is
+    already format 2, malformed, or has a test ID that does not parse.
+    """
+    raw = yaml.safe_load(text)
+    if isinstance(raw, dict) and "format" in raw:
+        raise ExpectationError(f"{path}: already has `format: {raw['format']}`: nothing to convert")
+    if not isinstance(raw, dict) or not isinstance(raw.get("expected_failures"), list):
+        raise ExpectationError(f"{path}: not an expectation file (no expected_failures list)")
+    lines = []
+    for i, old in enumerate(raw["expected_failures"]):
+        tid = old.get("test_id") if isinstance(old, dict) else None
+        m = _OLD_ID.match(str(tid or ""))
+        if not m or not m["dtype"]:
+            raise ExpectationError(f"{path}: expected_failures.{i}.test_id: {tid!r} is not "
+                                   "test_<check>[<dtype>-<case>@<CLAUSES>]")
+        rest = {k: old.get(k) for k in ("clause", "divergence", "evidence", "library", "library_version")}
+        missing = [k for k, v in rest.items() if v is None] + [k for k in old if k != "test_id" and k not in rest]
+        if missing:
+            raise ExpectationError(f"{path}: expected_failures.{i}: missing or unknown fields {', '.join(missing)}")
+        lines.append({"case": m["case"], "check": m["check"], "dtypes": [m["dtype"]], **rest})
+    new = merge(lines)
+    out = dump(new, leading_comments(text))
+    parse(yaml.safe_load(out), path)  # the written text is a valid format-2 file
+    return out, len(lines), len(new)
+
+
+def convert_file(path: Path) -> Optional[tuple[int, int]]:
+    """Rewrite ``path`` in place as format 2; returns (old line count, new line count), or None
+    (file untouched) when it already has a ``format:`` key.  Raises :class:`ExpectationError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ExpectationError(f"expectation file {path}: {e}") from None
+    raw = _read_yaml(path)
+    if isinstance(raw, dict) and "format" in raw:
+        parse(raw, path)  # a format-2 file must be valid; another format is an error
+        return None
+    new, n_old, n_new = convert_text(text, path)
+    path.write_text(new, encoding="utf-8")
+    return n_old, n_new
+
+
+def _library(report: dict) -> tuple[str, str]:
+    """The library a drafted line records: the ``versions`` key the adapter's name contains (the
+    wrapped library: ``transformers`` in ``hf-transformers``), else the one matching the
+    framework, else the first key; ``("FILL-ME", "FILL-ME")`` when the report has none."""
+    versions = report.get("versions") or {}
+    name = str(report.get("adapter", ""))
+    for key in versions:
+        if key in name and key != report.get("framework"):
+            return key, str(versions[key])
+    key = report.get("framework") if report.get("framework") in versions else next(iter(versions), None)
+    return (key, str(versions[key])) if key else ("FILL-ME", "FILL-ME")
+
+
+def own_clause(record: dict) -> str:
+    """The clause a drafted line records: the first violated clause among the failing test's own (its
+    case's family), else the test's first clause; never another family's clause a divergence named."""
+    own = list(record.get("clauses") or ())
+    mine = [c for c in record.get("violated") or () if c in own]
+    return (mine or own or list(record.get("violated") or ()) or ["FILL-ME"])[0]
+
+
+def draft_from_report(report: dict) -> tuple[str, int]:
+    """A format-2 file drafted from a ``--report-json`` report: ``(text, number of lines)``.
+
+    One line per failed record (``outcome == "failed"``) that reached a verdict on the values:
+    its first diagnosed divergence (``DIV-UNNAMED-FILL-ME`` when the diagnosis named none), the
+    first clause it violated, merged across dtypes; ``evidence`` is a TODO.  Records that ended
+    in an exception or a malformed output (``raised``) or have no case are left out: no line can
+    excuse them.  Raises :class:`ExpectationError` for a report without ``report_format``.
+    """
+    if "report_format" not in report or "results" not in report:
+        raise ExpectationError("not a --report-json report of this kit (no report_format / results)")
+    library, version = _library(report)
+    lines, skipped = [], 0
+    for r in report["results"]:
+        if r.get("outcome") != "failed" or str(r.get("reason", "")).startswith("[XPASS"):
+            continue  # a listed test that passed (strict XPASS) is no divergence to record
+        if r.get("raised") or not r.get("case") or not r.get("dtype"):
+            skipped += 1
+            continue
+        diag = r.get("diagnosis") or []
+        named = diag[0]["divergence"] if diag else None
+        line = {"check": r["check"], "dtypes": [r["dtype"]], "clause": own_clause(r), "divergence": named or FILL_ME,
+                "evidence": TODO_EVIDENCE, "library": library, "library_version": version}
+        if r["check"] == GENERATED:
+            inferred = [x for x in r.get("inferred") or () if str(x).strip()]
+            if not named and not inferred:
+                skipped += 1  # neither named nor inferred: nothing a line could say it is
+                continue
+            line.update(operation=r["case"], where={}, finding=None if named else draft_finding(inferred[0]))
+        else:
+            line["case"] = r["case"]
+        lines.append(line)
+    merged = merge(lines)
+    header = "\n".join([
+        f"# Known divergences of the {report.get('adapter')} adapter "
+        f"({', '.join(f'{k} {v}' for k, v in (report.get('versions') or {}).items()) or 'no versions'}).",
+        f"# DRAFT written by `posenc expectations init` from a --report-json report (spec {report.get('spec_version')}).",
+        "# Before committing: fill in every `evidence:` (the issue link or the library source line that",
+        f"# causes the divergence; a line still saying {TODO_EVIDENCE!r} explains nothing), replace",
+        f"# {FILL_ME} by a DIV-UNNAMED-<NAME> that says what the library does (the kit diagnosed no",
+        "# known divergence there), and check that each clause is the one the failure violates.",
+        "# A generated line (check: generated) covers every drawn case of its operation at its dtypes:",
+        "# narrow it with `where: {name: value}` to the parameters where the divergence shows. An unnamed",
+        "# one excuses only failures whose inferred lines match its `finding:` (drafted from the shrunk case's",
+        "# inference, the specified values as `*`, which matches any text: check that the rest holds for",
+        "# every case, e.g. a value the implementation used that depends on the case).",
+    ] + ([f"# Left out: {skipped} failure(s) that raised, returned a malformed output, have no case, or (of a",
+          "# generated test) were neither named nor inferred: no expectation line can excuse them."]
+         if skipped else []))
+    return dump(merged, header), len(merged)

@@ -1,0 +1,34 @@
+"""Broken adapters whose bugs show only in generated cases: every golden case has an integer θ, while
+the generated cases draw θ from a continuous domain, so a bug that fires on a non-integer θ passes
+every golden test and fails generated ones.  Loaded by path, like a user adapter."""
+
+from __future__ import annotations
+
+from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope
+
+
+def fractional(p) -> bool:
+    """Whether ``p``'s θ is not an integer (no golden case's is)."""
+    return float(p.rope_theta) != int(p.rope_theta)
+
+
+class _ShiftedRope(TorchRope):
+    def _cos_sin(self, position_ids):  # three positions late on every token
+        return super()._cos_sin(position_ids + 3)
+
+
+class FractionalThetaPath(TorchAdapter):
+    """A float θ selects a path of the library that counts positions from 3 (a prefix of three tokens
+    it assumes: no divergence of the spec reproduces it; the inference says "+3 on every token"), and
+    its fused apply_with_cos_sin kernel takes the other pairing on that path
+    (DIV-ROPE-PAIRING-SWAPPED, named)."""
+
+    name = "broken-fractional-theta-path"
+
+    def rope(self, params, *, dtype, device):
+        return (_ShiftedRope if fractional(params) else TorchRope)(params, DTYPES[dtype], device)
+
+    def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
+        if fractional(params):
+            params = params.model_copy(update={"pairing": "interleaved" if params.pairing == "half" else "half"})
+        return super().rope_apply_with_cos_sin(q, k, cos, sin, params)

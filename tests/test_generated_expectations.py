@@ -1,0 +1,176 @@
+"""Findings seen only in generated cases can be recorded (issue 27): an expectation line with ``check:
+generated`` records a divergence by operation, dtype and a condition on the drawn parameters, named or
+unnamed with the finding the inference states.  The planted bugs (tests/generated_only_adapters.py)
+fire only on a non-integer θ, which no golden case has: every golden test passes, generated ones fail.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import posenc.conformance
+from posenc import cli
+from posenc.conformance import expectation_drafts as drafts
+from posenc.conformance import expectations as exp
+from posenc.spec import load_spec
+
+HERE = Path(__file__).resolve().parent
+PLANTED = f"{HERE / 'generated_only_adapters.py'}:FractionalThetaPath"
+CONFORMANCE_DIR = Path(posenc.conformance.__file__).resolve().parent
+ROPE_GENERATED = ("-k", "test_generated and rope")
+
+
+def _torch() -> str:
+    import torch
+    return torch.__version__
+
+
+def _outcomes(r) -> dict:
+    return {k: v for k, v in r.parseoutcomes().items() if k != "deselected"}
+
+
+def _line(**kw) -> dict:
+    base = {"check": "generated", "operation": "rope.apply", "where": {}, "dtypes": ["float32"],
+            "clause": "ROPE-ANGLE", "divergence": "DIV-UNNAMED-POSITIONS-FROM-THREE",
+            "finding": "positions are the specified ones +3 on every token", "evidence": "planted",
+            "library": "torch", "library_version": _torch()}
+    return {**base, **kw}
+
+
+def _write(tmp_path, *lines, name="exp.yaml") -> str:
+    p = tmp_path / name
+    p.write_text(exp.dump(list(lines)))
+    return str(p)
+
+
+def test_the_planted_bugs_show_only_in_generated_cases(run_suite):
+    r = run_suite(PLANTED, "-k", "(test_golden or test_pairing_probe) and rope-", "--dtype", "float32")
+    assert r.ret == 0 and _outcomes(r).get("failed") is None, r.stdout.str()[-2000:]
+    r = run_suite(PLANTED, *ROPE_GENERATED, "--dtype", "float32")
+    out = r.stdout.str()
+    assert r.ret == 1 and "inferred: positions are the specified ones +3 on every token" in out, out[-3000:]
+    assert "    DIV-ROPE-PAIRING-SWAPPED (violates" in out
+
+
+def test_init_drafts_generated_lines_that_record_the_run(run_suite, tmp_path):
+    """The user's path: report, `posenc expectations init`, fill in only the evidence and the unnamed
+    line's name, rerun green at the default number of generated cases, every dtype."""
+    report = tmp_path / "report.json"
+    r = run_suite(PLANTED, *ROPE_GENERATED, "--dtype", "all", "--report-json", str(report))
+    assert r.ret == 1
+    draft = tmp_path / "draft.yaml"
+    assert cli.main(["expectations", "init", "--from-report", str(report), "--out", str(draft)]) == 0
+    text = draft.read_text()
+    lines = exp.parse(yaml.safe_load(text), draft)
+    by_op = {e.operation: e for e in lines}
+    assert all(e.generated and e.case is None for e in lines)
+    assert by_op["rope.apply_with_cos_sin"].divergence == "DIV-ROPE-PAIRING-SWAPPED"
+    assert by_op["rope.apply_with_cos_sin"].clause == "ROPE-PAIR-HALF"  # the case's own family's clause
+    assert by_op["rope.apply"].divergence == exp.FILL_ME
+    assert by_op["rope.apply"].finding == "positions are the specified ones +3 on every token"
+    assert by_op["rope.apply"].clause.startswith("ROPE-")
+    assert by_op["rope.apply"].dtypes == ("float64", "float32", "bfloat16", "float16")
+    filled = text.replace(exp.TODO_EVIDENCE, "tests/generated_only_adapters.py").replace(
+        exp.FILL_ME, "DIV-UNNAMED-POSITIONS-FROM-THREE")
+    draft.write_text(filled)
+    r = run_suite(PLANTED, *ROPE_GENERATED, "--dtype", "all", "--expectations", str(draft))
+    out = r.stdout.str()
+    assert r.ret == 0 and "failed" not in _outcomes(r) and _outcomes(r)["xfailed"] == 16, out[-3000:]
+    assert "stale" not in out
+
+
+def test_a_line_excuses_only_what_it_explains(run_suite, tmp_path):
+    # another finding: the failures stay
+    r = run_suite(PLANTED, "-k", "test_generated and rope.apply]", "--dtype", "float32", "--expectations",
+                  _write(tmp_path, _line(finding="positions are the specified ones +2 on every token")))
+    assert r.ret == 1 and _outcomes(r)["failed"] == 1, r.stdout.str()[-2000:]
+    # an unnamed line never excuses a named divergence
+    r = run_suite(PLANTED, "-k", "test_generated and apply_with_cos_sin", "--dtype", "float32", "--expectations",
+                  _write(tmp_path, _line(operation="rope.apply_with_cos_sin", clause="ROPE-PAIR-HALF",
+                                         finding="pairs")))
+    assert r.ret == 1 and _outcomes(r)["failed"] == 1
+    # a named line excuses the failures its divergence is diagnosed for, not another divergence's
+    named = _line(operation="rope.apply_with_cos_sin", clause="ROPE-PAIR-HALF", divergence="DIV-ROPE-TAIL-ROTATED",
+                  finding=None)
+    r = run_suite(PLANTED, "-k", "test_generated and apply_with_cos_sin", "--dtype", "float32", "--expectations",
+                  _write(tmp_path, named))
+    assert r.ret == 1 and _outcomes(r)["failed"] == 1
+    r = run_suite(PLANTED, "-k", "test_generated and apply_with_cos_sin", "--dtype", "float32", "--expectations",
+                  _write(tmp_path, {**named, "divergence": "DIV-ROPE-PAIRING-SWAPPED"}))
+    assert r.ret == 0 and _outcomes(r) == {"xfailed": 1}, r.stdout.str()[-2000:]
+    # a condition the failing cases do not meet excuses nothing (every failing case has a fractional θ,
+    # and the rope.apply cases drawn here are never of rope_type yarn and dynamic at once)
+    r = run_suite(PLANTED, "-k", "test_generated and rope.apply]", "--dtype", "float32", "--expectations",
+                  _write(tmp_path, _line(where={"rope_type": "longrope", "head_dim": 3})))
+    out = r.stdout.str()
+    assert r.ret == 1 and "not exercised" in out and "stale" not in out, out[-2000:]
+
+
+def test_a_line_whose_cases_all_pass_is_stale_serial_and_under_xdist(pytester, tmp_path):
+    p = _write(tmp_path, _line())
+    for extra in (("-p", "no:xdist"), ("-n", "2")):
+        r = pytester.runpytest_subprocess(str(CONFORMANCE_DIR), "--adapter", "torch", "-p", "no:cacheprovider",
+                                          "--import-mode=importlib", *extra, *ROPE_GENERATED, "--dtype", "float32",
+                                          "--expectations", p, "--report-json", str(tmp_path / "r.json"))
+        out = r.stdout.str()
+        assert r.ret == 1 and "drawn case(s) it covers all passed: stale line" in out, (extra, out[-2000:])
+        rep = json.loads((tmp_path / "r.json").read_text())
+        assert len(rep["lines_stale"]) == 1 and rep["lines_not_exercised"] == []
+    # a condition no drawn case meets: not exercised, never stale, the run passes
+    p = _write(tmp_path, _line(where={"head_dim": 3}))
+    for extra in (("-p", "no:xdist"), ("-n", "2")):
+        r = pytester.runpytest_subprocess(str(CONFORMANCE_DIR), "--adapter", "torch", "-p", "no:cacheprovider",
+                                          "--import-mode=importlib", *extra, *ROPE_GENERATED, "--dtype", "float32",
+                                          "--expectations", p, "--report-json", str(tmp_path / "r.json"))
+        out = r.stdout.str()
+        assert r.ret == 0 and "not exercised" in out and "stale" not in out, (extra, out[-2000:])
+        rep = json.loads((tmp_path / "r.json").read_text())
+        assert rep["lines_stale"] == [] and len(rep["lines_not_exercised"]) == 1
+
+
+def test_conditions_and_findings_match_as_documented():
+    from posenc.spec.models import RopeParams
+    p = RopeParams(head_dim=8, rope_theta=10000.5, rope_type="yarn", factor=4.0, original_max_position_embeddings=64,
+                   truncate=True)
+    e = exp.Expectation(**_line(where={"rope_type": ["yarn", "longrope"], "factor": 4, "truncate": True,
+                                       "beta_fast": None}))
+    assert e.covers("rope.apply", p, "float32")
+    assert not e.covers("rope.apply", p, "bfloat16")  # another dtype
+    assert not e.covers("rope.cos_sin", p, "float32")  # another operation
+    assert not exp.Expectation(**_line(where={"factor": 8})).covers("rope.apply", p, "float32")
+    assert not exp.Expectation(**_line(where={"no_such_field": 1})).covers("rope.apply", p, "float32")
+    assert not exp.Expectation(**_line(where={"truncate": 1})).covers("rope.apply", p, "float32")  # bool is not 1
+    assert e.explains((), ["Positions are the specified ones  +3 on every token (frequencies ...)"])
+    assert not e.explains(("DIV-ROPE-POSITIONS-OFF-BY-ONE",), ["positions are the specified ones +3 on every token"])
+    star = exp.Expectation(**_line(finding="θ (rope_theta) 10000 where * is specified"))
+    assert star.explains((), ["θ (rope_theta) 10000 where 148.413 is specified"])
+    assert not star.explains((), ["θ (rope_theta) 20000 where 148.413 is specified"])
+    assert drafts.draft_finding("θ (rope_theta) 296.826 where 148.413 is specified (residual: 0.1)") == \
+        "θ (rope_theta) 296.826 where * is specified"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"case": "rope-tiny-half"}, "a generated line has no case"),
+    ({"operation": None}, "needs the operation"),
+    ({"finding": None}, "needs the finding"),
+    ({"divergence": "DIV-ROPE-PAIRING-SWAPPED"}, "only an unnamed line has one"),
+    ({"where": {"a b": 1}}, "is not a parameter name"),
+    ({"where": {"factor": []}}, "non-empty list"),
+    ({"check": "golden", "case": "rope-tiny-half"}, "only a generated line"),
+])
+def test_malformed_generated_lines_are_refused_naming_the_field(tmp_path, bad, message):
+    with pytest.raises(exp.ExpectationError, match=message):
+        exp.load(Path(_write(tmp_path, _line(**bad))), load_spec(), {"torch": _torch()})
+
+
+def test_an_unknown_operation_or_another_familys_clause_is_refused(tmp_path):
+    from posenc import registry
+    spec = registry.spec()
+    with pytest.raises(exp.ExpectationError, match="unknown operation 'rope.aply' .did you mean 'rope.apply'"):
+        exp.load(Path(_write(tmp_path, _line(operation="rope.aply"))), spec, {"torch": _torch()})
+    with pytest.raises(exp.ExpectationError, match="ALIBI-SLOPES is neither a clause of rope.apply's family"):
+        exp.load(Path(_write(tmp_path, _line(clause="ALIBI-SLOPES"))), spec, {"torch": _torch()})
