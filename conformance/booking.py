@@ -203,6 +203,10 @@ def judge_expected(item, rep, exc, entry, path) -> None:
                    f"but the kit diagnosed the named divergence(s) {', '.join(found)}: an unnamed line "
                    "never excuses a named divergence (record that one instead)")
             unexpect(rep, f"{item.nodeid}: expected divergence {entry.divergence} ({path}), {why}:\n{exc.msg}")
+        elif found is not None and not entry.explains(tuple(found), getattr(exc, "inferred", ()) or ()):
+            # an unnamed line with a finding: the inference must say it
+            unexpect(rep, f"{item.nodeid}: expected divergence {entry.divergence} ({path}), but no inferred line "
+                          f"matches its finding {entry.finding!r}:\n{exc.msg}")
     elif rep.outcome == "skipped":
         unexpect(rep, f"{where} but reported {rep.longrepr[2] if isinstance(rep.longrepr, tuple) else 'skipped'}")
 

@@ -22,6 +22,7 @@ from posenc.conformance.expectations import (
     merge,
     parse,
 )
+from posenc.harness.inference import is_finding
 
 #: A number standing on its own in an inferred line (not the digits of a name: float32, e_0, rope_theta).
 _NUMBER = re.compile(r"(?<![\w.:])[-+]?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])")
@@ -29,11 +30,10 @@ _NUMBER = re.compile(r"(?<![\w.:])[-+]?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])")
 
 def draft_finding(inferred: str) -> str:
     """A finding drafted from an inferred line: its words without a trailing parenthetical (commentary
-    whose wording differs between cases), the specified values (the numbers after ``where``: they
-    differ from one drawn case to the next) as ``*``; the values the implementation used are kept."""
+    whose wording differs between cases), each specified value (``where <number> is specified``: it
+    differs from one drawn case to the next) as ``*``; the values the implementation used are kept."""
     text = re.sub(r"\s*\([^()]*\)\s*$", "", str(inferred).strip())
-    head, sep, tail = text.partition(" where ")
-    return head + sep + _NUMBER.sub("*", tail)
+    return re.sub(r"(?P<w>\bwhere )" + _NUMBER.pattern + r"(?P<s> is specified)", r"\g<w>*\g<s>", text)
 
 
 def convert_text(text: str, path="<text>") -> tuple[str, int, int]:
@@ -129,7 +129,7 @@ def draft_from_report(report: dict) -> tuple[str, int]:
         line = {"check": r["check"], "dtypes": [r["dtype"]], "clause": own_clause(r), "divergence": named or FILL_ME,
                 "evidence": TODO_EVIDENCE, "library": library, "library_version": version}
         if r["check"] == GENERATED:
-            inferred = [x for x in r.get("inferred") or () if str(x).strip()]
+            inferred = [x for x in r.get("inferred") or () if str(x).strip() and is_finding(x)]
             if not named and not inferred:
                 skipped += 1  # neither named nor inferred: nothing a line could say it is
                 continue
@@ -152,6 +152,7 @@ def draft_from_report(report: dict) -> tuple[str, int]:
         "# inference, the specified values as `*`, which matches any text: check that the rest holds for",
         "# every case, e.g. a value the implementation used that depends on the case).",
     ] + ([f"# Left out: {skipped} failure(s) that raised, returned a malformed output, have no case, or (of a",
-          "# generated test) were neither named nor inferred: no expectation line can excuse them."]
+          "# generated test) were neither named nor said what they are by the inference (element counts and a",
+          "# closest fit are not a finding): no expectation line can excuse them."]
          if skipped else []))
     return dump(merged, header), len(merged)

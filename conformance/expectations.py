@@ -33,8 +33,9 @@ them, compared with the field as the case holds it (``null``: a field left unset
 spec's default); a case without that parameter does not meet the condition.  A generated example's
 failure is excused by the first such line (file order) whose operation, dtype and condition it
 meets and that explains it: a named line when the diagnosis names its divergence, an unnamed line
-when no divergence is named and an inferred line contains its ``finding`` (spaces and case
-ignored).  Never a malformed output or an exception.  The line is stale (the run fails) when the
+when no divergence is named and an inferred line that says what the output is (not the
+fallback's element counts, not a "closest fit") contains its ``finding`` (spaces and case ignored;
+an unnamed golden line may carry a ``finding`` too, and then excuses only what it matches).  Never a malformed output or an exception.  The line is stale (the run fails) when the
 generated cases it covers ran and all passed; "not exercised" (reported, not a failure) when no
 drawn case met its condition.
 
@@ -63,6 +64,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError,
                       field_validator, model_validator)
 
+from posenc.harness.inference import is_finding
 from posenc.spec import read_yaml
 from posenc.spec.models import DTYPES
 
@@ -116,7 +118,7 @@ class Expectation(BaseModel):
             if not isinstance(k, str) or not _PARAM.match(k):
                 raise ValueError(f"{k!r} is not a parameter name (a field name, dotted for a nested one)")
             vals = tuple(val) if isinstance(val, list) else (val,)
-            if not vals or any(isinstance(x, (dict, list)) for x in vals):
+            if not vals or any(x is not None and not isinstance(x, (str, int, float)) for x in vals):
                 raise ValueError(f"{k}: a value (string, number, true / false, null) or a non-empty list of them, "
                                  f"got {val!r}")
             out.append((k, vals))
@@ -137,11 +139,13 @@ class Expectation(BaseModel):
         else:
             if self.case is None:
                 raise ValueError("a line needs the case ID (case:), or check: generated with operation:")
-            for f in ("operation", "finding"):
-                if getattr(self, f) is not None:
-                    raise ValueError(f"{f}: only a generated line (check: generated) has one")
+            if self.operation is not None:
+                raise ValueError("operation: only a generated line (check: generated) has one")
             if self.where:
                 raise ValueError("where: only a generated line (check: generated) has one")
+        if self.finding is not None and not substantive(self.finding):
+            raise ValueError(f"finding {self.finding!r} says too little to explain a failure: give the inference's "
+                             f"words (at least {MIN_FINDING} letters and digits outside the * wildcards)")
         if self.named and self.finding is not None:
             raise ValueError(f"finding: only an unnamed line has one ({self.divergence} is named: the diagnosis says it)")
         return self
@@ -174,8 +178,10 @@ class Expectation(BaseModel):
             return self.divergence in divergences
         if divergences:
             return False  # an unnamed line never excuses a named divergence
-        pattern = finding_pattern(self.finding or "")
-        return pattern is not None and any(pattern.search(_norm(x)) for x in inferred)
+        if self.finding is None:
+            return not self.generated  # a golden line without a finding: any undiagnosed failure
+        pattern = finding_pattern(self.finding)
+        return pattern is not None and any(pattern.search(_norm(x)) for x in inferred if is_finding(x))
 
     def label(self) -> str:
         """How a message names the line's subject."""
@@ -217,6 +223,13 @@ def _same(value, allowed) -> bool:
         return value is None and allowed is None
     if isinstance(value, bool) or isinstance(allowed, bool):
         return isinstance(value, bool) and isinstance(allowed, bool) and value == allowed
+    if isinstance(value, (int, float)) and isinstance(allowed, str):  # YAML 1.1 reads 1e4 as a string
+        try:
+            allowed = float(allowed)
+        except ValueError:
+            return False
+    if isinstance(value, int) and isinstance(allowed, int):
+        return value == allowed
     if isinstance(value, (int, float)) and isinstance(allowed, (int, float)):
         return float(value) == float(allowed)
     if isinstance(value, (list, tuple)):
@@ -228,11 +241,21 @@ def _norm(text: str) -> str:
     return " ".join(str(text).lower().split())
 
 
+#: The fewest letters and digits a finding holds outside its ``*`` wildcards.
+MIN_FINDING = 12
+
+
+def substantive(finding: str) -> bool:
+    """Whether a finding says enough to explain a failure (``e``, ``* *`` or ``q`` match nearly anything)."""
+    return sum(ch.isalnum() for ch in str(finding).replace("*", "")) >= MIN_FINDING
+
+
 def finding_pattern(finding: str) -> Optional[re.Pattern]:
     """What a line's ``finding`` matches: text anywhere in an inferred line, spaces and case ignored,
     ``*`` standing for any text (a value that differs from one drawn case to the next)."""
-    parts = [re.escape(x) for x in _norm(finding).split("*")]
-    return re.compile(".*".join(parts)) if any(x.strip() for x in parts) else None
+    if not substantive(finding):
+        return None
+    return re.compile(".*".join(re.escape(x) for x in _norm(finding).split("*")))
 
 
 class ExpectationFile(BaseModel):
@@ -293,6 +316,8 @@ class Expectations:
             for e in self.covering(case.op, case.params, dtype):
                 if e.explains(tuple(divergences), inferred):
                     return e
+            if self.generated_lines(case.op, dtype):
+                return None  # the file scopes this operation's generated failures by its own lines
         for e in self.entries:
             if not e.generated and e.named and e.divergence in divergences and e.clause in clauses and dtype in e.dtypes:
                 return e
@@ -312,13 +337,17 @@ class Expectations:
         ran (a line none of whose tests ran is not judged).  Stale: covered cases ran and all passed;
         not exercised: no drawn case met the line's condition."""
         stale, idle = [], []
-        for i, (covered, passed, _excused) in sorted(tally.items()):
+        for i, (covered, passed, excused) in sorted(tally.items()):
             e = self.entries[i]
             where = f"{self.path}: expected_failures.{i}: {e.label()} ({e.divergence})"
             if covered == 0:
-                idle.append(f"{where}: not exercised: no drawn case met its operation, dtype and condition")
+                idle.append(f"{where}: not exercised: no drawn case met its operation, dtype and condition (or the "
+                            "adapter supports none)")
             elif passed == covered:
                 stale.append(f"{where}: the {covered} drawn case(s) it covers all passed: stale line")
+            elif excused == 0:
+                idle.append(f"{where}: excused none of the {covered} drawn case(s) it covers (an earlier line "
+                            "explained them, or they failed otherwise)")
         return stale, idle
 
     def position(self, entry: Expectation) -> int:

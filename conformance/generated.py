@@ -75,6 +75,7 @@ def raise_failure(config, adapter: Adapter, dtype: str, device: str, e: Generate
             f"\n  inferred: {s}" for s in e.inferred)
     elif not e.matches and not e.raised:
         detail += "\n  diagnosis: no known divergence reproduces this output"
+    detail += _unexplained(config, e, dtype)
     snippet = replay_snippet(e.case, e.seed, adapter_option(config, adapter), dtype, device)
     detail += "\n  replay the shrunk case in Python:\n" + "\n".join(f"    {ln}" for ln in snippet.splitlines())
     from posenc.harness.failure_plots import PlotData
@@ -82,6 +83,23 @@ def raise_failure(config, adapter: Adapter, dtype: str, device: str, e: Generate
     fail(e.case.clauses, adapter, e.case, dtype, detail, e.matches, raised=e.raised, inferred=e.inferred,
          reason=f"generated case: {e.detail}", diagnosed=True,
          plot_data=PlotData(values[0], values[1], dtype) if values else None)
+
+
+def _unexplained(config, e: GeneratedFailure, dtype: str) -> str:
+    """The generated expectation lines that cover the failing case but do not explain it, and why."""
+    exps = state(config).expectations
+    covering = getattr(exps, "covering", None)
+    if covering is None or e.raised:
+        return ""
+    out = []
+    for line in covering(e.case.op, e.case.params, dtype):
+        i = exps.position(line)
+        why = (f"the diagnosis does not name {line.divergence}" if line.named else
+               f"the kit named {', '.join(m.divergence for m in e.matches)}" if e.matches else
+               f"no inferred line says {line.finding!r}")
+        out.append(f"\n  expected_failures.{i} ({line.label()}, {line.divergence}) covers this case but does not "
+                   f"explain it: {why}")
+    return "".join(out)
 
 
 def adapter_option(config, adapter: Adapter) -> str:
@@ -189,6 +207,15 @@ def distinct_reasons(reasons) -> list[str]:
     return [g[0] if len(g) == 1 else f"{g[0]} (and {len(g) - 1} more like it, other values)" for g in groups.values()]
 
 
+def _clip(reason: str, limit: int = 160) -> str:
+    """A reason cut at a word boundary, marked, its grouping suffix (``(and N more like it ...)``) kept."""
+    m = re.search(r" \(and \d+ more like it, other values\)$", reason)
+    body, suffix = (reason[:m.start()], m.group(0)) if m else (reason, "")
+    if len(body) > limit:
+        body = body[:limit].rsplit(" ", 1)[0] + " …"
+    return body + suffix
+
+
 def report_generated(request, op: str, dtype: str, outcomes, excuses: Optional[_Excuses] = None) -> None:
     """End a generated test: unsupported when no example reached a verdict; the expected
     divergence when an example was excused; else pass.  The counts go to the report."""
@@ -206,7 +233,7 @@ def report_generated(request, op: str, dtype: str, outcomes, excuses: Optional[_
         request.node.user_properties.append((
             "posenc_partly_unsupported",
             f"{request.node.name}: {counts['passed']} checked, {counts['unsupported']} unsupported "
-            f"({'; '.join(r[:120] for r in reasons[:3])}{' ...' if len(reasons) > 3 else ''})"))
+            f"({'; '.join(_clip(r) for r in reasons[:3])}{' ...' if len(reasons) > 3 else ''})"))
     if excuses is not None and excuses.entries:
         ids = ", ".join(dict.fromkeys(e.divergence for e in excuses.entries))
         raise GeneratedDivergence(f"expected divergence {ids} ({counts['excused']} of {sum(outcomes.values())} "

@@ -410,8 +410,8 @@ def pytest_runtest_makereport(item, call):
             kind = rep.outcome
         if kind == "failed":
             rep.sections.append(("posenc rerun", rerun_command(item)))
-        if kind == "diverges (expected)":
-            clauses = [entry.clause]  # the clause the expectation file records
+        if kind == "diverges (expected)":  # the clause(s) the expectation file records
+            clauses = list(dict.fromkeys(e.clause for e in getattr(exc, "entries", None) or (entry,)))
         else:
             clauses = getattr(exc, "violated", None) if kind != "passed" else None
         props = dict(item.user_properties)

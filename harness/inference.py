@@ -18,6 +18,7 @@ The helpers a family's models share are public here: :class:`InferenceContext`, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -104,8 +105,58 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
         models, notes = [], []
     if any(out[n].dtype.kind == "f" and not np.isfinite(out[n]).all() for n in bad):
         return _fallback(ctx, notes)  # NaN/inf: no model of a bug gives them
-    found = _judge(ctx, _candidates(ctx, models), ref_ratio)
+    found = _judge(ctx, _candidates(ctx, models) + _uniform_scale(ctx), ref_ratio)
     return found if found and not found[0].startswith("closest fit") else found + _fallback(ctx, notes)
+
+
+#: A fallback line (where the output is wrong, not what it is): ``<output>: N of M elements wrong...``.
+_FALLBACK = re.compile(r"^[^:]+: \d+ of \d+ elements wrong")
+
+
+def is_finding(line: str) -> bool:
+    """Whether an inferred line says what the output *is* (a model that reproduced it), not where it is
+    wrong (the fallback's element counts) nor a closest fit that did not reproduce it: what an
+    expectation line's ``finding`` may match."""
+    return not (str(line).startswith("closest fit") or _FALLBACK.match(str(line)))
+
+
+def _uniform_scale(ctx: InferenceContext) -> list[Candidate]:
+    """Every wrong output the reference times one constant (a table or bias scaled by 1/√dim, a
+    factor applied twice), said by the parameter it is a power of where it is one."""
+    floats = [n for n in ctx.bad if ctx.out[n].dtype.kind == "f" and np.issubdtype(ctx.g.outputs[n].dtype, np.floating)]
+    if not floats or len(floats) < len(ctx.bad):
+        return []
+    ref = np.concatenate([ctx.g.outputs[n].ravel() for n in floats])
+    got = np.concatenate([ctx.out[n].astype(np.float64).ravel() for n in floats])
+    den = float(ref @ ref)
+    c = float(got @ ref) / den if den > 0 else 0.0
+    if not np.isfinite(c) or abs(c) < 1e-12 or abs(c - 1) < 1e-6:
+        return []
+    said = f"× {_sig(c)}"
+    for name, v in _numeric_params(ctx.p):
+        for expr, val in ((f"1/√{name}", v ** -0.5), (f"√{name}", v ** 0.5), (f"1/{name}", 1 / v), (name, float(v))):
+            if abs(c / val - 1) < 1e-4:
+                said = f"scaled by {expr} (× {_sig(c)}, {name} {_sig(v)})"
+                break
+        else:
+            continue
+        break
+    return [(f"every output is the specified one {said}", lambda: {n: ctx.g.outputs[n] * c for n in floats})]
+
+
+def _numeric_params(p) -> list[tuple[str, float]]:
+    """The positive numeric fields of a parameter model (nested ones dotted), other than 1."""
+    raw = p.model_dump() if hasattr(p, "model_dump") else {}
+    out: list[tuple[str, float]] = []
+
+    def walk(prefix: str, v) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), x)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v != 1:
+            out.append((prefix, float(v)))
+    walk("", raw)
+    return out
 
 
 #: The lower precisions a run's outputs are tried at, by the run's dtype (most precise first).

@@ -101,7 +101,7 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
         b = bound(dtype, 0.0 if dtype_scale is None else dtype_scale,
                   0.0 if angle_scale is None else angle_scale, angle_based)
         b = np.broadcast_to(b, e.shape)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a ratio past float64's range: inf
             ratio_arr = np.where(err == 0, 0.0, err / b)
         ratio_arr = np.where(np.isfinite(a64) | ~np.isfinite(e), ratio_arr, np.inf)
         ratio_arr = np.where(mask, ratio_arr, 0.0)

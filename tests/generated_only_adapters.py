@@ -32,3 +32,19 @@ class FractionalThetaPath(TorchAdapter):
         if fractional(params):
             params = params.model_copy(update={"pairing": "interleaved" if params.pairing == "half" else "half"})
         return super().rope_apply_with_cos_sin(q, k, cos, sin, params)
+
+
+class ShiftedEverywhere(TorchAdapter):
+    """Every RoPE position three late, golden cases included (no divergence names +3: inferred)."""
+
+    name = "broken-shifted-everywhere"
+
+    def rope(self, params, *, dtype, device):
+        return _ShiftedRope(params, DTYPES[dtype], device)
+
+
+class TorchFloat32Only(TorchAdapter):
+    """The kit's torch port, declared for float32 only."""
+
+    name = "torch-float32-only"
+    dtypes = ("float32",)

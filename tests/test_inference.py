@@ -441,3 +441,17 @@ def test_a_lower_precision_computation_is_named_as_precision(case, dtype, low):
     s = _one(infer(g, out, dtype))
     said = "half (bfloat16 or float16)" if low == "bfloat16" else low
     assert s.startswith(f"precision: every output is right to {said} precision but not to {dtype}'s"), s
+
+
+@pytest.mark.parametrize("case, field", [("lookup-gpt2-wpe", "dim"), ("sin-concat-d512", "dim")])
+def test_a_uniform_scale_is_said_by_the_parameter_it_is_a_power_of(case, field):
+    """Every output the reference times one constant (x-transformers' AbsolutePositionalEmbedding
+    returns table[row] * dim ** -0.5): said as 1/√<field> where the constant is one, else as the number."""
+    g = load_golden(case)
+    v = float(getattr(g.case.params, field))
+    s = _one(_infer(case, post=lambda g, o: {n: x * v ** -0.5 if np.asarray(x).dtype.kind == "f" else x
+                                              for n, x in o.items()}))
+    assert s.startswith(f"every output is the specified one scaled by 1/√{field} ("), s
+    s = _one(_infer(case, post=lambda g, o: {n: x * 1.37 if np.asarray(x).dtype.kind == "f" else x
+                                             for n, x in o.items()}))
+    assert s == "every output is the specified one × 1.37", s
