@@ -106,6 +106,9 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
     if any(out[n].dtype.kind == "f" and not np.isfinite(out[n]).all() for n in bad):
         return _fallback(ctx, notes)  # NaN/inf: no model of a bug gives them
     found = _judge(ctx, _candidates(ctx, models) + _uniform_scale(ctx), ref_ratio)
+    if not found or found[0].startswith("closest fit"):
+        fitted = _field_fit(ctx)  # the last resort: one parameter of the case at another value
+        found = [fitted] if fitted else found
     return found if found and not found[0].startswith("closest fit") else found + _fallback(ctx, notes)
 
 
@@ -142,6 +145,78 @@ def _uniform_scale(ctx: InferenceContext) -> list[Candidate]:
             continue
         break
     return [(f"every output is the specified one {said}", lambda: {n: ctx.g.outputs[n] * c for n in floats})]
+
+
+#: How many reference evaluations the parameter fit may spend on one failure (a failing generated
+#: example is inferred at every step of its shrinking).
+FIT_BUDGET = 200
+
+
+def _field_fit(ctx: InferenceContext) -> Optional[str]:
+    """One numeric parameter of the case at another value that reproduces the output: ``<field> <used>
+    where <specified> is specified`` (θ, a base, a scaling factor or field, a head or bucket count, a
+    maximum distance, an offset ...), for any family's parameter model, an entry point's too.  Integer
+    fields try their neighbours, doubles, halves and small powers of two; real ones the value times
+    2^-8 .. 2^8, then the two closest fields are refined by golden section in log-space."""
+    p = ctx.p
+    if not hasattr(p, "model_copy"):
+        return None
+    seen: dict[tuple, tuple[bool, float]] = {}
+
+    def fits(name: str, x) -> tuple[bool, float]:
+        if (name, x) not in seen:
+            if len(seen) >= FIT_BUDGET:
+                return False, float("inf")
+            try:
+                seen[(name, x)] = ctx.fit(ctx.ref(params=p.model_copy(update={name: x})))
+            except Exception:  # noqa: BLE001 - a value the reference refuses does not fit
+                seen[(name, x)] = (False, float("inf"))
+        return seen[(name, x)]
+
+    def said(name: str, x, v) -> str:
+        return f"{name} {x if isinstance(x, int) else sig(x, 6)} where {v if isinstance(v, int) else sig(v, 6)} is specified"
+
+    closest: list[tuple[float, str, float, float]] = []  # (score, field, value, best grid value)
+    for name, v in _top_numeric(p):
+        if isinstance(v, int):
+            for x in sorted({v - 1, v + 1, 2 * v, v // 2, v - 2, v + 2, 1, 2, 4, 8, 16, 32} - {v}, key=lambda x: abs(x - v)):
+                if x > 0 and fits(name, x)[0]:
+                    return said(name, x, v)
+            continue
+        if v < 0:
+            continue
+        grid = [v * 2.0 ** k for k in range(-8, 9) if k]
+        for x in grid:
+            if fits(name, x)[0]:
+                return said(name, x, v)
+        score, best = min((fits(name, x)[1], x) for x in grid)
+        if np.isfinite(score):
+            closest.append((score, name, v, best))
+    for _, name, v, best in sorted(closest)[:2]:
+        lo, hi = np.log(best / 2), np.log(best * 2)
+        g = (5 ** 0.5 - 1) / 2
+        for _ in range(14):
+            a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+            if fits(name, float(np.exp(a)))[1] < fits(name, float(np.exp(b)))[1]:
+                hi = b
+            else:
+                lo = a
+        x = float(np.exp((lo + hi) / 2))
+        for y in dict.fromkeys((float(sig(x, 2)), float(sig(x, 3)), x)):
+            if abs(y / v - 1) > 1e-6 and fits(name, y)[0]:
+                return said(name, y, v)
+    return None
+
+
+def _top_numeric(p) -> list[tuple[str, object]]:
+    """The set numeric fields of a parameter model (not booleans, not 0): ``(name, value)``."""
+    out = []
+    for name in type(p).model_fields:
+        v = getattr(p, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v == 0:
+            continue
+        out.append((name, v))
+    return out
 
 
 def _numeric_params(p) -> list[tuple[str, float]]:

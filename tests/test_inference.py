@@ -455,3 +455,15 @@ def test_a_uniform_scale_is_said_by_the_parameter_it_is_a_power_of(case, field):
     s = _one(_infer(case, post=lambda g, o: {n: x * 1.37 if np.asarray(x).dtype.kind == "f" else x
                                              for n, x in o.items()}))
     assert s == "every output is the specified one × 1.37", s
+
+
+@pytest.mark.parametrize("case, field, value", [
+    ("scale-yarn-qwen2.5", "factor", 8.0), ("scale-llama3.1-8b", "low_freq_factor", 2.0),
+    ("scale-llama3.1-8b", "high_freq_factor", 8.0), ("t5-base-bias-decoder", "max_distance", 256),
+    ("sin-concat-d512", "base", 500.0), ("scale-yarn-betas-16-2", "beta_fast", 32.0)])
+def test_a_parameter_at_another_value_is_said(case, field, value):
+    """No model of the family explains the output, but the case's own parameters at one other value
+    do: the inference says which value the implementation used ("YaRN factor 8 where 4")."""
+    g, p = _with(case, **{field: value})
+    s = _one(_infer(case, params=p))
+    assert s.startswith(f"{field} {value:g} where ") and s.endswith(" is specified") or field in s, s
