@@ -27,7 +27,7 @@ drawn case's parameters (``check: generated``, no ``case``)::
         library: mylib
         library_version: "1.2.0"
 
-``where`` keys are parameter names (a field of the case's parameter model or of a model nested in
+``where`` keys are parameter names, checked at load (a field of the parameter model of the operation's cases or of a model nested in
 it, ``rope.factor`` dotted where a name is ambiguous), each value one allowed value or a list of
 them, compared with the field as the case holds it (``null``: a field left unset, which takes the
 spec's default); a case without that parameter does not meet the condition.  A generated example's
@@ -426,6 +426,14 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
             near = difflib.get_close_matches(e.operation, list(ops), n=1)
             raise ExpectationError(f"{where}.operation: unknown operation {e.operation!r}"
                                    + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(sorted(ops))}"))
+        unknown = [k for k, _ in e.where if k not in (_param_names(e.operation) or {k})]
+        if e.generated and unknown:
+            import difflib
+            names = sorted(_param_names(e.operation) or ())
+            near = [m for k in unknown for m in difflib.get_close_matches(k, names, n=1)]
+            raise ExpectationError(f"{where}.where: {', '.join(map(repr, unknown))}: not a parameter of "
+                                   f"{e.operation}'s cases" + (f" (did you mean {', '.join(map(repr, near))}?)" if near
+                                                               else f"; its parameters: {', '.join(names)}"))
         if e.generated and e.clause not in _clauses_of(spec, e):
             raise ExpectationError(f"{where}.clause: {e.clause} is neither a clause of {e.operation}'s family nor "
                                    f"violated by {e.divergence}")
@@ -436,6 +444,29 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
             raise ExpectationError(f"{where}.library_version: recorded for {e.library} {e.library_version}, "
                                    f"running {versions[e.library]}: re-verify the line and update it")
     return Expectations(entries, Path(path))
+
+
+def _param_names(op: Optional[str]) -> Optional[set[str]]:
+    """The parameter names a ``where`` key may give for ``op``: every field of the parameter models of
+    its cases, nested ones plain and dotted; None when the registry has no case of ``op``."""
+    from typing import get_args
+
+    from posenc import registry
+    types = {type(c.params) for c in registry.all_cases() if c.op == op and hasattr(type(c.params), "model_fields")}
+    if not types:
+        return None
+    names: set[str] = set()
+
+    def walk(cls, prefix: str) -> None:
+        for n, f in cls.model_fields.items():
+            path = f"{prefix}.{n}" if prefix else n
+            names.update((n, path))
+            for t in (f.annotation, *get_args(f.annotation)):
+                if isinstance(t, type) and issubclass(t, BaseModel) and not prefix.count(".") > 2:
+                    walk(t, path)
+    for t in types:
+        walk(t, "")
+    return names
 
 
 def _clauses_of(spec, e: Expectation) -> set[str]:

@@ -182,6 +182,16 @@ def test_malformed_generated_lines_are_refused_naming_the_field(tmp_path, bad, m
         exp.load(path, load_spec(), {"torch": _torch()})
 
 
+def test_an_unknown_where_key_is_refused_with_the_nearest_name(tmp_path):
+    from posenc import registry
+    with pytest.raises(exp.ExpectationError, match="where: 'rope_tyep': not a parameter of rope.apply's cases "
+                                                   ".did you mean 'rope_type'"):
+        exp.load(Path(_write(tmp_path, _line(where={"rope_tyep": "yarn"}))), registry.spec(), {"torch": _torch()})
+    ok = exp.load(Path(_write(tmp_path, _line(where={"rope_type": "yarn", "factor": 4}))), registry.spec(),
+                  {"torch": _torch()})
+    assert len(ok) == 1
+
+
 def test_an_unknown_operation_or_another_familys_clause_is_refused(tmp_path):
     from posenc import registry
     spec = registry.spec()
