@@ -27,9 +27,9 @@ drawn case's parameters (``check: generated``, no ``case``)::
         library: mylib
         library_version: "1.2.0"
 
-``where`` keys are parameter names, checked at load (a field of the parameter model of the operation's cases or of a model nested in
-it, ``rope.factor`` dotted where a name is ambiguous), each value one allowed value or a list of
-them, compared with the field as the case holds it (``null``: a field left unset, which takes the
+``where`` keys are parameter names, checked at load (a field of the parameter model of the
+operation's cases or of a model nested in it, ``rope.factor`` dotted where a name is ambiguous),
+each value one allowed value or a list of them, compared with the field as the case holds it (``null``: a field left unset, which takes the
 spec's default); a case without that parameter does not meet the condition.  A generated example's
 failure is excused by the first such line (file order) whose operation, dtype and condition it
 meets and that explains it: a named line when the diagnosis names its divergence, an unnamed line
