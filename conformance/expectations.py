@@ -29,14 +29,16 @@ drawn case's parameters (``check: generated``, no ``case``)::
 
 ``where`` keys are parameter names, checked at load (a field of the parameter model of the
 operation's cases or of a model nested in it, ``rope.factor`` dotted where a name is ambiguous),
-each value one allowed value or a list of them, compared with the field as the case holds it (``null``: a field left unset, which takes the
-spec's default); a case without that parameter does not meet the condition.  A generated example's
-failure is excused by the first such line (file order) whose operation, dtype and condition it
-meets and that explains it: a named line when the diagnosis names its divergence, an unnamed line
-when no divergence is named and an inferred line that says what the output is (not the
-fallback's element counts, not a "closest fit") contains its ``finding`` (spaces and case ignored;
-an unnamed golden line may carry a ``finding`` too, and then excuses only what it matches).  Never a malformed output or an exception.  The line is stale (the run fails) when the
-generated cases it covers ran and all passed; "not exercised" (reported, not a failure) when no
+each value one allowed value or a list of them, compared with the field as the case holds it
+(``null``: a field left unset, which takes the spec's default); a case without that parameter
+does not meet the condition.  A generated example's failure is excused by the first such line
+(file order) whose operation, dtype and condition it meets and that explains it: a named line
+when the diagnosis names its divergence, an unnamed line when no divergence is named and an
+inferred line that says what the output is (not the fallback's element counts, not a "closest
+fit") contains its ``finding`` (spaces and case ignored; an unnamed golden line may carry a
+``finding`` too, and then excuses only what it matches).  Never a malformed output or an
+exception.  The line is stale (the run fails) when the generated cases it covers ran and all
+passed; "not exercised" (reported, not a failure) when no
 drawn case met its condition.
 
 Strict: a listed (case, check, dtype) that passes fails the run; one that fails with another
