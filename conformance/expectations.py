@@ -66,7 +66,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError,
                       field_validator, model_validator)
 
-from posenc.harness.inference import is_finding
+from posenc.harness.inference import flat_params, is_finding
 from posenc.spec import read_yaml
 from posenc.spec.models import DTYPES
 
@@ -195,21 +195,6 @@ class Expectation(BaseModel):
 
 _PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _MISSING = object()
-
-
-def flat_params(params) -> dict[str, Any]:
-    """A parameter model (or dict) as ``{dotted path: leaf value}``."""
-    raw = params.model_dump(mode="json") if hasattr(params, "model_dump") else dict(params or {})
-    out: dict[str, Any] = {}
-
-    def walk(prefix: str, v) -> None:
-        if isinstance(v, dict):
-            for k, x in v.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), x)
-        else:
-            out[prefix] = v
-    walk("", raw)
-    return out
 
 
 def _lookup(flat: dict[str, Any], key: str):

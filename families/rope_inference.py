@@ -19,7 +19,7 @@ import numpy as np
 from posenc import families
 from posenc.families.mrope import mrope_outputs
 from posenc.families.rope import call_keys, freq_provider, rope_outputs
-from posenc.harness.checks import SHIFTS, Candidate, InferenceContext, Outputs, sig
+from posenc.harness.checks import SHIFTS, Candidate, InferenceContext, Outputs, golden_section, sig
 from posenc.reference import mrope, rope
 from posenc.spec.models import RopeParams
 
@@ -326,15 +326,7 @@ def fit_theta(p: RopeParams, w: np.ndarray, seq_len: Optional[int] = None) -> Op
     grid = np.linspace(centre - math.log(1e4), centre + math.log(1e4), 161)
     r = [resid(x) for x in grid]
     i = int(np.argmin(r))
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    g = (math.sqrt(5) - 1) / 2
-    for _ in range(60):
-        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        if resid(a) < resid(b):
-            hi = b
-        else:
-            lo = a
-    best = (lo + hi) / 2
+    best = golden_section(resid, grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)], 60)
     theta = math.exp(best)
     if resid(best) > 1e-3 or abs(theta / p.rope_theta - 1) < 1e-4:
         return None

@@ -26,7 +26,8 @@ from posenc.harness.diagnosis import Match, diagnose
 from posenc.harness.failure import (ConformanceFailure, assert_conforms, call_adapter, fail, invariant_clauses,
                                     load_golden, require_dtype, run_and_check)
 from posenc.harness.golden import Golden, computed, generate
-from posenc.harness.inference import SHIFTS, Candidate, InferenceContext, Outputs, int_models, shift_sentence, sig
+from posenc.harness.inference import (SHIFTS, Candidate, InferenceContext, Outputs, golden_section, int_models,
+                                      shift_sentence, sig)
 from posenc.harness.model_run import CAPABILITIES, CAUSAL, MODEL_KINDS, Facts, Run, Scenario, as_array, cached_real
 from posenc.harness.runner import (checked_outputs, compare_outputs, native, native_inputs, record, recording, run_case,
                                    run_op)
@@ -100,4 +101,4 @@ __all__ = ["Case", "Gen", "pos", "arange_x", "Golden", "Match", "ConformanceFail
            "invariant_clauses", "load_golden", "require_dtype", "run_and_check", "computed", "generate", "checked_outputs",
            "compare_outputs", "diagnose", "native", "native_inputs", "record", "recording", "run_case", "run_op", "spec",
            "clauses_of", "step", "rows", "exact_decode_steps", "left_pad_rows", "InferenceContext", "Candidate", "Outputs",
-           "SHIFTS", "int_models", "shift_sentence", "sig"]
+           "SHIFTS", "int_models", "shift_sentence", "sig", "golden_section"]

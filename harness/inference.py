@@ -135,11 +135,11 @@ def _uniform_scale(ctx: InferenceContext) -> list[Candidate]:
     c = float(got @ ref) / den if den > 0 else 0.0
     if not np.isfinite(c) or abs(c) < 1e-12 or abs(c - 1) < 1e-6:
         return []
-    said = f"× {_sig(c)}"
+    said = f"× {sig(c)}"
     for name, v in _numeric_params(ctx.p):
         for expr, val in ((f"1/√{name}", v ** -0.5), (f"√{name}", v ** 0.5), (f"1/{name}", 1 / v), (name, float(v))):
             if abs(c / val - 1) < 1e-4:
-                said = f"scaled by {expr} (× {_sig(c)}, {name} {_sig(v)})"
+                said = f"scaled by {expr} (× {sig(c)}, {name} {sig(v)})"
                 break
         else:
             continue
@@ -193,15 +193,8 @@ def _field_fit(ctx: InferenceContext) -> Optional[str]:
         if np.isfinite(score):
             closest.append((score, name, v, best))
     for _, name, v, best in sorted(closest)[:2]:
-        lo, hi = np.log(best / 2), np.log(best * 2)
-        g = (5 ** 0.5 - 1) / 2
-        for _ in range(14):
-            a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-            if fits(name, float(np.exp(a)))[1] < fits(name, float(np.exp(b)))[1]:
-                hi = b
-            else:
-                lo = a
-        x = float(np.exp((lo + hi) / 2))
+        x = float(np.exp(golden_section(lambda t, name=name: fits(name, float(np.exp(t)))[1],
+                                        np.log(best / 2), np.log(best * 2), 14)))
         for y in dict.fromkeys((float(sig(x, 2)), float(sig(x, 3)), x)):
             if abs(y / v - 1) > 1e-6 and fits(name, y)[0]:
                 return said(name, y, v)
@@ -219,19 +212,43 @@ def _top_numeric(p) -> list[tuple[str, object]]:
     return out
 
 
-def _numeric_params(p) -> list[tuple[str, float]]:
-    """The positive numeric fields of a parameter model (nested ones dotted), other than 1."""
-    raw = p.model_dump() if hasattr(p, "model_dump") else {}
-    out: list[tuple[str, float]] = []
+def golden_section(f: Callable[[float], float], lo: float, hi: float, steps: int) -> float:
+    """The ``x`` in ``[lo, hi]`` where ``f`` is least, by ``steps`` golden-section steps (one new
+    evaluation each; ``f`` taken as unimodal there): the middle of the last bracket."""
+    g = (5 ** 0.5 - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = f(a), f(b)
+    for _ in range(steps):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = f(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = f(b)
+    return (lo + hi) / 2
+
+
+def flat_params(params) -> dict[str, object]:
+    """A parameter model (or dict) as ``{dotted path: leaf value}`` (nested models' fields dotted)."""
+    raw = params.model_dump() if hasattr(params, "model_dump") else dict(params or {})
+    out: dict[str, object] = {}
 
     def walk(prefix: str, v) -> None:
         if isinstance(v, dict):
             for k, x in v.items():
                 walk(f"{prefix}.{k}" if prefix else str(k), x)
-        elif isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v != 1:
-            out.append((prefix, float(v)))
+        else:
+            out[prefix] = v
     walk("", raw)
     return out
+
+
+def _numeric_params(p) -> list[tuple[str, float]]:
+    """The positive numeric fields of a parameter model (nested ones dotted), other than 1."""
+    return [(k, float(v)) for k, v in flat_params(p).items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v != 1]
 
 
 #: The lower precisions a run's outputs are tried at, by the run's dtype (most precise first).
@@ -281,10 +298,6 @@ def _judge(ctx: InferenceContext, candidates: list[Candidate], ref_ratio: float)
     if best is not None and best[0] < min(ref_ratio / 10, 1e3):
         return [f"closest fit: {best[1]} (residual: max |err|/bound {best[0]:.3g})"]
     return []
-
-
-def _sig(v: float, digits: int = 4) -> str:
-    return f"{v:.{digits}g}"
 
 
 def sig(v: float, digits: int = 4) -> str:
