@@ -14,6 +14,7 @@ from posenc.conformance.expectations import (
     _OLD_ID,
     FILL_ME,
     GENERATED,
+    NUMBER,
     TODO_EVIDENCE,
     ExpectationError,
     _read_yaml,
@@ -24,16 +25,13 @@ from posenc.conformance.expectations import (
 )
 from posenc.harness.inference import is_finding
 
-#: A number standing on its own in an inferred line (not the digits of a name: float32, e_0, rope_theta).
-_NUMBER = re.compile(r"(?<![\w.:])[-+]?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])")
-
 
 def draft_finding(inferred: str) -> str:
     """A finding drafted from an inferred line: its words without a trailing parenthetical (commentary
     whose wording differs between cases), each specified value (``where <number> is specified``: it
     differs from one drawn case to the next) as ``*``; the values the implementation used are kept."""
     text = re.sub(r"\s*\([^()]*\)\s*$", "", str(inferred).strip())
-    return re.sub(r"(?P<w>\bwhere )" + _NUMBER.pattern + r"(?P<s> is specified)", r"\g<w>*\g<s>", text)
+    return re.sub(r"(?P<w>\bwhere )" + NUMBER.pattern + r"(?P<s> is specified)", r"\g<w>*\g<s>", text)
 
 
 def convert_text(text: str, path="<text>") -> tuple[str, int, int]:

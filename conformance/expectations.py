@@ -79,6 +79,8 @@ _PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._+-]*$")
 _FIELDS = ("case", "check", "operation", "where", "dtypes", "clause", "divergence", "finding", "evidence", "library",
            "library_version")
 GENERATED = "generated"
+#: A number standing on its own in a message (not the digits of a name: float32, e_0, rope_theta, cuda:0).
+NUMBER = re.compile(r"(?<![\w.:])[-+]?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])")
 Scalar = Union[None, StrictBool, StrictInt, StrictFloat, str]
 
 

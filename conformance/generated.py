@@ -16,6 +16,7 @@ from hypothesis.errors import Unsatisfiable
 
 from posenc import registry
 from posenc.adapters import Adapter, Unsupported
+from posenc.conformance.expectations import NUMBER
 from posenc.conformance.state import STATE_KEY, state
 from posenc.harness.generation import (
     GIVE_UP_AFTER,
@@ -203,7 +204,7 @@ def distinct_reasons(reasons) -> list[str]:
     groups: dict[str, list[str]] = {}
     for r in reasons:
         # a number standing on its own (not the digits of a name: float64, bfloat16, cuda:0 stay)
-        groups.setdefault(re.sub(r"(?<![\w.:])[-+]?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])", "#", r), []).append(r)
+        groups.setdefault(NUMBER.sub("#", r), []).append(r)
     return [g[0] if len(g) == 1 else f"{g[0]} (and {len(g) - 1} more like it, other values)" for g in groups.values()]
 
 
