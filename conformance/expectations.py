@@ -57,6 +57,7 @@ report (:mod:`posenc.conformance.expectation_drafts`).
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from pathlib import Path
@@ -345,7 +346,6 @@ class Expectations:
 
     def stale(self, collected: set[tuple[str, str]]) -> list[str]:
         """One message per line whose (case, check) is not among ``collected`` at any dtype."""
-        import difflib
         cases = sorted({c for c, _ in collected})
         out = []
         for i, e in enumerate(self.entries):
@@ -411,14 +411,13 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
                                    f"{FILL_ME}): fill in the evidence and the divergence before using the file")
         ops = getattr(spec, "operations", None)
         if e.generated and ops is not None and e.operation not in ops:
-            import difflib
             near = difflib.get_close_matches(e.operation, list(ops), n=1)
             raise ExpectationError(f"{where}.operation: unknown operation {e.operation!r}"
                                    + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(sorted(ops))}"))
-        unknown = [k for k, _ in e.where if k not in (_param_names(e.operation) or {k})]
-        if e.generated and unknown:
-            import difflib
-            names = sorted(_param_names(e.operation) or ())
+        known = _param_names(e.operation) if e.where else None
+        unknown = [k for k, _ in e.where if known is not None and k not in known]
+        if unknown:
+            names = sorted(known)
             near = [m for k in unknown for m in difflib.get_close_matches(k, names, n=1)]
             raise ExpectationError(f"{where}.where: {', '.join(map(repr, unknown))}: not a parameter of "
                                    f"{e.operation}'s cases" + (f" (did you mean {', '.join(map(repr, near))}?)" if near
