@@ -107,10 +107,12 @@ def draft_from_report(report: dict) -> tuple[str, int]:
     """A format-2 file drafted from a ``--report-json`` report: ``(text, number of lines)``.
 
     One line per failed record (``outcome == "failed"``) that reached a verdict on the values:
-    its first diagnosed divergence (``DIV-UNNAMED-FILL-ME`` when the diagnosis named none), the
-    first clause it violated, merged across dtypes; ``evidence`` is a TODO.  Records that ended
-    in an exception or a malformed output (``raised``) or have no case are left out: no line can
-    excuse them.  Raises :class:`ExpectationError` for a report without ``report_format``.
+    its first diagnosed divergence (``DIV-UNNAMED-FILL-ME`` when the diagnosis named none), its
+    clause by :func:`own_clause`, merged across dtypes; ``evidence`` is a TODO.  A generated test's
+    record becomes a generated line (``operation``, ``where: {}``, and, unnamed, a ``finding`` by
+    :func:`draft_finding` from its first inferred line that is a finding).  Records that ended in an
+    exception or a malformed output (``raised``), have no case, or (generated) were neither named
+    nor inferred are left out: no line can excuse them.  Raises :class:`ExpectationError` for a report without ``report_format``.
     """
     if "report_format" not in report or "results" not in report:
         raise ExpectationError("not a --report-json report of this kit (no report_format / results)")
