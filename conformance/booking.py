@@ -275,6 +275,7 @@ def record_of(item, rep, kind: str, entry, violated, exc=None, counted=None) -> 
         "raised": bool(getattr(exc, "raised", True)) if kind == "failed" and exc is not None else False,
         "reason": reason,
         "generated": dict(item.user_properties).get("generated"),
+        "params": getattr(exc, "params", None) if kind == "failed" else None,
         "counted": {c: OUTCOME_NAMES.get(k, k) for c, k in (counted or {}).items()},
     }
 

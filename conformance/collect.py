@@ -53,7 +53,7 @@ def build_test(check: registry.Check):
             except ConformanceFailure as e:
                 failure = e
         # raised outside the except block (no chained traceback): diagnosed on the check's own calls
-        raise rediagnosed(failure, case, calls, dtype) or failure
+        raise rediagnosed(failure, case, calls, dtype, adapter) or failure
 
     test.__name__ = test.__qualname__ = f"test_{check.name}"
     test.__doc__ = check.doc

@@ -153,6 +153,8 @@ def pytest_configure(config):
     st = config.stash[STATE_KEY] = State(adapter, device, dtypes, Path(exp) if exp else None, config)
     st.model_info = info
     st.plot_dir = plot_dir
+    from posenc.harness.failure import probe_hints_on
+    probe_hints_on(device)  # a failure's hints name only cases this adapter runs
     if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
         config.pluginmanager.register(Booker(st), "posenc-booker")
 
@@ -172,6 +174,9 @@ def pytest_ignore_collect(collection_path, config):
 
 def pytest_unconfigure(config):
     st = config.stash.get(STATE_KEY, None)
+    if st is not None:
+        from posenc.harness.failure import probe_hints_on
+        probe_hints_on(None)
     if st is not None and is_remote(st.adapter):
         st.adapter.posenc_close()
 

@@ -72,7 +72,7 @@ def pairing_probe(request, adapter, device, dtype, case):
                  f"{y[expect]:.4f}: the pair turns the other way (DIV-ROPE-SIN-SIGN-FLIPPED"
                  f"{', ROPE-ROTATION-NEGATIVE' if p.rotation == 'negative' else ''})")
         if not lit:
-            verdict = "nothing but index 0 is lit: e_0 was not rotated at position 1"
+            verdict = _unlit_verdict(y, a, dtype, tol)
         elif lit == [p.pair_dim // 2]:
             verdict = "index rotary_dim/2 is lit: this is half pairing"
         elif lit == [1]:
@@ -85,6 +85,21 @@ def pairing_probe(request, adapter, device, dtype, case):
              + ", ".join(f"[{i}] {y[i]:.4f}" for i in ([0] + lit)[:8]) + (" ..." if len(lit) > 7 else "")
              + f": {verdict}")
     _probe_e1(adapter, case, dtype, device, cl, tol)
+
+
+def _unlit_verdict(y, a: float, dtype: str, tol: float) -> str:
+    """What an e_0 probe output with no index but 0 above ``tol`` says: not rotated (every other
+    index within one rounding of 0), or turned by an angle too small for the probe's threshold at
+    ``dtype`` (a bf16 output holds 0.025 exactly enough: that is a rotation by about 1/40 rad)."""
+    rest = np.abs(np.asarray(y, np.float64)).copy()
+    rest[0] = 0.0
+    j = int(np.argmax(rest))
+    if rest[j] <= EPS[dtype] * a:
+        return "nothing but index 0 is lit: e_0 was not rotated at position 1"
+    angle = float(np.arcsin(min(rest[j] / a, 1.0)))
+    return (f"e_0 turned by about {angle:.3g} rad where 1 rad is due (index {j} holds {y[j]:.4g}, under what the "
+            f"probe reads as lit at {dtype}, {tol:.3g}): the angle at position 1 is wrong, not the pairing "
+            "(the goldens say by how much)")
 
 
 def _probe_e1(adapter, case, dtype, device, cl, tol):

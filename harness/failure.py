@@ -11,8 +11,9 @@ known divergences that reproduce them (:mod:`posenc.harness.diagnosis`) or what 
 from __future__ import annotations
 
 import functools
+import json
 import traceback
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from posenc.spec.errors import AdapterError, Unsupported, exception_text
 from posenc.harness import golden as _golden
 from posenc.harness.diagnosis import caught_outputs, diagnose, diagnose_calls, separating_case
 from posenc.harness.failure_plots import PlotData
-from posenc.harness.inference import infer
+from posenc.harness.inference import flat_params, infer
 from posenc.harness.remote import RemoteFailure
 from posenc.harness.runner import compare_outputs, run_case
 from posenc.registry import all_cases
@@ -91,6 +92,9 @@ class ConformanceFailure(pytest.fail.Exception):
     #: the values the failure was judged on (``failure_plots.PlotData``: golden, outputs, dtype) for
     #: ``--plot-dir``; None for a failure without compared values (an exception, a malformed output)
     plot_data = None
+    #: the failing case's parameters, ``{dotted path: value}`` (a generated test's: the drawn
+    #: example's), for the report's ``params``; None when the failure has no case
+    params = None
 
 
 def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detail: str, matches=(),
@@ -102,24 +106,37 @@ def fail(clauses: Iterable[str], adapter: Adapter, case: Case, dtype: str, detai
     ``plot_data``: the compared values, for ``--plot-dir`` (:mod:`posenc.harness.failure_plots`)."""
     clauses = tuple(clauses)
     lines = [f"{', '.join(clauses)}: {adapter.name} fails case {case.id} ({dtype})", f"  {detail}"]
-    lines += diagnosis_lines(case, matches, dtype)
+    lines += diagnosis_lines(case, matches, dtype, adapter)
     e = ConformanceFailure("\n".join(lines), clauses, matches, raised, inferred, reason or detail, diagnosed,
                            case.clauses)
     e.plot_data = plot_data
+    e.params = _plain_params(case)
     raise e
 
 
-def diagnosis_lines(case: Case, matches, dtype: str) -> list[str]:
-    """The failure message's lines naming the matched divergences (none when nothing matched)."""
+def _plain_params(case: Case) -> Optional[dict]:
+    """``case``'s parameters as ``{dotted path: value}`` of JSON values (None where they are not)."""
+    try:
+        flat = flat_params(case.params)
+        json.dumps(flat, allow_nan=False)
+        return flat
+    except Exception:  # noqa: BLE001 - parameters of an adapter-made case the report cannot hold
+        return None
+
+
+def diagnosis_lines(case: Case, matches, dtype: str, adapter: Optional[Adapter] = None) -> list[str]:
+    """The failure message's lines naming the matched divergences (none when nothing matched);
+    ``adapter``: the failing one, whose unsupported cases the hints never name."""
     if not matches:
         return []
     lines = ["  diagnosis: the output matches known divergence(s)" + (", closest first:" if len(matches) > 1 else ":")]
     lines += [f"    {m.divergence} (violates {', '.join(m.violates)}): {m.description} "
               f"[max |err|/bound {m.ratio:.3g}]" for m in matches]
-    return lines + separation_lines(case, [m.divergence for m in matches], dtype)
+    return lines + separation_lines(case, [m.divergence for m in matches], dtype, supported(adapter, dtype))
 
 
-def rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Optional[ConformanceFailure]:
+def rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str,
+                adapter: Optional[Adapter] = None) -> Optional[ConformanceFailure]:
     """An oracle-free check's failure ``e`` diagnosed on the operation calls the check made
     (``calls``: :class:`posenc.harness.runner.Call`, recorded by ``runner.recording``): each
     call's outputs compared with the reference on the same inputs, then with every known
@@ -131,12 +148,12 @@ def rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Optiona
     if e.diagnosed or not calls:
         return None
     try:
-        return _rediagnosed(e, case, calls, dtype)
+        return _rediagnosed(e, case, calls, dtype, adapter)
     except Exception:  # noqa: BLE001 - the check's own failure always survives its diagnosis
         return None
 
 
-def _rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Optional[ConformanceFailure]:
+def _rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str, adapter) -> Optional[ConformanceFailure]:
     d = diagnose_calls(registry.spec(), case, calls, dtype)
     if d is None or not d.wrong:
         return None
@@ -147,13 +164,14 @@ def _rediagnosed(e: ConformanceFailure, case: Case, calls, dtype: str) -> Option
     lines += [f"    {m}" for m in d.first_bad]
     inferred: tuple = ()
     if d.matches:
-        lines += diagnosis_lines(case, d.matches, dtype)
+        lines += diagnosis_lines(case, d.matches, dtype, adapter)
     else:
         inferred = tuple(infer(g, call.outputs, dtype))
         lines.append("  diagnosis: no known divergence reproduces the outputs of all of the check's calls")
         lines += [f"  inferred (call {i + 1}): {s}" for s in inferred]
     out = ConformanceFailure("\n".join(lines), e.clauses, d.matches, False, inferred, e.reason, True, case.clauses)
     out.plot_data = PlotData(g, call.outputs, dtype)  # --plot-dir: the first call out of tolerance
+    out.params = e.params
     return out
 
 
@@ -183,11 +201,20 @@ def _values_verdict(r: dict) -> bool:
     return r.get("outcome") == "failed" and not r.get("raised") and not str(r.get("reason", "")).startswith("[XPASS")
 
 
+def _kind(params: dict) -> tuple:
+    """A case's kind, what :func:`contradicted_diagnoses` compares like with like by: its
+    parameters' choices -- every string, boolean and unset (None) value by its dotted path, and
+    which numeric values are set -- never the numbers themselves (a θ, a factor, a width)."""
+    return tuple(sorted((k, v if v is None or isinstance(v, (str, bool)) else "<set>") for k, v in params.items()))
+
+
 def contradicted_diagnoses(records: list[dict]) -> list[dict]:
     """Diagnoses the run itself contradicts, where the divergence a failure is diagnosed as (its
     closest match, the name the user reads) at a dtype (``failures``: how many) is refuted by a
     golden case at that dtype (``case``): its mutant fails the golden -- of an operation those
-    failures ran -- which *passed* (``golden: "passed"``); or an invariant check named it for a
+    failures ran, and of a kind of case one of them failed on (the same pairing, scaling type,
+    flags and unset fields: like with like, so a bug shown only under one rope_type is not refuted
+    by a golden of another) -- which *passed* (``golden: "passed"``); or an invariant check named it for a
     case whose own golden test judged the values and failed without naming it (``golden:
     "failed without it"``: the golden's inputs tell more than the check's few calls).  The adapter
     then does not have that bug as such but a narrower or another one that agrees with it on the
@@ -216,10 +243,15 @@ def contradicted_diagnoses(records: list[dict]) -> list[dict]:
                         div not in [m["divergence"] for m in g.get("diagnosis") or ()]:
                     found = (r["case"], "failed without it")
                     break
-            # the operations the failures ran (a generated test's case is its operation)
+            # the operations the failures ran (a generated test's case is its operation), and the
+            # kinds of case they failed on: a passing golden refutes the name only if it is of one
+            # of those kinds (a bug shown only under YaRN is not refuted by a default-RoPE golden)
             ops = {cases[r["case"]].op if r.get("case") in cases else r.get("case") for r in rs}
+            kinds = {_kind(r.get("params") or (flat_params(cases[r["case"]].params) if r.get("case") in cases else {}))
+                     for r in rs}
             for (cid, gd), g in goldens.items() if found is None else ():
-                if gd != dtype or g.get("outcome") != "passed" or cid not in cases or cases[cid].op not in ops:
+                if gd != dtype or g.get("outcome") != "passed" or cid not in cases or cases[cid].op not in ops \
+                        or _kind(flat_params(cases[cid].params)) not in kinds:
                     continue
                 gold = _loaded(cid)
                 if gold is not None and caught_outputs(d, gold, dtype) is not None:
@@ -237,27 +269,79 @@ def contradicted_diagnoses(records: list[dict]) -> list[dict]:
 SEPARATE_TOP = 3
 
 
-def separation_lines(case: Case, divergences: list[str], dtype: str) -> list[str]:
-    """For several divergences reproducing one output: which golden case of the operation tells
-    the closest one from each other (rerun it to know which bug it is), or that none does."""
+def separation_lines(case: Case, divergences: list[str], dtype: str,
+                     usable: Optional[Callable[[str], bool]] = None) -> list[str]:
+    """For several divergences reproducing one output: which golden case tells the closest one
+    from each other (rerun it to know which bug it is), or that none does.  ``usable(case_id)``:
+    whether the adapter runs that case (:func:`support_probe`); a case it does not is never named
+    (said instead, with the case); None: every case is."""
     if len(divergences) < 2:
         return []
     out = ["  these cases tell them apart (each reproduced by one of the two only; rerun them with -k CASE):"]
     first = divergences[0]
     for other in divergences[1:1 + SEPARATE_TOP]:
-        sep = _separating(first, other, case.op, dtype)
-        out.append(f"    {first} / {other}: " + (f"case {sep}" if sep else
-                   f"no golden case at {dtype}: they give the same outputs on every case, so the "
-                   "outputs cannot say which of the two this is"))
+        seps = _separating(first, other, case.op, dtype)
+        sep = next((c for c in seps if usable is None or usable(c)), None)
+        out.append(f"    {first} / {other}: " + (
+            f"case {sep}" if sep else
+            f"no golden case at {dtype}: they give the same outputs on every case, so the outputs cannot say "
+            "which of the two this is" if not seps else
+            f"no case this adapter runs at {dtype} (case {seps[0]} would, and the adapter reports it unsupported "
+            "or cannot run it)"))
     return out
 
 
+#: How many golden cases :func:`separation_lines` offers the support probe for one pair.
+SEPARATING_TRIED = 8
+
+
 @functools.lru_cache(maxsize=None)
-def _separating(a: str, b: str, op: str, dtype: str) -> Optional[str]:
-    """A golden case telling ``a`` from ``b`` at ``dtype``: of operation ``op`` if one does, else of
-    any operation both have a mutant form for."""
-    cases = sorted(all_cases(), key=lambda c: c.op != op)
-    return separating_case(registry.spec(), a, b, [g for g in (_loaded(c.id) for c in cases) if g], dtype)
+def _separating(a: str, b: str, op: str, dtype: str) -> tuple[str, ...]:
+    """Golden cases telling ``a`` from ``b`` at ``dtype`` (at most :data:`SEPARATING_TRIED`): of
+    operation ``op`` first, then of any operation both have a mutant form for."""
+    found: list[str] = []
+    for c in sorted(all_cases(), key=lambda c: c.op != op):
+        g = _loaded(c.id)
+        if g is not None and separating_case(registry.spec(), a, b, [g], dtype):
+            found.append(c.id)
+            if len(found) == SEPARATING_TRIED:
+                break
+    return tuple(found)
+
+
+#: The device the hints' support probe runs a case on (the run's ``--device``, set by the suite's
+#: plugin through :func:`probe_hints_on`); None: no probe, a hint may name any case.
+_HINT_DEVICE: list[Optional[str]] = [None]
+_SUPPORTED: dict[tuple[int, str, str], bool] = {}
+
+
+def probe_hints_on(device: Optional[str]) -> None:
+    """Let the failure messages' hints (:func:`separation_lines`) name only cases the failing
+    adapter runs on ``device``, by running a candidate case once; None: stop probing."""
+    _HINT_DEVICE[0] = device
+    _SUPPORTED.clear()
+
+
+def supported(adapter: Optional[Adapter], dtype: str) -> Optional[Callable[[str], bool]]:
+    """``usable(case_id)`` of :func:`separation_lines` for ``adapter`` at ``dtype``: whether it runs
+    that golden case (one run, kept per adapter, case and dtype; ``Unsupported`` or any other
+    exception: False); None when hints are not probed (:func:`probe_hints_on`) or no adapter is known."""
+    device = _HINT_DEVICE[0]
+    if device is None or adapter is None:
+        return None
+
+    def usable(case_id: str) -> bool:
+        key = (id(adapter), case_id, dtype)
+        if key not in _SUPPORTED:
+            try:
+                g = _loaded(case_id)
+                _SUPPORTED[key] = g is not None and run_case(adapter, g, dtype, device) is not None
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # noqa: BLE001 - the probe only asks: any failure means "not a hint"
+                _SUPPORTED[key] = False
+        return _SUPPORTED[key]
+    return usable
 
 
 def _loaded(case_id: str):

@@ -31,6 +31,16 @@ class PairingSwapped(TorchAdapter):
         return super().rope_apply_with_cos_sin(q, k, cos, sin, other)
 
 
+class PairingSwappedUnderYarn(TorchAdapter):
+    """The pairing swapped under YaRN only (every other rope_type right): the YaRN cases name
+    DIV-ROPE-PAIRING-SWAPPED, and the default-RoPE goldens that pass do not refute it (a golden of
+    another kind of case is not like with like)."""
+    name = "broken-pairing-swapped-under-yarn"
+
+    def rope(self, params, *, dtype, device):
+        return (_SwappedRope if params.rope_type == "yarn" else TorchRope)(params, DTYPES[dtype], device)
+
+
 class _Bf16Rope(TorchRope):
     def __init__(self, params, dtype, device):
         super().__init__(params, dtype, device)
@@ -137,6 +147,20 @@ class PositionsDoubled(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _DoubledPositionsRope(params, DTYPES[dtype], device)
+
+
+class _CondensedRope(TorchRope):
+    def _cos_sin(self, position_ids):
+        return super()._cos_sin(position_ids / 40)
+
+
+class PositionsCondensed(TorchAdapter):
+    """Positions divided by 40 (a condensing ratio applied where none is specified): at position 1
+    pair 0 turns by 1/40 rad, which a bf16 probe output shows (0.025) under the probe's threshold."""
+    name = "broken-positions-condensed"
+
+    def rope(self, params, *, dtype, device):
+        return _CondensedRope(params, DTYPES[dtype], device)
 
 
 class _TailRope(TorchRope):

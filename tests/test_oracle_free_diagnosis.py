@@ -197,6 +197,22 @@ def test_a_diagnosis_contradicted_by_a_passing_golden_is_flagged(run_suite, tmp_
            "rope-tiny-half, which passed" in text
 
 
+def test_only_goldens_of_the_failing_kind_of_case_refute(run_suite, tmp_path):
+    """A pairing swapped under YaRN only: the YaRN goldens name DIV-ROPE-PAIRING-SWAPPED; the
+    default-RoPE golden passes and the divergence's mutant would fail it, but it is another kind of
+    case (rope_type default), so it refutes nothing.  The failures' parameters are in the report."""
+    out = tmp_path / "report.json"
+    r = run_suite(f"{BROKEN}:PairingSwappedUnderYarn", "--dtype", "float32", "--report-json", str(out),
+                  "-k", "test_golden and (scale-yarn-qwen2.5 or rope-tiny-half)")
+    rep = json.loads(out.read_text())
+    got = {t["case"]: t for t in rep["results"]}
+    assert got["rope-tiny-half"]["outcome"] == "passed" and got["rope-tiny-half"]["params"] is None
+    yarn = got["scale-yarn-qwen2.5"]
+    assert yarn["outcome"] == "failed" and yarn["diagnosis"][0]["divergence"] == "DIV-ROPE-PAIRING-SWAPPED"
+    assert yarn["params"]["rope_type"] == "yarn" and yarn["params"]["pairing"] == "half"
+    assert r.ret == 1 and rep["contradicted"] == [] and "diagnoses this run contradicts" not in r.stdout.str()
+
+
 def test_a_real_bug_is_not_flagged_as_contradicted(run_suite, tmp_path):
     out = tmp_path / "report.json"
     r = run_suite(f"{BROKEN}:PairingSwapped", "--report-json", str(out), "-k", "test_golden and rope-")

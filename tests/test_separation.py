@@ -103,3 +103,25 @@ def test_the_long_prefill_case_by_hand():
             assert g.outputs["cos"][0, m, k] == pytest.approx(math.sqrt(1.5) * math.cos(angle), rel=1e-12, abs=1e-12)
             assert g.outputs["sin"][0, m, k] == pytest.approx(math.sqrt(1.5) * math.sin(angle), rel=1e-12, abs=1e-12)
     assert np.isclose(math.sqrt(1 + math.log(4) / math.log(16)), math.sqrt(1.5))
+
+
+def test_the_separating_case_named_is_one_the_adapter_runs(run_suite, tmp_path):
+    """The same bug in an adapter that reports contexts no longer than the original unsupported:
+    both cases that tell the two divergences apart are of that kind, so the hint names none to
+    rerun; it says which case would, and that the adapter does not run it."""
+    adapter = tmp_path / "extended_only.py"
+    adapter.write_text(
+        "from posenc.adapters import Unsupported\n"
+        "from posenc.adapters.reference_adapter import MutantAdapter\n"
+        "class ExtendedOnly(MutantAdapter):\n"
+        "    def compute(self, op, params, inputs, dtype, state=None):\n"
+        "        if getattr(params, 'max_position_embeddings', None) == getattr(params, 'original_max_position_embeddings', 0):\n"
+        "            raise Unsupported('only extended contexts')\n"
+        "        return super().compute(op, params, inputs, dtype, state)\n"
+        "ADAPTER = lambda: ExtendedOnly('DIV-SCALE-LONGROPE-AT-INIT')\n")
+    r = run_suite(str(adapter), "-k", "test_golden and scale-longrope-switch")
+    text = r.stdout.str()
+    assert r.ret == 1, text[-3000:]
+    assert "DIV-SCALE-LONGROPE-AT-INIT / DIV-SCALE-LONGROPE-ALWAYS-LONG: no case this adapter runs at float32 " \
+           "(case scale-longrope-at-init-original-length would" in text
+    assert "ALWAYS-LONG: case scale-longrope-at-init-original-length" not in text

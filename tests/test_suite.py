@@ -377,6 +377,15 @@ def test_probe_says_when_nothing_rotates(run_suite):
     assert "nothing but index 0 is lit: e_0 was not rotated at position 1" in out
 
 
+def test_the_pairing_probe_says_a_small_rotation_is_one_at_bf16(run_suite):
+    """Positions / 40: at bf16 the probe's lit threshold (0.07) is above sin(1/40); the probe says
+    e_0 turned by about 0.025 rad, never that it was not rotated."""
+    out = run_suite(f"{BROKEN}:PositionsCondensed", "--dtype", "bfloat16",
+                    "-k", "test_pairing_probe and rope-tiny-half").stdout.str()
+    assert "e_0 turned by about 0.025 rad where 1 rad is due (index 4 holds 0.025" in out, out[-3000:]
+    assert "was not rotated" not in out
+
+
 def test_exception_in_an_operation_names_the_clauses(run_suite):
     out = run_suite(f"{BROKEN}:OptOffsetZeroChecked", "-k", "test_golden and opt-125m-embeddings and not end").stdout.str()
     assert "LEARNED-OPT-POSITIONS, LEARNED-OPT-OFFSET: broken-opt-offset-0-checked fails case" in out
