@@ -29,6 +29,7 @@ from posenc.registry import (  # noqa: F401
                              MODEL_MUTANTS,
                              MUTANT_NAMES,
                              MUTANTS,
+                             NO_FORMS,
                              REFERENCES,
                              SCENARIOS,
 )

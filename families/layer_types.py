@@ -12,7 +12,7 @@ from posenc.families import Case, Gen, pos
 from posenc.reference import layer_types, rope
 from posenc.spec.models import LayerRopeParams, RopeParams
 
-from . import add_cases, mutant, reference
+from . import add_cases, mutant, no_form, reference
 from ._common import scalar
 from .rope import freq_provider, rope_scales
 
@@ -99,6 +99,10 @@ def layers_no_rope_rotated(op, p, x, dtype=None):
     if p.set_for(scalar(x, "layer_idx")) is not None:
         return None
     return _with(p.set_of(_other_type(p, x)), x)
+
+
+no_form("layers.apply", "layers.apply checks which parameter set each layer rotates with (LAYERS-*); a RoPE bug inside "
+        "the rotation is named on the rope.* operations, which the same rotation code serves")
 
 
 # ---- golden cases ----------------------------------------------------------------------------

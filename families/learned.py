@@ -18,7 +18,7 @@ from posenc.spec.models import (
 )
 from posenc.spec.registry import model_params
 
-from . import add_cases, mutant, reference
+from . import add_cases, mutant, no_form, reference
 from ._common import exact_scales, optional, run, scalar
 
 
@@ -188,7 +188,7 @@ def learned_cache_ignored(op, p, x, dtype=None):
     return run(op, p, {**x, "cache_length": np.asarray(0)})
 
 
-@mutant("bert_token_type_ignored", "learned.bert")
+@mutant("bert_token_type_ignored", "learned.bert", "learned.roberta")
 def bert_token_type_ignored(op, p, x, dtype=None):
     tt = np.zeros_like(np.asarray(x["token_type_embeddings"]))
     return run(op, p, {**x, "token_type_embeddings": tt})
@@ -250,6 +250,18 @@ def bart_opt_mask_rule(op, p, x, dtype=None):
 def bart_no_offset(op, p, x, dtype=None):
     ids = np.asarray(x["input_ids"])
     return _bart_with_rows(p, x, position_ids.decode(*ids.shape, int(x["cache_length"])))
+
+
+_PAST_THE_TABLE = ("rows past the table make the reference raise (LEARNED-ROW-RANGE): no golden of this operation holds "
+                   "a value to compare; learned.lookup's cases and row_range check show it")
+for _op in ("learned.bert", "learned.roberta", "learned.bart_embeddings"):
+    no_form(_op, _PAST_THE_TABLE, "lookup_clamped", "lookup_take_unchecked")
+no_form("learned.gpt2", _PAST_THE_TABLE, "lookup_clamped")
+no_form("learned.opt_embeddings", _PAST_THE_TABLE, "lookup_take_unchecked")
+no_form("learned.roberta", "RoBERTa's rows have their own off-by-one divergences (DIV-LEARNED-ROBERTA-*); this one is "
+        "GPT-2 / BERT's cache_length + 1", "learned_positions_off_by_one")
+no_form("learned.opt_rows", "opt_rows maps the positions it is given; counting them by arange is opt_positions' bug",
+        "opt_arange_positions")
 
 
 # ---- golden cases ----------------------------------------------------------------------------

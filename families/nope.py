@@ -8,7 +8,7 @@ from posenc.reference import nope
 from posenc.spec.models import NopeParams
 from posenc.spec.registry import model_params
 
-from . import add_cases, mutant, reference
+from . import add_cases, mutant, no_form, reference
 from ._common import exact_scales, scalar
 
 
@@ -29,6 +29,10 @@ reference("nope.layer_flags", scales=exact_scales([]))(_nope_flags)
 def nope_flags_inverted(op, p, x, dtype=None):
     """HF's no_rope_layers read literally: 1 taken to mean NoPE (every flag inverted)."""
     return {"use_rope": 1 - nope.layer_flags(p)}
+
+
+no_form("nope.apply", "its cases are NoPE layers; with the flags inverted such a layer rotates, by a RoPE whose "
+        "parameters NopeParams does not carry (nope.layer_flags shows the inverted flags)", "nope_flags_inverted")
 
 
 # ---- golden cases ----------------------------------------------------------------------------

@@ -161,12 +161,12 @@ def _bf16_rope(op, p, x, round_angle: bool):
     return _angles_form(op, p, x, bf16_round, r, r)
 
 
-@mutant("rope_bf16_angles", "rope.apply", "rope.cos_sin", "rope.inv_freq")
+@mutant("rope_bf16_angles", "rope.apply", "rope.cos_sin", "rope.inv_freq", "rope.cos_sin_calls")
 def rope_bf16_angles(op, p, x, dtype=None):
     return _bf16_rope(op, p, x, round_angle=True)
 
 
-@mutant("rope_bf16_inv_freq", "rope.apply", "rope.cos_sin", "rope.inv_freq")
+@mutant("rope_bf16_inv_freq", "rope.apply", "rope.cos_sin", "rope.inv_freq", "rope.cos_sin_calls")
 def rope_bf16_inv_freq(op, p, x, dtype=None):
     return _bf16_rope(op, p, x, round_angle=False)
 
@@ -208,17 +208,14 @@ def rope_tail_rotated(op, p, x, dtype=None):
     return run(op, full, x)
 
 
-@mutant("rope_exponent_head_dim", "rope.apply", "rope.inv_freq", "rope.cos_sin")
+@mutant("rope_exponent_head_dim", "rope.apply", "rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls")
 def rope_exponent_head_dim(op, p, x, dtype=None):
+    """The exponent's divisor head_dim where rotary_dim is specified: theta^(-2i/head_dim)."""
     if p.rope_type != "default":
         return None
-    r = p.rdim
-    w = p.rope_theta ** (-np.arange(0, r, 2, dtype=np.float64) / p.head_dim)
+    w = p.rope_theta ** (-np.arange(0, p.rdim, 2, dtype=np.float64) / p.head_dim)
     a = rope.inv_freq(p)[1]
-    if op == "rope.inv_freq":
-        return {"inv_freq": w, "attention_factor": np.float64(a)}
-    phi = np.asarray(x["position_ids"], np.float64)[..., None] * w
-    return _rope_outputs(op, p, x, a * np.cos(phi), a * np.sin(phi))
+    return _angles_form(op, p, x, freq=lambda seq_len: (w, a))
 
 
 def _with_positions(op, p, x, fn) -> Outputs:
@@ -234,7 +231,7 @@ def rope_arange_positions(op, p, x, dtype=None):
     return _with_positions(op, p, x, lambda pid: position_ids.prefill(*pid.shape))
 
 
-@mutant("rope_factor_ignored", "rope.apply", "rope.cos_sin", "rope.inv_freq")
+@mutant("rope_factor_ignored", "rope.apply", "rope.cos_sin", "rope.inv_freq", "rope.cos_sin_calls")
 def rope_factor_ignored(op, p, x, dtype=None):
     return run(op, p.model_copy(update={"attention_factor": 1.0}), x)
 

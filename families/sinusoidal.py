@@ -10,7 +10,7 @@ from posenc.reference import position_ids, sinusoidal
 from posenc.spec.models import SinusoidalParams
 from posenc.spec.registry import model_params
 
-from . import add_cases, mutant, reference
+from . import add_cases, mutant, no_form, reference
 from ._common import exact_scales, run, scalar
 
 
@@ -146,17 +146,19 @@ def _pe_from_angles(p, phi, position_ids, dtype):
     return round_to_dtype(pe, dtype)
 
 
-@mutant("sin_compute_dtype", "sinusoidal.table")
+@mutant("sin_compute_dtype", "sinusoidal.table", "sinusoidal.fairseq")
 def sin_compute_dtype(op, p, x, dtype=None):
     """The table computed in the compute dtype (keras-hub SinePositionEncoding): positions, the
     base's inverse ``1 / base``, the exponents ``2 floor(j/2) / D``, the frequencies and the angles
-    each rounded to bfloat16 / float16 before sin / cos (position 511 becomes 512 in bfloat16)."""
+    each rounded to bfloat16 / float16 before sin / cos (position 511 becomes 512 in bfloat16);
+    for ``sinusoidal.fairseq`` the table rows of its positions."""
     if dtype not in ("bfloat16", "float16"):
         return None
     sinusoidal.check_width(p)
     r = lambda v: round_to_dtype(v, dtype)  # noqa: E731
     D = p.dim
-    pos = r(np.asarray(x["position_ids"], np.float64))
+    rows = x["position_ids"] if op == "sinusoidal.table" else _fairseq_rows(p, x)
+    pos = r(np.asarray(rows, np.float64))
     if p.h_minus_1:
         h = D // 2
         e = r(r(np.arange(h, dtype=np.float64)) / r(max(h - 1, 1)))
@@ -171,21 +173,23 @@ def sin_compute_dtype(op, p, x, dtype=None):
         inv = r(np.power(r(1.0 / p.base), r(r(k) / r(D))))
     with np.errstate(over="ignore", invalid="ignore"):
         phi = r(pos[..., None] * inv)
-    return {"pe": _pe_from_angles(p, phi, x["position_ids"], dtype)}
+    return {"pe": _pe_from_angles(p, phi, rows, dtype)}
 
 
-@mutant("sin_positions_in_dtype", "sinusoidal.table")
+@mutant("sin_positions_in_dtype", "sinusoidal.table", "sinusoidal.fairseq")
 def sin_positions_in_dtype(op, p, x, dtype=None):
     """Only the positions cast to the activation dtype before the angles (frequencies, angles and
     sin / cos in float32 or better): bfloat16 loses integers above 256, float16 above 2048, and
-    float16 positions above 65504 are inf (sin and cos of inf: NaN)."""
+    float16 positions above 65504 are inf (sin and cos of inf: NaN); for ``sinusoidal.fairseq``
+    its table rows."""
     if dtype not in ("bfloat16", "float16"):
         return None
     sinusoidal.check_width(p)
-    pos = round_to_dtype(np.asarray(x["position_ids"], np.float64), dtype)
+    rows = x["position_ids"] if op == "sinusoidal.table" else _fairseq_rows(p, x)
+    pos = round_to_dtype(np.asarray(rows, np.float64), dtype)
     with np.errstate(invalid="ignore"):
         phi = pos[..., None] * _column_inv_freq(p)
-    return {"pe": _pe_from_angles(p, phi, x["position_ids"], "float64")}
+    return {"pe": _pe_from_angles(p, phi, rows, "float64")}
 
 
 @mutant("sin_fairseq_cache_ignored", "sinusoidal.fairseq_positions", "sinusoidal.fairseq")
@@ -194,6 +198,11 @@ def sin_fairseq_cache_ignored(op, p, x, dtype=None):
     if int(x["cache_length"]) == 0:
         return None
     return run(op, p, {**x, "cache_length": np.asarray(0)})
+
+
+no_form("sinusoidal.fairseq", "fairseq's table is an h - 1 table already: the mutant reads Vaswani's table with h - 1",
+        "sin_divisor_h_minus_1")
+no_form("sinusoidal.fairseq", "fairseq's layout is fixed ([sin | cos]): the swap is a Vaswani table's bug", "sin_layout_swapped")
 
 
 # ---- golden cases ----------------------------------------------------------------------------

@@ -364,8 +364,27 @@ def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.n
     if not matches:
         detail += "\n  diagnosis: no known divergence reproduces this output"
         detail += "".join(f"\n  inferred: {s}" for s in inferred)
+        detail += "".join(f"\n  {s}" for s in not_tried_lines(g.case.op))
     fail(clauses or g.case.clauses, adapter, g.case, dtype, f"{what.strip()}\n  {detail}" if what else detail, matches,
          inferred=inferred, reason=bad[0].message, diagnosed=True, plot_data=PlotData(g, outputs, dtype))
+
+
+#: How many divergences :func:`not_tried_lines` names per reason.
+NOT_TRIED_NAMED = 4
+
+
+def not_tried_lines(op: str) -> list[str]:
+    """The divergences a failure of ``op`` was not compared with: their mutants have a form for an
+    operation ``op`` is built on and none for ``op`` (``registry.no_form``), one line per reason."""
+    try:
+        by_reason: dict[str, list[str]] = {}
+        for div, reason in registry.no_form_reasons(op).items():
+            by_reason.setdefault(reason or "no reason registered", []).append(div)
+    except Exception:  # noqa: BLE001 - an advisory line never breaks a failure's message
+        return []
+    return [f"not compared on {op} (no mutant form: {reason}): {', '.join(ds[:NOT_TRIED_NAMED])}"
+            + (f" and {len(ds) - NOT_TRIED_NAMED} more" if len(ds) > NOT_TRIED_NAMED else "")
+            for reason, ds in by_reason.items()]
 
 
 def is_timeout(e: BaseException) -> bool:

@@ -101,6 +101,9 @@ FAMILIES: dict[str, Family] = {}
 REFERENCES: dict[str, Reference] = {}
 MUTANTS: dict[str, dict[str, Callable]] = {}
 MUTANT_NAMES: dict[str, Callable] = {}
+#: Why a mutant has no form for an operation built on one where it has (spec ``builds_on``):
+#: operation -> [(mutant names, or () for every such mutant, reason)] (see :func:`no_form`).
+NO_FORMS: dict[str, list[tuple[tuple[str, ...], str]]] = {}
 #: Model-level mutants (family ``model``): name -> ``fn(facts) -> bool | None`` (see :func:`model_mutant`).
 MODEL_MUTANTS: dict[str, Callable] = {}
 #: Model scenarios (family ``model``): clause ID -> :class:`posenc.harness.model_run.Scenario`.
@@ -325,6 +328,37 @@ def mutant(name: str, *ops: str) -> Callable:
             MUTANTS.setdefault(name, {})[op] = (lambda op_: lambda p, x, dtype=None: fn(op_, p, x, dtype))(op)
         return fn
     return deco
+
+
+def no_form(op: str, reason: str, *mutant_names: str) -> None:
+    """Record why the mutants ``mutant_names`` have no form for ``op`` although they have one for
+    an operation ``op`` builds on (spec ``builds_on``: a bug there shows here); no names: every such
+    mutant (``layers.apply`` leaves the RoPE bugs inside a layer to the ``rope.*`` operations).
+    The catalogue test requires a form or a reason for each; a failure of ``op`` that no
+    divergence reproduces names them with the reason (:func:`no_form_reasons`)."""
+    if not reason.strip():
+        raise SpecError(f"no_form({op!r}): a reason is required")
+    NO_FORMS.setdefault(op, []).append((tuple(mutant_names), reason))
+
+
+def no_form_reasons(op: str) -> dict[str, str]:
+    """``{divergence ID: reason}`` of the operation-level divergences whose mutants have a form for
+    an operation ``op`` builds on (transitively) and none for ``op``, with the reason registered by
+    :func:`no_form` (``""`` where none is: the catalogue test fails on it)."""
+    load_modules()
+    ops, below, todo = spec().operations, set(), list(spec().operations[op].builds_on) if op in spec().operations else []
+    while todo:
+        x = todo.pop()
+        if x not in below:
+            below.add(x)
+            todo += ops[x].builds_on if x in ops else []
+    out: dict[str, str] = {}
+    for d in spec().divergences.values():
+        forms = MUTANTS.get(d.mutant, {})
+        if d.level != "operation" or op in forms or not below & set(forms):
+            continue
+        out[d.id] = next((r for names, r in NO_FORMS.get(op, ()) if not names or d.mutant in names), "")
+    return out
 
 
 def model_mutant(name: str) -> Callable:
@@ -552,6 +586,6 @@ def family_of(op: str) -> Family:
 
 
 __all__ = ["Family", "Reference", "Check", "register_family", "discover", "reference", "mutant", "add_cases",
-           "inference", "inference_notes", "inferences", "kit_golden_dir", "KIT_PACKAGE", "run_reference", "run_mutant", "cases_by_id",
+           "no_form", "no_form_reasons", "inference", "inference_notes", "inferences", "kit_golden_dir", "KIT_PACKAGE", "run_reference", "run_mutant", "cases_by_id",
            "check", "generator", "generators", "branch", "model_mutant", "scenario", "scenarios", "model_mutants", "branches", "operation", "operations_by_method", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
            "load_modules", "load_checks", "ENTRY_POINT_GROUP"]

@@ -221,6 +221,12 @@ class Operation(_Strict):
     clauses: list[str] = Field(min_length=1, description="the clauses this operation serves")
     angle_based: bool = Field(False, description="angles may be float32 at every dtype: eps never below float32's")
     float32_floor: bool = Field(False, description="not angle-based, but float32 arithmetic is allowed at every dtype")
+    builds_on: list[str] = Field([], description="the operations whose outputs this one is made from (since 0.5.0): "
+                                 "a bug there shows here, so a divergence's mutant with a form there has one here "
+                                 "or a registered reason why not")
+    error_scales: Optional[str] = Field(
+        None, description="the tolerance of its float outputs as formulas (since 0.5.0): the dtype term's scale, "
+        "the float32 term's scale and what each allows (the README's tolerance rule); 'exact' for integer outputs")
 
     @model_validator(mode="after")
     def _check(self) -> "Operation":

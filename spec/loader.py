@@ -23,7 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 from .errors import SpecError
 from .models import Clause, Divergence, FamilyFile, Operation
 
-SPEC_VERSION = "0.4.0"
+SPEC_VERSION = "0.5.0"
 SPEC_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = SPEC_DIR / "schema.json"
 #: Spec files of registered families outside the kit (see :func:`register_spec_file`).
@@ -185,6 +185,9 @@ def load_spec(directory: Optional[Path] = None) -> Spec:
             for cid in o.clauses:
                 if cid not in spec.clauses:
                     raise SpecError(f"{files_of[fam_name]}: operations.{j}.clauses: unknown clause {cid!r}")
+            for other in o.builds_on:
+                if other not in spec.operations or other == o.name:
+                    raise SpecError(f"{files_of[fam_name]}: operations.{j}.builds_on: {other!r} is not another operation")
         _check_superseded(files_of[fam_name], fam, spec)
     from .ranges import check_parameters
     check_parameters(spec, files_of)

@@ -10,6 +10,10 @@ against the float64 reference ``y_ref`` element-wise when
   magnitudes); ``angle_scale`` is ``|phi_i| * (1 + e_i ln theta) * |x_pair|`` for angle-based
   encodings (0 elsewhere), where ``e_i = 2i/d`` is the frequency's exponent.  Both are computed
   by the reference (:func:`posenc.registry.reference_of`) and stored with the golden.
+  The float32 term is also what an operation may lose to float32 arithmetic the spec allows at
+  every dtype other than angles: ``attention.probs``'s dot products, summed in a float32
+  accumulator in any order (``p_j (L_j + max_j L_j) (n - 1) / 2``, n the dot product's length;
+  spec 0.5.0).  Each operation states both scales as formulas (its ``error_scales``).
 * ``eps_eff`` is ``eps(dt)``, but never below ``eps(float32)`` for angle-based operations:
   the spec allows (and requires at least) float32 angles and cos/sin whatever the dtype.
 * The angle term allows a float32 angle ``p * inv_freq``: a float32 ``theta ** -e_i`` rounds

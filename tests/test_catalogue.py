@@ -106,3 +106,44 @@ def test_generated_cases_catch(div_id, dtype):
                 print(f"{div_id} at {dtype}: caught by generated example #{k} of {op}")
                 return
     pytest.fail(f"{div_id} ({d.mutant}) is never caught at {dtype} by the first {EXAMPLES} generated cases of {ops}")
+
+
+def test_a_mutant_has_a_form_wherever_its_bug_shows_or_a_registered_reason():
+    """Names that hold: a divergence whose mutant has a form for an operation has one for every
+    operation built on it (spec ``builds_on``, transitively: ``rope.cos_sin_calls`` is
+    ``rope.cos_sin`` called again), or a reason registered with ``registry.no_form``, which a
+    failure no divergence reproduces names.  Every registered reason covers some divergence."""
+    missing = {op: sorted(d for d, r in registry.no_form_reasons(op).items() if not r) for op in SPEC.operations}
+    assert not {op: ds for op, ds in missing.items() if ds}, "a form, or registry.no_form(op, reason, mutant)"
+    for op, entries in registry.NO_FORMS.items():
+        used = {SPEC.divergences[d].mutant for d in registry.no_form_reasons(op)}
+        for names, reason in entries:
+            assert used if not names else set(names) <= used, f"no_form({op!r}, ...{names}): stale ({reason})"
+
+
+def test_the_forms_for_operations_built_on_others_are_the_same_bug():
+    """The forms added where a bug shows (issue 27): on rope.cos_sin_calls each call of the sequence is
+    what the mutant's rope.cos_sin form gives on that call's positions."""
+    from posenc.registry import run_mutant
+    g = golden.load(next(c for c in families.all_cases() if c.op == "rope.cos_sin_calls" and c.params.rope_type == "default"))
+    for div in ("DIV-ROPE-BF16-ANGLES", "DIV-ROPE-BF16-INV-FREQ", "DIV-ROPE-EXPONENT-HEAD-DIM", "DIV-ROPE-FACTOR-IGNORED"):
+        fns = registry.mutants()[SPEC.divergences[div].mutant]
+        calls = fns["rope.cos_sin_calls"](g.case.params, g.inputs, "bfloat16")
+        for key in (k for k in g.inputs if k.startswith("position_ids.")):
+            one = fns["rope.cos_sin"](g.case.params, {"position_ids": g.inputs[key]}, "bfloat16")
+            k = key.rsplit(".", 1)[1]
+            assert np.array_equal(calls[f"cos.{k}"], one["cos"]) and np.array_equal(calls[f"sin.{k}"], one["sin"]), div
+
+
+def test_a_failure_nothing_reproduces_names_the_divergences_it_was_not_compared_with():
+    from posenc.harness.failure import ConformanceFailure, assert_conforms, not_tried_lines
+    assert not_tried_lines("rope.apply") == []
+    lines = not_tried_lines("layers.apply")
+    assert len(lines) == 1 and lines[0].startswith("not compared on layers.apply (no mutant form: layers.apply checks which")
+    assert "DIV-ROPE-" in lines[0] and " more" in lines[0]
+    g = golden.load(next(c for c in families.all_cases() if c.op == "layers.apply"))
+    wrong = {n: np.asarray(v) * 1.5 for n, v in g.outputs.items() if not n.endswith(".compared")}
+    with pytest.raises(ConformanceFailure) as e:
+        assert_conforms(MutantAdapter("DIV-ROPE-PAIRING-SWAPPED"), g, wrong, "float32")
+    assert "no known divergence reproduces this output" in str(e.value.msg)
+    assert "not compared on layers.apply (no mutant form:" in str(e.value.msg)

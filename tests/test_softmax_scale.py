@@ -15,7 +15,9 @@ import posenc.adapters.hf_transformers  # noqa: F401 - import before pytester sn
 from posenc.adapters.hf_transformers import HFTransformersAdapter
 from posenc.adapters.base import Unsupported
 from posenc.harness import golden
+from posenc.harness.failure import load_golden
 from posenc.registry import all_cases
+from posenc.registry.cases import Case
 from posenc.harness.runner import compare_outputs
 from posenc.reference import attention
 from posenc.spec import load_spec
@@ -179,3 +181,59 @@ def test_patched_eager_attention_fails_the_suite(run_suite, monkeypatch):
     monkeypatch.setattr(hf_ds, "eager_attention_forward", sharper)
     r = run_suite("hf-transformers", "-k", "scale-softmax")
     assert r.ret == 1 and r.parseoutcomes().get("failed", 0) >= 1
+
+
+# ---- the dot product's length in the bound (issue 27: derived, not tuned) ------------------------
+
+def _summed_in_order(q, k, scale: float, acc) -> np.ndarray:
+    """probs of a kernel that scales q first (``(q * scale) @ k^T``, the order real models use) and
+    sums each logit's n products one after another in ``acc`` (float32: a legal accumulator;
+    float16: a half-precision accumulator), the softmax in float32."""
+    qs = (q.astype(np.float32) * np.float32(scale)).astype(np.float32)
+    kk = np.repeat(k.astype(np.float32), q.shape[1] // k.shape[1], axis=1)
+    total = np.zeros(q.shape[:-1] + (kk.shape[-2],), acc)
+    for d in range(q.shape[-1]):
+        total = (total + (qs[..., d:d + 1] * kk[..., None, :, d]).astype(acc)).astype(acc)
+    logits = total.astype(np.float32)
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def _deepseek_inputs(qk: int, seed: int):
+    """Positive q, k (every rounding of a sum pushes the same way: the worst of a float32 sum)."""
+    rng = np.random.default_rng(seed)
+    q = np.abs(rng.standard_normal((2, 4, 8, qk))).astype(np.float32).astype(np.float64)
+    k = np.abs(rng.standard_normal((2, 2, 16, qk))).astype(np.float32).astype(np.float64)
+    return q, k
+
+
+@pytest.mark.parametrize("qk", [192, 576])
+def test_a_float32_kernel_summing_in_order_passes_and_the_length_term_is_what_lets_it(qk):
+    """A correct float32 kernel: q scaled first, each logit's products summed one after another in
+    float32.  It passes the bound, whose float32 term carries the dot product's length (n - 1)/2;
+    without that term (the bound before spec 0.5.0) it fails at n = 576 -- the false failure."""
+    p = SoftmaxScaleParams(rope=DSV3_ROPE, qk_head_dim=qk)
+    case = Case(id="dot-length", op="attention.probs", clauses=("SCALE-YARN-SOFTMAX-SCALE",), params=p)
+    worst_without = 0.0
+    for seed in range(4):
+        q, k = _deepseek_inputs(qk, seed)
+        g = golden.computed(case, {"q": q, "k": k})
+        out = {"probs": _summed_in_order(q, k, attention.softmax_scale(p), np.float32)}
+        assert all(c.ok for c in compare_outputs(g, out, "float32")), [c.message for c in compare_outputs(g, out, "float32")]
+        no_length = golden.Golden(g.case, g.inputs, g.outputs, g.dtype_scales,
+                                  {n: 0 * v for n, v in g.angle_scales.items()}, g.angle_based)
+        worst_without = max(worst_without, max(c.ratio for c in compare_outputs(no_length, out, "float32")))
+    if qk == 576:
+        assert worst_without > 1.0, worst_without
+
+
+@pytest.mark.parametrize("case_id", [c.id for c in CASES if c.op == "attention.probs"])
+def test_a_dot_product_accumulated_in_float16_fails_at_float32(case_id):
+    """The same kernel with a float16 accumulator (a real class of bug: a half-precision matmul
+    accumulator) is out of tolerance at float32 on every attention.probs golden."""
+    g = load_golden(case_id)
+    scale = attention.softmax_scale(g.case.params)
+    out = {"probs": _summed_in_order(g.inputs["q"], g.inputs["k"], scale, np.float16)}
+    assert not all(c.ok for c in compare_outputs(g, out, "float32"))
+    right = {"probs": _summed_in_order(g.inputs["q"], g.inputs["k"], scale, np.float32)}
+    assert all(c.ok for c in compare_outputs(g, right, "float32"))
