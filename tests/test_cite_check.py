@@ -218,6 +218,11 @@ def changed_meaning(tmp_path, monkeypatch):
     root = tmp_path / "versions"
     shutil.copytree(versions.VERSIONS_DIR, root)
     cur = root / SPEC_VERSION / "rope.yaml"
+    if not versions.is_released(SPEC_VERSION):  # in development: its meaning is the working spec's
+        work = tmp_path / "spec"
+        shutil.copytree(versions.SPEC_DIR, work, ignore=shutil.ignore_patterns("versions", "registry", "*.py"))
+        monkeypatch.setattr(versions, "SPEC_DIR", work)
+        cur = work / "rope.yaml"
     text = cur.read_text(encoding="utf-8")
     head, tail = text.split("  - id: ROPE-PAIR-HALF\n", 1)
     assert '    since: "0.1.0"\n' in tail
@@ -241,7 +246,7 @@ def changed_meaning(tmp_path, monkeypatch):
 
 
 def test_meaning_changed(changed_meaning):
-    got = cite_check.check_text("# posenc: ROPE-PAIR-HALF@0.3.0, ROPE-PAIR-HALF@0.4.0\n", "python", "m.py")
+    got = cite_check.check_text(f"# posenc: ROPE-PAIR-HALF@0.3.0, ROPE-PAIR-HALF@{changed_meaning}\n", "python", "m.py")
     assert [(f.file, f.line, f.column, f.severity, f.code, f.version) for f in got] == \
         [("m.py", 1, 11, "error", "meaning-changed", "0.3.0")]
     assert f"cite ROPE-PAIR-HALF@{changed_meaning}" in got[0].hint
