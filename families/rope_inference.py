@@ -163,13 +163,27 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
                 else "-φ where +φ is specified")
         cands.append((prefix + f"sin has the wrong sign: the rotation runs in the other direction (angle {turn})",
                       lambda: _emit(ctx, calls, [(c.c * scale, -c.s * scale) for c in calls])))
-    if ctx.op.startswith("mrope"):  # [3, B, T] positions: the same shift on every axis
+    if ctx.op.startswith("mrope"):  # [3, B, T] positions: the same shift on every axis, then on one axis
         cands += [(prefix + f"positions are the specified ones {k:+d} on every token and axis", lambda k=k: ctx.ref(
             inputs={**ctx.x, "position_ids": np.asarray(ctx.x["position_ids"]) + k})) for k in SHIFTS]
+        cands += [(prefix + f"the {axis} axis's positions are the specified ones {k:+d} (the other axes right)",
+                   lambda a=a, k=k: ctx.ref(inputs={**ctx.x, "position_ids": _axis_shifted(ctx.x["position_ids"], a, k)}))
+                  for k in SHIFTS for a, axis in enumerate(MROPE_AXES)]
     if all(c.pid is not None and c.w is not None for c in calls):
         cands += _position_models(ctx, calls, phe, scale, prefix)
         cands += _theta_models(ctx, calls, phe, prefix)
     return cands
+
+
+#: M-RoPE's position axes, in the order of ``position_ids``' first dimension (spec/mrope.yaml).
+MROPE_AXES = ("temporal", "height", "width")
+
+
+def _axis_shifted(position_ids, axis: int, k: int) -> np.ndarray:
+    """``[3, B, T]`` positions with axis ``axis`` shifted by ``k``."""
+    out = np.array(position_ids, copy=True)
+    out[axis] += k
+    return out
 
 
 def _scaled(ctx: InferenceContext, **update):

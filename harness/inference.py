@@ -96,9 +96,6 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
     if len(shaped) < len(bad):
         return [f"{n}: missing from the outputs" if n not in out else f"{n}: shape {list(out[n].shape)}, "
                 f"the reference's is {list(g.outputs[n].shape)}" for n in bad if n not in shaped]
-    lower = _lower_precision(g, out, dtype)
-    if lower:
-        return [lower]
     try:
         models, notes = registry.inferences(ctx.op)
     except Exception:  # noqa: BLE001 - a registry that cannot say (named at load time): the fallback alone
@@ -106,6 +103,11 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
     if any(out[n].dtype.kind == "f" and not np.isfinite(out[n]).all() for n in bad):
         return _fallback(ctx, notes)  # NaN/inf: no model of a bug gives them
     found = _judge(ctx, _candidates(ctx, models) + _uniform_scale(ctx), ref_ratio)
+    # a model that reproduces the output says more than "right to a lower precision" (a shift of the
+    # lowest frequencies' positions is small enough for that too); the precision comes before a fit
+    lower = None if found and not found[0].startswith("closest fit") else _lower_precision(g, out, dtype)
+    if lower:
+        return [lower]
     if not found or found[0].startswith("closest fit"):
         fitted = _field_fit(ctx)  # the last resort: one parameter of the case at another value
         found = [fitted] if fitted else found
@@ -174,7 +176,11 @@ def _field_fit(ctx: InferenceContext) -> Optional[str]:
         return seen[(name, x)]
 
     def said(name: str, x, v) -> str:
-        return f"{name} {x if isinstance(x, int) else sig(x, 6)} where {v if isinstance(v, int) else sig(v, 6)} is specified"
+        where = "it is unset (the rule's default applies)" if v is None else \
+            f"{v if isinstance(v, int) else sig(v, 6)} is specified"
+        span = None if isinstance(x, int) else _extent(lambda y: fits(name, y)[0], float(x))
+        return f"{name} {x if isinstance(x, int) else sig(x, 6)} where {where}" + (
+            f" (any value from {sig(span[0], 3)} to {sig(span[1], 3)} gives this output)" if span else "")
 
     closest: list[tuple[float, str, float, float]] = []  # (score, field, value, best grid value)
     for name, v in _top_numeric(p):
@@ -192,6 +198,10 @@ def _field_fit(ctx: InferenceContext) -> Optional[str]:
         score, best = min((fits(name, x)[1], x) for x in grid)
         if np.isfinite(score):
             closest.append((score, name, v, best))
+    for name, grid in _unset_candidates(p):  # a field the case leaves to its rule, given a value
+        for x in grid:
+            if fits(name, x)[0]:
+                return said(name, x, None)
     for _, name, v, best in sorted(closest)[:2]:
         x = float(np.exp(golden_section(lambda t, name=name: fits(name, float(np.exp(t)))[1],
                                         np.log(best / 2), np.log(best * 2), 14)))
@@ -199,6 +209,45 @@ def _field_fit(ctx: InferenceContext) -> Optional[str]:
             if abs(y / v - 1) > 1e-6 and fits(name, y)[0]:
                 return said(name, y, v)
     return None
+
+
+def _extent(fits: Callable[[float], bool], x: float, steps: int = 6) -> Optional[tuple[float, float]]:
+    """The values around ``x`` (which fits) that fit as well, when they span more than 2 %: a
+    parameter the output pins only to an interval (a YaRN beta moves integer ramp bounds) is said
+    with it, never as one value.  Bisection in log-space towards x / 2 and 2 x, which must not fit."""
+    if x <= 0 or fits(x / 2) or fits(x * 2):
+        return None
+    ends = []
+    for far in (x / 2, x * 2):
+        a, b = np.log(far), np.log(x)  # a: does not fit, b: fits
+        for _ in range(steps):
+            m = (a + b) / 2
+            a, b = (a, m) if fits(float(np.exp(m))) else (m, b)
+        ends.append(float(np.exp(b)))
+    return (ends[0], ends[1]) if ends[1] / ends[0] > 1.02 else None
+
+
+def _unset_candidates(p) -> list[tuple[str, list]]:
+    """The unset (None) numeric fields of a parameter model whose domain the spec declares
+    (``parameters:``), each with values to try: its library defaults, then 9 points of its
+    range on the range's scale (integers rounded)."""
+    try:
+        declared = registry.spec().parameters.get(type(p).__name__, {})
+    except Exception:  # noqa: BLE001 - a model the spec does not declare: nothing to try
+        return []
+    out = []
+    for name, rng in declared.items():
+        if name not in type(p).model_fields or getattr(p, name, 0) is not None or rng.range is None \
+                or rng.length is not None:  # a tuple field (per-frequency factors): not one value
+            continue
+        lo, hi = rng.range
+        grid = np.geomspace(lo, hi, 9) if rng.scale == "log" and lo > 0 else np.linspace(lo, hi, 9)
+        known = [v for v in rng.library_defaults.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        kind = str(type(p).model_fields[name].annotation)
+        whole = "int" in kind and "float" not in kind
+        cands = [int(round(v)) if whole else float(v) for v in (*known, *grid)]
+        out.append((name, list(dict.fromkeys(cands))))
+    return out
 
 
 def _top_numeric(p) -> list[tuple[str, object]]:

@@ -181,6 +181,16 @@ def test_mrope_positions_shifted_on_every_axis():
     assert "+2 on every token and axis" in s
 
 
+@pytest.mark.parametrize("axis, name, k", [(0, "temporal", 1), (1, "height", -2), (2, "width", 3)])
+def test_mrope_positions_shifted_on_one_axis(axis, name, k):
+    """One axis's positions off (a vision grid's height counted from 1), the others right: said by axis."""
+    g = load_golden("mrope-qwen2-vl-vision")
+    pid = np.array(g.inputs["position_ids"], copy=True)
+    pid[axis] += k
+    s = _one(_infer("mrope-qwen2-vl-vision", inputs={**g.inputs, "position_ids": pid}))
+    assert f"the {name} axis's positions are the specified ones {k:+d} (the other axes right)" in s, s
+
+
 def test_a_near_fit_is_a_closest_fit_with_its_residual_then_the_fallback():
     g = load_golden("rope-llama3-8b")
 
@@ -467,3 +477,38 @@ def test_a_parameter_at_another_value_is_said(case, field, value):
     g, p = _with(case, **{field: value})
     s = _one(_infer(case, params=p))
     assert s.startswith(f"{field} {value:g} where ") and s.endswith(" is specified") or field in s, s
+
+
+def test_an_unset_parameter_given_a_value_is_said_with_the_values_the_output_allows():
+    """The case leaves YaRN's beta_fast to its rule (32); the implementation used 16.  The inference
+    tries the unset fields from their declared domains, says the field was given a value where it is
+    unset, and -- since beta moves integer ramp bounds, so an interval of values gives the same output --
+    the interval, which holds 16, never one value as if it were pinned."""
+    g, p = _with("scale-yarn-qwen2.5", beta_fast=16.0)
+    assert g.case.params.beta_fast is None
+    s = _one(_infer("scale-yarn-qwen2.5", params=p))
+    m = re.fullmatch(r"beta_fast ([0-9.]+) where it is unset \(the rule's default applies\) "
+                     r"\(any value from ([0-9.]+) to ([0-9.]+) gives this output\)", s)
+    assert m and float(m.group(2)) <= 16.0 <= float(m.group(3)), s
+
+
+def test_a_parameter_the_output_pins_is_said_without_an_interval():
+    g, p = _with("scale-yarn-qwen2.5", factor=8.0)
+    s = _one(_infer("scale-yarn-qwen2.5", params=p))
+    assert s == "factor 8 where 4 is specified", s
+
+
+@pytest.mark.parametrize("case, axis, k", [("axial-qwen2.5-vl-vision", 1, 1), ("axial-pixtral", 0, -2),
+                                           ("axial-figure-3-axes-apply", 2, 3)])
+def test_axial_coordinates_shifted_on_one_axis(case, axis, k):
+    g = load_golden(case)
+    pid = np.array(g.inputs["position_ids"], copy=True)
+    pid[axis] += k
+    s = _one(_infer(case, inputs={**g.inputs, "position_ids": pid}))
+    assert s == f"axis {axis}'s coordinates are the specified ones {k:+d} (the other axes right)", s
+
+
+def test_axial_coordinates_shifted_on_every_axis():
+    g = load_golden("axial-qwen2.5-vl-vision")
+    s = _one(_infer("axial-qwen2.5-vl-vision", inputs={**g.inputs, "position_ids": g.inputs["position_ids"] + 2}))
+    assert s == "coordinates are the specified ones +2 on every axis", s
