@@ -383,7 +383,7 @@ def test_inference_models_are_the_families_registrations():
     models, notes = registry.inferences("rope.apply")
     assert [m.__module__ for m in models] == ["posenc.families.rope_inference"]
     assert [n.__module__ for n in notes] == ["posenc.families.rope_inference"]
-    assert registry.inferences("axial.apply") == ([], [])
+    assert registry.inferences("nope.apply") == ([], [])
 
 
 def test_a_broken_model_skips_only_itself(monkeypatch):
