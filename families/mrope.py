@@ -35,7 +35,7 @@ def _mrope_scales_for(op):
         pid = x["position_ids"]
         w, a = mrope.inv_freq_and_factor(p, mrope.seq_len_of(pid))
         phi = np.abs(mrope.axis_positions(pid, p).astype(np.float64) * w) * exponent_amplification(
-            w, p.rope_theta, p.rdim)
+            w, p.rope_theta, p.rdim, p.rope_type == "dynamic")
         if op == "mrope.cos_sin":
             sc = (np.full_like(phi, a), a * phi)
             return {"cos": sc, "sin": sc}

@@ -75,19 +75,24 @@ def rope_scales(op, p, x, freq) -> dict:
         return _per_call(rope_scales, p, x, freq)
     pid = np.asarray(x["position_ids"])
     w, a = freq(rope.seq_len_of(pid))
-    phi = np.abs(pid.astype(np.float64)[..., None] * w) * exponent_amplification(w, p.rope_theta, p.pair_dim)
+    phi = np.abs(pid.astype(np.float64)[..., None] * w) * exponent_amplification(w, p.rope_theta, p.pair_dim,
+                                                                                 p.rope_type == "dynamic")
     if op == "rope.cos_sin":
         sc = (np.full_like(phi, a), a * phi)
         return {"cos": sc, "sin": sc}
     return {n: _pair_scales(x[n], a, phi[:, None], p.pair_dim, p.pairing) for n in ("q", "k")}
 
 
-def exponent_amplification(w, theta: float, dim: int) -> np.ndarray:
+def exponent_amplification(w, theta: float, dim: int, base_from_frequencies: bool = False) -> np.ndarray:
     """``1 + e_i ln(theta)`` with ``e_i = 2i/dim``: a float32 ``theta ** -e_i`` also rounds its
     exponent, a relative error that ln(theta) amplifies (largest for the lowest frequencies).
-    For scaled rules, theta is the base whose power gives ``w`` (dynamic: theta')."""
+    ``theta`` is the base the implementation raises to a power: the configured one, except for
+    dynamic NTK (``base_from_frequencies``), whose theta' is recovered from ``w``.  A factor that
+    divides the powers afterwards (linear, proportional, LongRoPE, YaRN, llama3) adds one rounding,
+    not an amplified one (spec 0.5.0; before, theta' was recovered from ``w`` for every rule, which
+    made linear factor 8 at head_dim 128 about 14x looser than the rounding needs)."""
     n = np.shape(w)[-1]
-    if n > 1 and w[1] > 0:
+    if base_from_frequencies and n > 1 and w[1] > 0:
         theta = max(theta, float(w[1]) ** (-dim / 2))  # theta' of dynamic NTK
     return 1.0 + (2.0 * np.arange(n) / dim) * np.log(max(theta, np.e))
 
