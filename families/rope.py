@@ -444,9 +444,9 @@ def rope_bf16_angle_rounded(op, p, x, dtype=None):
 
 @mutant("rope_bf16_angle_product", *_ANGLE_OPS, "rope.inv_freq")
 def rope_bf16_angle_product(op, p, x, dtype=None):
-    """DIV-ROPE-BF16-ANGLE-PRODUCT (the 0.2.0 meaning of DIV-ROPE-BF16-ANGLES): the angle product
-    computed in bfloat16, ``bf16(bf16(position) * bf16(inv_freq))`` (the same values as
-    ``rope_bf16_angles``, and a form for ``rope.cos_sin_calls`` too)."""
+    """DIV-ROPE-BF16-ANGLE-PRODUCT (what the superseded bf16-angles divergence meant in 0.2.0): the
+    angle product computed in bfloat16, ``bf16(bf16(position) * bf16(inv_freq))`` (the same values
+    as ``rope_bf16_angles``)."""
     return _angles_form(op, p, x, w_round=bf16_round, pos_round=bf16_round, phi_round=bf16_round)
 
 
