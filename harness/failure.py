@@ -273,7 +273,7 @@ def separation_lines(case: Case, divergences: list[str], dtype: str,
                      usable: Optional[Callable[[str], bool]] = None) -> list[str]:
     """For several divergences reproducing one output: which golden case tells the closest one
     from each other (rerun it to know which bug it is), or that none does.  ``usable(case_id)``:
-    whether the adapter runs that case (:func:`support_probe`); a case it does not is never named
+    whether the adapter runs that case (:func:`supported`); a case it does not is never named
     (said instead, with the case); None: every case is."""
     if len(divergences) < 2:
         return []
@@ -338,7 +338,9 @@ def supported(adapter: Optional[Adapter], dtype: str) -> Optional[Callable[[str]
                 _SUPPORTED[key] = g is not None and run_case(adapter, g, dtype, device) is not None
             except KeyboardInterrupt:
                 raise
-            except BaseException:  # noqa: BLE001 - the probe only asks: any failure means "not a hint"
+            except BaseException as e:  # noqa: BLE001 - the probe only asks: any failure means "not a hint"
+                if is_timeout(e):  # --posenc-timeout ran out inside the probe: the test's, not the probe's
+                    raise
                 _SUPPORTED[key] = False
         return _SUPPORTED[key]
     return usable
