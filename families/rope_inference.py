@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -166,9 +166,8 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
     if ctx.op.startswith("mrope"):  # [3, B, T] positions: the same shift on every axis, then on one axis
         cands += [(prefix + f"positions are the specified ones {k:+d} on every token and axis", lambda k=k: ctx.ref(
             inputs={**ctx.x, "position_ids": np.asarray(ctx.x["position_ids"]) + k})) for k in SHIFTS]
-        cands += [(prefix + f"the {axis} axis's positions are the specified ones {k:+d} (the other axes right)",
-                   lambda a=a, k=k: ctx.ref(inputs={**ctx.x, "position_ids": _axis_shifted(ctx.x["position_ids"], a, k)}))
-                  for k in SHIFTS for a, axis in enumerate(MROPE_AXES)]
+        cands += axis_shift_models(ctx, lambda a, k: prefix + f"the {MROPE_AXES[a]} axis's positions are the "
+                                   f"specified ones {k:+d} (the other axes right)")
     if all(c.pid is not None and c.w is not None for c in calls):
         cands += _position_models(ctx, calls, phe, scale, prefix)
         cands += _theta_models(ctx, calls, phe, prefix)
@@ -179,11 +178,18 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
 MROPE_AXES = ("temporal", "height", "width")
 
 
-def _axis_shifted(position_ids, axis: int, k: int) -> np.ndarray:
-    """``[3, B, T]`` positions with axis ``axis`` shifted by ``k``."""
-    out = np.array(position_ids, copy=True)
-    out[axis] += k
-    return out
+def axis_shift_models(ctx: InferenceContext, said: Callable[[int, int], str]) -> list[Candidate]:
+    """One axis of ``[A, B, T]`` ``position_ids`` off by a constant, the other axes right (M-RoPE's
+    temporal / height / width positions, axial coordinates): for each shift in :data:`SHIFTS` and
+    each axis ``a``, the sentence ``said(a, k)`` and the reference at those positions."""
+    pid = np.asarray(ctx.x["position_ids"])
+
+    def shifted(a: int, k: int) -> np.ndarray:
+        out = np.array(pid, copy=True)
+        out[a] += k
+        return out
+    return [(said(a, k), lambda a=a, k=k: ctx.ref(inputs={**ctx.x, "position_ids": shifted(a, k)}))
+            for k in SHIFTS for a in range(pid.shape[0])]
 
 
 def _scaled(ctx: InferenceContext, **update):
