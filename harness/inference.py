@@ -103,15 +103,12 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
     if any(out[n].dtype.kind == "f" and not np.isfinite(out[n]).all() for n in bad):
         return _fallback(ctx, notes)  # NaN/inf: no model of a bug gives them
     found = _judge(ctx, _candidates(ctx, models) + _uniform_scale(ctx), ref_ratio)
-    # a model that reproduces the output says more than "right to a lower precision" (a shift of the
-    # lowest frequencies' positions is small enough for that too); the precision comes before a fit
-    lower = None if found and not found[0].startswith("closest fit") else _lower_precision(g, out, dtype)
-    if lower:
-        return [lower]
-    if not found or found[0].startswith("closest fit"):
-        fitted = _field_fit(ctx)  # the last resort: one parameter of the case at another value
-        found = [fitted] if fitted else found
-    return found if found and not found[0].startswith("closest fit") else found + _fallback(ctx, notes)
+    if found and not found[0].startswith("closest fit"):
+        return found  # a model that reproduces the output says more than "right to a lower precision"
+    # (a shift of the lowest frequencies' positions is small enough for that too); then the precision,
+    # then one parameter of the case at another value, then where it is wrong
+    said = _lower_precision(g, out, dtype) or _field_fit(ctx)
+    return [said] if said else found + _fallback(ctx, notes)
 
 
 #: A fallback line (where the output is wrong, not what it is): ``<output>: N of M elements wrong...``.
