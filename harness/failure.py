@@ -224,6 +224,8 @@ def contradicted_diagnoses(records: list[dict]) -> list[dict]:
     Never raises an ``Exception``."""
     try:
         cases = {c.id: c for c in all_cases()}
+        kind_of_case = functools.lru_cache(maxsize=None)(
+            lambda cid: _kind(flat_params(cases[cid].params)) if cid in cases else _kind({}))
         named: dict[tuple[str, str], list[dict]] = {}
         goldens: dict[tuple[str, str], dict] = {}
         for r in records:
@@ -247,11 +249,10 @@ def contradicted_diagnoses(records: list[dict]) -> list[dict]:
             # kinds of case they failed on: a passing golden refutes the name only if it is of one
             # of those kinds (a bug shown only under YaRN is not refuted by a default-RoPE golden)
             ops = {cases[r["case"]].op if r.get("case") in cases else r.get("case") for r in rs}
-            kinds = {_kind(r.get("params") or (flat_params(cases[r["case"]].params) if r.get("case") in cases else {}))
-                     for r in rs}
+            kinds = {_kind(r["params"]) if r.get("params") else kind_of_case(r.get("case")) for r in rs}
             for (cid, gd), g in goldens.items() if found is None else ():
                 if gd != dtype or g.get("outcome") != "passed" or cid not in cases or cases[cid].op not in ops \
-                        or _kind(flat_params(cases[cid].params)) not in kinds:
+                        or kind_of_case(cid) not in kinds:
                     continue
                 gold = _loaded(cid)
                 if gold is not None and caught_outputs(d, gold, dtype) is not None:

@@ -346,14 +346,16 @@ def no_form_reasons(op: str) -> dict[str, str]:
     an operation ``op`` builds on (transitively) and none for ``op``, with the reason registered by
     :func:`no_form` (``""`` where none is: the catalogue test fails on it)."""
     load_modules()
-    ops, below, todo = spec().operations, set(), list(spec().operations[op].builds_on) if op in spec().operations else []
+    sp = spec()
+    ops = sp.operations
+    below, todo = set(), list(ops[op].builds_on) if op in ops else []
     while todo:
         x = todo.pop()
         if x not in below:
             below.add(x)
             todo += ops[x].builds_on if x in ops else []
     out: dict[str, str] = {}
-    for d in spec().divergences.values():
+    for d in sp.divergences.values():
         forms = MUTANTS.get(d.mutant, {})
         if d.level != "operation" or op in forms or not below & set(forms):
             continue
