@@ -21,8 +21,7 @@ def _attn_probs(p, x):
 
 
 def _attn_probs_scales(p, x):
-    return {"probs": (attention.probs_error_scale(x["q"], x["k"], p),
-                      attention.probs_accumulation_scale(x["q"], x["k"], p))}
+    return {"probs": attention.probs_error_scales(x["q"], x["k"], p)}
 
 
 reference("attention.probs", scales=_attn_probs_scales)(_attn_probs)

@@ -59,33 +59,23 @@ def probs(q, k, p: SoftmaxScaleParams, scale: float | None = None) -> np.ndarray
     return softmax(logits(q, k, softmax_scale(p) if scale is None else scale))
 
 
-def _logit_magnitudes(q, k, p: SoftmaxScaleParams) -> tuple[np.ndarray, np.ndarray]:
-    """``(p, L_j + max_j L_j)``: the probabilities and what a logit error moves them by, with
-    ``L_j = scale * sum_d |q_d k_jd|`` (the magnitude whose rounding the logit j carries)."""
+def probs_error_scales(q, k, p: SoftmaxScaleParams) -> tuple[np.ndarray, np.ndarray]:
+    """``(dtype term's scale, float32 term's scale)`` of ``probs``, each ``[B, Hq, Tq, Tk]`` (the
+    operation's ``error_scales`` in spec/rope_scaling.yaml), with ``L_j = scale * sum_d |q_d k_jd|``,
+    the magnitude whose rounding the logit j carries.
+
+    * dtype term ``p_j (1 + L_j + max_j L_j)``: the rounding at the activation dtype of the output,
+      of each logit and of the scale's product (``q * scale`` first, as real models do, or after
+      the dot product).  A logit error ``dl`` moves ``p_j`` by ``p_j (dl_j - sum_i p_i dl_i)``, at
+      most ``p_j (|dl_j| + max_i |dl_i|)``; the 1 is the output's own rounding.
+    * float32 term ``p_j (L_j + max_j L_j) (n - 1) / 2`` with ``n`` = qk_head_dim, the length of
+      each logit's dot product.  Summed in any order in float32 (a matmul's accumulator, whatever
+      the inputs' dtype), ``n`` products carry at most ``(n - 1) u sum |q_d k_jd|`` of rounding,
+      ``u = eps(float32) / 2`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
+      section 3.1, the bound on a sum computed in any order); the tolerance's ``K_ANGLE
+      eps(float32)`` multiplies it.  A dot product accumulated in float16 or bfloat16 is wrong by
+      ``2**13`` (``2**16``) times more and fails at float32.
+    """
     L = np.einsum("bhqd,bhkd->bhqk", np.abs(np.asarray(q, np.float64)), np.abs(expand_kv(q, k))) * softmax_scale(p)
-    return probs(q, k, p), L + L.max(axis=-1, keepdims=True)
-
-
-def probs_error_scale(q, k, p: SoftmaxScaleParams) -> np.ndarray:
-    """The dtype term's scale (ATTN-TOLERANCE): ``p_j (1 + L_j + max_j L_j)``, the rounding at the
-    activation dtype of the output, of each logit and of the scale's product (``q * scale`` first,
-    as real models do, or after the dot product).
-
-    A logit error ``dl`` moves ``p_j`` by ``p_j (dl_j - sum_i p_i dl_i)``, at most
-    ``p_j (|dl_j| + max_i |dl_i|)``; the 1 is the output's own rounding.  Shape ``[B, Hq, Tq, Tk]``.
-    """
-    pr, spread = _logit_magnitudes(q, k, p)
-    return pr * (1.0 + spread)
-
-
-def probs_accumulation_scale(q, k, p: SoftmaxScaleParams) -> np.ndarray:
-    """The float32 term's scale (ATTN-TOLERANCE): ``p_j (L_j + max_j L_j) (n - 1) / 2`` with ``n``
-    = qk_head_dim, the length of each logit's dot product.  Summed in any order in float32 (a
-    matmul's accumulator, whatever the inputs' dtype), ``n`` products carry at most ``(n - 1) u
-    sum |q_d k_jd|`` of rounding, ``u = eps(float32) / 2`` (Higham, *Accuracy and Stability of
-    Numerical Algorithms*, 2nd ed., section 3.1, the bound on a sum computed in any order); the
-    tolerance's ``K_ANGLE eps(float32)`` multiplies it.  A dot product accumulated in float16 or
-    bfloat16 is wrong by ``2**13`` (``2**16``) times more and fails at float32.  Shape ``[B, Hq, Tq, Tk]``.
-    """
-    pr, spread = _logit_magnitudes(q, k, p)
-    return pr * spread * (p.qk_head_dim - 1) / 2.0
+    pr, spread = probs(q, k, p), L + L.max(axis=-1, keepdims=True)
+    return pr * (1.0 + spread), pr * spread * (p.qk_head_dim - 1) / 2.0
