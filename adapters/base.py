@@ -63,8 +63,15 @@ families:
                                                ``[3, B, T]`` (temporal, height, width)
 ``axial(params, dtype=, device=)``            a prepared op (``AxialRopeParams``): ``cos_sin(position_ids)``
                                                -> per-pair ``[B, T, rdim/2]`` cos, sin (``rdim = num_axes
-                                               * adim``, pairs in ``params.pairs`` order);
-                                               ``apply(q, k, position_ids)``; position_ids ``[A, B, T]``
+                                               * adim``, pairs in ``params.pairs`` order: ``(axis, j)``
+                                               per pair, the axes' frequency vectors concatenated in
+                                               ``axis_order`` (split, blocks, interleaved) or one of each
+                                               axis in turn (alternate), ``spec.models.axial_pairs``);
+                                               ``apply(q, k, position_ids)``; position_ids ``[A, B, T]``,
+                                               each an arbitrary integer coordinate (up to 12345 in the
+                                               goldens), not a grid: an API that builds a grid table
+                                               serves them by its per-axis frequencies (coordinate times
+                                               frequency), never a grid as large as the coordinates
 ``query_scale_apply(q, position_ids, params)``  q ``[B, H, T, D]`` times s(position_ids)
                                                (``QueryScaleParams``); the dtype is q's; k untouched
 ``layer_rope(params, dtype=, device=)``        a prepared op (``LayerRopeParams``): ``apply(q, k,

@@ -113,7 +113,10 @@ def expectations(a) -> int:
         elif a.out.exists():
             raise exp.ExpectationError(f"{a.out} exists: not overwritten (choose another --out)")
         else:
-            a.out.write_text(text, encoding="utf-8")
+            try:
+                a.out.write_text(text, encoding="utf-8")
+            except OSError as e:  # a missing folder, no permission: one line, no traceback
+                raise exp.ExpectationError(f"--out {a.out}: cannot write it ({e.strerror})") from None
             print(f"wrote {a.out}: {n} draft line(s); fill in every evidence before using it")
         return 0
     except exp.ExpectationError as e:

@@ -128,14 +128,16 @@ def draft_from_report(report: dict) -> tuple[str, int]:
         named = diag[0]["divergence"] if diag else None
         line = {"check": r["check"], "dtypes": [r["dtype"]], "clause": own_clause(r), "divergence": named or FILL_ME,
                 "evidence": TODO_EVIDENCE, "library": library, "library_version": version}
+        inferred = [x for x in r.get("inferred") or () if str(x).strip() and is_finding(x)]
         if r["check"] == GENERATED:
-            inferred = [x for x in r.get("inferred") or () if str(x).strip() and is_finding(x)]
             if not named and not inferred:
                 skipped += 1  # neither named nor inferred: nothing a line could say it is
                 continue
             line.update(operation=r["case"], where={}, finding=None if named else draft_finding(inferred[0]))
         else:
             line["case"] = r["case"]
+            if not named and inferred:  # an unnamed golden line too excuses only what it says
+                line["finding"] = draft_finding(inferred[0])
         lines.append(line)
     merged = merge(lines)
     header = "\n".join([
@@ -150,7 +152,9 @@ def draft_from_report(report: dict) -> tuple[str, int]:
         "# narrow it with `where: {name: value}` to the parameters where the divergence shows. An unnamed",
         "# one excuses only failures whose inferred lines match its `finding:` (drafted from the shrunk case's",
         "# inference, the specified values as `*`, which matches any text: check that the rest holds for",
-        "# every case, e.g. a value the implementation used that depends on the case).",
+        "# every case, e.g. a value the implementation used that depends on the case). An unnamed golden line",
+        "# gets a finding too when the inference stated one; without one it excuses any failure of its case",
+        "# the diagnosis does not name, except a NaN / inf output.",
     ] + ([f"# Left out: {skipped} failure(s) that raised, returned a malformed output, have no case, or (of a",
           "# generated test) were neither named nor said what they are by the inference (element counts and a",
           "# closest fit are not a finding): no expectation line can excuse them."]

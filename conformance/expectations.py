@@ -67,7 +67,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError,
                       field_validator, model_validator)
 
-from posenc.harness.inference import flat_params, is_finding
+from posenc.harness.inference import flat_params, is_finding, says_nonfinite
 from posenc.spec import read_yaml
 from posenc.spec.models import DTYPES
 
@@ -126,6 +126,8 @@ class Expectation(BaseModel):
             if not vals or any(x is not None and not isinstance(x, (str, int, float)) for x in vals):
                 raise ValueError(f"{k}: a value (string, number, true / false, null) or a non-empty list of them, "
                                  f"got {val!r}")
+            if any(isinstance(x, float) and x != x for x in vals):
+                raise ValueError(f"{k}: NaN equals no value, so the line would cover nothing")
             out.append((k, vals))
         return tuple(sorted(out))
 
@@ -183,8 +185,8 @@ class Expectation(BaseModel):
             return self.divergence in divergences
         if divergences:
             return False  # an unnamed line never excuses a named divergence
-        if self.finding is None:
-            return not self.generated  # a golden line without a finding: any undiagnosed failure
+        if self.finding is None:  # a golden line without a finding: any undiagnosed failure of its case
+            return not self.generated and not says_nonfinite(inferred)  # ... but never NaN / inf
         pattern = finding_pattern(self.finding)
         return pattern is not None and any(pattern.search(_norm(x)) for x in inferred if is_finding(x))
 
@@ -235,9 +237,17 @@ def _norm(text: str) -> str:
 MIN_FINDING = 12
 
 
+#: The words every parameter-fit sentence has ("<field> <used> where <value> is specified", "... where it is
+#: unset (the rule's default applies)"): they say nothing of what the implementation did.
+_TEMPLATE_WORDS = re.compile(r"\b(where|is|it|specified|unset|the|rule's|default|applies)\b")
+
+
 def substantive(finding: str) -> bool:
-    """Whether a finding says enough to explain a failure (``e``, ``* *`` or ``q`` match nearly anything)."""
-    return sum(ch.isalnum() for ch in str(finding).replace("*", "")) >= MIN_FINDING
+    """Whether a finding says enough to explain a failure: ``MIN_FINDING`` letters and digits outside its
+    ``*`` wildcards and the parameter-fit sentences' own words (``e``, ``* *``, ``q`` or ``* where * is
+    specified`` match nearly anything)."""
+    said = _TEMPLATE_WORDS.sub(" ", _norm(finding).replace("*", " "))
+    return sum(ch.isalnum() for ch in said) >= MIN_FINDING
 
 
 def finding_pattern(finding: str) -> Optional[re.Pattern]:
@@ -416,6 +426,11 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
                                    + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(sorted(ops))}"))
         known = _param_names(e.operation) if e.where else None
         unknown = [k for k, _ in e.where if known is not None and k not in known]
+        compound = [k for k, _ in e.where if known is not None and k in known and k in _compound_names(e.operation)]
+        if compound and not unknown:
+            raise ExpectationError(f"{where}.where: {', '.join(map(repr, compound))}: a list-valued or nested "
+                                   "parameter cannot be a condition (a YAML list reads as alternative values): condition on a "
+                                   "plain field (a number, string or true / false) instead")
         if unknown:
             names = sorted(known)
             near = [m for k in unknown for m in difflib.get_close_matches(k, names, n=1)]
@@ -455,6 +470,29 @@ def _param_names(op: Optional[str]) -> Optional[set[str]]:
     for t in types:
         walk(t, "")
     return names
+
+
+def _compound_names(op: Optional[str]) -> set[str]:
+    """The names :func:`_param_names` gives for ``op`` whose fields hold a list, a tuple, a mapping or a
+    nested parameter model (``mrope_section``, ``short_factor``, ``rope``): never a ``where`` value."""
+    from typing import get_args, get_origin
+
+    from posenc import registry
+    out: set[str] = set()
+
+    def walk(cls, prefix: str) -> None:
+        for n, f in cls.model_fields.items():
+            path = f"{prefix}.{n}" if prefix else n
+            kinds = [t for t in (f.annotation, *get_args(f.annotation)) if t is not type(None)]
+            nested = [t for t in kinds if isinstance(t, type) and issubclass(t, BaseModel)]
+            if nested or any(get_origin(t) in (list, tuple, dict) or t in (list, tuple, dict) for t in kinds):
+                out.update((n, path))
+            for t in nested:
+                if prefix.count(".") <= 2:
+                    walk(t, path)
+    for t in {type(c.params) for c in registry.all_cases() if c.op == op and hasattr(type(c.params), "model_fields")}:
+        walk(t, "")
+    return out
 
 
 def _clauses_of(spec, e: Expectation) -> set[str]:

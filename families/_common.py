@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from posenc.reference.rounding import bf16_round
+
 from . import reference_of
 
 Outputs = dict[str, np.ndarray]
@@ -28,3 +30,17 @@ def exact_scales(names):
 def run(op: str, params, inputs) -> Outputs:
     """The reference outputs of ``op`` (for mutants that perturb a parameter or an input)."""
     return reference_of(op).fn(params, inputs)
+
+
+def round_to_dtype(x, dtype) -> np.ndarray:
+    """``x`` rounded to the activation dtype (bfloat16 as torch rounds it, float16 by a NumPy
+    cast: integers above 2048 lose their last bits, values above 65504 become inf), float64."""
+    x = np.asarray(x, np.float64)
+    if dtype == "bfloat16":
+        return bf16_round(x)
+    if dtype == "float16":
+        with np.errstate(over="ignore"):
+            return x.astype(np.float16).astype(np.float64)
+    if dtype == "float32":
+        return x.astype(np.float32).astype(np.float64)
+    return x

@@ -11,7 +11,17 @@ from posenc.spec.models import AlibiParams
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
-from ._common import run, scalar
+from ._common import round_to_dtype, run, scalar
+
+
+def alibi_clauses(p, op: str) -> list[str]:
+    """The clauses an ALiBi case exercises beyond its own: the slopes, in every bias."""
+    return ["ALIBI-SLOPES"]
+
+
+def add_family_cases(*cases) -> None:
+    """``add_cases`` with each case's clauses completed by :func:`alibi_clauses`."""
+    add_cases(*cases, clauses=alibi_clauses)
 
 
 def slope_amplification(p) -> np.ndarray:
@@ -106,19 +116,6 @@ def alibi_slopes_extra_not_strided(op, p, x, dtype=None):
     return _alibi_with_slopes(op, p, x, m)
 
 
-def round_to_dtype(x, dtype) -> np.ndarray:
-    """``x`` rounded to the activation dtype (bfloat16 as torch rounds, float16 by a NumPy cast), float64."""
-    from posenc.reference.rounding import bf16_round
-
-    if dtype == "bfloat16":
-        return bf16_round(x)
-    if dtype == "float16":
-        return np.asarray(x, np.float64).astype(np.float16).astype(np.float64)
-    if dtype == "float32":
-        return np.asarray(x, np.float64).astype(np.float32).astype(np.float64)
-    return np.asarray(x, np.float64)
-
-
 @mutant("alibi_slopes_compute_dtype", *_ALIBI_OPS)
 def alibi_slopes_compute_dtype(op, p, x, dtype=None):
     """The slopes held in the activation dtype (keras-hub AlibiBias: convert_to_tensor(slopes,
@@ -164,7 +161,7 @@ def alibi_bloom_arange(op, p, x, dtype=None):
 # 6- and 12-head figures of encodings-facts "Golden 2".
 _A = AlibiParams
 _ROW = "ALIBI-ROW-CONSTANT"
-add_cases(
+add_family_cases(
     Case("alibi-slopes-8", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=8), note="2^-1 .. 2^-8"),
     Case("alibi-slopes-6", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=6),
          note="[0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125]: not monotone"),

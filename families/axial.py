@@ -10,8 +10,18 @@ from posenc.reference import axial, rope
 from posenc.spec.models import AxialRopeParams
 
 from . import add_cases, mutant, reference
-from ._common import Outputs
+from ._common import Outputs, round_to_dtype
 from .rope import exponent_amplification
+
+
+def axial_clauses(p, op: str) -> list[str]:
+    """The clauses an axial case exercises beyond its own: the axes' order wherever there are two or more."""
+    return ["AXIAL-AXIS-ORDER"] if p.num_axes >= 2 else []
+
+
+def add_family_cases(*cases) -> None:
+    """``add_cases`` with each case's clauses completed by :func:`axial_clauses`."""
+    add_cases(*cases, clauses=axial_clauses)
 
 
 def axial_outputs(op, p: AxialRopeParams, x, positions=None, freq=None, rotate=None) -> Outputs:
@@ -120,6 +130,15 @@ def axial_full_width_frequencies(op, p, x, dtype=None):
     instead of the axis's own rule."""
     w = np.asarray([p.rope_theta ** (-2.0 * j / p.head_dim) for _, j in p.pairs])
     return axial_outputs(op, p, x, freq=w)
+
+
+@mutant("axial_half_frequencies", *_OPS)
+def axial_half_frequencies(op, p, x, dtype=None):
+    """Each pair's frequency held in the activation dtype (a frequency buffer or parameter cast with
+    the model), the angle product and cos / sin above it; half dtypes only."""
+    if dtype not in ("bfloat16", "float16"):
+        return None
+    return axial_outputs(op, p, x, freq=round_to_dtype(axial.pair_frequencies(p), dtype))
 
 
 @mutant("axial_pairing", "axial.apply")
@@ -235,7 +254,7 @@ def _apply(cid, p, clauses, pos, note, heads=(4, 2)):
 
 
 _F = "AXIAL-FREQUENCIES"
-add_cases(
+add_family_cases(
     Case("axial-figure-split-cos-sin", "axial.cos_sin", (_F, "AXIAL-SPLIT"), AxialRopeParams(**_FIG),
          {"position_ids": _FIG_POS}, "head_dim 8, theta 100, (h, w) = (3, 5): angles [3, 0.3, 5, 0.5]"),
     Case("axial-figure-split-apply", "axial.apply", (_F, "AXIAL-SPLIT"), AxialRopeParams(**_FIG),
@@ -326,7 +345,7 @@ def _eomt(grid, head_dim: int = 64, theta: float = 100.0, **kw) -> AxialRopePara
     return AxialRopeParams(head_dim=head_dim, rope_theta=theta, coordinates="centred", grid_size=grid, **kw)
 
 
-add_cases(
+add_family_cases(
     Case("axial-figure-centred-cos-sin", "axial.cos_sin", (_F, "AXIAL-SPLIT", _CENTRED), _CFIG,
          {"position_ids": _CFIG_POS}, "grid (2, 4), patch (1, 0): c = (0.5, -0.75), angles 2 pi [0.5, 0.05, -0.75, "
                                       "-0.075]"),

@@ -12,6 +12,7 @@ from posenc.harness import generators as g
 from posenc.spec.models import AxialRopeParams
 
 from . import generator
+from .axial import axial_clauses
 
 M = "AxialRopeParams"
 
@@ -37,8 +38,7 @@ def clauses(p: AxialRopeParams, op: str) -> list[str]:
         cl.append(layout)
     else:
         cl.append("AXIAL-SPLIT")  # blocks' per-pair angles are the split layout's
-    if p.order != tuple(range(p.num_axes)):
-        cl.append("AXIAL-AXIS-ORDER")
+    cl += axial_clauses(p, op)
     if op == "axial.apply" and p.rdim < p.head_dim:
         cl.append("AXIAL-PARTIAL")
     if p.coordinates == "centred":

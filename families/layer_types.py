@@ -17,6 +17,16 @@ from ._common import scalar
 from .rope import freq_provider, rope_scales
 
 
+def layers_clauses(p, op: str) -> list[str]:
+    """The clauses a per-layer-type case exercises beyond its own: the layer types' sets."""
+    return ["LAYERS-SETS"]
+
+
+def add_family_cases(*cases) -> None:
+    """``add_cases`` with each case's clauses completed by :func:`layers_clauses`."""
+    add_cases(*cases, clauses=layers_clauses)
+
+
 def _with(st: Optional[RopeParams], x) -> dict:
     """q and k rotated with the set ``st`` (unchanged for None)."""
     if st is None:
@@ -134,7 +144,7 @@ def _case(cid, p, layer, clauses, note, heads=(2, 1), positions=_POS):
 
 
 _L = ("LAYERS-SETS",)
-add_cases(
+add_family_cases(
     Case("layers-figure-sliding", "layers.apply", _L, _FIG,
          {"q": _FIG_X, "k": _FIG_X[..., ::-1].copy(), "position_ids": pos([8]), "layer_idx": 0},
          "layer 0 (sliding, theta 100): angles [8, 0.8]"),

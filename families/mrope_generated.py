@@ -13,6 +13,7 @@ from posenc.harness import generators as g
 from posenc.spec.models import MRopeParams, mrope_axes
 
 from . import generator, spec
+from .mrope import mrope_clauses
 from .rope_scaling_generated import scaling_fields
 
 M = "MRopeParams"
@@ -59,7 +60,7 @@ def clauses(p: MRopeParams) -> list[str]:
         cl.append("MROPE-ROPE-TYPE")
     if p.attention_factor is not None or p.rope_type in ("yarn", "longrope"):
         cl.append("MROPE-ATTENTION-SCALING")
-    return cl
+    return cl + mrope_clauses(p, "mrope.apply")
 
 
 def _positions(draw, b: int, t: int) -> np.ndarray:

@@ -7,6 +7,7 @@ import numpy as np
 
 from posenc import families
 from posenc.harness.checks import (
+    Golden,
     Unsupported,
     assert_conforms,
     call_adapter,
@@ -25,6 +26,7 @@ from posenc.reference import rope
 from posenc.spec.tolerance import EPS, bound
 
 from . import check
+from .rope import freq_provider, rope_outputs, rope_scales
 
 ROPE = ("rope.apply",)
 
@@ -234,16 +236,32 @@ def permutation(request, adapter, device, dtype, case):
 
 @check("cache_equals_prefill", invariant="cache_prefill", ops=ROPE)
 def cache_equals_prefill(request, adapter, device, dtype, case):
-    """Decoding one token at a time (one prepared operation, cache_length growing) equals the prefill."""
+    """Decoding one token at a time (one prepared operation, cache_length growing) equals the prefill;
+    under dynamic NTK each decode call's inverse frequencies are the call's own (SCALE-DYNAMIC-PER-CALL,
+    SCALE-DYNAMIC-GROW), so step t is compared with the reference's calls in the same order instead."""
     require_dtype(adapter, dtype)
     cl_ids = clauses_of(request)
     g = load_golden(case.id)
     x = g.inputs
     r = call_adapter(adapter, case, dtype, cl_ids, adapter.rope, case.params, dtype=dtype, device=device)
+    calls = _decode_calls(case.params) if case.params.rope_type == "dynamic" else None
     for t in range(x["position_ids"].shape[1]):
         xt = {"q": x["q"][:, :, t:t + 1], "k": x["k"][:, :, t:t + 1], "position_ids": x["position_ids"][:, t:t + 1]}
         nx = native_inputs(adapter, xt, dtype, device)
         out = call_adapter(adapter, case, dtype, cl_ids, lambda: checked_outputs(
             adapter, "rope.apply", r.apply(nx["q"], nx["k"], nx["position_ids"]), dtype, device))
-        assert_conforms(adapter, step(g, t, xt, {"q": 2, "k": 2}), out, dtype,
-                        f"decode step {t} of one prepared operation", cl_ids)
+        want = step(g, t, xt, {"q": 2, "k": 2}) if calls is None else calls(g, xt)
+        assert_conforms(adapter, want, out, dtype, f"decode step {t} of one prepared operation", cl_ids)
+
+
+def _decode_calls(p):
+    """``fn(golden, step_inputs) -> Golden``: the reference's ``rope.apply`` on each decode step in
+    turn, on one frequency provider for the outputs and one for the error scales (dynamic NTK's
+    state, when it keeps one, sees the calls in order)."""
+    out_freq, scale_freq = freq_provider(p), freq_provider(p)
+
+    def call(g, xt):
+        scales = rope_scales("rope.apply", p, xt, scale_freq)
+        return Golden(g.case, xt, rope_outputs("rope.apply", p, xt, out_freq), {n: s[0] for n, s in scales.items()},
+                      {n: s[1] for n, s in scales.items()}, g.angle_based)
+    return call

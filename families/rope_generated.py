@@ -13,7 +13,8 @@ from posenc.spec.models import RopeParams
 from posenc.spec.ranges import domain
 
 from . import branch, generator, spec
-from .rope_scaling_generated import scale_clauses, scaling_fields
+from .rope_clauses import rope_clauses
+from .rope_scaling_generated import scaling_fields
 
 M = "RopeParams"
 OPS = ("rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply", "rope.apply_with_cos_sin")
@@ -40,17 +41,6 @@ def with_rotation(draw, p: RopeParams) -> RopeParams:
     """``p`` turned by -phi one case in four (ROPE-ROTATION-NEGATIVE), for the operations that
     rotate; drawn after the rest of the case, so the other fields' draws are those of before."""
     return p.model_copy(update={"rotation": "negative"}) if draw(st.integers(0, 3)) == 0 else p
-
-
-def rope_clauses(p: RopeParams, op: str) -> list[str]:
-    cl = ["ROPE-INV-FREQ" if op == "rope.inv_freq" else "ROPE-ANGLE", f"ROPE-PAIR-{p.pairing.upper()}"]
-    if p.rdim < p.head_dim:
-        cl.append("ROPE-PARTIAL")
-    if p.attention_factor is not None:
-        cl.append("ROPE-ATTENTION-FACTOR")
-    if p.rotation == "negative":
-        cl.append("ROPE-ROTATION-NEGATIVE")
-    return cl + list(scale_clauses(p)) + ["ROPE-PRECISION"]
 
 
 def _qk(draw, p: RopeParams, b: int, t: int) -> dict:

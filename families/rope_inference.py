@@ -317,7 +317,7 @@ def _theta_models(ctx: InferenceContext, calls: list[_Call], phe, prefix: str) -
         return cands
     slope, icpt = np.polyfit(2.0 * np.arange(n) / p.rdim, np.log(w), 1)
     theta = math.exp(-slope)
-    if abs(icpt) > 1e-3 or abs(theta / p.rope_theta - 1) < 1e-4:
+    if abs(icpt) > 1e-3 or abs(theta / p.rope_theta - 1) < 1e-7:
         return []  # not a θ^(-2i/r) law with w_0 = 1, or θ itself (another model's business)
     return _theta_candidates(ctx, theta, prefix)
 
@@ -348,7 +348,7 @@ def fit_theta(p: RopeParams, w: np.ndarray, seq_len: Optional[int] = None) -> Op
     i = int(np.argmin(r))
     best = golden_section(resid, grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)], 60)
     theta = math.exp(best)
-    if resid(best) > 1e-3 or abs(theta / p.rope_theta - 1) < 1e-4:
+    if resid(best) > 1e-3 or abs(theta / p.rope_theta - 1) < 1e-7:
         return None
     return theta
 

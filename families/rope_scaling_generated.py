@@ -12,24 +12,6 @@ from posenc.spec.models import RopeParams, SoftmaxScaleParams
 from . import branch, generator
 
 M = "RopeParams"
-#: The clauses a rope_type brings to a case (filtered by what the operation serves).
-SCALE_CLAUSES = {
-    "linear": ("SCALE-LINEAR",),
-    "dynamic": ("SCALE-DYNAMIC-NTK",),
-    "yarn": ("SCALE-YARN-RAMP", "SCALE-YARN-FACTOR", "SCALE-YARN-ATTENTION-FACTOR"),
-    "llama3": ("SCALE-LLAMA3",),
-    "longrope": ("SCALE-LONGROPE-FACTORS", "SCALE-LONGROPE-ATTENTION-FACTOR"),
-    "proportional": ("SCALE-PROPORTIONAL",),
-}
-
-
-def scale_clauses(p: RopeParams) -> tuple[str, ...]:
-    cl = SCALE_CLAUSES.get(p.rope_type, ())
-    if p.rope_type == "dynamic":
-        cl += ("SCALE-DYNAMIC-GROW",) if p.dynamic_policy == "grow_until_reset" else ("SCALE-DYNAMIC-PER-CALL",)
-    return cl
-
-
 def _maybe(draw, name: str, **kw):
     return g.field(draw, M, name, **kw) if draw(st.booleans()) else None
 

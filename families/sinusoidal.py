@@ -11,7 +11,17 @@ from posenc.spec.models import SinusoidalParams
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, no_form, reference
-from ._common import exact_scales, run, scalar
+from ._common import exact_scales, round_to_dtype, run, scalar
+
+
+def sinusoidal_clauses(p, op: str) -> list[str]:
+    """The clauses a sinusoidal case exercises beyond its own: fairseq's rows are tensor2tensor's table."""
+    return ["SIN-T2T"] if op == "sinusoidal.fairseq" else []
+
+
+def add_family_cases(*cases) -> None:
+    """``add_cases`` with each case's clauses completed by :func:`sinusoidal_clauses`."""
+    add_cases(*cases, clauses=sinusoidal_clauses)
 
 
 def _sin(p, x):
@@ -21,15 +31,20 @@ def _sin(p, x):
 def _sin_scales(p, x):
     phi = np.abs(sinusoidal.column_angles(x["position_ids"], p))
     if p.h_minus_1:  # e_j = i / (h - 1): a float32 base ** -e_j rounds e_j ln(base) too
-        amp = 1.0 + sinusoidal.h_minus_1_exponents(p) * np.log(p.base)
+        amp = 1.0 + sinusoidal.h_minus_1_exponents(p) * _ln_base(p)
         return {"pe": (np.ones_like(phi), phi * amp)}
     if p.layout == "concat":
         ns = (p.dim + 1) // 2
         expo = 2.0 * np.concatenate([np.arange(ns), np.arange(p.dim - ns)])
     else:
         expo = 2.0 * (np.arange(p.dim) // 2)
-    amp = 1.0 + expo / p.dim * np.log(p.base)
+    amp = 1.0 + expo / p.dim * _ln_base(p)
     return {"pe": (np.ones_like(phi), phi * amp)}
+
+
+def _ln_base(p) -> float:
+    """ln base, at least 1 (as RoPE's ln theta': a base below e amplifies the exponent's rounding no less)."""
+    return float(np.log(max(p.base, np.e)))
 
 
 def _fairseq_positions(p, x):
@@ -42,7 +57,8 @@ def _fairseq(p, x):
 
 def _fairseq_scales(p, x):
     rows = sinusoidal.fairseq_positions(x["input_ids"], p.padding_idx, scalar(x, "cache_length"))
-    return _sin_scales(p, {"position_ids": rows})
+    real = (np.asarray(x["input_ids"]) != p.padding_idx)[..., None]  # pad tokens read the zero row: exact
+    return {n: (d * real, a * real) for n, (d, a) in _sin_scales(p, {"position_ids": rows}).items()}
 
 
 reference("sinusoidal.table", scales=_sin_scales)(_sin)
@@ -111,22 +127,6 @@ def sin_fairseq_padding_ignored(op, p, x, dtype=None):
     if op == "sinusoidal.fairseq_positions":
         return {"positions": rows}
     return {"pe": sinusoidal.table(rows, p)}
-
-
-def round_to_dtype(x, dtype) -> np.ndarray:
-    """``x`` rounded to the activation dtype (bfloat16 as torch rounds it, float16 by a NumPy
-    cast: integers above 2048 lose their last bits, values above 65504 become inf), float64."""
-    from posenc.reference.rounding import bf16_round
-
-    x = np.asarray(x, np.float64)
-    if dtype == "bfloat16":
-        return bf16_round(x)
-    if dtype == "float16":
-        with np.errstate(over="ignore"):
-            return x.astype(np.float16).astype(np.float64)
-    if dtype == "float32":
-        return x.astype(np.float32).astype(np.float64)
-    return x
 
 
 def _column_inv_freq(p) -> np.ndarray:
@@ -209,10 +209,10 @@ no_form("sinusoidal.fairseq", "fairseq's layout is fixed ([sin | cos]): the swap
 # ---- sinusoidal ---------------------------------------------------------------------------
 for layout, cl in (("interleaved", "SIN-VASWANI-INTERLEAVED"), ("concat", "SIN-VASWANI-CONCAT")):
     for D in (8, 7):
-        add_cases(Case(f"sin-{layout}-d{D}", "sinusoidal.table", (cl,), SinusoidalParams(dim=D, layout=layout),
+        add_family_cases(Case(f"sin-{layout}-d{D}", "sinusoidal.table", (cl,), SinusoidalParams(dim=D, layout=layout),
                   {"position_ids": pos(range(5), range(100, 105))},
                   "odd D" if D % 2 else "D 8: last frequency 1e-3"))
-    add_cases(Case(f"sin-{layout}-d512", "sinusoidal.table", (cl, "SIN-PRECISION"),
+    add_family_cases(Case(f"sin-{layout}-d512", "sinusoidal.table", (cl, "SIN-PRECISION"),
               SinusoidalParams(dim=512, layout=layout),
               {"position_ids": pos([0, 1, 2, 511], [1000, 2047, 7, 3])}, "Marian-size width 512"))
 
@@ -227,9 +227,9 @@ _RB_IDS = pos([1, 1, 0, 9, 2], [0, 9, 9, 9, 2])  # encodings-facts B.3: pad 1 ->
 for D, note in ((8, "D 8: lowest frequency 1e-4 (Vaswani 1e-3)"), (7, "odd D: zero column appended"),
                 (2, "h = 1: tensor2tensor clamps the divisor to 1, w = [1]"),
                 (1, "h = 0: no frequency, one zero column (found by the generated cases: a port returned no column)")):
-    add_cases(Case(f"sin-t2t-d{D}", "sinusoidal.table", ("SIN-T2T",), _S(dim=D, **_T2T),
+    add_family_cases(Case(f"sin-t2t-d{D}", "sinusoidal.table", ("SIN-T2T",), _S(dim=D, **_T2T),
               {"position_ids": pos(range(5), range(100, 105))}, note))
-add_cases(
+add_family_cases(
     Case("sin-t2t-d512", "sinusoidal.table", ("SIN-T2T", "SIN-PRECISION"), _S(dim=512, **_T2T),
          {"position_ids": pos([0, 1, 2, 511], [1000, 2047, 7, 3])}, "width 512, frequencies 1 .. 1e-4"),
     Case("sin-fairseq-table-d8", "sinusoidal.table", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=8, **_FS),
@@ -257,7 +257,7 @@ add_cases(
 # ---- long positions, other bases and padding indices ----------------------------------------
 # float16 holds every integer up to 2048 and overflows above 65504; bfloat16 every integer up to
 # 256 (DIV-SIN-POSITIONS-IN-DTYPE, DIV-SIN-COMPUTE-DTYPE).
-add_cases(
+add_family_cases(
     Case("sin-interleaved-d64-long", "sinusoidal.table", ("SIN-VASWANI-INTERLEAVED", "SIN-PRECISION"),
          SinusoidalParams(dim=64), {"position_ids": pos([257, 2049, 4097, 65519], [65520, 70001, 100003, 131071])},
          "positions past bfloat16's 256, float16's 2048 and float16's 65504"),

@@ -74,12 +74,21 @@ class InferenceContext:
 
     def fit(self, implied: Outputs) -> tuple[bool, float]:
         """Whether ``implied`` (missing names: the golden's) reproduces the output; max |err|/bound.
-        The scales widen as the diagnosis's do (to the implied magnitudes, the row's largest angle)."""
+        The scales widen as the diagnosis's do (to the implied magnitudes, the row's largest angle), and
+        only where the implied output is not the reference's: a candidate that changes nothing (a
+        parameter the case does not read, a default spelt out) never fits a failing output."""
         g, mut = self.g, {**self.g.outputs, **{n: np.asarray(v) for n, v in implied.items()}}
         if any(np.shape(mut[n]) != np.shape(g.outputs[n]) for n in mut if n in g.outputs):
             return False, float("inf")
-        ds = {n: np.maximum(v, np.abs(mut[n])) for n, v in g.dtype_scales.items() if n in mut}
-        an = {n: np.maximum(v, v.max(axis=-1, keepdims=True)) if np.ndim(v) else v for n, v in g.angle_scales.items()}
+        moved = {n: ~np.isclose(np.asarray(mut[n], np.float64), np.asarray(g.outputs[n], np.float64),
+                                rtol=1e-12, atol=0)
+                 for n in mut if n in g.outputs and np.asarray(g.outputs[n]).dtype.kind == "f"}
+        if moved and not any(m.any() for m in moved.values()):
+            return False, float("inf")
+        ds = {n: np.where(moved.get(n, True), np.maximum(v, np.abs(mut[n])), v)
+              for n, v in g.dtype_scales.items() if n in mut}
+        an = {n: np.where(moved.get(n, True), np.maximum(v, v.max(axis=-1, keepdims=True)), v) if np.ndim(v) else v
+              for n, v in g.angle_scales.items()}
         cmps = compare_outputs(Golden(g.case, g.inputs, mut, ds, an, g.angle_based), self.out, self.dtype)
         return all(c.ok for c in cmps), max((c.ratio for c in cmps), default=0.0)
 
@@ -105,9 +114,10 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
     found = _judge(ctx, _candidates(ctx, models) + _uniform_scale(ctx), ref_ratio)
     if found and not found[0].startswith("closest fit"):
         return found  # a model that reproduces the output says more than "right to a lower precision"
-    # (a shift of the lowest frequencies' positions is small enough for that too); then the precision,
-    # then one parameter of the case at another value, then where it is wrong
-    said = _lower_precision(g, out, dtype) or _field_fit(ctx)
+    # (a shift of the lowest frequencies' positions is small enough for that too); then one parameter of
+    # the case at another value that reproduces it (a θ off by 1e-5 is within half's bound at long
+    # positions too), then the precision, then where it is wrong
+    said = _field_fit(ctx) or _lower_precision(g, out, dtype)
     return [said] if said else found + _fallback(ctx, notes)
 
 
@@ -122,6 +132,14 @@ def is_finding(line: str) -> bool:
     return not (str(line).startswith("closest fit") or _FALLBACK.match(str(line)))
 
 
+def says_nonfinite(lines) -> bool:
+    """Whether inferred lines say an output holds NaN or inf (the fallback's count of them)."""
+    return any(_NONFINITE.search(str(x)) for x in lines)
+
+
+_NONFINITE = re.compile(r"\b\d+ NaN/inf\b")
+
+
 def _uniform_scale(ctx: InferenceContext) -> list[Candidate]:
     """Every wrong output the reference times one constant (a table or bias scaled by 1/√dim, a
     factor applied twice), said by the parameter it is a power of where it is one."""
@@ -134,7 +152,7 @@ def _uniform_scale(ctx: InferenceContext) -> list[Candidate]:
     c = float(got @ ref) / den if den > 0 else 0.0
     if not np.isfinite(c) or abs(c) < 1e-12 or abs(c - 1) < 1e-6:
         return []
-    said = f"× {sig(c)}"
+    said = f"× {sig(c, 4 if abs(c - 1) > 1e-3 else 7)}"  # 0.9993, never "× 1"
     for name, v in _numeric_params(ctx.p):
         for expr, val in ((f"1/√{name}", v ** -0.5), (f"√{name}", v ** 0.5), (f"1/{name}", 1 / v), (name, float(v))):
             if abs(c / val - 1) < 1e-4:
@@ -302,6 +320,11 @@ _LOWER = {"float64": ("float32",), "float32": ("bfloat16",)}
 _SAID = {"float32": "float32", "bfloat16": "half (bfloat16 or float16)"}
 
 
+#: The least max |err|/bound under a lower dtype's tolerance for "computed at that precision": a
+#: computation at that precision is wrong by a few of its roundings (a ratio of about 1/K or more).
+LOWER_PRECISION_FLOOR = 1 / 32
+
+
 def _lower_precision(g: Golden, out: Outputs, dtype: str) -> Optional[str]:
     """Where every output is right under a lower dtype's tolerance but not under ``dtype``'s: the
     computation ran at that precision (or cast through it) and was returned as ``dtype``."""
@@ -309,7 +332,10 @@ def _lower_precision(g: Golden, out: Outputs, dtype: str) -> Optional[str]:
                if n in g.outputs and np.asarray(v).dtype.kind == "f"):
         return None
     for low in _LOWER.get(dtype, ()):
-        if all(c.ok for c in compare_outputs(g, out, low)):
+        cmps = compare_outputs(g, out, low)
+        # and wrong by about that precision's rounding somewhere: an error far below it (a θ off by
+        # 1e-4) is within every lower bound too, and says nothing of the precision
+        if all(c.ok for c in cmps) and max((c.ratio for c in cmps), default=0.0) >= LOWER_PRECISION_FLOOR:
             return (f"precision: every output is right to {_SAID[low]} precision but not to {dtype}'s (computed in "
                     f"{_SAID[low].split(' ')[0]}, or cast through it, and returned as {dtype}?)")
     return None

@@ -37,7 +37,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -401,10 +401,14 @@ def model_mutants() -> dict[str, Callable]:
     return MODEL_MUTANTS
 
 
-def add_cases(*cases) -> None:
-    """Register golden cases (IDs unique across families)."""
+def add_cases(*cases, clauses: Optional[Callable] = None) -> None:
+    """Register golden cases (IDs unique across families). ``clauses(params, op)`` names the clauses a
+    case's parameters exercise: those its operation serves are added to the case's own."""
     have = {c.id: c for c in CASES}
     for c in cases:
+        if clauses is not None:
+            extra = [x for x in clauses(c.params, c.op) if x in operation(c.op).clauses]
+            c = replace(c, clauses=tuple(dict.fromkeys([*c.clauses, *extra])))
         if c.id in have:
             raise SpecError(f"duplicate case id {c.id!r} (operation {c.op}; already registered for {have[c.id].op})")
         have[c.id] = c

@@ -75,10 +75,20 @@ class UsageError(PosencError):
     """The user asked for something the kit cannot do here (unknown adapter, absent device)."""
 
 
+#: The most characters of an exception's text a message quotes (its start and its end): an adapter that
+#: raises with 50 MB of text gets a few KB in every failure, not 50 MB each.
+EXCEPTION_TEXT_LIMIT = 4000
+
+
 def exception_text(e: BaseException) -> str:
-    """``str(e)``, or a note naming its type when its ``__str__`` itself raises (anything, even
+    """``str(e)``, clipped to :data:`EXCEPTION_TEXT_LIMIT` characters (the start and the end, the number
+    cut said between), or a note naming its type when its ``__str__`` itself raises (anything, even
     ``SystemExit``): an adapter's exception must never escape the report that describes it."""
     try:
-        return str(e)
+        text = str(e)
     except BaseException:  # noqa: BLE001 - a hostile __str__ (SystemExit, KeyboardInterrupt ...)
         return f"<{type(e).__name__} whose str() raised>"
+    if len(text) <= EXCEPTION_TEXT_LIMIT:
+        return text
+    head, tail = EXCEPTION_TEXT_LIMIT * 3 // 4, EXCEPTION_TEXT_LIMIT // 4
+    return f"{text[:head]} [... {len(text) - head - tail} characters cut ...] {text[-tail:]}"

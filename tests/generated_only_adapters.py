@@ -48,3 +48,21 @@ class TorchFloat32Only(TorchAdapter):
 
     name = "torch-float32-only"
     dtypes = ("float32",)
+
+
+class _TwoFailuresRope(TorchRope):
+    def apply(self, q, k, position_ids):
+        if self.p.rdim < self.p.head_dim:
+            raise RuntimeError("partial rotary: no kernel for it")
+        q2, k2 = super().apply(q, k, position_ids)
+        return q2 * 1.5, k2 * 1.5
+
+
+class TwoFailures(TorchAdapter):
+    """Two different failures in one generated test: an exception on a partial rotary, every other
+    output 1.5 times too large.  Hypothesis would report both as an ExceptionGroup; the suite reports
+    the first, shrunk, with its clause and diagnosis."""
+    name = "broken-two-failures"
+
+    def rope(self, params, *, dtype, device):
+        return _TwoFailuresRope(params, DTYPES[dtype], device)

@@ -14,7 +14,7 @@ from posenc.adapters import Unsupported
 from posenc.adapters.reference_adapter import MutantAdapter
 from posenc.harness import golden
 from posenc.harness.generation import drawn_examples, example_golden
-from posenc.harness.diagnosis import diagnose
+from posenc.harness.diagnosis import caught_outputs, diagnose
 from posenc.harness.runner import compare_outputs, run_case
 
 from posenc.spec.errors import AdapterError
@@ -119,6 +119,35 @@ def test_a_mutant_has_a_form_wherever_its_bug_shows_or_a_registered_reason():
         used = {SPEC.divergences[d].mutant for d in registry.no_form_reasons(op)}
         for names, reason in entries:
             assert used if not names else set(names) <= used, f"no_form({op!r}, ...{names}): stale ({reason})"
+
+
+def test_every_divergence_a_golden_catches_shares_a_clause_with_it():
+    """Names that hold: a case's clauses include every clause its parameters exercise, so a divergence
+    its golden catches (at any of the divergence's dtypes) always violates one of them, and a failure
+    of that golden can be booked under a clause the bug breaks (the families' ``add_cases(...,
+    clauses=rule)``: e.g. a YaRN golden lists ROPE-ATTENTION-FACTOR and ROPE-INV-FREQ, an axial one
+    with two axes AXIAL-AXIS-ORDER)."""
+    by_op: dict[str, list] = {}
+    for d in CURRENT:
+        for op in registry.mutants().get(SPEC.divergences[d].mutant, {}):
+            by_op.setdefault(op, []).append(SPEC.divergences[d])
+    disjoint = sorted(
+        f"{g.case.id} {g.case.clauses} caught by {d.id} {d.violates}"
+        for g in _goldens() for d in by_op.get(g.case.op, [])
+        if not set(d.violates) & set(g.case.clauses) and any(caught_outputs(d, g, dt) is not None for dt in d.dtypes))
+    assert not disjoint, "\n".join(disjoint)
+
+
+@pytest.mark.parametrize("op", sorted(families.generators()))
+def test_every_divergence_a_generated_case_catches_shares_a_clause_with_it(op):
+    """The same for the generated cases: among the first 40 float32 examples of ``op``, each one a
+    divergence's mutant puts out of tolerance lists a clause that divergence violates."""
+    divs = [SPEC.divergences[d] for d in CURRENT if op in registry.mutants().get(SPEC.divergences[d].mutant, {})]
+    disjoint = sorted({
+        f"{d.id} {d.violates} caught by a generated case with clauses {g.case.clauses}"
+        for g in _examples(op, "float32")[:40] for d in divs
+        if "float32" in d.dtypes and not set(d.violates) & set(g.case.clauses) and _caught_on(d, g, "float32")})
+    assert not disjoint, "\n".join(disjoint)
 
 
 def test_the_forms_for_operations_built_on_others_are_the_same_bug():

@@ -344,6 +344,9 @@ def test_init_drafts_a_file_that_records_the_run(run_suite, tmp_path, capsys):
     # the probe's failure is diagnosed on its own calls (one line per check, both dtypes merged)
     assert got[("pairing_probe", "DIV-ROPE-PAIRING-SWAPPED")].dtypes == ("float32", "bfloat16")
     assert cli.main(["expectations", "init", "--from-report", str(tmp_path / "report.json"), "--out", str(out)]) == 2
+    missing = tmp_path / "no-such-folder" / "draft.yaml"  # one line naming --out, not a traceback
+    assert cli.main(["expectations", "init", "--from-report", str(tmp_path / "report.json"), "--out", str(missing)]) == 2
+    assert f"--out {missing}: cannot write it" in capsys.readouterr().err
     r = run_suite(f"{BROKEN}:PairingSwapped", *args, "--expectations", str(out))  # an unedited draft is refused
     assert r.ret == 4 and "a draft line of `posenc expectations init`" in r.stderr.str() + r.stdout.str()
     filled = text.replace(exp.TODO_EVIDENCE, "tests/broken_adapters.py::PairingSwapped").replace(

@@ -223,7 +223,7 @@ def test_spec_show_walks_the_one_id_thread(capsys):
     out = capsys.readouterr().out
     for text in ("ROPE-PARTIAL  (posenc spec", "operations:",
                  "rope.apply: adapter method rope -> apply; reference posenc.families.rope.rope_outputs[rope.apply]",
-                 "rope-neox-20b (rope.apply): test_golden[<dtype>-rope-neox-20b@ROPE-PAIR-HALF+ROPE-PARTIAL]",
+                 "rope-neox-20b (rope.apply): test_golden[<dtype>-rope-neox-20b@ROPE-PAIR-HALF+ROPE-PARTIAL+ROPE-INV-FREQ+ROPE-ANGLE+ROPE-PRECISION]",
                  "test_passthrough_tail (passthrough_tail): rope.apply",
                  "DIV-ROPE-TAIL-ROTATED (mutant rope_tail_rotated)"):
         assert text in out, (text, out)
@@ -361,7 +361,7 @@ def test_mutant_of_a_call_sequence_is_replayed(run_suite, tmp_path):
 def test_select_tests_by_clause_and_family(run_suite):
     r = run_suite("numpy", "--clause", "rope-partial", "--collect-only")
     out = r.stdout.str()
-    assert r.ret == 0 and "test_golden[float32-rope-neox-20b@ROPE-PAIR-HALF+ROPE-PARTIAL]" in out
+    assert r.ret == 0 and "test_golden[float32-rope-neox-20b@ROPE-PAIR-HALF+ROPE-PARTIAL+ROPE-INV-FREQ+ROPE-ANGLE+ROPE-PRECISION]" in out
     assert "rope-llama3-8b@" not in out and "test_passthrough_tail[float32-rope-neox-20b@ROPE-PARTIAL]" in out
     assert run_suite("numpy", "--clause", "rope-partial").ret == 0
     r = run_suite("numpy", "--family", "t5", "--clause", "ALIBI-MPT", "--collect-only")

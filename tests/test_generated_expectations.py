@@ -172,6 +172,9 @@ def test_conditions_and_findings_match_as_documented():
     ({"finding": "* *"}, "says too little"),
     ({"finding": "q: * of *"}, "says too little"),
     ({"where": {"factor": __import__("datetime").date(2020, 1, 1)}}, "factor: a value"),
+    ({"where": {"rope_theta": float("nan")}}, "NaN equals no value"),
+    ({"finding": "* where * is specified"}, "says too little"),
+    ({"finding": "θ * where it is unset (the rule's default applies)"}, "says too little"),
 ])
 def test_malformed_generated_lines_are_refused_naming_the_field(tmp_path, bad, message):
     path = tmp_path / "bad.yaml"  # written as is (exp.dump leaves out the fields a line may not have)
@@ -190,6 +193,39 @@ def test_an_unknown_where_key_is_refused_with_the_nearest_name(tmp_path):
     ok = exp.load(Path(_write(tmp_path, _line(where={"rope_type": "yarn", "factor": 4}))), registry.spec(),
                   {"torch": _torch()})
     assert len(ok) == 1
+
+
+def test_a_list_valued_or_nested_where_key_is_refused(tmp_path):
+    """A YAML list is read as alternative values: a condition on mrope_section, short_factor or a nested
+    parameter set (attention.probs' rope) could never hold, so it is refused at load, naming the key."""
+    from posenc import registry
+    spec = registry.spec()
+    for op, key, val in (("mrope.apply", "mrope_section", [16, 24, 24]), ("rope.apply", "short_factor", [1.0, 2.0]),
+                         ("attention.probs", "rope", None)):
+        clause = {"mrope.apply": "MROPE-SECTIONS", "rope.apply": "ROPE-ANGLE", "attention.probs": "SCALE-YARN-SOFTMAX-SCALE"}[op]
+        with pytest.raises(exp.ExpectationError, match=f"where: '{key}': a list-valued or nested parameter"):
+            exp.load(Path(_write(tmp_path, _line(operation=op, clause=clause, where={key: val}))), spec, {"torch": _torch()})
+    assert len(exp.load(Path(_write(tmp_path, _line(operation="mrope.apply", clause="MROPE-SECTIONS",
+                                                    where={"layout": "interleaved"}))), spec, {"torch": _torch()})) == 1
+
+
+def test_an_unnamed_golden_line_without_a_finding_never_excuses_nan():
+    line = exp.parse({"format": 2, "expected_failures": [{k: v for k, v in _line(
+        check="golden", case="rope-llama3-8b", operation=None, where=None, finding=None).items() if v is not None}]},
+        Path("x.yaml"))[0]
+    assert line.explains((), ["q: 3 of 64 elements wrong; worst |err|/bound 12"])
+    assert not line.explains((), ["q: 64 of 64 elements wrong, 64 NaN/inf"])
+    assert not line.explains(("DIV-ROPE-PAIRING-SWAPPED",), ["q: 3 of 64 elements wrong"])
+
+
+def test_init_drafts_the_finding_of_an_unnamed_golden_line():
+    rec = {"outcome": "failed", "case": "rope-llama3-8b", "check": "golden", "dtype": "float32",
+           "clauses": ["ROPE-ANGLE"], "violated": ["ROPE-ANGLE"], "diagnosis": [], "raised": False, "reason": "x",
+           "inferred": ["positions are the specified ones +3 on every token"]}
+    report = {"report_format": 1, "adapter": "mine", "framework": "torch", "versions": {"torch": "2.13.0"},
+              "spec_version": "0.5.0", "results": [rec]}
+    text, n = drafts.draft_from_report(report)
+    assert n == 1 and 'finding: "positions are the specified ones +3 on every token"' in text, text
 
 
 def test_an_unknown_operation_or_another_familys_clause_is_refused(tmp_path):
@@ -260,3 +296,16 @@ def test_a_line_at_a_dtype_the_adapter_does_not_run_is_reported_not_exercised(ru
                   _write(tmp_path, _line(dtypes=["float16"])))
     out = r.stdout.str()
     assert r.ret == 0 and "not exercised" in out and "or the adapter supports none" in out, out[-2000:]
+
+
+def test_two_different_failures_in_one_generated_test_are_reported_as_one(run_suite, tmp_path):
+    """Hypothesis's ExceptionGroup (two distinct failures) never reaches the report: one failure, the
+    first found, shrunk, with its own clauses and a reason that says what failed."""
+    report = tmp_path / "report.json"
+    r = run_suite(f"{HERE / 'generated_only_adapters.py'}:TwoFailures", "-k", "test_generated and rope.apply",
+                  "--dtype", "float32", "--report-json", str(report))
+    out = r.stdout.str()
+    assert r.ret == 1 and "ExceptionGroup" not in out and "distinct failures" not in out, out[-3000:]
+    rec = next(x for x in json.loads(report.read_text())["results"] if x["check"] == "generated")
+    assert rec["outcome"] == "failed" and rec["reason"].startswith("generated case"), rec["reason"]
+    assert not rec["reason"].lstrip().startswith("+"), rec["reason"]

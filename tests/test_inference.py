@@ -512,3 +512,19 @@ def test_axial_coordinates_shifted_on_every_axis():
     g = load_golden("axial-qwen2.5-vl-vision")
     s = _one(_infer("axial-qwen2.5-vl-vision", inputs={**g.inputs, "position_ids": g.inputs["position_ids"] + 2}))
     assert s == "coordinates are the specified ones +2 on every axis", s
+
+
+@pytest.mark.parametrize("case, ratio", [("rope-llama3-8b", 1 + 1e-5), ("rope-tiny-partial-half", 1.0001)])
+def test_a_slightly_wrong_theta_is_neither_precision_nor_a_parameter_that_changes_nothing(case, ratio):
+    """θ off by 1e-5 or 1e-4 at float32 (a hostile review's finding): the error is far below half's
+    rounding, so not "precision", and a candidate whose implied output is the reference's own (the
+    attention factor 1 spelt out, a head_dim the case does not read) never fits a failing output."""
+    from posenc.harness.runner import compare_outputs
+    from posenc.registry import reference_of
+    g = load_golden(case)
+    p = g.case.params.model_copy(update={"rope_theta": g.case.params.rope_theta * ratio})
+    out = {n: np.asarray(v, np.float64).astype(np.float32) for n, v in reference_of("rope.apply").fn(p, g.inputs).items()}
+    assert not all(c.ok for c in compare_outputs(g, out, "float32"))
+    lines = infer(g, out, "float32")
+    assert lines and not any(x.startswith("precision:") for x in lines), lines
+    assert not any("attention_factor 1 where" in x or "head_dim" in x or "× 1" == x[-3:] for x in lines), lines

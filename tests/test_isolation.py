@@ -261,3 +261,12 @@ def test_only_loaded_pydantic_models_are_rebuilt():
     p = RopeParams(head_dim=8, rope_theta=500.0)
     blobs: list[bytes] = []
     assert wire.decode(wire.encode(p, blobs, lambda v: None), blobs, lambda d: None) == p
+
+
+def test_a_huge_exception_text_is_clipped_in_every_message():
+    """An adapter raising with 5 MB of text: each failure quotes its start and end, a few KB in all."""
+    from posenc.spec.errors import EXCEPTION_TEXT_LIMIT, exception_text
+    text = exception_text(ValueError("START" + "x" * 5_000_000 + "END"))
+    assert len(text) < EXCEPTION_TEXT_LIMIT + 100 and text.startswith("START") and text.endswith("END")
+    assert f"[... {5_000_008 - EXCEPTION_TEXT_LIMIT} characters cut ...]" in text
+    assert exception_text(ValueError("short")) == "short"

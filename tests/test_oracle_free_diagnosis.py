@@ -237,15 +237,16 @@ def test_a_check_s_name_its_case_s_golden_refutes_is_flagged(run_suite, tmp_path
 
 
 def test_a_failure_is_counted_under_the_case_s_clause_the_divergence_violates(run_suite, tmp_path):
-    """sin's sign flipped violates every pairing clause; a decode check (ROPE-ANGLE) of a
-    half-pairing case counts it under ROPE-PAIR-HALF only, as the case's golden does."""
+    """sin's sign flipped violates every pairing clause and ROPE-ANGLE (its tables are wrong): the golden
+    of a half-pairing case counts it under the two of the case's clauses it violates, ROPE-PAIR-HALF and
+    ROPE-ANGLE, and the decode check (ROPE-ANGLE's invariant) under its own clause, which it violates."""
     a = tmp_path / "sign.py"
     a.write_text("from posenc.adapters.reference_adapter import MutantAdapter\n"
                  "ADAPTER = lambda: MutantAdapter('DIV-ROPE-SIN-SIGN-FLIPPED')\n")
     fails, _ = _failures(run_suite, tmp_path, str(a), "-k",
                          "rope-llama3-8b and not scattered and (test_golden or test_cache_equals_prefill)")
     assert {t["check"]: t["counted"] for t in fails.values()} == {
-        "golden": {"ROPE-PAIR-HALF": "failed"}, "cache_equals_prefill": {"ROPE-PAIR-HALF": "failed"}}
+        "golden": {"ROPE-PAIR-HALF": "failed", "ROPE-ANGLE": "failed"}, "cache_equals_prefill": {"ROPE-ANGLE": "failed"}}
 
 
 def _mutant_file(tmp_path, div: str) -> str:

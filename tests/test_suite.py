@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -353,12 +354,18 @@ def test_expectation_clause_must_belong_to_the_test(run_suite, tmp_path):
     assert r.ret == 4 and "clause LEARNED-OPT-OFFSET is neither checked by the test" in r.stderr.str()
 
 
-def test_failures_are_counted_under_the_diagnosed_clause(run_suite):
-    out = run_suite(f"{BROKEN}:Bf16Angles", "-k", "test_golden").stdout.str()
+def test_failures_are_counted_under_the_diagnosed_clause(run_suite, tmp_path):
+    """Every failure the diagnosis names a bf16 divergence for is booked under ROPE-PRECISION alone, though
+    its case lists the pairing, the angle and more; one it names nothing for (the adapter's bf16 base
+    frequencies where dynamic NTK and LongRoPE recompute theirs per call: another bug) under all of them."""
+    report = tmp_path / "r.json"
+    out = run_suite(f"{BROKEN}:Bf16Angles", "-k", "test_golden", "--report-json", str(report)).stdout.str()
     row = next(line for line in out.splitlines() if line.startswith("ROPE-PRECISION "))
-    assert int(row.split()[2]) >= 10  # failed column: every bf16-angle failure is a ROPE-PRECISION one
-    pair_row = next(line for line in out.splitlines() if line.startswith("ROPE-PAIR-HALF "))
-    assert int(pair_row.split()[2]) == 0
+    assert int(row.split()[2]) >= 10  # failed column
+    failed = [r for r in json.loads(report.read_text())["results"] if r["outcome"] == "failed"]
+    named = [r for r in failed if r["diagnosis"]]
+    assert len(named) >= 10 and all(r["violated"] == ["ROPE-PRECISION"] for r in named), named[:2]
+    assert all(sorted(r["violated"]) == sorted(r["clauses"]) for r in failed if not r["diagnosis"])
 
 
 def test_decode_steps_are_diagnosed(run_suite):
