@@ -18,7 +18,6 @@ from posenc import registry
 from posenc.conformance import expectations as expectations_mod
 from posenc.conformance.generated import generated_examples
 from posenc.conformance.state import DEFAULT_TIMEOUT, EXPECTATIONS_DIR, State, model_attns
-from posenc.harness.inference import is_finding
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import exception_text
 
@@ -206,11 +205,9 @@ def judge_expected(item, rep, exc, entry, path) -> None:
             unexpect(rep, f"{item.nodeid}: expected divergence {entry.divergence} ({path}), {why}:\n{exc.msg}")
         elif found is not None and not entry.explains(tuple(found), getattr(exc, "inferred", ()) or ()):
             # an unnamed line with a finding: the inference must say it
-            said = getattr(exc, "inferred", ()) or ()
+            note = expectations_mod.no_finding_note(getattr(exc, "inferred", ()) or ())
             unexpect(rep, f"{item.nodeid}: expected divergence {entry.divergence} ({path}), but no inferred line "
-                          f"matches its finding {entry.finding!r}" + ("" if any(is_finding(x) for x in said) else
-                          " (the inference states no finding for this failure: element counts and a closest fit are "
-                          "not one)") + f":\n{exc.msg}")
+                          f"matches its finding {entry.finding!r}{note}:\n{exc.msg}")
     elif rep.outcome == "skipped":
         unexpect(rep, f"{where} but reported {rep.longrepr[2] if isinstance(rep.longrepr, tuple) else 'skipped'}")
 

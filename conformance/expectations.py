@@ -250,6 +250,14 @@ def substantive(finding: str) -> bool:
     return sum(ch.isalnum() for ch in said) >= MIN_FINDING
 
 
+def no_finding_note(inferred: Iterable[str]) -> str:
+    """What a message adds when an unnamed line's finding matched nothing because the inference stated
+    no finding at all (only element counts or a closest fit): '' when it stated one."""
+    if any(is_finding(x) for x in inferred):
+        return ""
+    return " (the inference states no finding for this failure: element counts and a closest fit are not one)"
+
+
 def finding_pattern(finding: str) -> Optional[re.Pattern]:
     """What a line's ``finding`` matches: text anywhere in an inferred line, spaces and case ignored,
     ``*`` standing for any text (a value that differs from one drawn case to the next)."""
@@ -424,9 +432,9 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
             near = difflib.get_close_matches(e.operation, list(ops), n=1)
             raise ExpectationError(f"{where}.operation: unknown operation {e.operation!r}"
                                    + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(sorted(ops))}"))
-        known = _param_names(e.operation) if e.where else None
+        known, compound_names = _param_names(e.operation) if e.where else (None, set())
         unknown = [k for k, _ in e.where if known is not None and k not in known]
-        compound = [k for k, _ in e.where if known is not None and k in known and k in _compound_names(e.operation)]
+        compound = [k for k, _ in e.where if k in compound_names]
         if compound and not unknown:
             raise ExpectationError(f"{where}.where: {', '.join(map(repr, compound))}: a list-valued or nested "
                                    "parameter cannot be a condition (a YAML list reads as alternative values): condition on a "
@@ -449,50 +457,34 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
     return Expectations(entries, Path(path))
 
 
-def _param_names(op: Optional[str]) -> Optional[set[str]]:
-    """The parameter names a ``where`` key may give for ``op``: every field of the parameter models of
-    its cases, nested ones plain and dotted; None when the registry has no case of ``op``."""
-    from typing import get_args
+def _param_names(op: Optional[str]) -> tuple[Optional[set[str]], set[str]]:
+    """``(names, compound)``: the parameter names a ``where`` key may give for ``op`` -- every field of
+    the parameter models of its cases, nested ones plain and dotted; None when the registry has no
+    case of ``op`` -- and those of them whose fields hold a list, a tuple, a mapping or a nested
+    parameter model (``mrope_section``, ``short_factor``, ``rope``): never a ``where`` value."""
+    from typing import get_args, get_origin
 
     from posenc import registry
     types = {type(c.params) for c in registry.all_cases() if c.op == op and hasattr(type(c.params), "model_fields")}
     if not types:
-        return None
+        return None, set()
     names: set[str] = set()
+    compound: set[str] = set()
 
     def walk(cls, prefix: str) -> None:
         for n, f in cls.model_fields.items():
             path = f"{prefix}.{n}" if prefix else n
             names.update((n, path))
-            for t in (f.annotation, *get_args(f.annotation)):
-                if isinstance(t, type) and issubclass(t, BaseModel) and not prefix.count(".") > 2:
-                    walk(t, path)
-    for t in types:
-        walk(t, "")
-    return names
-
-
-def _compound_names(op: Optional[str]) -> set[str]:
-    """The names :func:`_param_names` gives for ``op`` whose fields hold a list, a tuple, a mapping or a
-    nested parameter model (``mrope_section``, ``short_factor``, ``rope``): never a ``where`` value."""
-    from typing import get_args, get_origin
-
-    from posenc import registry
-    out: set[str] = set()
-
-    def walk(cls, prefix: str) -> None:
-        for n, f in cls.model_fields.items():
-            path = f"{prefix}.{n}" if prefix else n
             kinds = [t for t in (f.annotation, *get_args(f.annotation)) if t is not type(None)]
             nested = [t for t in kinds if isinstance(t, type) and issubclass(t, BaseModel)]
             if nested or any(get_origin(t) in (list, tuple, dict) or t in (list, tuple, dict) for t in kinds):
-                out.update((n, path))
+                compound.update((n, path))
             for t in nested:
                 if prefix.count(".") <= 2:
                     walk(t, path)
-    for t in {type(c.params) for c in registry.all_cases() if c.op == op and hasattr(type(c.params), "model_fields")}:
+    for t in types:
         walk(t, "")
-    return out
+    return names, compound
 
 
 def _clauses_of(spec, e: Expectation) -> set[str]:

@@ -16,7 +16,7 @@ from hypothesis.errors import Unsatisfiable
 
 from posenc import registry
 from posenc.adapters import Adapter, Unsupported
-from posenc.conformance.expectations import NUMBER
+from posenc.conformance.expectations import NUMBER, no_finding_note
 from posenc.conformance.state import STATE_KEY, state
 from posenc.harness.generation import (
     GIVE_UP_AFTER,
@@ -29,7 +29,6 @@ from posenc.harness.generation import (
     params_repr,
     replay_snippet,
 )
-from posenc.harness.inference import is_finding
 from posenc.registry.cases import Case
 
 
@@ -98,9 +97,7 @@ def _unexplained(config, e: GeneratedFailure, dtype: str) -> str:
         i = exps.position(line)
         why = (f"the diagnosis does not name {line.divergence}" if line.named else
                f"the kit named {', '.join(m.divergence for m in e.matches)}" if e.matches else
-               f"no inferred line says {line.finding!r}" + ("" if any(is_finding(x) for x in e.inferred) else
-                                                             " (the inference states no finding for this failure: "
-                                                             "element counts and a closest fit are not one)"))
+               f"no inferred line says {line.finding!r}{no_finding_note(e.inferred)}")
         out.append(f"\n  expected_failures.{i} ({line.label()}, {line.divergence}) covers this case but does not "
                    f"explain it: {why}")
     return "".join(out)
