@@ -108,6 +108,8 @@ def expectations(a) -> int:
         except (OSError, ValueError) as e:
             raise exp.ExpectationError(f"{a.from_report}: {e}") from None
         text, n = drafts.draft_from_report(report)
+        for line in drafts.left_out_of_draft(report):  # said here too, not only in the file's header
+            print(f"not drafted: {line}", file=sys.stderr)
         if a.out is None:
             sys.stdout.write(text)
         elif a.out.exists():

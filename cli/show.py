@@ -174,7 +174,7 @@ def _show_links(spec, key: str) -> None:
     if key in spec.divergences and spec.divergences[key].level == "model":
         d = spec.divergences[key]
         fn = fams.model_mutants().get(d.mutant)
-        print(f"model-level mutant (a rule over a scenario run's facts): "
+        print("model-level mutant (a rule over a scenario run's facts): "
               + (f"{fn.__module__}.{fn.__qualname__}" if fn else f"{d.mutant} (not registered)"))
         sc = [s for c, s in fams.scenarios().items() if c in d.violates]
         print("scenarios it is diagnosed in: " + (", ".join(f"{s.name} ({s.clause})" for s in sc) or "none")

@@ -97,41 +97,57 @@ def _library(report: dict) -> tuple[str, str]:
 
 def own_clause(record: dict) -> str:
     """The clause a drafted line records: the first violated clause among the failing test's own (its
-    case's family), else the test's first clause; never another family's clause a divergence named."""
+    case's family), else the test's first clause; never another family's clause a divergence named.
+    A failure the inference says is a precision goes under the case's precision clause where it has
+    one (ROPE-PRECISION), not its first."""
     own = list(record.get("clauses") or ())
     mine = [c for c in record.get("violated") or () if c in own]
+    if not record.get("diagnosis") and any(str(x).startswith("precision:") for x in record.get("inferred") or ()):
+        mine = [c for c in mine or own if c.endswith("-PRECISION")] + mine
     return (mine or own or list(record.get("violated") or ()) or ["FILL-ME"])[0]
 
 
-def draft_from_report(report: dict) -> tuple[str, int]:
-    """A format-2 file drafted from a ``--report-json`` report: ``(text, number of lines)``.
+def left_out_of_draft(report: dict) -> list[str]:
+    """The failures :func:`draft_from_report` drafts no line for, each ``"<test_id>: <why>"``."""
+    return _draft_lines(report)[1]
 
-    One line per failed record (``outcome == "failed"``) that reached a verdict on the values:
-    its first diagnosed divergence (``DIV-UNNAMED-FILL-ME`` when the diagnosis named none), its
-    clause by :func:`own_clause`, merged across dtypes; ``evidence`` is a TODO.  A generated test's
-    record becomes a generated line (``operation``, ``where: {}``, and, unnamed, a ``finding`` by
-    :func:`draft_finding` from its first inferred line that is a finding).  Records that ended in an
-    exception or a malformed output (``raised``), have no case, or (generated) were neither named
-    nor inferred are left out: no line can excuse them.  Raises :class:`ExpectationError` for a report without ``report_format``.
-    """
+
+def _named(r: dict, agreed: dict) -> Optional[str]:
+    """The divergence a drafted line names: the diagnosis's closest, or of several that reproduce the
+    output equally well (a tie, e.g. a NaN every mutant gives), the one the report names alone on the most
+    other failures at that dtype (``agreed``) -- not whichever the catalogue lists first."""
+    diag = r.get("diagnosis") or []
+    if not diag:
+        return None
+    tied = [d["divergence"] for d in diag if d.get("ratio") == diag[0].get("ratio")]
+    return max(tied, key=lambda n: (agreed.get((n, r.get("dtype")), 0), -tied.index(n)))
+
+
+def _draft_lines(report: dict) -> tuple[list[dict], list[str]]:
+    """The drafted lines (before merging) and the failures left out, each ``"<test_id>: <why>"``."""
     if "report_format" not in report or "results" not in report:
         raise ExpectationError("not a --report-json report of this kit (no report_format / results)")
     library, version = _library(report)
-    lines, skipped = [], 0
-    for r in report["results"]:
-        if r.get("outcome") != "failed" or str(r.get("reason", "")).startswith("[XPASS"):
-            continue  # a listed test that passed (strict XPASS) is no divergence to record
+    failed = [r for r in report["results"]  # a listed test that passed (strict XPASS) is no divergence to record
+              if r.get("outcome") == "failed" and not str(r.get("reason", "")).startswith("[XPASS")]
+    agreed: dict = {}
+    for r in failed:
+        if len(r.get("diagnosis") or ()) == 1:
+            key = (r["diagnosis"][0]["divergence"], r.get("dtype"))
+            agreed[key] = agreed.get(key, 0) + 1
+    lines, left = [], []
+    for r in failed:
         if r.get("raised") or not r.get("case") or not r.get("dtype"):
-            skipped += 1
+            left.append(f"{r.get('test_id')}: {'raised or returned a malformed output' if r.get('raised') else 'no case'}")
             continue
-        diag = r.get("diagnosis") or []
-        named = diag[0]["divergence"] if diag else None
+        named = _named(r, agreed)
         line = {"check": r["check"], "dtypes": [r["dtype"]], "clause": own_clause(r), "divergence": named or FILL_ME,
                 "evidence": TODO_EVIDENCE, "library": library, "library_version": version}
         inferred = [x for x in r.get("inferred") or () if str(x).strip() and is_finding(x)]
         if r["check"] == GENERATED:
-            if not named and not inferred:
-                skipped += 1  # neither named nor inferred: nothing a line could say it is
+            if not named and not inferred:  # neither named nor inferred: nothing a line could say it is
+                left.append(f"{r.get('test_id')}: no divergence reproduces it and the inference states no finding "
+                            "(element counts and a closest fit are not one)")
                 continue
             line.update(operation=r["case"], where={}, finding=None if named else draft_finding(inferred[0]))
         else:
@@ -139,6 +155,22 @@ def draft_from_report(report: dict) -> tuple[str, int]:
             if not named and inferred:  # an unnamed golden line too excuses only what it says
                 line["finding"] = draft_finding(inferred[0])
         lines.append(line)
+    return lines, left
+
+
+def draft_from_report(report: dict) -> tuple[str, int]:
+    """A format-2 file drafted from a ``--report-json`` report: ``(text, number of lines)``.
+
+    One line per failed record (``outcome == "failed"``) that reached a verdict on the values:
+    its diagnosed divergence by :func:`_named` (``DIV-UNNAMED-FILL-ME`` when the diagnosis named none), its
+    clause by :func:`own_clause`, merged across dtypes; ``evidence`` is a TODO.  A generated test's
+    record becomes a generated line (``operation``, ``where: {}``, and, unnamed, a ``finding`` by
+    :func:`draft_finding` from its first inferred line that is a finding).  Records that ended in an
+    exception or a malformed output (``raised``), have no case, or (generated) were neither named
+    nor inferred are left out: no line can excuse them.  Raises :class:`ExpectationError` for a report without ``report_format``.
+    """
+    lines, left = _draft_lines(report)
+    skipped = len(left)
     merged = merge(lines)
     header = "\n".join([
         f"# Known divergences of the {report.get('adapter')} adapter "

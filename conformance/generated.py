@@ -69,8 +69,8 @@ def run_generated(config, adapter: Adapter, device: str, dtype: str, op: str, ex
 
 def raise_failure(config, adapter: Adapter, dtype: str, device: str, e: GeneratedFailure) -> None:
     from posenc.harness.failure import fail
-    detail = (f"generated case (shrunk; seed {e.seed}): {e.case.op} with {params_repr(e.case.params)}\n"
-              f"  {e.detail}")
+    detail = (f"generated case (shrunk; input values seed {e.seed}, drawn with the case): {e.case.op} with "
+              f"{params_repr(e.case.params)}\n  {e.detail}")
     if e.inferred:
         detail += "\n  diagnosis: no known divergence reproduces this output" + "".join(
             f"\n  inferred: {s}" for s in e.inferred)

@@ -479,6 +479,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                       "agrees with it only on the failing calls; rerun the case with -k to compare):", yellow=True)
         for c in st.contradicted:
             why = (f"its mutant fails golden case {c['case']}, which passed" if c["golden"] == "passed" else
+                   f"its mutant changes golden case {c['case']}, which {c['golden']} (not as it)"
+                   if c["golden"].startswith(("failed as ", "diverges (expected) as ")) else
                    f"the golden test of case {c['case']} failed without naming it")
             tr.write_line(f"  {c['divergence']} (named for {c['failures']} failure(s) at {c['dtype']}): {why}")
     if st.checked == 0 and st.failed == 0:

@@ -77,8 +77,14 @@ def _bert_scales(p, x, default_positions=None):
     # the output itself is rounded once more.
     mag = sum(np.abs(t) for t in parts).max(-1, keepdims=True)
     y = learned.layer_norm(s, x["layer_norm_weight"], x["layer_norm_bias"], p.layer_norm_eps)
-    ds = np.abs(np.asarray(x["layer_norm_weight"])) * mag / sigma + np.abs(y) + np.abs(np.asarray(x["layer_norm_bias"]))
-    return {"embeddings": (ds, 0 * ds)}
+    gamma, beta = np.abs(np.asarray(x["layer_norm_weight"])), np.asarray(x["layer_norm_bias"])
+    ds = gamma * mag / sigma + np.abs(y) + np.abs(beta)
+    # The mean and the variance are sums over the n = hidden_size features: in any order they carry
+    # (n - 1) u of their summands' magnitudes (u = eps_acc / 2), which reach y through 1/sigma and
+    # gamma (the mean's) and through y - beta's relative error (half the variance's).
+    n = s.shape[-1]
+    acc = (n - 1) / 2 * (gamma * np.abs(s).mean(-1, keepdims=True) / sigma + np.abs(y - beta) / 2)
+    return {"embeddings": (ds, 0 * ds, acc)}
 
 
 def _opt_positions(p, x):

@@ -40,6 +40,10 @@ class _Call:
     s: np.ndarray
     ce: np.ndarray = None
     se: np.ndarray = None
+    known: Optional[np.ndarray] = None  # [B, T, n]: False where the input pair was 0 (its turn unknowable)
+
+    def seen(self) -> np.ndarray:
+        return np.ones(self.c.shape, bool) if self.known is None else self.known
 
 
 def _geometry(ctx: InferenceContext) -> tuple[int, str]:
@@ -89,6 +93,7 @@ def _effective(ctx: InferenceContext, calls: list[_Call], tensors: list[str]) ->
         den = den + (np.abs(zi) ** 2).sum(axis=1)
     z = num / np.where(den == 0, 1.0, den)
     calls[0].ce, calls[0].se = z.real, _sin_sign(ctx) * z.imag  # the table's sin (ROPE-ROTATION-NEGATIVE)
+    calls[0].known = np.broadcast_to(np.asarray(den) > 0, z.shape)
 
 
 def _emit(ctx: InferenceContext, calls: list[_Call], cs: list[tuple[np.ndarray, np.ndarray]]) -> Outputs:
@@ -103,20 +108,47 @@ def _wrap(a):
     return (a + math.pi) % math.tau - math.pi
 
 
-def estimate_positions(phi: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def estimate_positions(phi: np.ndarray, w: np.ndarray, known: Optional[np.ndarray] = None,
+                       p_max: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Positions ``P [...]`` (float) with ``P * w ≡ phi (mod 2π)``, and the worst phase residual ``[...]``.
 
-    ``phi [..., n]``: angles (radians, wrapped); ``w [n]``: inverse frequencies (radians per position).
-    Unwraps across frequencies: the lowest gives a coarse, unambiguous position (|P w_min| < π), each
-    higher one refines it (RoPE's highest, 1 rad per position, last).  Explains ROPE-ANGLE."""
-    order = [i for i in np.argsort(w) if w[i] > 0]  # a zero frequency (proportional) tells nothing
-    phi, w = phi[..., order], w[order]
-    P = phi[..., 0] / w[0]
+    ``phi [..., n]``: angles (radians, wrapped); ``w [n]``: inverse frequencies (radians per position);
+    ``known [..., n]``: the angles that were seen (default all; an unseen one is left out).
+    Unwraps across frequencies: the lowest gives a coarse position, each higher one refines it
+    (RoPE's highest, 1 rad per position, last).  The lowest is unambiguous while ``|P w_min| < π``;
+    beyond that every turn of it up to ``|P| <= p_max`` is tried (at most :data:`MAX_TURNS`), and
+    the one the other frequencies fit best is kept.  Explains ROPE-ANGLE."""
+    w = np.asarray(w, float)
+    shape, n = phi.shape[:-1], phi.shape[-1]
+    phi = np.asarray(phi, float).reshape(-1, n)
+    seen = np.ones(phi.shape, bool) if known is None else np.broadcast_to(known, shape + (n,)).reshape(phi.shape)
+    P, res = np.zeros(len(phi)), np.full(len(phi), np.inf)
+    for mask in {tuple(m) for m in seen}:  # the tokens that saw the same frequencies, together
+        rows = np.flatnonzero((seen == np.array(mask)).all(axis=1))
+        o = np.array([i for i in np.argsort(w) if w[i] > 0 and mask[i]], int)  # a zero frequency tells nothing
+        if not len(o):
+            continue
+        P[rows], res[rows] = _unwrap(phi[rows][:, o], w[o], 0)
+        far = rows[res[rows] > 0.2]
+        k = min(math.ceil(p_max * w[o[0]] / math.tau), MAX_TURNS, int(4e6 / max(1, len(far) * len(o))) // 2)
+        if len(far) and k > 0:
+            P[far], res[far] = _unwrap(phi[far][:, o], w[o], k)
+    return P.reshape(shape), res.reshape(shape)
+
+
+#: The most turns of the lowest frequency :func:`estimate_positions` tries each way.
+MAX_TURNS = 1 << 14
+
+
+def _unwrap(phi: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`estimate_positions` of ``phi [N, n]`` at increasing ``w [n]``, trying the lowest
+    frequency's angle plus ``-k..k`` turns: the best position and its residual per row."""
+    Q = (phi[:, :1] + math.tau * np.arange(-k, k + 1)) / w[0]  # [N, turns]
     for i in range(1, len(w)):
-        k = np.round((P * w[i] - phi[..., i]) / math.tau)
-        P = (phi[..., i] + math.tau * k) / w[i]
-    res = np.abs(_wrap(P[..., None] * w - phi)).max(axis=-1)
-    return P, res
+        Q = (phi[:, i, None] + math.tau * np.round((Q * w[i] - phi[:, i, None]) / math.tau)) / w[i]
+    r = np.abs(_wrap(Q[..., None] * w - phi[:, None, :])).max(axis=-1)
+    j = np.argmin(r, axis=1)
+    return Q[np.arange(len(Q)), j], r[np.arange(len(Q)), j]
 
 
 def rotation_models(ctx: InferenceContext) -> list[Candidate]:
@@ -135,14 +167,20 @@ def rotation_models(ctx: InferenceContext) -> list[Candidate]:
         return cands + _inv_freq_models(ctx)
     calls = _reference_calls(ctx)
     _effective(ctx, calls, tensors)
-    return cands + _rotation_models(ctx, calls)
+    models = _rotation_models(ctx, calls)
+    if len(tensors) == 1 and all(n in ctx.out for n in ("q", "k")):  # say which one is wrong
+        right = "k" if tensors[0] == "q" else "q"
+        models = [(f"{tensors[0]} only ({right} is right): {text}", fn) for text, fn in models]
+    return cands + models
 
 
 def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidate]:
     """Models of the effective cos/sin: attention factor, sin sign, positions, frequencies, θ."""
     cands: list[Candidate] = []
-    ae = np.concatenate([np.hypot(c.ce, c.se).ravel() for c in calls])
-    ar = np.concatenate([np.hypot(c.c, c.s).ravel() for c in calls])
+    ae = np.concatenate([np.hypot(c.ce, c.se)[c.seen()] for c in calls])
+    ar = np.concatenate([np.hypot(c.c, c.s)[c.seen()] for c in calls])
+    if not ae.size:  # every input pair 0: no turn seen
+        return cands
     amp, aref = float(np.median(ae)), float(np.median(ar))
     scale = amp / aref if aref > 0 else 1.0
     mag = ""
@@ -156,8 +194,9 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
     prefix = mag + "; " if mag else ""
     phe = [np.arctan2(c.se, c.ce) for c in calls]
     phr = [np.arctan2(c.s, c.c) for c in calls]
-    if all(np.abs(_wrap(e + r)).max() < 0.05 for e, r in zip(phe, phr)) and \
-            any(np.abs(_wrap(e - r)).max() > 0.05 for e, r in zip(phe, phr)):
+    seen = [c.seen() for c in calls]
+    if all(np.abs(_wrap(e + r))[m].max(initial=0) < 0.05 for e, r, m in zip(phe, phr, seen)) and \
+            any(np.abs(_wrap(e - r))[m].max(initial=0) > 0.05 for e, r, m in zip(phe, phr, seen)):
         turn = ("+φ where -φ is specified (ROPE-ROTATION-NEGATIVE: a standard rotate_half?)"
                 if _sin_sign(ctx) < 0 and ctx.op != "rope.cos_sin" and ctx.op != "rope.cos_sin_calls"
                 else "-φ where +φ is specified")
@@ -208,7 +247,8 @@ def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: floa
     cands: list[Candidate] = []
     shifted = [(f"positions are the specified ones {k:+d} on every token (frequencies of the shifted positions)",
                 lambda k=k: _implied_positions(ctx, calls, [c.pid + k for c in calls])) for k in SHIFTS]
-    est = [estimate_positions(e, c.w) for e, c in zip(phe, calls)]
+    p_max = 4 * max(float(np.abs(c.pid).max(initial=0)) for c in calls) + 64  # up to 4x the specified ones
+    est = [estimate_positions(e, c.w, c.known, p_max) for e, c in zip(phe, calls)]
     P = [e[0] for e in est]
     if max(float(r.max()) for _, r in est) > 0.2:
         return shifted  # the frequencies differ too (they depend on the positions: dynamic, longrope)
@@ -257,6 +297,13 @@ def describe_positions(pids: list[np.ndarray], used: list[np.ndarray], keys: lis
     allv = np.concatenate([x.ravel() for x in d])
     if (allv == allv[0]).all():
         return f"positions are the specified ones {int(allv[0]):+d} on every token"
+    p_all, u_all = np.concatenate([p.ravel() for p in pids]), np.concatenate([u.ravel() for u in used])
+    nz = p_all != 0
+    if nz.any() and (u_all[~nz] == 0).all() and (u_all[nz] % p_all[nz] == 0).all():
+        r = u_all[nz] // p_all[nz]
+        if (r == r[0]).all() and r[0] not in (0, 1):
+            return (f"positions are the specified ones × {int(r[0])} on every token (the same angles as "
+                    f"frequencies × {int(r[0])})")
     if len(d) > 1 and not d[0].any() and all((x == d[1].flat[0]).all() for x in d[1:]):
         return (f"positions are the specified ones {int(d[1].flat[0]):+d} on decode steps "
                 f"(every call after the first; the first call is right)")

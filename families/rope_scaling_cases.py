@@ -278,3 +278,32 @@ add_rope_cases(
          _LONGROPE.model_copy(update={"longrope_policy": "per_call"}), dict(_LONGROPE_CALLS),
          "longrope_policy per_call given: short, long, then short factors by each call's length"),
 )
+
+# Long positions off the bfloat16 grid's edges: the long goldens above end at m * 2^j - 1 (131071, 65535,
+# 163839), which bfloat16 rounds up by exactly 1, so there a +1 on long positions and positions held in
+# bfloat16 (DIV-ROPE-BF16-POSITIONS) give the same output.  Each kind of case gets positions where the two
+# part (bfloat16 moves 100003 by -163, 8193 by -1), so the run refutes the wrong one (a hostile review).
+_OFF_GRID = pos([3, 8193, 100003])  # and a short one: a +1 on every position is refuted too
+add_rope_cases(
+    Case("scale-proportional-off-grid", "rope.apply", ("SCALE-PROPORTIONAL",),
+         RopeParams(head_dim=128, rotary_dim=32, rope_theta=1000000.0, rope_type="proportional"),
+         {"q": Gen((1, 2, 3, 128)), "k": Gen((1, 1, 3, 128)), "position_ids": _OFF_GRID},
+         "long positions bfloat16 cannot hold, neither 2^k - 1: a +1 and bfloat16 positions differ here"),
+    Case("scale-proportional-factor-off-grid", "rope.cos_sin", ("SCALE-PROPORTIONAL",),
+         RopeParams(head_dim=128, rotary_dim=32, rope_theta=1000000.0, rope_type="proportional", factor=8.0),
+         {"position_ids": _OFF_GRID}, "factor 8 at long positions off bfloat16's grid"),
+    Case("scale-proportional-gemma4-off-grid", "rope.apply", ("SCALE-PROPORTIONAL",), _GEMMA4,
+         {"q": Gen((1, 1, 3, 512)), "k": Gen((1, 1, 3, 512)), "position_ids": _OFF_GRID},
+         "Gemma 4 full attention at long positions off bfloat16's grid"),
+    Case("scale-interleaved-proportional-off-grid", "rope.apply", ("SCALE-PROPORTIONAL", "ROPE-PAIR-INTERLEAVED"),
+         RopeParams(head_dim=128, rotary_dim=32, rope_theta=1000000.0, rope_type="proportional", factor=8.0,
+                    pairing="interleaved"),
+         {"q": Gen((1, 2, 3, 128)), "k": Gen((1, 1, 3, 128)), "position_ids": _OFF_GRID},
+         "interleaved proportional rope at long positions off bfloat16's grid"),
+    Case("scale-yarn-mscale-ratio-off-grid", "rope.cos_sin", ("SCALE-YARN-ATTENTION-FACTOR",), _MSCALE_RATIO.rope,
+         {"position_ids": _OFF_GRID}, "mscale 0.707 / mscale_all_dim 1 at long positions off bfloat16's grid"),
+    Case("scale-yarn-mscale-all-dim-off-grid", "rope.cos_sin", ("SCALE-YARN-ATTENTION-FACTOR",),
+         RopeParams(head_dim=64, rope_theta=10000.0, rope_type="yarn", factor=40.0, original_max_position_embeddings=4096,
+                    mscale=1.0, mscale_all_dim=0.707),
+         {"position_ids": _OFF_GRID}, "mscale 1 / mscale_all_dim 0.707 at long positions off bfloat16's grid"),
+)

@@ -45,14 +45,16 @@ def step(g: Golden, t: int, inputs: dict, t_axis: dict) -> Golden:
     """Golden for decode step ``t``: the step's own inputs, outputs and scales sliced at ``t``."""
     def cut(d):
         return {n: np.take(v, [t], axis=t_axis[n]) for n, v in d.items() if n in t_axis}
-    return Golden(g.case, inputs, cut(g.outputs), cut(g.dtype_scales), cut(g.angle_scales), g.angle_based)
+    return Golden(g.case, inputs, cut(g.outputs), cut(g.dtype_scales), cut(g.angle_scales), g.angle_based,
+                  cut(g.accumulation_scales))
 
 
 def rows(g: Golden, t: int, tk: int, inputs: dict) -> Golden:
     """Golden of query row ``t`` over the first ``tk`` keys (outputs, masks and scales)."""
     def cut(d):
         return {n: np.asarray(v)[..., t:t + 1, :tk] for n, v in d.items()}
-    return Golden(g.case, inputs, cut(g.outputs), cut(g.dtype_scales), cut(g.angle_scales), g.angle_based)
+    return Golden(g.case, inputs, cut(g.outputs), cut(g.dtype_scales), cut(g.angle_scales), g.angle_based,
+                  cut(g.accumulation_scales))
 
 
 def exact_decode_steps(adapter, case, dtype, device, cl, g: Golden, name: str, steps, call, inputs=None) -> None:

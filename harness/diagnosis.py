@@ -10,7 +10,7 @@ golden case that tells two matches apart.  What an output is when no divergence 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -209,7 +209,7 @@ def _reproduction(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str,
           for n, v in golden.dtype_scales.items() if n in mut}
     an = {n: np.where(differing(n), np.maximum(v, v.max(axis=-1, keepdims=True)), v) if np.ndim(v) else v
           for n, v in golden.angle_scales.items() if n in mut}
-    fake = Golden(golden.case, golden.inputs, mut, ds, an, golden.angle_based)
+    fake = replace(golden, outputs=mut, dtype_scales=ds, angle_scales=an)
     cmp = compare_outputs(fake, outs, dtype)
     if all(c.ok for c in cmp):
         return max(c.ratio for c in cmp), differs

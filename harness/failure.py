@@ -214,7 +214,9 @@ def contradicted_diagnoses(records: list[dict]) -> list[dict]:
     golden case at that dtype (``case``): its mutant fails the golden -- of an operation those
     failures ran, and of a kind of case one of them failed on (the same pairing, scaling type,
     flags and unset fields: like with like, so a bug shown only under one rope_type is not refuted
-    by a golden of another) -- which *passed* (``golden: "passed"``); or an invariant check named it for a
+    by a golden of another) -- which *passed* (``golden: "passed"``) or failed diagnosed as other
+    divergences only or as none (``golden: "failed as <DIV>"``, ``"failed as no known divergence"``); or
+    an invariant check named it for a
     case whose own golden test judged the values and failed without naming it (``golden:
     "failed without it"``: the golden's inputs tell more than the check's few calls).  The adapter
     then does not have that bug as such but a narrower or another one that agrees with it on the
@@ -250,20 +252,32 @@ def contradicted_diagnoses(records: list[dict]) -> list[dict]:
             # of those kinds (a bug shown only under YaRN is not refuted by a default-RoPE golden)
             ops = {cases[r["case"]].op if r.get("case") in cases else r.get("case") for r in rs}
             kinds = {_kind(r["params"]) if r.get("params") else kind_of_case(r.get("case")) for r in rs}
-            for (cid, gd), g in goldens.items() if found is None else ():
-                if gd != dtype or g.get("outcome") != "passed" or cid not in cases or cases[cid].op not in ops \
-                        or kind_of_case(cid) not in kinds:
-                    continue
-                gold = _loaded(cid)
-                if gold is not None and caught_outputs(d, gold, dtype) is not None:
-                    found = (cid, "passed")
-                    break
+            same = [(cid, g) for (cid, gd), g in goldens.items()
+                    if gd == dtype and cid in cases and cases[cid].op in ops and kind_of_case(cid) in kinds]
+            found = found or _refuting_golden(d, dtype, same)
             if found:
                 out.append({"divergence": div, "dtype": dtype, "failures": len(rs), "case": found[0],
                             "golden": found[1]})
         return out
     except Exception:  # noqa: BLE001 - an advisory: it never breaks the run's report
         return []
+
+
+def _refuting_golden(d, dtype: str, goldens: list[tuple[str, dict]]) -> Optional[tuple[str, str]]:
+    """The first of ``goldens`` (``(case id, record)``, of the failures' operations and kinds) that
+    refutes divergence ``d``: one that passed, or whose values failed but not as ``d`` (as others, or as
+    none) -- either way its output is not ``d``'s mutant's -- where the mutant changes it."""
+    for cid, g in goldens:
+        names = [m["divergence"] for m in g.get("diagnosis") or ()]
+        judged = _values_verdict(g) or g.get("outcome") == "diverges" and not g.get("raised")  # a recorded one too
+        if g.get("outcome") != "passed" and (not judged or d.id in names):
+            continue
+        gold = _loaded(cid)
+        if gold is not None and caught_outputs(d, gold, dtype) is not None:
+            how = "diverges (expected)" if g.get("outcome") == "diverges" else "failed"
+            return cid, ("passed" if g.get("outcome") == "passed" else
+                         f"{how} as {names[0]}" if names else f"{how} as no known divergence")
+    return None
 
 
 #: How many of several matched divergences the failure message compares with the closest one.

@@ -212,7 +212,6 @@ def _declared_shape(op, name: str) -> str:
 def golden_series(data: PlotData, divergence: Optional[str] = None) -> list[Series]:
     """:func:`series` of every output of ``data`` out of tolerance, with ``divergence``'s mutant."""
     from posenc import registry
-    from posenc.spec.tolerance import bound
 
     from posenc.harness.diagnosis import mutant_outputs
     from posenc.harness.runner import compare_outputs
@@ -229,7 +228,7 @@ def golden_series(data: PlotData, divergence: Optional[str] = None) -> list[Seri
         if name.endswith(".compared") or name not in bad or name not in outputs:
             continue
         dt = "float32" if name in op.float32_outputs else dtype
-        b = bound(dt, g.dtype_scales.get(name, 0.0), g.angle_scales.get(name, 0.0), g.angle_based)
+        b = g.bound(name, dt)
         if np.shape(outputs[name]) != ref.shape:
             continue
         out.append(series(name, _declared_shape(op, name), ref, outputs[name], b,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Optional
@@ -41,6 +41,7 @@ from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import GoldenError
 from posenc.spec.models import PARAM_MODELS
 from posenc.spec.shapes import ShapeError, output_shapes
+from posenc.spec.tolerance import bound
 
 from posenc.registry import all_cases
 from posenc.registry.cases import Case, Gen
@@ -49,6 +50,9 @@ MANIFEST = "manifest.json"
 FORMAT = 1
 SEED = 20261129
 GENERATOR = "splitmix64-v1"
+#: The error-scale terms a golden stores, by array-name prefix: the tolerance's dtype term, float32
+#: (angle) term and accumulation term (:mod:`posenc.spec.tolerance`).
+SCALE_KINDS = ("scale", "angle", "acc")
 STORE_LIMIT = 4096  # inputs with more elements than this are regenerated, not stored
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -128,6 +132,20 @@ class Golden:
     dtype_scales: dict[str, np.ndarray]
     angle_scales: dict[str, np.ndarray]
     angle_based: bool  # the tolerance's float32 eps floor (angle-based or float32_floor ops)
+    #: the accumulation term's scales (only the operations that state one: a LayerNorm's reduction)
+    accumulation_scales: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def bound(self, name: str, dtype: str) -> np.ndarray:
+        """The allowed |error| of output ``name``'s elements at ``dtype`` (all three terms)."""
+        return bound(dtype, self.dtype_scales.get(name, 0.0), self.angle_scales.get(name, 0.0), self.angle_based,
+                     self.accumulation_scales.get(name, 0.0))
+
+
+def scale_terms(scales: dict) -> tuple[dict, dict, dict]:
+    """A reference's ``{output: (dtype_scale, angle_scale[, accumulation_scale])}`` split into the
+    three terms' mappings (the third only for the outputs that state it)."""
+    return ({n: v[0] for n, v in scales.items()}, {n: v[1] for n, v in scales.items()},
+            {n: v[2] for n, v in scales.items() if len(v) > 2})
 
 
 def _compute(case: Case, inputs) -> tuple[dict, dict]:
@@ -152,9 +170,9 @@ def computed(case: Case, inputs: dict[str, np.ndarray]) -> Golden:
     :class:`GoldenError` where the reference's shapes are not the operation table's."""
     outs, scales = _compute(case, inputs)
     outs = {k: np.asarray(v) for k, v in outs.items()}
-    ds = {k: np.broadcast_to(np.asarray(v[0], np.float64), outs[k].shape) for k, v in scales.items()}
-    an = {k: np.broadcast_to(np.asarray(v[1], np.float64), outs[k].shape) for k, v in scales.items()}
-    return Golden(case, dict(inputs), outs, ds, an, registry.operation(case.op).eps_floor_float32)
+    ds, an, acc = ({k: np.broadcast_to(np.asarray(v, np.float64), outs[k].shape) for k, v in t.items()}
+                   for t in scale_terms(scales))
+    return Golden(case, dict(inputs), outs, ds, an, registry.operation(case.op).eps_floor_float32, acc)
 
 
 def regenerate_hint(case: Case) -> str:
@@ -208,9 +226,9 @@ def regenerate(directory: Optional[Path] = None, seed: int = SEED, cases: Option
         for name, a in outs.items():
             arrays[f"output/{name}"] = np.asarray(a)
             out_meta[name] = {"shape": list(np.shape(a)), "dtype": str(np.asarray(a).dtype)}
-        for name, (ds, an) in scl.items():
-            arrays[f"scale/{name}"] = np.broadcast_to(ds, np.shape(outs[name])).astype(np.float64)
-            arrays[f"angle/{name}"] = np.broadcast_to(an, np.shape(outs[name])).astype(np.float64)
+        for name, terms in scl.items():  # per output: its dtype, angle (and accumulation) scales
+            for kind, v in zip(SCALE_KINDS, terms):
+                arrays[f"{kind}/{name}"] = np.broadcast_to(v, np.shape(outs[name])).astype(np.float64)
         data = _npz_bytes(arrays)
         fname = f"{case.id}.npz"
         (directory / fname).write_bytes(data)
@@ -280,12 +298,9 @@ def load(case: Case, directory: Optional[Path] = None, manifest: Optional[dict] 
         if list(a.shape) != meta_out[name].get("shape") or str(a.dtype) != meta_out[name].get("dtype"):
             raise GoldenError(f"{path}: output {name!r} is {a.dtype}{list(a.shape)}, the manifest says "
                               f"{meta_out[name].get('dtype')}{meta_out[name].get('shape')}")
-    g = Golden(
-        case, inputs, outputs,
-        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("scale/")},
-        {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("angle/")},
-        registry.operation(case.op).eps_floor_float32,
-    )
+    ds, an, acc = ({k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(kind + "/")}
+                   for kind in SCALE_KINDS)
+    g = Golden(case, inputs, outputs, ds, an, registry.operation(case.op).eps_floor_float32, acc)
     _verify_against_reference(case, path, g)
     return _frozen(g)
 
@@ -297,7 +312,7 @@ def _frozen(g: Golden) -> Golden:
         return MappingProxyType({k: np.frombuffer(np.ascontiguousarray(a).tobytes(), dtype=a.dtype).reshape(a.shape)
                                  for k, a in d.items()})
     return Golden(g.case, freeze(g.inputs), freeze(g.outputs), freeze(g.dtype_scales), freeze(g.angle_scales),
-                  g.angle_based)
+                  g.angle_based, freeze(g.accumulation_scales))
 
 
 def _verify_against_reference(case: Case, path: Path, g: Golden) -> None:
@@ -309,8 +324,13 @@ def _verify_against_reference(case: Case, path: Path, g: Golden) -> None:
     if extra:  # an added output or .compared mask would be checked against, or would mask elements
         raise GoldenError(f"{path}: stored output(s) {', '.join(extra)} that the reference does not give "
                           f"(tampered, or stale: `{regenerate_hint(case)}`)")
-    for name, (ds, an) in scl.items():
-        for kind, stored, ref in (("scale", g.dtype_scales, ds), ("angle", g.angle_scales, an)):
+    terms = scale_terms(scl)
+    for kind, stored, ref_terms in zip(SCALE_KINDS, (g.dtype_scales, g.angle_scales, g.accumulation_scales), terms):
+        if set(stored) - set(ref_terms):
+            raise GoldenError(f"{path}: stored {kind} of output(s) {', '.join(sorted(set(stored) - set(ref_terms)))} "
+                              f"that the reference's error scales do not state (tampered, or stale: "
+                              f"`{regenerate_hint(case)}`)")
+        for name, ref in ref_terms.items():
             got = stored.get(name)
             ref = np.broadcast_to(ref, np.shape(outs[name]))
             if got is None or got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-12, atol=0):

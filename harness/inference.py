@@ -19,16 +19,17 @@ The helpers a family's models share are public here: :class:`InferenceContext`, 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
 
 from posenc import registry
-from posenc.spec.tolerance import bound
 
 from posenc.harness.golden import Golden
 from posenc.harness.runner import compare_outputs
+from posenc.reference.rounding import bf16_round
+from posenc.spec.tolerance import EPS, compare
 
 Outputs = dict[str, np.ndarray]
 Candidate = tuple[str, Callable[[], Optional[Outputs]]]  # sentence, lazy implied outputs
@@ -89,7 +90,7 @@ class InferenceContext:
               for n, v in g.dtype_scales.items() if n in mut}
         an = {n: np.where(moved.get(n, True), np.maximum(v, v.max(axis=-1, keepdims=True)), v) if np.ndim(v) else v
               for n, v in g.angle_scales.items()}
-        cmps = compare_outputs(Golden(g.case, g.inputs, mut, ds, an, g.angle_based), self.out, self.dtype)
+        cmps = compare_outputs(replace(g, outputs=mut, dtype_scales=ds, angle_scales=an), self.out, self.dtype)
         return all(c.ok for c in cmps), max((c.ratio for c in cmps), default=0.0)
 
 
@@ -152,16 +153,17 @@ def _uniform_scale(ctx: InferenceContext) -> list[Candidate]:
     c = float(got @ ref) / den if den > 0 else 0.0
     if not np.isfinite(c) or abs(c) < 1e-12 or abs(c - 1) < 1e-6:
         return []
-    said = f"× {sig(c, 4 if abs(c - 1) > 1e-3 else 7)}"  # 0.9993, never "× 1"
+    measured = (f"every output is the specified one × {sig(c, 4 if abs(c - 1) > 1e-3 else 7)}",  # never "× 1"
+                lambda: {n: ctx.g.outputs[n] * c for n in floats})
+    # a power of a parameter within the run's own rounding of the measured constant (bf16's is ~1e-3):
+    # said and tried at its exact value, so the sentence is the same on every example
+    near = max(1e-4, 4 * EPS[ctx.dtype])
     for name, v in _numeric_params(ctx.p):
         for expr, val in ((f"1/√{name}", v ** -0.5), (f"√{name}", v ** 0.5), (f"1/{name}", 1 / v), (name, float(v))):
-            if abs(c / val - 1) < 1e-4:
-                said = f"scaled by {expr} (× {sig(c)}, {name} {sig(v)})"
-                break
-        else:
-            continue
-        break
-    return [(f"every output is the specified one {said}", lambda: {n: ctx.g.outputs[n] * c for n in floats})]
+            if abs(c / val - 1) < near:
+                return [(f"every output is the specified one scaled by {expr} ({name} {sig(v)}: × {sig(val)})",
+                         lambda val=val: {n: ctx.g.outputs[n] * val for n in floats}), measured]
+    return [measured]
 
 
 #: How many reference evaluations the parameter fit may spend on one failure (a failing generated
@@ -315,14 +317,20 @@ def _numeric_params(p) -> list[tuple[str, float]]:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v != 1]
 
 
-#: The lower precisions a run's outputs are tried at, by the run's dtype (most precise first).
-_LOWER = {"float64": ("float32",), "float32": ("bfloat16",)}
-_SAID = {"float32": "float32", "bfloat16": "half (bfloat16 or float16)"}
+#: The lower precisions a run's outputs are tried at, by the run's dtype (most precise first); a
+#: half run is tried at its own dtype with its angles at that precision too (the spec's float32 floor
+#: for angles lifted).
+_LOWER = {"float64": ("float32",), "float32": ("bfloat16",), "bfloat16": ("bfloat16",), "float16": ("float16",)}
+_SAID = {"float32": "float32", "bfloat16": "half (bfloat16 or float16)", "float16": "float16"}
 
 
 #: The least max |err|/bound under a lower dtype's tolerance for "computed at that precision": a
 #: computation at that precision is wrong by a few of its roundings (a ratio of about 1/K or more).
 LOWER_PRECISION_FLOOR = 1 / 32
+#: The same where the angle term too is taken at the lower precision: an angle rounded there errs by
+#: about ``u |φ|`` at its worst element, while the term allows ``K_ANGLE eps |φ| (1 + e_i ln θ)`` =
+#: ``2 K_ANGLE (1 + e_i ln θ) u |φ|``: a ratio of 1 / (8 (1 + ln θ)), about 1/140 at θ = 1e7.
+ANGLE_PRECISION_FLOOR = 1 / 256
 
 
 def _lower_precision(g: Golden, out: Outputs, dtype: str) -> Optional[str]:
@@ -332,13 +340,69 @@ def _lower_precision(g: Golden, out: Outputs, dtype: str) -> Optional[str]:
                if n in g.outputs and np.asarray(v).dtype.kind == "f"):
         return None
     for low in _LOWER.get(dtype, ()):
-        cmps = compare_outputs(g, out, low)
-        # and wrong by about that precision's rounding somewhere: an error far below it (a θ off by
-        # 1e-4) is within every lower bound too, and says nothing of the precision
-        if all(c.ok for c in cmps) and max((c.ratio for c in cmps), default=0.0) >= LOWER_PRECISION_FLOOR:
-            return (f"precision: every output is right to {_SAID[low]} precision but not to {dtype}'s (computed in "
-                    f"{_SAID[low].split(' ')[0]}, or cast through it, and returned as {dtype}?)")
+        # an angle-based operation's float32 term at the lower precision too (angles in bfloat16),
+        # tried after the spec's float32 angles
+        widen = g.angle_based and EPS[low] > EPS["float32"]
+        for angles in ((False, True) if widen else (False,)) if low != dtype else ((True,) if widen else ()):
+            gl = replace(g, angle_scales={n: v * (EPS[low] / EPS["float32"]) for n, v in g.angle_scales.items()}) \
+                if angles else g
+            if _right_at(gl, out, low, ANGLE_PRECISION_FLOOR if angles else LOWER_PRECISION_FLOOR):
+                if low == dtype:
+                    return (f"precision: every output is right to {low} precision with its angles at {low}'s too, "
+                            f"not at float32's (angles, inverse frequencies or positions computed or held in {low}; "
+                            f"the spec requires float32 for them at every dtype)")
+                return (f"precision: every output is right to {_SAID[low]} precision{' (angles too)' * angles} but "
+                        f"not to {dtype}'s (computed in {_SAID[low].split(' ')[0]}, or cast through it, and returned "
+                        f"as {dtype}?)")
+        # the values rounded to the lower dtype (a gather of a table held there); at the run's own dtype,
+        # the outputs compared at float32 whatever the dtype (inv_freq: a buffer cast with the model)
+        f32 = registry.operation(g.case.op).float32_outputs
+        if low == dtype and f32 and _float32_outputs_at(g, out, dtype, f32):
+            return (f"precision: {', '.join(sorted(n for n in f32 if n in out))} is right to {dtype} precision, not to "
+                    f"float32's (held or computed in {dtype}: a buffer cast with the model? the spec requires "
+                    f"float32 for them at every dtype)")
+        rounded = {n: _rounded(v, low) for n, v in g.outputs.items()
+                   if np.asarray(v).dtype.kind == "f" and (low != dtype or n in f32)}
+        if rounded and all(c.ok for c in compare_outputs(replace(g, outputs={**g.outputs, **rounded}), out, dtype)):
+            return (f"precision: every output is the specified value rounded to {low} (a table or weight held in "
+                    f"{low} and returned as {dtype}?)")
     return None
+
+
+def _right_at(g: Golden, out: Outputs, low: str, floor: float) -> bool:
+    """Every output within ``low``'s tolerance, and wrong by about that precision's rounding somewhere:
+    an error far below it (a θ off by 1e-4) is within every lower bound too, and says nothing of the
+    precision (measured without the accumulation term: its worst case, (n - 1) roundings, is far
+    above a typical sum's)."""
+    cmps = compare_outputs(g, out, low)
+    typical = compare_outputs(replace(g, accumulation_scales={}), out, low) if g.accumulation_scales else cmps
+    return all(c.ok for c in cmps) and max((c.ratio for c in typical), default=0.0) >= floor
+
+
+def _float32_outputs_at(g: Golden, out: Outputs, dtype: str, f32) -> bool:
+    """Every output right under ``dtype``'s tolerance with the ones the spec compares at float32 whatever
+    the dtype (``f32``) taken at ``dtype`` too, and one of those wrong by about its rounding."""
+    ratios = []
+    for n, ref in g.outputs.items():
+        if n.endswith(".compared") or n not in out:
+            continue
+        c = compare(n, out[n], ref, dtype=dtype, dtype_scale=g.dtype_scales.get(n), angle_scale=g.angle_scales.get(n),
+                    angle_based=g.angle_based and n not in f32, accumulation_scale=g.accumulation_scales.get(n),
+                    compared=g.outputs.get(f"{n}.compared"))
+        if not c.ok:
+            return False
+        if n in f32:
+            ratios.append(c.ratio)
+    return max(ratios, default=0.0) >= LOWER_PRECISION_FLOOR
+
+
+def _rounded(x, dtype: str) -> np.ndarray:
+    """``x`` rounded to ``dtype`` (bfloat16 as torch rounds it), as float64."""
+    x = np.asarray(x, np.float64)
+    if dtype == "bfloat16":
+        return bf16_round(x)
+    with np.errstate(over="ignore"):
+        return x.astype(dtype).astype(np.float64)
 
 
 def _candidates(ctx: InferenceContext, models) -> list[Candidate]:
@@ -413,8 +477,7 @@ def _ratios(ctx: InferenceContext, n: str) -> np.ndarray:
     if np.issubdtype(ref.dtype, np.integer):
         return np.where((got.astype(np.int64) != ref) & m, np.inf, 0.0)
     dt = "float32" if n in registry.operation(ctx.op).float32_outputs else ctx.dtype
-    b = np.broadcast_to(bound(dt, ctx.g.dtype_scales.get(n, 0.0), ctx.g.angle_scales.get(n, 0.0),
-                              ctx.g.angle_based), ref.shape)
+    b = np.broadcast_to(ctx.g.bound(n, dt), ref.shape)
     err = np.abs(got.astype(float) - ref)
     r = np.where(err == 0, 0.0, np.where(b == 0, np.inf, err / np.where(b == 0, 1.0, b)))
     r = np.where(np.isfinite(got.astype(float)), r, np.inf)

@@ -392,5 +392,5 @@ def compare_outputs(golden: Golden, outputs: dict[str, np.ndarray], dtype: str) 
         res.append(compare(
             name, outputs[name], ref, dtype=dt, dtype_scale=golden.dtype_scales.get(name),
             angle_scale=golden.angle_scales.get(name), angle_based=golden.angle_based,
-            compared=golden.outputs.get(f"{name}.compared")))
+            compared=golden.outputs.get(f"{name}.compared"), accumulation_scale=golden.accumulation_scales.get(name)))
     return res

@@ -25,7 +25,7 @@ INVARIANTS: tuple[str, ...] = (
     "cache_prefill",  # decoding one token at a time with cache_length == one prefill
     "left_pad",  # a left-padded row equals the unpadded row at its real tokens
     "relative",  # <R(m)q, R(n)k> depends only on m - n
-    "pair_norm",  # |y_pair| == attention_factor * |x_pair|
+    "pair_norm",  # |y_pair| == attention_factor * |x_pair|, and on average within 3u + 12u / sqrt(n)
     "permutation",  # rope_half(x[P]) == rope_interleaved(x)[P]
     "shift",  # a constant shift of all positions changes nothing that is compared
     "row_range",  # rows >= num_rows or < 0 raise; the last valid row works

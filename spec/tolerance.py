@@ -14,6 +14,13 @@ against the float64 reference ``y_ref`` element-wise when
   every dtype other than angles: ``attention.probs``'s dot products, summed in a float32
   accumulator in any order (``p_j (L_j + max_j L_j) (n - 1) / 2``, n the dot product's length;
   spec 0.5.0).  Each operation states both scales as formulas (its ``error_scales``).
+* An operation that reduces over a long axis at the activation dtype's precision or better (a
+  LayerNorm's mean and variance over the hidden size) states a third, **accumulation** term
+  ``K_ACCUMULATION * eps_acc(dt) * accumulation_scale``, ``eps_acc`` = ``min(eps(dt), eps(float32))``:
+  a sum of n terms in any order carries at most ``(n - 1) u`` of their magnitudes (``u = eps / 2``;
+  Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., section 3.1), summed in a
+  float32 accumulator at float32 and below, in float64 at float64 -- so a float64 run that sums in
+  float32 still fails, and a bf16 accumulator fails at float32 (spec 0.5.0).
 * ``eps_eff`` is ``eps(dt)``, but never below ``eps(float32)`` for angle-based operations:
   the spec allows (and requires at least) float32 angles and cos/sin whatever the dtype.
 * The angle term allows a float32 angle ``p * inv_freq``: a float32 ``theta ** -e_i`` rounds
@@ -47,6 +54,9 @@ EPS = {
 }
 K_DTYPE = {"float64": 16.0, "float32": 4.0, "bfloat16": 4.0, "float16": 4.0}
 K_ANGLE = 4.0
+#: The accumulation term's factor: its scale is the first-order worst case itself (Higham's
+#: ``gamma_{n-1}``), so no margin is added.
+K_ACCUMULATION = 1.0
 #: The spacing of each dtype's subnormals: the representation limit of tiny values.
 TINY = {
     "float64": float(np.finfo(np.float64).smallest_subnormal),
@@ -56,13 +66,19 @@ TINY = {
 }
 
 
-def bound(dtype: str, dtype_scale, angle_scale, angle_based: bool) -> np.ndarray:
-    """The allowed absolute error per element (see the module docstring)."""
+def accumulation_eps(dtype: str) -> float:
+    """``eps_acc``: the accumulator's precision a reduction at ``dtype`` may use (float32 at float32
+    and below, float64 at float64)."""
+    return min(EPS[dtype], EPS["float32"])
+
+
+def bound(dtype: str, dtype_scale, angle_scale, angle_based: bool, accumulation_scale=0.0) -> np.ndarray:
+    """The allowed absolute error per element (see the module docstring); the scales broadcast."""
     eps = EPS[dtype]
     if angle_based:
         eps = max(eps, EPS["float32"])
     return (K_DTYPE[dtype] * eps * np.asarray(dtype_scale) + K_ANGLE * EPS["float32"] * np.asarray(angle_scale)
-            + TINY[dtype])
+            + K_ACCUMULATION * accumulation_eps(dtype) * np.asarray(accumulation_scale) + TINY[dtype])
 
 
 @dataclass(frozen=True)
@@ -80,7 +96,7 @@ class Comparison:
 
 
 def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_scale=None,
-            angle_based: bool = False, compared=None) -> Comparison:
+            angle_based: bool = False, compared=None, accumulation_scale=None) -> Comparison:
     """Compare one output array; integers exactly, floats by :func:`bound`.
 
     ``compared``: optional bool mask of the slots the clause specifies.  Shapes must match
@@ -103,7 +119,8 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
         a64 = a.astype(np.float64)
         err = np.abs(a64 - e)
         b = bound(dtype, 0.0 if dtype_scale is None else dtype_scale,
-                  0.0 if angle_scale is None else angle_scale, angle_based)
+                  0.0 if angle_scale is None else angle_scale, angle_based,
+                  0.0 if accumulation_scale is None else accumulation_scale)
         b = np.broadcast_to(b, e.shape)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a ratio past float64's range: inf
             ratio_arr = np.where(err == 0, 0.0, err / b)

@@ -136,6 +136,55 @@ class OffByOneWhenLong(TorchAdapter):
         return _LongOffsetRope(params, DTYPES[dtype], device)
 
 
+class _PlusOneLongRope(TorchRope):
+    def _cos_sin(self, position_ids):  # +1 on each position from 8192 on
+        return super()._cos_sin(position_ids + (position_ids >= 8192).to(position_ids.dtype))
+
+
+class PlusOneOnLongPositions(TorchAdapter):
+    """+1 on every position >= 8192 (a hostile review): on goldens whose long positions are 2^k - 1
+    (131071, 65535) exactly what positions held in bfloat16 give (DIV-ROPE-BF16-POSITIONS); the
+    off-grid goldens of the same kinds refute that name."""
+    name = "broken-plus-one-on-long-positions"
+
+    def rope(self, params, *, dtype, device):
+        return _PlusOneLongRope(params, DTYPES[dtype], device)
+
+
+class _LouderRope(TorchRope):
+    def _cos_sin(self, position_ids):  # cos and sin 2.5 % too large (an attention factor off)
+        c, s = super()._cos_sin(position_ids)
+        return c * 1.025, s * 1.025
+
+
+class AmplitudeTwoAndAHalfPercent(TorchAdapter):
+    """Every rotated pair 2.5 % longer than it should be: within each element's bound at bfloat16
+    (about 3 % of |x_pair|), not within the pair-norm check's bound on the mean (a hostile review)."""
+    name = "broken-amplitude-2.5-percent"
+
+    def rope(self, params, *, dtype, device):
+        return _LouderRope(params, DTYPES[dtype], device)
+
+
+class _ScaledNoRopeLayers:
+    def __init__(self, op):
+        self.op = op
+
+    def apply(self, q, k, position_ids, layer_idx):
+        if self.op.ops[self.op.params.layer_type(layer_idx)] is None:  # no RoPE: a float32 round trip x (1 + 2^-22)
+            return (q.float() * (1 + 2.0 ** -22)).to(q.dtype), (k.float() * (1 + 2.0 ** -22)).to(k.dtype)
+        return self.op.apply(q, k, position_ids, layer_idx)
+
+
+class NoRopeLayersNotIdentical(TorchAdapter):
+    """A layer without RoPE returns q and k x (1 + 2^-22): within the rotation's bound the golden test
+    compares such a layer with at float32, not bit-identical (LAYERS-NO-ROPE's identity check)."""
+    name = "broken-no-rope-layers-not-identical"
+
+    def layer_rope(self, params, *, dtype, device):
+        return _ScaledNoRopeLayers(super().layer_rope(params, dtype=dtype, device=device))
+
+
 class _DoubledPositionsRope(TorchRope):
     def _cos_sin(self, position_ids):
         return super()._cos_sin(position_ids * 2)

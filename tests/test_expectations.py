@@ -386,6 +386,30 @@ def test_init_picks_the_wrapped_library_and_skips_what_no_line_can_excuse():
         drafts.draft_from_report({"results": []})
 
 
+def test_init_names_a_tie_by_what_the_report_names_elsewhere_and_says_what_it_left_out(tmp_path, capsys):
+    """Three divergences reproduce a NaN output equally (an x-transformers trial): the draft names the one
+    the same report names alone at that dtype, not the catalogue's first.  The failures left out are
+    printed, not only counted in the file's header."""
+    rec = {"outcome": "failed", "case": "c", "check": "golden", "dtype": "float16", "clauses": ["A"],
+           "violated": ["A"], "raised": False, "reason": "x", "test_id": "test_golden[float16-c@A]"}
+    tie = [{"divergence": d, "violates": ["A"], "ratio": 0.0} for d in ("DIV-X", "DIV-Y", "DIV-Z")]
+    report = {"report_format": 1, "adapter": "a", "framework": "torch", "versions": {"torch": "2.13.0"},
+              "spec_version": "0.5.0", "results": [
+                  {**rec, "check": "cache_equals_prefill", "diagnosis": tie},
+                  {**rec, "diagnosis": [{"divergence": "DIV-Y", "violates": ["A"], "ratio": 0.2}]},
+                  {**rec, "check": "generated", "case": "rope.apply", "diagnosis": [], "inferred": ["q: 3 of 8 elements wrong"],
+                   "test_id": "test_generated[float16-rope.apply]"}]}
+    text, n = drafts.draft_from_report(report)
+    assert {e.check: e.divergence for e in exp.parse(yaml.safe_load(text), "draft")} == {
+        "cache_equals_prefill": "DIV-Y", "golden": "DIV-Y"}
+    rep = tmp_path / "r.json"
+    rep.write_text(json.dumps(report))
+    assert cli.main(["expectations", "init", "--from-report", str(rep), "--out", str(tmp_path / "d.yaml")]) == 0
+    err = capsys.readouterr().err
+    assert "not drafted: test_generated[float16-rope.apply]: no divergence reproduces it and the inference " \
+           "states no finding" in err
+
+
 def test_a_contradicted_diagnosis_is_in_the_report_and_fits_the_schema(run_suite, tmp_path):
     r, rep = _report(run_suite, tmp_path, f"{BROKEN}:OffByOneWhenLong", "-k", "test_golden and rope-")
     assert r.ret == 1

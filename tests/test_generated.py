@@ -30,7 +30,7 @@ def test_memorising_adapter_passes_goldens_and_fails_generated(run_suite):
 def test_failure_prints_a_replayable_shrunk_case(run_suite, tmp_path):
     r = run_suite(f"{HOSTILE}:Memorising", "-k", "generated and rope.apply and not cos")
     out = r.stdout.str()
-    assert "generated case (shrunk; seed" in out
+    assert "generated case (shrunk; input values seed" in out
     lines = out.splitlines()
     start = next(i for i, ln in enumerate(lines) if "replay the shrunk case in Python:" in ln) + 1
     snippet = []

@@ -347,6 +347,19 @@ def test_tampered_scales_with_matching_sha_are_reported(regenerated):
     assert any("rope-llama3-8b-scattered.npz" in p and "error scales" in p for p in problems), problems
 
 
+@pytest.mark.parametrize("case_id,edit", [
+    ("bert-base-cache", lambda a: a.update({"acc/embeddings": a["acc/embeddings"] * 1e6})),  # widened
+    ("bert-base-cache", lambda a: a.pop("acc/embeddings")),  # dropped: the run would lose the term
+    ("rope-llama3-8b-scattered", lambda a: a.update({"acc/q": np.full_like(a["scale/q"], 1e30)})),  # added
+])
+def test_tampered_accumulation_scales_are_reported(regenerated, case_id, edit):
+    """The accumulation term's stored scales (``acc/``) are verified like the other two: widened,
+    dropped or added where the reference states none, the golden is refused."""
+    _rewrite_output(regenerated, case_id, edit)
+    problems = golden.check(regenerated)
+    assert any(f"{case_id}.npz" in p and "error scales" in p for p in problems), problems
+
+
 def test_stored_inputs_must_equal_the_case_definition(regenerated):
     """Replacing stored position_ids (outputs recomputed, sha256 fixed) is still reported."""
     case = by_id()["rope-llama3-8b-scattered"]

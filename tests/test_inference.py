@@ -467,6 +467,64 @@ def test_a_uniform_scale_is_said_by_the_parameter_it_is_a_power_of(case, field):
     assert s == "every output is the specified one × 1.37", s
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("case", ["lookup-gpt2-wpe", "sin-concat-d512"])
+def test_a_uniform_scale_at_half_precision_is_said_by_its_parameter_the_same_way(case, dtype):
+    """At bfloat16 the measured constant is off by the dtype's rounding (x-transformers' trial: × 0.7085,
+    then × 0.7069 on the next example): the parameter's power is still recognised and said at its
+    exact value, so a recorded finding matches every example."""
+    from posenc.harness.inference import _rounded
+    g = load_golden(case)
+    v = g.case.params.dim
+    out = {n: _rounded(np.asarray(x) * v ** -0.5, dtype) for n, x in g.outputs.items()
+           if np.asarray(x).dtype.kind == "f" and not n.endswith(".compared")}
+    assert _one(infer(g, out, dtype)) == f"every output is the specified one scaled by 1/√dim (dim {v}: × {v ** -0.5:.4g})"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("case", ["rope-llama3-8b", "rope-cos-sin-nanochat-d20"])
+def test_angles_held_in_half_precision_are_said_as_precision(case, dtype):
+    """Angles in the activation dtype (x-transformers' inv_freq buffer cast by .to()) where no
+    divergence's mutant reproduces the exact rounding: said as precision, at the run's own half dtype
+    too (the spec's float32 floor for angles lifted), not as element counts."""
+    from posenc.adapters import load_adapter
+    from posenc.harness.runner import run_case
+    from tests.broken_adapters import Bf16Angles
+    g = load_golden(case)
+    out = {n: np.asarray(v, np.float64) for n, v in run_case(Bf16Angles(), g, dtype, "cpu").items()}
+    s = _one(infer(g, out, dtype))
+    if dtype == "float32":
+        assert s.startswith("precision: every output is right to half (bfloat16 or float16) precision (angles too)"), s
+    else:
+        assert s.startswith(f"precision: every output is right to {dtype} precision with its angles at {dtype}'s"), s
+    right = {n: np.asarray(v, np.float64) for n, v in run_case(load_adapter("torch"), g, dtype, "cpu").items()}
+    assert infer(g, right, dtype) == []  # a correct run: nothing to say
+
+
+@pytest.mark.parametrize("case", ["rope-inv-freq-llama3", "scale-llama3.1-8b-inv-freq", "rope-inv-freq-factor"])
+def test_inv_freq_held_in_float16_is_said_as_precision(case):
+    """x-transformers' inv_freq buffer cast to float16, then divided by its interpolation factor in
+    float16 (two roundings no divergence's mutant emulates): inv_freq, compared at float32 whatever the
+    dtype, is right to float16's precision -- said so, not as element counts."""
+    from posenc.harness.inference import _rounded
+    g = load_golden(case)
+    f = float(getattr(g.case.params, "factor", None) or 1.0)
+    out = {"inv_freq": _rounded(_rounded(g.outputs["inv_freq"] * f, "float16") / f, "float16"),
+           "attention_factor": g.outputs["attention_factor"]}
+    assert _one(infer(g, out, "float16")).startswith("precision: inv_freq is right to float16 precision, not to float32's")
+
+
+def test_a_table_held_in_float32_in_a_float64_run_is_said_as_rounded():
+    """A T5 bias table loaded into a float32 parameter before the model is moved to float64 (a
+    trial's adapter): the exact gather is the specified values rounded to float32."""
+    from posenc.harness import golden
+    g = load_golden("t5-base-bias-decoder")
+    table = np.random.default_rng(0).standard_normal(g.inputs["table"].shape)
+    g = golden.computed(g.case, {**g.inputs, "table": table})
+    out = {"bias": g.outputs["bias"].astype(np.float32).astype(np.float64)}
+    assert _one(infer(g, out, "float64")).startswith("precision: every output is the specified value rounded to float32")
+
+
 @pytest.mark.parametrize("case, field, value", [
     ("scale-yarn-qwen2.5", "factor", 8.0), ("scale-llama3.1-8b", "low_freq_factor", 2.0),
     ("scale-llama3.1-8b", "high_freq_factor", 8.0), ("t5-base-bias-decoder", "max_distance", 256),

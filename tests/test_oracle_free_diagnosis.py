@@ -171,7 +171,7 @@ def test_relative_positions_check_reads_k_through_its_own_slot(run_suite, tmp_pa
         assert all([d["divergence"] for d in t["diagnosis"]] == ["DIV-ROPE-K-NOT-ROTATED"] for t in fails.values())
         assert "k: half pairing: e_0 at position 1 must light index 4" in text
     else:
-        assert "inferred (call 1): sin has the wrong sign" in text
+        assert "inferred (call 1): k only (q is right): sin has the wrong sign" in text
         assert "k: e_0 at position 1 must light index 4 with 0.8415 (rotation positive); got -0.8415: the pair " \
                "turns the other way" in text
 
@@ -234,6 +234,68 @@ def test_a_check_s_name_its_case_s_golden_refutes_is_flagged(run_suite, tmp_path
     assert {"divergence": name, "dtype": "float32", "failures": 1,
             "case": "rope-tiny-partial-half", "golden": "failed without it"} in rep["contradicted"]
     assert "the golden test of case rope-tiny-partial-half failed without naming it" in r.stdout.str()
+
+
+def test_a_name_a_golden_of_the_same_kind_failed_as_another_divergence_is_flagged():
+    """A generated float16 rope.cos_sin failure named DIV-ROPE-F16-COS-SIN while the golden that
+    separates the two (rope-cos-sin-nanochat-d20, of the same kind of case) failed as
+    DIV-ROPE-F16-ANGLES only (an x-transformers trial): the golden's output is not the named mutant's.
+    Where the golden's diagnosis lists the name as well, nothing is flagged."""
+    from posenc.harness.failure import contradicted_diagnoses, load_golden
+    params = load_golden("rope-cos-sin-nanochat-d20").case.params.model_dump(mode="json")
+    gen = {"test_id": "test_generated[float16-rope.cos_sin]", "check": "generated", "case": "rope.cos_sin",
+           "dtype": "float16", "outcome": "failed", "raised": False, "params": params,
+           "diagnosis": [{"divergence": "DIV-ROPE-F16-COS-SIN", "violates": ["ROPE-PRECISION"], "ratio": 0.05}]}
+    gold = {"test_id": "test_golden[float16-rope-cos-sin-nanochat-d20@ROPE-ANGLE]", "check": "golden",
+            "case": "rope-cos-sin-nanochat-d20", "dtype": "float16", "outcome": "failed", "raised": False,
+            "diagnosis": [{"divergence": "DIV-ROPE-F16-ANGLES", "violates": ["ROPE-PRECISION"], "ratio": 0.1}]}
+    assert contradicted_diagnoses([gen, gold]) == [
+        {"divergence": "DIV-ROPE-F16-COS-SIN", "dtype": "float16", "failures": 1, "case": "rope-cos-sin-nanochat-d20",
+         "golden": "failed as DIV-ROPE-F16-ANGLES"}]
+    both = {**gold, "diagnosis": gold["diagnosis"] + [{"divergence": "DIV-ROPE-F16-COS-SIN", "violates": [], "ratio": 0.5}]}
+    assert contradicted_diagnoses([gen, both]) == []
+    other_kind = {**gen, "params": {**params, "pairing": "interleaved"}}
+    assert contradicted_diagnoses([other_kind, gold]) == []
+
+
+def test_a_name_that_holds_only_at_2k_minus_1_is_refuted_by_the_off_grid_goldens(run_suite, tmp_path):
+    """+1 on positions >= 8192 reproduces DIV-ROPE-BF16-POSITIONS on the proportional and YaRN-mscale
+    goldens (their long positions are 2^k - 1, which bfloat16 rounds up by 1); the off-grid goldens of
+    the same kinds fail as no divergence, and say where: the run flags the name."""
+    out = tmp_path / "report.json"
+    r = run_suite(f"{BROKEN}:PlusOneOnLongPositions", "--dtype", "float32", "--report-json", str(out),
+                  "-k", "test_golden and (proportional or mscale)")
+    rep = json.loads(out.read_text())
+    got = {t["case"]: t for t in rep["results"] if t["outcome"] == "failed"}
+    assert [d["divergence"] for d in got["scale-proportional"]["diagnosis"]] == ["DIV-ROPE-BF16-POSITIONS"]
+    off = got["scale-yarn-mscale-ratio-off-grid"]
+    assert off["diagnosis"] == [] and off["inferred"] == [
+        "only positions >= 8193 are off; the positions used differ from the specified ones at 2 tokens: "
+        "[0, 1] 8193 -> 8194, [0, 2] 100003 -> 100004"]
+    flagged = {c["divergence"]: c for c in rep["contradicted"]}["DIV-ROPE-BF16-POSITIONS"]
+    assert flagged["case"].endswith("-off-grid") and flagged["golden"] == "failed as no known divergence"
+    assert "which failed as no known divergence (not as it)" in r.stdout.str()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_a_uniform_amplitude_error_the_element_bound_lets_pass_fails_the_pair_norm_mean(run_suite, tmp_path, dtype):
+    """cos and sin 2.5 % too large: at bfloat16 every element is within its bound, but the mean pair
+    norm is 1.025 x, beyond three biased roundings; at every dtype the pair-norm check fails."""
+    fails, text = _failures(run_suite, tmp_path, f"{BROKEN}:AmplitudeTwoAndAHalfPercent", "--dtype", dtype,
+                            "-k", "rope-llama3-8b and not scattered and (test_pair_norm or test_golden)")
+    assert any(t["check"] == "pair_norm" for t in fails.values())
+    if dtype == "bfloat16":
+        assert {t["check"] for t in fails.values()} == {"pair_norm"}  # the golden passes: the gap it closes
+        assert "x 1.025 on average over" in text and "a systematic amplitude error beyond bfloat16's rounding" in text
+
+
+def test_a_layer_without_rope_must_come_back_bit_identical(run_suite, tmp_path):
+    """q x (1 + 2^-22) on the layers without RoPE: the golden test (the rotation's bound, for naming a
+    rotated layer) lets it pass at float32; LAYERS-NO-ROPE's identity check does not."""
+    fails, text = _failures(run_suite, tmp_path, f"{BROKEN}:NoRopeLayersNotIdentical", "--dtype", "float32",
+                            "-k", "layers-cohere2 and (test_golden or test_layers_identity)")
+    assert fails and {t["check"] for t in fails.values()} == {"layers_identity"}
+    assert "layer 3 has no RoPE, so q must come back bit-identical" in text
 
 
 def test_a_failure_is_counted_under_the_case_s_clause_the_divergence_violates(run_suite, tmp_path):

@@ -160,3 +160,72 @@ def test_angle_scale_amplification_by_hand():
     phi = 3 * 10000 ** (-2 / 8)
     assert an[0, 0, 0, 1] == pytest.approx(phi * (1 + 0.25 * np.log(10000)), rel=1e-14)
     assert an[0, 0, 0, 0] == 0 and an[0, 0, 0, 2] == 0
+
+
+# ---- the accumulation term: a LayerNorm's sums over the hidden size (issue 27, derived bounds) ----
+
+def _layer_norm_in_order(x: dict, acc, work=np.float32) -> np.ndarray:
+    """BERT's embeddings with a LayerNorm whose mean and variance are each summed one feature after
+    another in ``acc`` (float32: a legal accumulator; float16: a half-precision one), the rest in
+    ``work``."""
+    ids = x["input_ids"]
+    pos = np.arange(ids.shape[1]) + int(x["cache_length"])
+    s = (x["word_embeddings"][ids].astype(work) + x["token_type_embeddings"][0].astype(work)
+         + x["position_embeddings"][pos].astype(work)).astype(work)
+    n = s.shape[-1]
+    mu = (np.cumsum(s.astype(acc), -1, dtype=acc)[..., -1:] / n).astype(work)
+    d = (s - mu).astype(work)
+    var = (np.cumsum((d * d).astype(acc), -1, dtype=acc)[..., -1:] / n).astype(work)
+    y = d / np.sqrt(var + work(1e-12)) * x["layer_norm_weight"].astype(work) + x["layer_norm_bias"].astype(work)
+    return y.astype(np.float64)
+
+
+def _bert_768(seed: int):
+    """BERT-base width with a mean offset on the word rows (the summands share a sign: the worst
+    of an in-order sum), inputs representable in float32."""
+    from posenc.harness import golden
+    from posenc.registry.cases import Case
+    from posenc.spec.params_absolute import BertEmbeddingParams
+    rng = np.random.default_rng(seed)
+    H = 768
+    p = BertEmbeddingParams(vocab_size=50, max_position_embeddings=64, type_vocab_size=2, hidden_size=H,
+                            layer_norm_eps=1e-12)
+    f = lambda a: np.asarray(a, np.float32).astype(np.float64)  # noqa: E731
+    x = {"word_embeddings": f(rng.standard_normal((50, H)) + 6.0), "position_embeddings": f(rng.standard_normal((64, H))),
+         "token_type_embeddings": f(rng.standard_normal((2, H))), "layer_norm_weight": f(rng.uniform(0.5, 1.0, H)),
+         "layer_norm_bias": f(rng.uniform(-0.25, 0.25, H)), "input_ids": rng.integers(0, 50, (2, 5)),
+         "cache_length": np.asarray(0, np.int64)}
+    case = Case(id="layer-norm-768", op="learned.bert", clauses=("LEARNED-BERT-SUM",), params=p)
+    return golden.computed(case, x), x
+
+
+def test_a_float32_layer_norm_summing_in_order_passes_and_the_accumulation_term_is_what_lets_it():
+    """A correct float32 LayerNorm summing its 768 features in order passes; without the
+    accumulation term (the bound before spec 0.5.0) it fails -- the false failure."""
+    from dataclasses import replace
+    worst_without = 0.0
+    for seed in range(4):
+        g, x = _bert_768(seed)
+        out = {"embeddings": _layer_norm_in_order(x, np.float32)}
+        assert all(c.ok for c in compare_outputs(g, out, "float32"))
+        no_acc = replace(g, accumulation_scales={})
+        worst_without = max(worst_without, max(c.ratio for c in compare_outputs(no_acc, out, "float32")))
+    assert worst_without > 1.0, worst_without
+
+
+def test_a_layer_norm_accumulated_in_float16_fails_at_float32_and_a_float32_one_at_float64():
+    """The term allows a float32 accumulator at float32, never a float16 one, and at float64 only
+    float64's: a float64 run that takes its LayerNorm in float32 still fails."""
+    g, x = _bert_768(0)
+    assert not all(c.ok for c in compare_outputs(g, {"embeddings": _layer_norm_in_order(x, np.float16)}, "float32"))
+    assert not all(c.ok for c in compare_outputs(g, {"embeddings": _layer_norm_in_order(x, np.float32)}, "float64"))
+    assert all(c.ok for c in compare_outputs(g, {"embeddings": _layer_norm_in_order(x, np.float64, np.float64)},
+                                             "float64"))
+
+
+@pytest.mark.parametrize("case_id", [c.id for c in registry.all_cases() if c.op in ("learned.bert", "learned.roberta")])
+def test_every_layer_norm_golden_states_the_accumulation_term(case_id):
+    """Each BERT / RoBERTa golden stores the term, (n - 1)/2 times a positive magnitude."""
+    g = load(by_id()[case_id])
+    acc = g.accumulation_scales["embeddings"]
+    assert acc.shape == g.outputs["embeddings"].shape and (acc >= 0).all() and acc.max() > 0
