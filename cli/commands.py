@@ -107,8 +107,15 @@ def expectations(a) -> int:
             report = _json.loads(Path(a.from_report).read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise exp.ExpectationError(f"{a.from_report}: {e}") from None
-        text, n = drafts.draft_from_report(report)
-        for line in drafts.left_out_of_draft(report):  # said here too, not only in the file's header
+        try:
+            text, n = drafts.draft_from_report(report)
+            left = drafts.left_out_of_draft(report)
+        except exp.ExpectationError:
+            raise
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:  # a record of another shape
+            raise exp.ExpectationError(f"{a.from_report}: not a --report-json report this kit can read "
+                                       f"({type(e).__name__}: {e})") from None
+        for line in left:  # said here too, not only in the file's header
             print(f"not drafted: {line}", file=sys.stderr)
         if a.out is None:
             sys.stdout.write(text)

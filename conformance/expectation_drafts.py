@@ -100,11 +100,16 @@ def own_clause(record: dict) -> str:
     case's family), else the test's first clause; never another family's clause a divergence named.
     A failure the inference says is a precision goes under the case's precision clause where it has
     one (ROPE-PRECISION), not its first."""
-    own = list(record.get("clauses") or ())
-    mine = [c for c in record.get("violated") or () if c in own]
-    if not record.get("diagnosis") and any(str(x).startswith("precision:") for x in record.get("inferred") or ()):
+    own = _strings(record.get("clauses"))
+    mine = [c for c in _strings(record.get("violated")) if c in own]
+    if not record.get("diagnosis") and any(x.startswith("precision:") for x in _strings(record.get("inferred"))):
         mine = [c for c in mine or own if c.endswith("-PRECISION")] + mine
-    return (mine or own or list(record.get("violated") or ()) or ["FILL-ME"])[0]
+    return (mine or own or _strings(record.get("violated")) or ["FILL-ME"])[0]
+
+
+def _strings(v) -> list[str]:
+    """A report field that lists strings, as a list (one string given alone is one item, not its letters)."""
+    return [v] if isinstance(v, str) else [str(x) for x in v or ()]
 
 
 def left_out_of_draft(report: dict) -> list[str]:
@@ -143,7 +148,7 @@ def _draft_lines(report: dict) -> tuple[list[dict], list[str]]:
         named = _named(r, agreed)
         line = {"check": r["check"], "dtypes": [r["dtype"]], "clause": own_clause(r), "divergence": named or FILL_ME,
                 "evidence": TODO_EVIDENCE, "library": library, "library_version": version}
-        inferred = [x for x in r.get("inferred") or () if str(x).strip() and is_finding(x)]
+        inferred = [x for x in _strings(r.get("inferred")) if x.strip() and is_finding(x)]
         if r["check"] == GENERATED:
             if not named and not inferred:  # neither named nor inferred: nothing a line could say it is
                 left.append(f"{r.get('test_id')}: no divergence reproduces it and the inference states no finding "

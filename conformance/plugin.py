@@ -438,6 +438,21 @@ def pytest_runtest_makereport(item, call):
     return rep
 
 
+def _write_contradicted(tr, contradicted: list[dict]) -> None:
+    """The summary's lines of :func:`posenc.harness.failure.contradicted_diagnoses` (none: nothing)."""
+    if not contradicted:
+        return
+    tr.write_line("posenc: diagnoses this run contradicts (a golden case refutes the divergence: the bug "
+                  "agrees with it only on the failing calls, or a second bug shows on that case; rerun the "
+                  "case with -k to compare):", yellow=True)
+    for c in contradicted:
+        why = (f"its mutant fails golden case {c['case']}, which passed" if c["golden"] == "passed" else
+               f"its mutant changes golden case {c['case']}, which {c['golden']} (not as it: another bug, or "
+               f"a second one, shows there)" if c["golden"].startswith(("failed as ", "diverges (expected) as "))
+               else f"the golden test of case {c['case']} failed without naming it")
+        tr.write_line(f"  {c['divergence']} (named for {c['failures']} failure(s) at {c['dtype']}): {why}")
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     st = config.stash.get(STATE_KEY, None)
     if st is None or hasattr(config, "workerinput"):
@@ -474,15 +489,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                       else "posenc: generated cases the adapter reported unsupported (redrawn; not passed):", yellow=True)
         for line in st.partly_unsupported:
             tr.write_line(f"  {line}")
-    if st.contradicted:
-        tr.write_line("posenc: diagnoses this run contradicts (a golden case refutes the divergence: the bug "
-                      "agrees with it only on the failing calls; rerun the case with -k to compare):", yellow=True)
-        for c in st.contradicted:
-            why = (f"its mutant fails golden case {c['case']}, which passed" if c["golden"] == "passed" else
-                   f"its mutant changes golden case {c['case']}, which {c['golden']} (not as it)"
-                   if c["golden"].startswith(("failed as ", "diverges (expected) as ")) else
-                   f"the golden test of case {c['case']} failed without naming it")
-            tr.write_line(f"  {c['divergence']} (named for {c['failures']} failure(s) at {c['dtype']}): {why}")
+    _write_contradicted(tr, st.contradicted)
     if st.checked == 0 and st.failed == 0:
         tr.write_line("posenc: no conformance check ran to a verdict: a run that checks nothing fails", red=True)
     if st.not_run:

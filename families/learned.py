@@ -406,3 +406,25 @@ add_family_cases(
           "attention_mask": np.asarray([[0] + [1] * 31, [1] * 32], np.int64), "cache_length": 29},
          "34-row table: rows 31 .. 33 after 29 cached slots, the left padding ignored"),
 )
+
+# Embeddings at a trained model's scale (BertConfig / RobertaConfig initializer_range 0.02: entries of
+# about +-0.06 here, the summed row's variance about 0.004): there layer_norm_eps moves y by about
+# eps / (2 var), 1e-3 relative for RoBERTa's 1e-5 -- far above float32's rounding, the accumulation
+# term included -- where the unit-scale goldens above (variance about 4) cannot tell 1e-5 from 1e-12
+# at float32 (a hostile review).
+_SMALL = 1 / 32
+
+
+def _trained_scale(rows: int, types: int) -> dict:
+    return {"word_embeddings": Gen((89, 768), scale=_SMALL), "position_embeddings": Gen((rows, 768), scale=_SMALL),
+            "token_type_embeddings": Gen((types, 768), scale=_SMALL), **_ln(768)}
+
+
+add_family_cases(
+    Case("bert-base-trained-scale", "learned.bert", ("LEARNED-BERT-SUM", "LEARNED-BERT-POSITIONS"), _BERT,
+         {**_trained_scale(512, 2), "input_ids": Gen((1, 3), "ids", high=89), "cache_length": 0},
+         "BERT-base at a trained model's scale: layer_norm_eps 1e-12, where 1e-5 would move y by ~1e-3"),
+    Case("roberta-base-trained-scale", "learned.roberta", ("LEARNED-ROBERTA-POSITIONS",), _RB,
+         {**_trained_scale(514, 1), "input_ids": pos([0, 9, 2]), "cache_length": 0},
+         "RoBERTa-base at a trained model's scale: layer_norm_eps 1e-5 (not BERT's 1e-12), eps inside the sqrt"),
+)

@@ -22,6 +22,9 @@ from posenc.families.rope import call_keys, freq_provider, rope_outputs
 from posenc.harness.checks import SHIFTS, Candidate, InferenceContext, Outputs, golden_section, sig
 from posenc.reference import mrope, rope
 from posenc.spec.models import RopeParams
+from posenc.spec.tolerance import EPS
+
+from ._common import round_to_dtype
 
 #: The RoPE family's operations (spec/rope.yaml).
 ROPE_OPS = ("rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply", "rope.apply_with_cos_sin")
@@ -170,7 +173,7 @@ def rotation_models(ctx: InferenceContext) -> list[Candidate]:
     models = _rotation_models(ctx, calls)
     if len(tensors) == 1 and all(n in ctx.out for n in ("q", "k")):  # say which one is wrong
         right = "k" if tensors[0] == "q" else "q"
-        models = [(f"{tensors[0]} only ({right} is right): {text}", fn) for text, fn in models]
+        models = [(f"{tensors[0]} only ({right} within tolerance): {text}", fn) for text, fn in models]
     return cands + models
 
 
@@ -210,7 +213,77 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
     if all(c.pid is not None and c.w is not None for c in calls):
         cands += _position_models(ctx, calls, phe, scale, prefix)
         cands += _theta_models(ctx, calls, phe, prefix)
+        cands += _half_angle_orders(ctx, calls, scale, prefix)
+        cands += _half_angle_models(ctx, calls, phe, phr, prefix)
     return cands
+
+
+def _half_angle_orders(ctx: InferenceContext, calls: list[_Call], scale: float, prefix: str) -> list[Candidate]:
+    """Angles computed in a half dtype in one of the orders real code has, each step rounded there
+    (ROPE-PRECISION): the product of the rounded position and frequency; with a linear factor, that
+    product divided by the factor (x-transformers' ``einsum(t, inv_freq) / interpolation_factor`` after
+    ``.to(bf16)``), or the position divided first (position interpolation).  Reproduced exactly, they
+    are said exactly, where the generic precision bound could not tell them from a wrong θ."""
+    f = float(ctx.p.factor) if getattr(ctx.p, "rope_type", None) == "linear" and ctx.p.factor else None
+    cands: list[Candidate] = []
+    for h in _HALF_ANGLES.get(ctx.dtype, ()):
+        def rnd(v, h=h):
+            with np.errstate(over="ignore", invalid="ignore"):
+                return round_to_dtype(v, h)
+        orders = [("round(round(p) * round(inv_freq))", lambda P, w, rnd=rnd: rnd(rnd(P) * rnd(w)))]
+        if f:  # base_inv_freq = inv_freq before the factor; a Python-float factor is not rounded (torch)
+            orders += [("round(round(round(p) * round(base_inv_freq)) / factor)",
+                        lambda P, w, rnd=rnd: rnd(rnd(rnd(P) * rnd(w * f)) / f)),
+                       ("round(round(round(p) * round(base_inv_freq)) / round(factor))",
+                        lambda P, w, rnd=rnd: rnd(rnd(rnd(P) * rnd(w * f)) / rnd(np.float64(f)))),
+                       ("round(round(round(p) / factor) * round(base_inv_freq))",
+                        lambda P, w, rnd=rnd: rnd(rnd(rnd(P) / f) * rnd(w * f)))]
+        for desc, angle in orders:
+            def implied(angle=angle):
+                cs = []
+                for c in calls:
+                    a, phi = scale * np.hypot(c.c, c.s), angle(np.asarray(c.pid, np.float64)[..., None], c.w)
+                    cs.append((a * np.cos(phi), a * np.sin(phi)))
+                return _emit(ctx, calls, cs)
+            cands.append((prefix + f"the angles computed in {h}, each step rounded: {desc} (the spec requires "
+                          f"float32 angles at every dtype{f'; linear factor {sig(f)}' if f else ''})", implied))
+    return cands
+
+
+#: The half dtypes a run's angles are emulated at (:func:`_half_angle_orders`), finest first, by the
+#: run's dtype.
+_HALF_ANGLES = {"float32": ("float16", "bfloat16"), "float16": ("float16", "bfloat16"), "bfloat16": ("bfloat16",)}
+
+
+def _half_angle_models(ctx: InferenceContext, calls: list[_Call], phe, phr, prefix: str) -> list[Candidate]:
+    """Angles that carry a half dtype's rounding and nothing else (ROPE-PRECISION): every seen phase
+    within ``2 eps(h) |φ| + 4 eps(h)`` of the specified one -- the position, the frequency, the product
+    and a division (a linear factor) each rounded once at ``u = eps(h) / 2``, and cos / sin rounded there
+    too -- and beyond float32's ``4 eps(f32) |φ|`` at ten phases or more where that bound is below π/8,
+    of both signs (at least a tenth each way: roundings go either way; a wrong θ, frequency or factor
+    turns every angle the same way, by a fraction of |φ| this bound may hold where e_i is small).  The claim is checked
+    here, on the phases; its implied output is the adapter's own (what the sentence says it is)."""
+    f32 = EPS["float32"]
+    # only at a half run's own dtype: in a float32 run a rotation done in half rounds the phases by about
+    # as much, and is the generic precision finding's (computed in half and returned as float32)
+    for h in (ctx.dtype,) if ctx.dtype in ("bfloat16", "float16") else ():
+        within, signs = True, []
+        for c, e, r in zip(calls, phe, phr):
+            phi, seen = c.pid[..., None] * c.w, c.seen()
+            d = _wrap(e - r)
+            within &= bool((np.abs(d[seen]) <= 2 * EPS[h] * np.abs(phi[seen]) + 4 * EPS[h]).all())
+            # beyond float32's allowance, where the half bound still says something (below π/8: past it a
+            # wrapped phase of any value is within it, and of either sign)
+            far = seen & (np.abs(d) > 4 * f32 * np.abs(phi) + 4 * max(EPS[ctx.dtype], f32)) & \
+                (2 * EPS[h] * np.abs(phi) + 4 * EPS[h] < math.pi / 8)
+            signs.append(np.sign(d[far] * np.where(phi[far] < 0, -1.0, 1.0)))
+        signs = np.concatenate(signs)
+        mixed = signs.size >= 10 and min((signs > 0).sum(), (signs < 0).sum()) >= 0.1 * signs.size
+        if within and mixed:
+            return [(prefix + f"the angles carry {h} rounding: every phase within 2 eps({h}) |φ| of the specified "
+                     f"one (angles, inverse frequencies or positions computed or held in {h}; the spec requires "
+                     f"float32 for them at every dtype)", lambda: {n: ctx.out[n] for n in ctx.bad})]
+    return []
 
 
 #: M-RoPE's position axes, in the order of ``position_ids``' first dimension (spec/mrope.yaml).

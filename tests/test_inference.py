@@ -482,23 +482,59 @@ def test_a_uniform_scale_at_half_precision_is_said_by_its_parameter_the_same_way
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
-@pytest.mark.parametrize("case", ["rope-llama3-8b", "rope-cos-sin-nanochat-d20"])
-def test_angles_held_in_half_precision_are_said_as_precision(case, dtype):
-    """Angles in the activation dtype (x-transformers' inv_freq buffer cast by .to()) where no
-    divergence's mutant reproduces the exact rounding: said as precision, at the run's own half dtype
-    too (the spec's float32 floor for angles lifted), not as element counts."""
+@pytest.mark.parametrize("case", ["rope-llama3-8b", "rope-cos-sin-nanochat-d20", "scale-yarn-qwen2.5"])
+def test_angles_computed_in_bfloat16_are_said_by_their_order(case, dtype):
+    """Angles computed in bfloat16 (a rotary module cast by .to()): reproduced step by step and said
+    so, at every run dtype -- bfloat16 named at a float16 or float32 run too -- not as element counts."""
     from posenc.adapters import load_adapter
     from posenc.harness.runner import run_case
     from tests.broken_adapters import Bf16Angles
     g = load_golden(case)
     out = {n: np.asarray(v, np.float64) for n, v in run_case(Bf16Angles(), g, dtype, "cpu").items()}
-    s = _one(infer(g, out, dtype))
-    if dtype == "float32":
-        assert s.startswith("precision: every output is right to half (bfloat16 or float16) precision (angles too)"), s
-    else:
-        assert s.startswith(f"precision: every output is right to {dtype} precision with its angles at {dtype}'s"), s
+    assert _one(infer(g, out, dtype)).startswith(
+        "the angles computed in bfloat16, each step rounded: round(round(p) * round(inv_freq)) (the spec requires")
     right = {n: np.asarray(v, np.float64) for n, v in run_case(load_adapter("torch"), g, dtype, "cpu").items()}
     assert infer(g, right, dtype) == []  # a correct run: nothing to say
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_linear_factor_divided_in_half_precision_is_said_by_its_order(dtype):
+    """x-transformers 2.31.10: ``einsum(t, inv_freq) / interpolation_factor`` after ``.to(dtype)`` -- the
+    product rounded, then divided by the Python float and rounded again (x_transformers.py:879)."""
+    from posenc.families._common import round_to_dtype
+
+    def r(v):
+        return round_to_dtype(v, dtype)
+    from dataclasses import replace
+
+    from posenc.harness import golden
+    g = load_golden("scale-linear-factor-4")  # at factor 2.5: dividing by 4 commutes with rounding
+    p = g.case.params.model_copy(update={"factor": 2.5})
+    g = golden.computed(replace(g.case, params=p), g.inputs)
+    base = p.rope_theta ** (-np.arange(0, p.rdim, 2) / p.rdim)
+    phi = r(r(r(g.inputs["position_ids"].astype(float))[..., None] * r(base)) / p.factor)
+    out = {n: r(rope.apply_with_cos_sin(g.inputs[n], np.cos(phi), np.sin(phi), p.pair_dim, p.pairing))
+           for n in ("q", "k")}
+    assert _one(infer(g, out, dtype)) == (
+        f"the angles computed in {dtype}, each step rounded: round(round(round(p) * round(base_inv_freq)) / factor) "
+        "(the spec requires float32 angles at every dtype; linear factor 2.5)")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("case", ["rope-llama3-8b", "scale-proportional-gemma4", "scale-longrope-max-position-at-original",
+                                  "rope-attention-factor"])
+@pytest.mark.parametrize("theta", [1.05, 1.0 / 1.05])
+def test_a_wrong_theta_at_half_precision_is_never_said_to_be_rounding(case, dtype, theta):
+    """θ 5 % off, rounded to a half dtype (a hostile review): whatever the inference says, it is not a
+    precision -- at small exponents the angle error is within half's rounding, but it turns every
+    angle the same way."""
+    from posenc.families._common import round_to_dtype
+    g = load_golden(case)
+    p = g.case.params.model_copy(update={"rope_theta": g.case.params.rope_theta * theta})
+    out = {n: round_to_dtype(v, dtype) for n, v in families.reference_of(g.case.op).fn(p, g.inputs).items()
+           if not n.endswith(".compared")}
+    said = infer(g, out, dtype)
+    assert said and not any(x.startswith(("precision", "the angles")) for x in said), said
 
 
 @pytest.mark.parametrize("case", ["rope-inv-freq-llama3", "scale-llama3.1-8b-inv-freq", "rope-inv-freq-factor"])

@@ -171,7 +171,7 @@ def test_relative_positions_check_reads_k_through_its_own_slot(run_suite, tmp_pa
         assert all([d["divergence"] for d in t["diagnosis"]] == ["DIV-ROPE-K-NOT-ROTATED"] for t in fails.values())
         assert "k: half pairing: e_0 at position 1 must light index 4" in text
     else:
-        assert "inferred (call 1): k only (q is right): sin has the wrong sign" in text
+        assert "inferred (call 1): k only (q within tolerance): sin has the wrong sign" in text
         assert "k: e_0 at position 1 must light index 4 with 0.8415 (rotation positive); got -0.8415: the pair " \
                "turns the other way" in text
 
@@ -274,7 +274,8 @@ def test_a_name_that_holds_only_at_2k_minus_1_is_refuted_by_the_off_grid_goldens
         "[0, 1] 8193 -> 8194, [0, 2] 100003 -> 100004"]
     flagged = {c["divergence"]: c for c in rep["contradicted"]}["DIV-ROPE-BF16-POSITIONS"]
     assert flagged["case"].endswith("-off-grid") and flagged["golden"] == "failed as no known divergence"
-    assert "which failed as no known divergence (not as it)" in r.stdout.str()
+    assert "which failed as no known divergence (not as it: another bug, or a second one, shows there)" \
+        in r.stdout.str()
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
