@@ -98,9 +98,26 @@ def left_pad_rows(adapter, case, dtype, device, cl, g: Golden, positions) -> Non
         raise Unsupported("case has no left-padded row")
 
 
+def identical_qk(adapter, case, dtype, device, cl, g: Golden, op: str, who: str) -> None:
+    """q and k come back bit-identical from ``op`` at the golden's positions and shifted by 1000 and
+    131000 (the invariant ``identity``: NOPE-*, LAYERS-NO-ROPE), against the inputs as the adapter
+    received them; else fails the test: ``"positions shifted by <s>: <who> <q|k> must come back
+    bit-identical; <n> elements differ"``."""
+    for shift in (0, 1000, 131000):
+        def go():  # contract-checked outputs, against the inputs as the adapter received them
+            inputs = {**g.inputs, "position_ids": g.inputs["position_ids"] + shift}
+            out = run_op(adapter, op, case.params, inputs, dtype, device)
+            return [(out[n], adapter.to_numpy(native(adapter, g.inputs[n], dtype, device, n))) for n in ("q", "k")]
+        for name, (y, x) in zip(("q", "k"), call_adapter(adapter, case, dtype, cl, go)):
+            if y.shape != x.shape or not np.array_equal(y, x):
+                n = int(np.sum(y != x)) if y.shape == x.shape else -1
+                fail(cl, adapter, case, dtype, f"positions shifted by {shift}: {who} {name} must come back "
+                     f"bit-identical; " + (f"{n} elements differ" if n >= 0 else f"shape {list(y.shape)} != {list(x.shape)}"))
+
+
 __all__ = ["Case", "Gen", "pos", "arange_x", "Golden", "Match", "ConformanceFailure", "Unsupported", "Run", "Facts",
            "Scenario", "CAPABILITIES", "CAUSAL", "MODEL_KINDS", "cached_real", "as_array", "assert_conforms", "call_adapter", "fail",
            "invariant_clauses", "load_golden", "require_dtype", "run_and_check", "computed", "generate", "checked_outputs",
            "compare_outputs", "diagnose", "native", "native_inputs", "record", "recording", "run_case", "run_op", "spec",
-           "clauses_of", "step", "rows", "exact_decode_steps", "left_pad_rows", "InferenceContext", "Candidate", "Outputs",
+           "clauses_of", "step", "rows", "exact_decode_steps", "left_pad_rows", "identical_qk", "InferenceContext", "Candidate", "Outputs",
            "SHIFTS", "int_models", "shift_sentence", "sig", "golden_section"]
