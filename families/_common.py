@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc.reference.rounding import bf16_round
-
 from . import reference_of
 
 Outputs = dict[str, np.ndarray]
+
+#: The half dtypes a run at each dtype may have computed in (the precision findings' candidates: a
+#: float32 run computing in float16 or bfloat16, a float16 run in bfloat16, a bfloat16 run in itself).
+LOWER_HALF_DTYPES = {"float32": ("float16", "bfloat16"), "float16": ("float16", "bfloat16"),
+                     "bfloat16": ("bfloat16",)}
 
 
 def scalar(inputs, name) -> int:
@@ -32,15 +35,3 @@ def run(op: str, params, inputs) -> Outputs:
     return reference_of(op).fn(params, inputs)
 
 
-def round_to_dtype(x, dtype) -> np.ndarray:
-    """``x`` rounded to the activation dtype (bfloat16 as torch rounds it, float16 by a NumPy
-    cast: integers above 2048 lose their last bits, values above 65504 become inf), float64."""
-    x = np.asarray(x, np.float64)
-    if dtype == "bfloat16":
-        return bf16_round(x)
-    if dtype == "float16":
-        with np.errstate(over="ignore"):
-            return x.astype(np.float16).astype(np.float64)
-    if dtype == "float32":
-        return x.astype(np.float32).astype(np.float64)
-    return x

@@ -7,11 +7,12 @@ import numpy as np
 
 from posenc.families import Case, pos
 from posenc.reference import alibi
+from posenc.reference.rounding import round_to_dtype
 from posenc.spec.models import AlibiParams
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, reference
-from ._common import round_to_dtype, run, scalar
+from ._common import run, scalar
 
 
 def alibi_clauses(p, op: str) -> list[str]:

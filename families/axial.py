@@ -7,10 +7,11 @@ import numpy as np
 
 from posenc.families import Case, Gen, arange_x
 from posenc.reference import axial, rope
+from posenc.reference.rounding import round_to_dtype
 from posenc.spec.models import AxialRopeParams
 
 from . import add_cases, mutant, reference
-from ._common import Outputs, round_to_dtype
+from ._common import Outputs
 from .rope import exponent_amplification
 
 

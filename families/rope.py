@@ -11,7 +11,7 @@ import numpy as np
 
 from posenc.families import Case, Gen, arange_x, pos
 from posenc.reference import position_ids, rope, rope_scaling
-from posenc.reference.rounding import bf16_round
+from posenc.reference.rounding import bf16_round, round_to_dtype
 from posenc.spec.models import RopeParams
 from posenc.spec.registry import model_params
 from posenc.spec.shapes import call_suffixes
@@ -361,8 +361,7 @@ def rope_partial_split_head_dim(op, p, x, dtype=None):
 
 def _f16_round(a) -> np.ndarray:
     """Round to float16 (values above 65504 become inf), back in float64."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.asarray(a, np.float64).astype(np.float16).astype(np.float64)
+    return round_to_dtype(a, "float16")
 
 
 def _ident(a):

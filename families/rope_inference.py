@@ -21,10 +21,11 @@ from posenc.families.mrope import mrope_outputs
 from posenc.families.rope import call_keys, freq_provider, rope_outputs
 from posenc.harness.checks import SHIFTS, Candidate, InferenceContext, Outputs, golden_section, sig
 from posenc.reference import mrope, rope
+from posenc.reference.rounding import round_to_dtype
 from posenc.spec.models import RopeParams
 from posenc.spec.tolerance import EPS
 
-from ._common import round_to_dtype
+from ._common import LOWER_HALF_DTYPES
 
 #: The RoPE family's operations (spec/rope.yaml).
 ROPE_OPS = ("rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply", "rope.apply_with_cos_sin")
@@ -226,7 +227,7 @@ def _half_angle_orders(ctx: InferenceContext, calls: list[_Call], scale: float, 
     are said exactly, where the generic precision bound could not tell them from a wrong θ."""
     f = float(ctx.p.factor) if getattr(ctx.p, "rope_type", None) == "linear" and ctx.p.factor else None
     cands: list[Candidate] = []
-    for h in _HALF_ANGLES.get(ctx.dtype, ()):
+    for h in LOWER_HALF_DTYPES.get(ctx.dtype, ()):
         def rnd(v, h=h):
             with np.errstate(over="ignore", invalid="ignore"):
                 return round_to_dtype(v, h)
@@ -248,11 +249,6 @@ def _half_angle_orders(ctx: InferenceContext, calls: list[_Call], scale: float, 
             cands.append((prefix + f"the angles computed in {h}, each step rounded: {desc} (the spec requires "
                           f"float32 angles at every dtype{f'; linear factor {sig(f)}' if f else ''})", implied))
     return cands
-
-
-#: The half dtypes a run's angles are emulated at (:func:`_half_angle_orders`), finest first, by the
-#: run's dtype.
-_HALF_ANGLES = {"float32": ("float16", "bfloat16"), "float16": ("float16", "bfloat16"), "bfloat16": ("bfloat16",)}
 
 
 def _half_angle_models(ctx: InferenceContext, calls: list[_Call], phe, phr, prefix: str) -> list[Candidate]:

@@ -7,11 +7,12 @@ import numpy as np
 
 from posenc.families import Case, pos
 from posenc.reference import position_ids, sinusoidal
+from posenc.reference.rounding import round_to_dtype
 from posenc.spec.models import SinusoidalParams
 from posenc.spec.registry import model_params
 
 from . import add_cases, mutant, no_form, reference
-from ._common import exact_scales, round_to_dtype, run, scalar
+from ._common import exact_scales, run, scalar
 
 
 def sinusoidal_clauses(p, op: str) -> list[str]:

@@ -9,12 +9,10 @@ import numpy as np
 from posenc import families
 from posenc.harness.checks import SHIFTS, Candidate, InferenceContext, int_models, shift_sentence
 from posenc.reference import sinusoidal
+from posenc.reference.rounding import round_to_dtype
 
-from ._common import round_to_dtype
+from ._common import LOWER_HALF_DTYPES
 from .sinusoidal import _column_inv_freq, _pe_from_angles
-
-#: The half dtypes a table's angles are tried at, by the run's dtype.
-_HALF = {"float32": ("float16", "bfloat16"), "float16": ("float16", "bfloat16"), "bfloat16": ("bfloat16",)}
 
 #: The sinusoidal family's operations (spec/sinusoidal.yaml).
 SINUSOIDAL_OPS = ("sinusoidal.table", "sinusoidal.fairseq_positions", "sinusoidal.fairseq")
@@ -47,4 +45,4 @@ def _buffer_cast_once(ctx: InferenceContext) -> list[Candidate]:
     sinusoidal.check_width(ctx.p)
     return [(f"the angles computed in {h} from frequencies held in {h}: round(round(p) * round(inv_freq)), "
              f"inv_freq computed in float32 and cast once (the spec requires float32 angles at every dtype)",
-             lambda h=h: table(h)) for h in _HALF.get(ctx.dtype, ())]
+             lambda h=h: table(h)) for h in LOWER_HALF_DTYPES.get(ctx.dtype, ())]

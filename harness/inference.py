@@ -28,7 +28,7 @@ from posenc import registry
 
 from posenc.harness.golden import Golden
 from posenc.harness.runner import compare_outputs
-from posenc.reference.rounding import bf16_round
+from posenc.reference.rounding import round_to_dtype
 from posenc.spec.tolerance import EPS, TINY, compare
 
 Outputs = dict[str, np.ndarray]
@@ -347,7 +347,7 @@ def _lower_precision(g: Golden, out: Outputs, dtype: str) -> Optional[str]:
             return (f"precision: {', '.join(sorted(n for n in f32 if n in out))} is right to {dtype} precision, not to "
                     f"float32's (held or computed in {dtype}: a buffer cast with the model? the spec requires "
                     f"float32 for them at every dtype)")
-        rounded = {n: _rounded(v, low) for n, v in g.outputs.items()
+        rounded = {n: round_to_dtype(v, low) for n, v in g.outputs.items()
                    if np.asarray(v).dtype.kind == "f" and (low != dtype or n in f32)}
         if rounded and all(c.ok for c in compare_outputs(replace(g, outputs={**g.outputs, **rounded}), out, dtype)):
             return (f"precision: every output is the specified value rounded to {low} (a table or weight held in "
@@ -385,15 +385,6 @@ def _float32_outputs_at(g: Golden, out: Outputs, dtype: str, f32) -> bool:
             return False
         beyond |= bool((err > 4 * EPS["float32"] * np.abs(ref)).any())
     return beyond
-
-
-def _rounded(x, dtype: str) -> np.ndarray:
-    """``x`` rounded to ``dtype`` (bfloat16 as torch rounds it), as float64."""
-    x = np.asarray(x, np.float64)
-    if dtype == "bfloat16":
-        return bf16_round(x)
-    with np.errstate(over="ignore"):
-        return x.astype(dtype).astype(np.float64)
 
 
 def _candidates(ctx: InferenceContext, models) -> list[Candidate]:

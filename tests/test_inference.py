@@ -473,7 +473,7 @@ def test_a_uniform_scale_at_half_precision_is_said_by_its_parameter_the_same_way
     """At bfloat16 the measured constant is off by the dtype's rounding (x-transformers' trial: × 0.7085,
     then × 0.7069 on the next example): the parameter's power is still recognised and said at its
     exact value, so a recorded finding matches every example."""
-    from posenc.harness.inference import _rounded
+    from posenc.reference.rounding import round_to_dtype as _rounded
     g = load_golden(case)
     v = g.case.params.dim
     out = {n: _rounded(np.asarray(x) * v ** -0.5, dtype) for n, x in g.outputs.items()
@@ -501,7 +501,7 @@ def test_angles_computed_in_bfloat16_are_said_by_their_order(case, dtype):
 def test_a_linear_factor_divided_in_half_precision_is_said_by_its_order(dtype):
     """x-transformers 2.31.10: ``einsum(t, inv_freq) / interpolation_factor`` after ``.to(dtype)`` -- the
     product rounded, then divided by the Python float and rounded again (x_transformers.py:879)."""
-    from posenc.families._common import round_to_dtype
+    from posenc.reference.rounding import round_to_dtype
 
     def r(v):
         return round_to_dtype(v, dtype)
@@ -528,7 +528,7 @@ def test_a_wrong_theta_at_half_precision_is_never_said_to_be_rounding(case, dtyp
     """θ 5 % off, rounded to a half dtype (a hostile review): whatever the inference says, it is not a
     precision -- at small exponents the angle error is within half's rounding, but it turns every
     angle the same way."""
-    from posenc.families._common import round_to_dtype
+    from posenc.reference.rounding import round_to_dtype
     g = load_golden(case)
     p = g.case.params.model_copy(update={"rope_theta": g.case.params.rope_theta * theta})
     out = {n: round_to_dtype(v, dtype) for n, v in families.reference_of(g.case.op).fn(p, g.inputs).items()
@@ -542,7 +542,7 @@ def test_inv_freq_held_in_float16_is_said_as_precision(case):
     """x-transformers' inv_freq buffer cast to float16, then divided by its interpolation factor in
     float16 (two roundings no divergence's mutant emulates): inv_freq, compared at float32 whatever the
     dtype, is right to float16's precision -- said so, not as element counts."""
-    from posenc.harness.inference import _rounded
+    from posenc.reference.rounding import round_to_dtype as _rounded
     g = load_golden(case)
     f = float(getattr(g.case.params, "factor", None) or 1.0)
     out = {"inv_freq": _rounded(_rounded(g.outputs["inv_freq"] * f, "float16") / f, "float16"),
