@@ -11,18 +11,15 @@ from posenc.reference.rounding import round_to_dtype
 from posenc.spec.models import AlibiParams
 from posenc.spec.registry import model_params
 
-from . import add_cases, mutant, reference
+from . import add_cases, case_clauses, mutant, reference
 from ._common import run, scalar
 
 
+@case_clauses("alibi")
 def alibi_clauses(p, op: str) -> list[str]:
     """The clauses an ALiBi case exercises beyond its own: the slopes, in every bias."""
     return ["ALIBI-SLOPES"]
 
-
-def add_family_cases(*cases) -> None:
-    """``add_cases`` with each case's clauses completed by :func:`alibi_clauses`."""
-    add_cases(*cases, clauses=alibi_clauses)
 
 
 def slope_amplification(p) -> np.ndarray:
@@ -162,7 +159,7 @@ def alibi_bloom_arange(op, p, x, dtype=None):
 # 6- and 12-head figures of encodings-facts "Golden 2".
 _A = AlibiParams
 _ROW = "ALIBI-ROW-CONSTANT"
-add_family_cases(
+add_cases(
     Case("alibi-slopes-8", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=8), note="2^-1 .. 2^-8"),
     Case("alibi-slopes-6", "alibi.slopes", ("ALIBI-SLOPES",), _A(num_heads=6),
          note="[0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125]: not monotone"),

@@ -10,19 +10,16 @@ from posenc.reference import axial, rope
 from posenc.reference.rounding import round_to_dtype
 from posenc.spec.models import AxialRopeParams
 
-from . import add_cases, mutant, reference
+from . import add_cases, case_clauses, mutant, reference
 from ._common import Outputs
 from .rope import exponent_amplification
 
 
+@case_clauses("axial")
 def axial_clauses(p, op: str) -> list[str]:
     """The clauses an axial case exercises beyond its own: the axes' order wherever there are two or more."""
     return ["AXIAL-AXIS-ORDER"] if p.num_axes >= 2 else []
 
-
-def add_family_cases(*cases) -> None:
-    """``add_cases`` with each case's clauses completed by :func:`axial_clauses`."""
-    add_cases(*cases, clauses=axial_clauses)
 
 
 def axial_outputs(op, p: AxialRopeParams, x, positions=None, freq=None, rotate=None) -> Outputs:
@@ -255,7 +252,7 @@ def _apply(cid, p, clauses, pos, note, heads=(4, 2)):
 
 
 _F = "AXIAL-FREQUENCIES"
-add_family_cases(
+add_cases(
     Case("axial-figure-split-cos-sin", "axial.cos_sin", (_F, "AXIAL-SPLIT"), AxialRopeParams(**_FIG),
          {"position_ids": _FIG_POS}, "head_dim 8, theta 100, (h, w) = (3, 5): angles [3, 0.3, 5, 0.5]"),
     Case("axial-figure-split-apply", "axial.apply", (_F, "AXIAL-SPLIT"), AxialRopeParams(**_FIG),
@@ -346,7 +343,7 @@ def _eomt(grid, head_dim: int = 64, theta: float = 100.0, **kw) -> AxialRopePara
     return AxialRopeParams(head_dim=head_dim, rope_theta=theta, coordinates="centred", grid_size=grid, **kw)
 
 
-add_family_cases(
+add_cases(
     Case("axial-figure-centred-cos-sin", "axial.cos_sin", (_F, "AXIAL-SPLIT", _CENTRED), _CFIG,
          {"position_ids": _CFIG_POS}, "grid (2, 4), patch (1, 0): c = (0.5, -0.75), angles 2 pi [0.5, 0.05, -0.75, "
                                       "-0.075]"),

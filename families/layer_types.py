@@ -12,19 +12,16 @@ from posenc.families import Case, Gen, pos
 from posenc.reference import layer_types, rope
 from posenc.spec.models import LayerRopeParams, RopeParams
 
-from . import add_cases, mutant, no_form, reference
+from . import add_cases, case_clauses, mutant, no_form, reference
 from ._common import scalar
 from .rope import freq_provider, rope_scales
 
 
+@case_clauses("layers")
 def layers_clauses(p, op: str) -> list[str]:
     """The clauses a per-layer-type case exercises beyond its own: the layer types' sets."""
     return ["LAYERS-SETS"]
 
-
-def add_family_cases(*cases) -> None:
-    """``add_cases`` with each case's clauses completed by :func:`layers_clauses`."""
-    add_cases(*cases, clauses=layers_clauses)
 
 
 def _with(st: Optional[RopeParams], x) -> dict:
@@ -144,7 +141,7 @@ def _case(cid, p, layer, clauses, note, heads=(2, 1), positions=_POS):
 
 
 _L = ("LAYERS-SETS",)
-add_family_cases(
+add_cases(
     Case("layers-figure-sliding", "layers.apply", _L, _FIG,
          {"q": _FIG_X, "k": _FIG_X[..., ::-1].copy(), "position_ids": pos([8]), "layer_idx": 0},
          "layer 0 (sliding, theta 100): angles [8, 0.8]"),

@@ -10,7 +10,6 @@ from posenc.harness import generators as g
 from posenc.spec.models import LayerRopeParams
 
 from . import generator
-from .layer_types import layers_clauses
 
 M = "LayerRopeParams"
 _TYPES = ("full_attention", "sliding_attention")
@@ -33,4 +32,4 @@ def gen_apply(draw):
     x = {"q": g.values((b, h, t, d)), "k": g.values((b, 1, t, d)), "position_ids": g.positions(draw, b, t, 2 ** 17),
          "layer_idx": layer}
     clause = "LAYERS-NO-ROPE" if p.set_for(layer) is None else "LAYERS-SETS"
-    return g.case("layers.apply", p, x, [clause, *layers_clauses(p, "layers.apply")])
+    return g.case("layers.apply", p, x, [clause])

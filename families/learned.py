@@ -18,20 +18,17 @@ from posenc.spec.models import (
 )
 from posenc.spec.registry import model_params
 
-from . import add_cases, mutant, no_form, reference
+from . import add_cases, case_clauses, mutant, no_form, reference
 from ._common import exact_scales, optional, run, scalar
 
 
+@case_clauses("learned")
 def learned_clauses(p, op: str) -> list[str]:
     """The clauses a learned case exercises beyond its own: BERT's and RoBERTa's sums add a token-type
     row, and BERT's reads its positions."""
     return {"learned.bert": ["LEARNED-BERT-POSITIONS", "LEARNED-BERT-TOKEN-TYPE"],
             "learned.roberta": ["LEARNED-BERT-TOKEN-TYPE"]}.get(op, [])
 
-
-def add_family_cases(*cases) -> None:
-    """``add_cases`` with each case's clauses completed by :func:`learned_clauses`."""
-    add_cases(*cases, clauses=learned_clauses)
 
 
 def _lookup(p, x):
@@ -292,7 +289,7 @@ _BERT_W = {"word_embeddings": Gen((89, 768)), "position_embeddings": Gen((512, 7
            "layer_norm_bias": Gen((768,), scale=0.25)}
 _OPT = model_params("opt-125m")
 _OPT_W = {"table": Gen((2050, 768))}
-add_family_cases(
+add_cases(
     Case("gpt2-small-prefill", "learned.gpt2", ("LEARNED-GPT2-SUM", "LEARNED-GPT2-POSITIONS"), _GPT2,
          {**_GPT2_W, "input_ids": Gen((2, 5), "ids", high=97), "cache_length": 0},
          "default position_ids = arange(T)"),
@@ -347,7 +344,7 @@ _RB_W = {"word_embeddings": Gen((89, 768)), "position_embeddings": Gen((514, 768
          "layer_norm_bias": Gen((768,), scale=0.25)}
 _BART = model_params("bart-base")
 _BART_W = {"table": Gen((1026, 768))}
-add_family_cases(
+add_cases(
     Case("roberta-base-positions", "learned.roberta_positions", ("LEARNED-ROBERTA-POSITIONS",), _RB,
          {"input_ids": _RB_IDS, "cache_length": 0}, "pad 1: [[1,1,2,3,4],[2,3,4,5,6]]"),
     Case("roberta-base-positions-cache", "learned.roberta_positions", ("LEARNED-ROBERTA-POSITIONS",), _RB,
@@ -380,7 +377,7 @@ def _ln(e):
     return {"layer_norm_weight": Gen((e,), scale=0.5, offset=1.0), "layer_norm_bias": Gen((e,), scale=0.25)}
 
 
-add_family_cases(
+add_cases(
     Case("gpt2-tiny-cache", "learned.gpt2", ("LEARNED-GPT2-SUM", "LEARNED-GPT2-POSITIONS", "LEARNED-ROW-RANGE"),
          _GPT2_TINY, {"wte": Gen((50, 16)), "wpe": Gen((64, 16)), "input_ids": Gen((2, 3), "ids", high=50),
                       "cache_length": 61}, "n_positions 64, n_embd 16: rows 61 .. 63 reach the last row"),
@@ -420,7 +417,7 @@ def _trained_scale(rows: int, types: int) -> dict:
             "token_type_embeddings": Gen((types, 768), scale=_SMALL), **_ln(768)}
 
 
-add_family_cases(
+add_cases(
     Case("bert-base-trained-scale", "learned.bert", ("LEARNED-BERT-SUM", "LEARNED-BERT-POSITIONS"), _BERT,
          {**_trained_scale(512, 2), "input_ids": Gen((1, 3), "ids", high=89), "cache_length": 0},
          "BERT-base at a trained model's scale: layer_norm_eps 1e-12, where 1e-5 would move y by ~1e-3"),

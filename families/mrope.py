@@ -10,19 +10,16 @@ from posenc.reference import mrope, rope
 from posenc.spec.models import MROPE_SCALING_FIELDS, MRopeParams, mrope_axes
 from posenc.spec.registry import model_params
 
-from . import add_cases, mutant, reference
+from . import add_cases, case_clauses, mutant, reference
 from ._common import Outputs
 from .rope import _pair_scales, exponent_amplification
 
 
+@case_clauses("mrope")
 def mrope_clauses(p, op: str) -> list[str]:
     """The clauses an M-RoPE case exercises beyond its own: the sections, which every layout splits by."""
     return ["MROPE-SECTIONS"]
 
-
-def add_family_cases(*cases) -> None:
-    """``add_cases`` with each case's clauses completed by :func:`mrope_clauses`."""
-    add_cases(*cases, clauses=mrope_clauses)
 
 
 def mrope_outputs(op, p, x, axis_positions=None, freq=None, rotary_dim=None) -> Outputs:
@@ -190,7 +187,7 @@ _GRID = _thw([(0, 0, 0), (0, 0, 1), (0, 5, 0), (0, 5, 13), (7, 0, 0), (7, 13, 5)
              [(3, 100, 2000), (131071, 0, 5), (9, 9, 9), (4095, 4096, 4097), (1, 2, 3), (0, 131071, 0)])
 _TEXT_POS = _text([0, 1, 2, 3, 4, 5, 6], [131065, 131066, 131067, 131068, 131069, 131070, 131071])
 _FIG_X = arange_x((1, 1, 1, 16))
-add_family_cases(
+add_cases(
     Case("mrope-qwen2-vl-figure-d16", "mrope.cos_sin", ("MROPE-SECTIONS",), _FIG2,
          {"position_ids": _thw([(4, 1, 2)])},
          "d 16, section [2, 3, 3], (t, h, w) = (4, 1, 2): position multipliers [4, 4, 1, 1, 1, 2, 2, 2]"),
@@ -258,7 +255,7 @@ _FIG_LINEAR = _FIG2.model_copy(update={"rope_type": "linear", "factor": 4.0})
     MRopeParams.model_validate(v.model_dump()) for v in
     (_Q2_YARN, _Q3_YARN, _Q3_YARN_AF, _Q2_LINEAR, _Q3_DYNAMIC, _Q2_LLAMA3, _Q35_YARN, _FIG_LINEAR))
 _SCALED = ("MROPE-ROPE-TYPE", "MROPE-ATTENTION-SCALING")
-add_family_cases(
+add_cases(
     Case("mrope-linear-figure-d16", "mrope.cos_sin", ("MROPE-ROPE-TYPE", "MROPE-SECTIONS"), _FIG_LINEAR,
          {"position_ids": _thw([(4, 1, 2)])},
          "the figure with linear factor 4: angles [4, 4, 1, 1, 1, 2, 2, 2] * theta^(-2k/16) / 4"),
@@ -325,7 +322,7 @@ _ERNIE = MRopeParams(head_dim=128, rope_theta=500000.0, mrope_section=(20, 22, 2
                      pairing="interleaved")
 _FIG_HW = MRopeParams(head_dim=16, rope_theta=10000.0, mrope_section=(2, 3, 3), layout="hw_alternating")
 _FIG_PAIR = _FIG2.model_copy(update={"pairing": "interleaved"})
-add_family_cases(
+add_cases(
     Case("mrope-ernie-figure-d16", "mrope.cos_sin", ("MROPE-HW-ALTERNATING",), _FIG_HW,
          {"position_ids": _thw([(4, 1, 2)])},
          "d 16, section (t, h, w) = (2, 3, 3), (t, h, w) = (4, 1, 2): position multipliers [1, 2, 1, 2, 1, 2, 4, 4]"),
@@ -353,7 +350,7 @@ add_family_cases(
 _Q3_YARN_FIELDS = MRopeParams(head_dim=64, rope_theta=5000000.0, mrope_section=(12, 10, 10), layout="interleaved",
                               rope_type="yarn", factor=4.0, original_max_position_embeddings=8192, beta_fast=24.0,
                               beta_slow=0.5, mscale=0.8, mscale_all_dim=1.2, truncate=True)
-add_family_cases(
+add_cases(
     Case("mrope-qwen3-vl-yarn-fields-grid-cos-sin", "mrope.cos_sin", _SCALED + ("MROPE-INTERLEAVED",), _Q3_YARN_FIELDS,
          {"position_ids": _GRID}, "yarn factor 4 / original 8192, beta_fast 24, beta_slow 0.5, truncate true, "
          "attention factor get_mscale(4, 0.8) / get_mscale(4, 1.2)"),

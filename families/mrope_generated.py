@@ -13,7 +13,6 @@ from posenc.harness import generators as g
 from posenc.spec.models import MRopeParams, mrope_axes
 
 from . import generator, spec
-from .mrope import mrope_clauses
 from .rope_scaling_generated import scaling_fields
 
 M = "MRopeParams"
@@ -60,7 +59,7 @@ def clauses(p: MRopeParams) -> list[str]:
         cl.append("MROPE-ROPE-TYPE")
     if p.attention_factor is not None or p.rope_type in ("yarn", "longrope"):
         cl.append("MROPE-ATTENTION-SCALING")
-    return cl + mrope_clauses(p, "mrope.apply")
+    return cl
 
 
 def _positions(draw, b: int, t: int) -> np.ndarray:

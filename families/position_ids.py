@@ -10,19 +10,16 @@ from posenc.families import Case, pos
 from posenc.reference import position_ids
 from posenc.spec.models import LookupParams
 
-from . import add_cases, mutant, reference
+from . import add_cases, case_clauses, mutant, reference
 from ._common import exact_scales, run, scalar
 
 
+@case_clauses("position_ids")
 def positions_clauses(p, op: str) -> list[str]:
     """The clauses a position-ids case exercises beyond its own: left padding continues from its cache
     length (0 included)."""
     return ["POS-DECODE"] if op == "position_ids.left_pad" else []
 
-
-def add_family_cases(*cases) -> None:
-    """``add_cases`` with each case's clauses completed by :func:`positions_clauses`."""
-    add_cases(*cases, clauses=positions_clauses)
 
 
 def _pos_prefill(p, x):
@@ -70,7 +67,7 @@ def pos_packed_no_restart(op, p, x, dtype=None):
 # ---- golden cases ----------------------------------------------------------------------------
 # ---- position ids -------------------------------------------------------------------------
 _NOP = LookupParams(num_rows=1, dim=1)  # position-id rules take no parameters
-add_family_cases(
+add_cases(
     Case("pos-prefill", "position_ids.prefill", ("POS-PREFILL",), _NOP, {"batch": 2, "seq_len": 5}),
     Case("pos-decode", "position_ids.decode", ("POS-DECODE",), _NOP, {"batch": 3, "seq_len": 2, "cache_length": 7}),
     Case("pos-left-pad", "position_ids.left_pad", ("POS-LEFT-PAD",), _NOP,

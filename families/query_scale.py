@@ -9,17 +9,14 @@ from posenc.families import Case, Gen, pos
 from posenc.reference import query_scale
 from posenc.spec.models import QueryScaleParams
 
-from . import add_cases, mutant, reference
+from . import add_cases, case_clauses, mutant, reference
 
 
+@case_clauses("query_scale")
 def qscale_clauses(p, op: str) -> list[str]:
     """The clauses a query-scale case exercises beyond its own: the positions it is taken at."""
     return ["QSCALE-POSITIONS"]
 
-
-def add_family_cases(*cases) -> None:
-    """``add_cases`` with each case's clauses completed by :func:`qscale_clauses`."""
-    add_cases(*cases, clauses=qscale_clauses)
 
 
 def _scale_of(p, pid) -> np.ndarray:
@@ -99,7 +96,7 @@ _MINISTRAL = QueryScaleParams(form="mistral", beta=0.1, scale_length=16384)
 _MISTRAL4 = QueryScaleParams(form="mistral", beta=0.1, scale_length=8192)
 _LLAMA4 = QueryScaleParams(form="llama4", beta=0.1, scale_length=8192)
 _STEPS = lambda L: pos([0, L // 2, L - 1, L, 2 * L - 1, 2 * L], [3 * L, 3 * L + 1, 7 * L - 1, 7 * L, 100 * L, 255 * L])  # noqa: E731
-add_family_cases(
+add_cases(
     Case("qscale-figure-mistral", "query_scale.apply", ("QSCALE-MISTRAL",), _MINISTRAL,
          {"q": np.ones((1, 1, 3, 2)), "position_ids": pos([16383, 16384, 49152])},
          "beta 0.1, L 16384: s = 1, 1 + 0.1 ln 2, 1 + 0.1 ln 4 on q = 1"),

@@ -7,7 +7,6 @@ from posenc.harness import generators as g
 from posenc.spec.models import QueryScaleParams
 
 from . import generator
-from .query_scale import qscale_clauses
 
 M = "QueryScaleParams"
 
@@ -19,5 +18,5 @@ def gen_apply(draw):
     b, h, t = g.shape(draw, (1, 2, 3), (1, 2), (1, 3, 5))
     d = g.size(draw, "RopeParams", "head_dim", hi=64)
     x = {"q": g.values((b, h, t, d)), "position_ids": g.positions(draw, b, t, 2 ** 20)}
-    cl = ["QSCALE-LLAMA4" if p.form == "llama4" else "QSCALE-MISTRAL", *qscale_clauses(p, "query_scale.apply")]
+    cl = ["QSCALE-LLAMA4" if p.form == "llama4" else "QSCALE-MISTRAL", ]
     return g.case("query_scale.apply", p, x, cl)

@@ -16,9 +16,8 @@ from posenc.spec.models import RopeParams
 from posenc.spec.registry import model_params
 from posenc.spec.shapes import call_suffixes
 
-from . import mutant, reference
+from . import add_cases, mutant, reference, rope_clauses  # noqa: F401 - rope_clauses registers the rope.* clause rule
 from ._common import Outputs, run
-from .rope_clauses import add_rope_cases
 
 
 def freq_provider(p) -> Callable:
@@ -457,7 +456,7 @@ for pairing, cl in (("half", "ROPE-PAIR-HALF"), ("interleaved", "ROPE-PAIR-INTER
     p = RopeParams(**_TINY, pairing=pairing)
     pp = RopeParams(**_TINY, pairing=pairing, rotary_dim=4)
     x = arange_x((1, 1, 1, 8))
-    add_rope_cases(
+    add_cases(
         Case(f"rope-tiny-{pairing}", "rope.apply", (cl, "ROPE-ANGLE"), p,
              {"q": x, "k": x[..., ::-1].copy(), "position_ids": pos([3])},
              "head_dim 8, theta 1e4, position 3, x = 0..7 (hand-checkable)"),
@@ -470,7 +469,7 @@ _TINY_NEG = RopeParams(head_dim=4, rope_theta=10000.0, rotation="negative")
 _E0 = np.zeros((1, 1, 1, 4))
 _E0[..., 0] = 1.0
 _NANOCHAT = model_params("nanochat-d20")
-add_rope_cases(
+add_cases(
     Case("rope-rotation-negative-figure", "rope.apply", ("ROPE-ROTATION-NEGATIVE", "ROPE-PAIR-HALF", "ROPE-ANGLE"),
          _TINY_NEG, {"q": _E0, "k": _E0, "position_ids": pos([1])},
          "the clause's figure: e_0 at position 1 turns to (cos 1, 0, -sin 1, 0)"),
@@ -497,7 +496,7 @@ _DSV3_ROPE = model_params("deepseek-v3-rope")
 _NEOX = model_params("gpt-neox-20b")
 _GPTJ = model_params("gpt-j-6b")
 _LONG = pos([0, 1, 2, 3, 4], [131067, 131068, 131069, 131070, 131071])
-add_rope_cases(
+add_cases(
     Case("rope-llama3-8b", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-ANGLE", "ROPE-PRECISION"), _LLAMA3,
          {"q": Gen((2, 4, 5, 128)), "k": Gen((2, 2, 5, 128)), "position_ids": _LONG},
          "Llama-3-8B heads (head_dim 128, theta 500000), GQA 4:2, positions up to 131071"),
@@ -555,19 +554,19 @@ for name, p in (("half", _NEOX), ("interleaved", _GPTJ), ("half-full", _LLAMA3),
     # given cos/sin inputs (magnitude 1.25, so an implementation may not renormalise them)
     c, s = rope.cos_sin(pid, p.model_copy(update={"attention_factor": 1.25}))
     pair = (f"ROPE-PAIR-{p.pairing.upper()}",) + (("ROPE-ROTATION-NEGATIVE",) if p.rotation == "negative" else ())
-    add_rope_cases(Case(f"rope-apply-cos-sin-{name}", "rope.apply_with_cos_sin",
+    add_cases(Case(f"rope-apply-cos-sin-{name}", "rope.apply_with_cos_sin",
               pair + (("ROPE-PARTIAL",) if p.rdim < p.head_dim else ()), p,
               {"q": Gen((B, 4, T, p.head_dim)), "k": Gen((B, 1, T, p.head_dim)), "cos": c, "sin": s},
               "cos/sin given (the ONNX / flash-attn level)"))
 # a half-precision sequence offset: arange(T) + 257 / + 2049 in bfloat16 / float16 rounds the offset first
-add_rope_cases(
+add_cases(
     Case("rope-position-offset-257", "rope.apply", ("ROPE-PAIR-INTERLEAVED", "ROPE-ANGLE", "ROPE-PRECISION"),
          RopeParams(head_dim=8, rope_theta=10000.0, pairing="interleaved"),
          {"q": Gen((2, 2, 3, 8)), "k": Gen((2, 1, 3, 8)), "position_ids": pos(range(257, 260), range(2049, 2052))},
          "offsets 257 and 2049 (not representable in bfloat16 / float16), three tokens each"),
 )
 # decode: a batch of single-token calls (T == 1 after a cache), and a prefill followed by decode steps
-add_rope_cases(
+add_cases(
     Case("rope-decode-batch", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-ANGLE"), _LLAMA3,
          {"q": Gen((3, 4, 1, 128)), "k": Gen((3, 2, 1, 128)), "position_ids": pos([4096], [17], [65000])},
          "one decode step (T == 1) for three rows at different positions (per-row positions, every row written)"),

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from posenc.spec.models import RopeParams
 
-from . import add_cases
-
+from . import case_clauses
 
 #: The clauses a rope_type brings to a case (filtered by what the operation serves).
 SCALE_CLAUSES = {
@@ -32,6 +31,7 @@ _TABLE_OPS = ("rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply
 _QK_OPS = ("rope.apply", "rope.apply_with_cos_sin")
 
 
+@case_clauses("rope")
 def rope_clauses(p, op: str) -> list[str]:
     """The clauses a RoPE case of ``op`` with parameters ``p`` exercises (``add_cases``'s and the
     generated cases' rule; the registry keeps those ``op`` serves): the inverse frequencies and the
@@ -50,7 +50,3 @@ def rope_clauses(p, op: str) -> list[str]:
         cl.append("ROPE-ATTENTION-FACTOR")  # explicit, or YaRN's and LongRoPE's own
     return cl + list(scale_clauses(p)) + ["ROPE-PRECISION"]
 
-
-def add_rope_cases(*cases) -> None:
-    """``add_cases`` with each case's clauses completed by :func:`rope_clauses`."""
-    add_cases(*cases, clauses=rope_clauses)

@@ -13,7 +13,6 @@ from posenc.spec.models import RopeParams
 from posenc.spec.ranges import domain
 
 from . import branch, generator, spec
-from .rope_clauses import rope_clauses
 from .rope_scaling_generated import scaling_fields
 
 M = "RopeParams"
@@ -51,7 +50,7 @@ def _qk(draw, p: RopeParams, b: int, t: int) -> dict:
 @generator("rope.inv_freq")
 def gen_inv_freq(draw):
     p = rope_params(draw)
-    return g.case("rope.inv_freq", p, {}, rope_clauses(p, "rope.inv_freq"))
+    return g.case("rope.inv_freq", p, {}, [])
 
 
 @generator("rope.cos_sin")
@@ -60,7 +59,7 @@ def gen_cos_sin(draw):
     b, t = g.shape(draw, (1, 2, 3), (1, 2, 5))
     x = {"position_ids": g.positions(draw, b, t, g.MAX_POSITION)}
     p = with_rotation(draw, p)  # the tables do not depend on it (ROPE-ROTATION-NEGATIVE)
-    return g.case("rope.cos_sin", p, x, rope_clauses(p, "rope.cos_sin"))
+    return g.case("rope.cos_sin", p, x, [])
 
 
 @generator("rope.apply")
@@ -69,7 +68,7 @@ def gen_apply(draw):
     b, t = g.shape(draw, (1, 2, 3), (1, 3, 5))
     x = {**_qk(draw, p, b, t), "position_ids": g.positions(draw, b, t, g.MAX_POSITION)}
     p = with_rotation(draw, p)
-    return g.case("rope.apply", p, x, rope_clauses(p, "rope.apply"))
+    return g.case("rope.apply", p, x, [])
 
 
 @generator("rope.cos_sin_calls")
@@ -96,7 +95,7 @@ def gen_cos_sin_calls(draw):
         p = RopeParams(**{**p.model_dump(exclude_defaults=True),
                           "max_position_embeddings": max(128, draw(st.sampled_from(lens[:-1] + [n - 1 for n in lens[:-1]])))})
     x = {f"position_ids.{i}": c for i, c in enumerate(calls)}
-    return g.case("rope.cos_sin_calls", p, x, rope_clauses(p, "rope.cos_sin_calls"))
+    return g.case("rope.cos_sin_calls", p, x, [])
 
 
 @generator("rope.apply_with_cos_sin")

@@ -10,7 +10,7 @@ from posenc.families import Case, Gen, pos
 from posenc.spec.models import RopeParams, SoftmaxScaleParams
 from posenc.spec.registry import model_params
 
-from .rope_clauses import add_rope_cases
+from . import add_cases, rope_clauses  # noqa: F401 - rope_clauses registers the rope.* clause rule
 
 # ---- golden cases ----------------------------------------------------------------------------
 # ---- RoPE scaling (SCALE-*) ----------------------------------------------------------------
@@ -27,7 +27,7 @@ _CALLS = {"position_ids.0": pos([0, 1, 2]), "position_ids.1": pos([8189, 8190, 8
           "position_ids.2": pos([5997, 5998, 5999]), "position_ids.3": pos([2001, 2002, 2003]),
           "position_ids.4": pos([5997, 5998, 5999])}
 _LONG_POS = pos([0, 1, 4095], [131069, 131070, 131071])
-add_rope_cases(
+add_cases(
     Case("scale-linear-tiny", "rope.apply", ("SCALE-LINEAR",),
          RopeParams(head_dim=4, rope_type="linear", factor=2.0), {"q": _ones4, "k": _ones4, "position_ids": pos([1])},
          "d 4, theta 1e4, factor 2, x = ones, position 1 -> [0.398157, 0.994988, 1.357008, 1.004987]"),
@@ -135,7 +135,7 @@ _MSCALE_RATIO = SoftmaxScaleParams(
     qk_head_dim=192)
 _q1, _k1 = _aligned_qk(2, 4, 4, 3, 5, 192)
 _q2, _k2 = _aligned_qk(3, 4, 2, 2, 6, 192)
-add_rope_cases(
+add_cases(
     Case("scale-softmax-deepseek-v3", "attention.probs", ("SCALE-YARN-SOFTMAX-SCALE",), _DSV3_SOFTMAX,
          {"q": Gen((2, 4, 3, 192), scale=0.5), "k": Gen((2, 4, 5, 192), scale=0.5)},
          "DeepSeek-V3 MLA shapes: qk_head_dim 192 (128 nope + 64 rope), Tq 3 over Tk 5 keys; "
@@ -166,7 +166,7 @@ _LONGROPE_AT_INIT = _LONGROPE.model_copy(update={"longrope_policy": "at_init"})
 _LONGROPE_CALLS = {"position_ids.0": pos([0, 1, 4095]), "position_ids.1": pos([4094, 4095, 4096]),
                    "position_ids.2": pos([10, 11, 12])}
 _SHORT_LONG = {"position_ids.0": pos([0, 1, 2]), "position_ids.1": pos([7997, 7998, 7999])}
-add_rope_cases(
+add_cases(
     # -- factors and constants at values other than the library defaults
     Case("scale-llama3.2-1b", "rope.apply", ("SCALE-LLAMA3",), _LLAMA32_1B,
          {**_Q64, "position_ids": pos([0, 1, 131071], [8191, 8192, 70000])},
@@ -273,7 +273,7 @@ add_rope_cases(
 
 # longrope_policy given explicitly as per_call (the default's value, spelled out: an implementation
 # reading the field must not take any given value for at_init)
-add_rope_cases(
+add_cases(
     Case("scale-longrope-per-call-explicit", "rope.cos_sin_calls", ("SCALE-LONGROPE-FACTORS", "SCALE-LONGROPE-ATTENTION-FACTOR"),
          _LONGROPE.model_copy(update={"longrope_policy": "per_call"}), dict(_LONGROPE_CALLS),
          "longrope_policy per_call given: short, long, then short factors by each call's length"),
@@ -284,7 +284,7 @@ add_rope_cases(
 # bfloat16 (DIV-ROPE-BF16-POSITIONS) give the same output.  Each kind of case gets positions where the two
 # part (bfloat16 moves 100003 by -163, 8193 by -1), so the run refutes the wrong one (a hostile review).
 _OFF_GRID = pos([3, 8193, 100003])  # and a short one: a +1 on every position is refuted too
-add_rope_cases(
+add_cases(
     Case("scale-proportional-off-grid", "rope.apply", ("SCALE-PROPORTIONAL",),
          RopeParams(head_dim=128, rotary_dim=32, rope_theta=1000000.0, rope_type="proportional"),
          {"q": Gen((1, 2, 3, 128)), "k": Gen((1, 1, 3, 128)), "position_ids": _OFF_GRID},

@@ -11,18 +11,15 @@ from posenc.reference.rounding import round_to_dtype
 from posenc.spec.models import SinusoidalParams
 from posenc.spec.registry import model_params
 
-from . import add_cases, mutant, no_form, reference
+from . import add_cases, case_clauses, mutant, no_form, reference
 from ._common import exact_scales, run, scalar
 
 
+@case_clauses("sinusoidal")
 def sinusoidal_clauses(p, op: str) -> list[str]:
     """The clauses a sinusoidal case exercises beyond its own: fairseq's rows are tensor2tensor's table."""
     return ["SIN-T2T"] if op == "sinusoidal.fairseq" else []
 
-
-def add_family_cases(*cases) -> None:
-    """``add_cases`` with each case's clauses completed by :func:`sinusoidal_clauses`."""
-    add_cases(*cases, clauses=sinusoidal_clauses)
 
 
 def _sin(p, x):
@@ -210,10 +207,10 @@ no_form("sinusoidal.fairseq", "fairseq's layout is fixed ([sin | cos]): the swap
 # ---- sinusoidal ---------------------------------------------------------------------------
 for layout, cl in (("interleaved", "SIN-VASWANI-INTERLEAVED"), ("concat", "SIN-VASWANI-CONCAT")):
     for D in (8, 7):
-        add_family_cases(Case(f"sin-{layout}-d{D}", "sinusoidal.table", (cl,), SinusoidalParams(dim=D, layout=layout),
+        add_cases(Case(f"sin-{layout}-d{D}", "sinusoidal.table", (cl,), SinusoidalParams(dim=D, layout=layout),
                   {"position_ids": pos(range(5), range(100, 105))},
                   "odd D" if D % 2 else "D 8: last frequency 1e-3"))
-    add_family_cases(Case(f"sin-{layout}-d512", "sinusoidal.table", (cl, "SIN-PRECISION"),
+    add_cases(Case(f"sin-{layout}-d512", "sinusoidal.table", (cl, "SIN-PRECISION"),
               SinusoidalParams(dim=512, layout=layout),
               {"position_ids": pos([0, 1, 2, 511], [1000, 2047, 7, 3])}, "Marian-size width 512"))
 
@@ -228,9 +225,9 @@ _RB_IDS = pos([1, 1, 0, 9, 2], [0, 9, 9, 9, 2])  # encodings-facts B.3: pad 1 ->
 for D, note in ((8, "D 8: lowest frequency 1e-4 (Vaswani 1e-3)"), (7, "odd D: zero column appended"),
                 (2, "h = 1: tensor2tensor clamps the divisor to 1, w = [1]"),
                 (1, "h = 0: no frequency, one zero column (found by the generated cases: a port returned no column)")):
-    add_family_cases(Case(f"sin-t2t-d{D}", "sinusoidal.table", ("SIN-T2T",), _S(dim=D, **_T2T),
+    add_cases(Case(f"sin-t2t-d{D}", "sinusoidal.table", ("SIN-T2T",), _S(dim=D, **_T2T),
               {"position_ids": pos(range(5), range(100, 105))}, note))
-add_family_cases(
+add_cases(
     Case("sin-t2t-d512", "sinusoidal.table", ("SIN-T2T", "SIN-PRECISION"), _S(dim=512, **_T2T),
          {"position_ids": pos([0, 1, 2, 511], [1000, 2047, 7, 3])}, "width 512, frequencies 1 .. 1e-4"),
     Case("sin-fairseq-table-d8", "sinusoidal.table", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=8, **_FS),
@@ -258,7 +255,7 @@ add_family_cases(
 # ---- long positions, other bases and padding indices ----------------------------------------
 # float16 holds every integer up to 2048 and overflows above 65504; bfloat16 every integer up to
 # 256 (DIV-SIN-POSITIONS-IN-DTYPE, DIV-SIN-COMPUTE-DTYPE).
-add_family_cases(
+add_cases(
     Case("sin-interleaved-d64-long", "sinusoidal.table", ("SIN-VASWANI-INTERLEAVED", "SIN-PRECISION"),
          SinusoidalParams(dim=64), {"position_ids": pos([257, 2049, 4097, 65519], [65520, 70001, 100003, 131071])},
          "positions past bfloat16's 256, float16's 2048 and float16's 65504"),

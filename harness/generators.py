@@ -131,9 +131,10 @@ def ids(shape_: tuple[int, ...], high: int) -> Gen:
 
 
 def case(op: str, params, inputs: dict[str, Any], clauses, note: str = "") -> Case:
-    """A generated case of ``op``; ``clauses`` is filtered to those the operation serves."""
+    """A generated case of ``op``: ``clauses``, then those its parameters exercise (the clause rule of
+    ``op``'s namespace, :func:`posenc.registry.exercised`), kept where the operation serves them."""
     served = registry.operation(op).clauses
-    cl = tuple(dict.fromkeys(c for c in clauses if c in served))
+    cl = tuple(dict.fromkeys(c for c in (*clauses, *registry.exercised(params, op)) if c in served))
     return Case(f"gen-{op}", op, cl or (served[0],), params, inputs, note)
 
 

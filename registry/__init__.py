@@ -47,6 +47,8 @@ from posenc.spec import SPEC_DIR, Spec, load_spec, register_spec_file
 from posenc.spec.errors import SpecError
 from posenc.spec.models import Operation, register_params_model
 
+from .clause_rules import case_clauses, exercised
+
 ENTRY_POINT_GROUP = "posenc.families"
 #: The package of the kit's own families (one module set per ``spec/<family>.yaml``), and the suffixes
 #: of the modules imported when the suite collects (checks, generators, inference models).
@@ -401,14 +403,14 @@ def model_mutants() -> dict[str, Callable]:
     return MODEL_MUTANTS
 
 
-def add_cases(*cases, clauses: Optional[Callable] = None) -> None:
-    """Register golden cases (IDs unique across families). ``clauses(params, op)`` names the clauses a
-    case's parameters exercise: those its operation serves are added to the case's own."""
+def add_cases(*cases) -> None:
+    """Register golden cases (IDs unique across families).  Each case's clauses are completed by its
+    operation's clause rule (:func:`~posenc.registry.clause_rules.case_clauses`): the clauses its
+    parameters exercise that its operation serves."""
     have = {c.id: c for c in CASES}
     for c in cases:
-        if clauses is not None:
-            extra = [x for x in clauses(c.params, c.op) if x in operation(c.op).clauses]
-            c = replace(c, clauses=tuple(dict.fromkeys([*c.clauses, *extra])))
+        extra = [x for x in exercised(c.params, c.op) if x in operation(c.op).clauses]
+        c = replace(c, clauses=tuple(dict.fromkeys([*c.clauses, *extra])))
         if c.id in have:
             raise SpecError(f"duplicate case id {c.id!r} (operation {c.op}; already registered for {have[c.id].op})")
         have[c.id] = c
@@ -592,6 +594,7 @@ def family_of(op: str) -> Family:
 
 
 __all__ = ["Family", "Reference", "Check", "register_family", "discover", "reference", "mutant", "add_cases",
+           "case_clauses", "exercised",
            "no_form", "no_form_reasons", "inference", "inference_notes", "inferences", "kit_golden_dir", "KIT_PACKAGE", "run_reference", "run_mutant", "cases_by_id",
            "check", "generator", "generators", "branch", "model_mutant", "scenario", "scenarios", "model_mutants", "branches", "operation", "operations_by_method", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
            "load_modules", "load_checks", "ENTRY_POINT_GROUP"]

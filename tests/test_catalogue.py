@@ -124,9 +124,9 @@ def test_a_mutant_has_a_form_wherever_its_bug_shows_or_a_registered_reason():
 def test_every_divergence_a_golden_catches_shares_a_clause_with_it():
     """Names that hold: a case's clauses include every clause its parameters exercise, so a divergence
     its golden catches (at any of the divergence's dtypes) always violates one of them, and a failure
-    of that golden can be booked under a clause the bug breaks (the families' ``add_cases(...,
-    clauses=rule)``: e.g. a YaRN golden lists ROPE-ATTENTION-FACTOR and ROPE-INV-FREQ, an axial one
-    with two axes AXIAL-AXIS-ORDER)."""
+    of that golden can be booked under a clause the bug breaks (each family's ``@case_clauses`` rule,
+    applied by ``add_cases``: e.g. a YaRN golden lists ROPE-ATTENTION-FACTOR and ROPE-INV-FREQ, an axial
+    one with two axes AXIAL-AXIS-ORDER)."""
     by_op: dict[str, list] = {}
     for d in CURRENT:
         for op in registry.mutants().get(SPEC.divergences[d].mutant, {}):

@@ -401,3 +401,19 @@ def test_an_operation_without_a_reference_names_its_spec_file_and_modules(monkey
     with pytest.raises(SpecError, match=r"layers\.apply \(declared in layer_types\.yaml; no @reference in "
                                         r"posenc\.families\.layer_types"):
         families.load_modules()
+
+
+def test_a_namespace_has_one_clause_rule_and_every_case_gets_it():
+    """``@case_clauses``: a second rule for a namespace is a SpecError naming the first; a namespace
+    without a rule adds nothing; the registered rules reach the golden cases (a YaRN golden of
+    ``rope.apply`` carries the scaling's clauses it did not list itself)."""
+    from posenc.registry import clause_rules
+
+    def other(p, op):
+        return ["ROPE-ANGLE"]
+    with pytest.raises(SpecError, match=r"operations rope\.\* already have a clause rule \(.*rope_clauses"):
+        registry.case_clauses("rope")(other)
+    assert clause_rules.RULES["rope"] is not other
+    assert registry.exercised(None, "nosuch.op") == []
+    yarn = registry.cases_by_id()["scale-yarn-qwen2.5"]
+    assert {"SCALE-YARN-RAMP", "ROPE-ATTENTION-FACTOR", "ROPE-PRECISION"} <= set(yarn.clauses)
