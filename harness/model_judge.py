@@ -198,6 +198,7 @@ class _Judging:
         self.scenario, self.dtype = scenario, dtype
         self.enc_all = enc = info["encodings"]
         self.calls, self.pairs = trace["calls"], trace["pairs"]
+        self.twin_pairs, self.twin_note = trace.get("twin_pairs"), trace.get("twin_note")
         self.probes_of = set(info.get("probes", ()))
         self.problems: list[Problem] = []
         self.unsupported: list[str] = []
@@ -312,15 +313,35 @@ class _Judging:
                                              f"probability {x:.3g}"))
 
     def logit_pairs(self) -> tuple[bool, bool]:
-        """Every pair of logits the scenario says are equal; ``(any non-finite, any pair differs)``."""
+        """Every pair of logits the scenario says are equal; ``(any non-finite, any pair differs)``.  Where
+        the run has a float64 twin, each pair is judged on the twin's (the same weights and code in float64,
+        under the float64 rule: the clause in exact arithmetic, up to the model's own float32 parts), its
+        own logits only for being finite; a pair the twin cannot judge (none, another count, not finite
+        there) is compared at the run's dtype under the calibrated rule, and the run says so."""
         non_finite, logits_differ = False, False
-        for pair in self.pairs:
+        twins = self.twin_pairs if self.twin_pairs is not None and len(self.twin_pairs) == len(self.pairs) else None
+        fallback = [] if twins is not None or self.twin_pairs is None else ["the twin's pairs do not match the run's"]
+        for i, pair in enumerate(self.pairs):
             self.checked += 1
-            prob = pair_problem(self.scenario.clause, pair, self.dtype)
+            finite = np.isfinite(pair["a"]).all() and np.isfinite(pair["b"]).all()
+            twin = twins[i] if twins is not None and twins[i].get("label") == pair["label"] else None
+            if twins is not None and twin is None:
+                fallback.append(f"{pair['label']}: the twin's pair is another ({twins[i].get('label')})")
+            if finite and twin is not None and np.isfinite(twin["a"]).all() and np.isfinite(twin["b"]).all():
+                prob = pair_problem(self.scenario.clause, {**twin, "label": f"{twin['label']} (float64 twin)"},
+                                    "float64")
+            else:
+                if finite and twin is not None:
+                    fallback.append(f"{pair['label']}: the twin's logits are not finite")
+                prob = pair_problem(self.scenario.clause, pair, self.dtype)
             if prob is not None:
                 self.problems.append(prob)
                 logits_differ = True
-            non_finite |= not (np.isfinite(pair["a"]).all() and np.isfinite(pair["b"]).all())
+            non_finite |= not finite
+        why = [x for x in (self.twin_note, *fallback) if x][:3]
+        if why:
+            self.unsupported.append(f"the float64 twin's logit pairs ({'; '.join(why)}): {self.dtype} logits "
+                                    "compared under the calibrated bound (K_LOGITS)")
         return non_finite, logits_differ
 
     def stale_keys(self) -> Optional[str]:

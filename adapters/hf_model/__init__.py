@@ -131,6 +131,26 @@ class HFModel:
         self.seq2seq = arch.kind == "encoder-decoder"
         self._encoded: dict[int, object] = {}
 
+    def float64_twin(self) -> "HFModel":
+        """This model's float64 twin: its weights (as rounded to its dtype) and its code, computing in
+        float64 -- a deep copy cast with ``.to(float64)``, the config's dtype with it (the masks' fill value
+        follows it), wrapped as this model is (a subclass's patches ride along).  The model tolerance rule
+        judges a run's logit pairs on its twin's (spec/model.yaml logits_bound)."""
+        import copy
+
+        import torch
+        if "float64" in self.arch.unsupported:
+            raise Unsupported(self.arch.unsupported["float64"])
+        model = copy.deepcopy(self.model)
+        for m in model.modules():  # the probes' hooks belong to this model's recorder: the twin gets its own
+            for hooks in (m._forward_hooks, m._forward_pre_hooks):
+                hooks.clear()
+        model = model.to(torch.float64)
+        model.config.dtype = torch.float64
+        twin = copy.copy(self)
+        HFModel.__init__(twin, model, self.arch, self.device, self.kernel)
+        return twin
+
     # ---- an encoder-decoder's encoder side: one fixed source for every row ----------------------
     def _source(self, batch: int) -> dict:
         """The encoder's inputs for ``batch`` rows: the same seeded source on every row (so a row run
