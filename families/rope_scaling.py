@@ -86,8 +86,9 @@ def scale_dynamic_no_reset(op, p, x, dtype=None):
     return _with_freq(op, p, x, freq)
 
 
-def _yarn_af_mutant(op, p, x, af):
-    w = rope_scaling.yarn(p)
+def _yarn_af_mutant(op, p, x, af, w=None):
+    """The yarn rule's frequencies (or ``w``) with attention factor ``af``."""
+    w = rope_scaling.yarn(p) if w is None else w
     return _with_freq(op, p, x, lambda L: (w, af))
 
 
@@ -277,6 +278,41 @@ def scale_yarn_betas_swapped(op, p, x, dtype=None):
     if bf == bs:
         return None
     return _with_update(op, p, x, beta_fast=bs, beta_slow=bf)
+
+
+@mutant("scale_yarn_blend_inverted", *_ROPE_OPS)
+def scale_yarn_blend_inverted(op, p, x, dtype=None):
+    """The blend weights exchanged: ``w/s * (1 - ramp) + w * ramp``, so the pairs below the
+    correction band (high frequency) are interpolated and those above it extrapolated."""
+    s = rope_scaling.yarn_factor(p) if p.rope_type == "yarn" else 1.0
+    if s == 1:
+        return None
+    w, ramp = rope_scaling.base_inv_freq(p.rope_theta, p.rdim), rope_scaling.yarn_ramp(p)
+    inverted = (w / s) * (1.0 - ramp) + w * ramp
+    return _yarn_af_mutant(op, p, x, rope_scaling.yarn_attention_factor(p), inverted)
+
+
+def _mscale_alone_factor(p) -> float:
+    """The attention factor when each mscale key is used alone: get_mscale(s, mscale_all_dim) or
+    get_mscale(s, mscale) when only that one is set, 1 when neither, the ratio when both."""
+    s = rope_scaling.yarn_factor(p)
+    if p.mscale and p.mscale_all_dim:
+        return rope_scaling.get_mscale(s, p.mscale) / rope_scaling.get_mscale(s, p.mscale_all_dim)
+    if p.mscale_all_dim:
+        return rope_scaling.get_mscale(s, p.mscale_all_dim)
+    return rope_scaling.get_mscale(s, p.mscale) if p.mscale else 1.0
+
+
+@mutant("scale_yarn_mscale_alone", *_ROPE_OPS)
+def scale_yarn_mscale_alone(op, p, x, dtype=None):
+    """No explicit attention_factor: 1 where neither mscale key is set, get_mscale(s, m) of the one
+    key set alone, the ratio where both are (the rule: get_mscale(s) unless both are set)."""
+    if p.rope_type != "yarn" or p.attention_factor is not None:
+        return None
+    af = _mscale_alone_factor(p)
+    if af == rope_scaling.yarn_attention_factor(p):
+        return None
+    return _yarn_af_mutant(op, p, x, af)
 
 
 @mutant("scale_yarn_attention_factor_dropped", *_ROPE_OPS)

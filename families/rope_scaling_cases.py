@@ -191,6 +191,12 @@ add_cases(
                     mscale=1.0, mscale_all_dim=0.707),
          {"position_ids": pos([0, 1, 4096, 163839])},
          "derivation case: mscale 1, mscale_all_dim 0.707: cos/sin factor get_mscale(40) / get_mscale(40, 0.707) = 1.0857"),
+    Case("scale-yarn-mscale-all-dim-alone", "rope.cos_sin", ("SCALE-YARN-ATTENTION-FACTOR",),
+         RopeParams(head_dim=64, rope_theta=10000.0, rope_type="yarn", factor=40.0, original_max_position_embeddings=4096,
+                    mscale_all_dim=0.707),
+         {"position_ids": pos([0, 1, 4096, 100003])},
+         "derivation case: mscale_all_dim 0.707 alone (mscale unset): cos/sin factor get_mscale(40) = 1.3689 "
+         "(the ratio only when both are set), not get_mscale(40, 0.707) = 1.2608 nor 1"),
     Case("scale-yarn-partial-attention-factor", "rope.apply", ("SCALE-YARN-ATTENTION-FACTOR", "ROPE-PARTIAL"),
          _QWEN25_YARN.model_copy(update={"rotary_dim": 64}), {**_Q128, "position_ids": pos([0, 1, 2], [5, 6, 7])},
          "the attention factor 1.1386 multiplies cos/sin of the 64 rotated dims; the 64 pass-through dims stay as given"),

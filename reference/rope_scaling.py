@@ -96,15 +96,21 @@ def yarn_correction_range(p: RopeParams) -> tuple[float, float]:
     return max(low, 0), min(high, d - 1)
 
 
-def yarn(p: RopeParams) -> np.ndarray:
-    """SCALE-YARN-RAMP: blend of interpolated (``/factor``) and extrapolated frequencies by a
-    linear ramp over i between the correction dims (high += 0.001 when low == high)."""
-    s = yarn_factor(p)
-    w = base_inv_freq(p.rope_theta, p.rdim)
+def yarn_ramp(p: RopeParams) -> np.ndarray:
+    """SCALE-YARN-RAMP: the linear ramp over pair i between the correction dims, clipped to
+    [0, 1] (high += 0.001 when low == high); 0 below the band, 1 above it."""
     low, high = yarn_correction_range(p)
     if low == high:
         high += 0.001
-    ramp = np.clip((np.arange(p.rdim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    return np.clip((np.arange(p.rdim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+
+
+def yarn(p: RopeParams) -> np.ndarray:
+    """SCALE-YARN-RAMP: blend of interpolated (``/factor``) and extrapolated frequencies by
+    :func:`yarn_ramp`: ``w/s * ramp + w * (1 - ramp)`` (high frequencies below the band kept)."""
+    s = yarn_factor(p)
+    w = base_inv_freq(p.rope_theta, p.rdim)
+    ramp = yarn_ramp(p)
     return (w / s) * ramp + w * (1.0 - ramp)
 
 
