@@ -197,6 +197,9 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
         cands.append((mag, lambda: _emit(ctx, calls, [(c.c * scale, c.s * scale) for c in calls])))
     prefix = mag + "; " if mag else ""
     phe = [np.arctan2(c.se, c.ce) for c in calls]
+    if mag:  # the magnitude holds on its own: said even where no model of the angles reproduces them
+        ctx.facts.append((mag + "; the angles are wrong too, in a way no model reproduces (a second bug)",
+                          lambda: _emit(ctx, calls, [(amp * np.cos(e), amp * np.sin(e)) for e in phe])))
     phr = [np.arctan2(c.s, c.c) for c in calls]
     seen = [c.seen() for c in calls]
     if all(np.abs(_wrap(e + r))[m].max(initial=0) < 0.05 for e, r, m in zip(phe, phr, seen)) and \

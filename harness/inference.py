@@ -56,14 +56,19 @@ def infer(golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[st
 @dataclass
 class InferenceContext:
     """One inference: the golden ``g``, the adapter's outputs ``out``, the ``dtype``, the outputs
-    out of tolerance (``bad``), and ``found``: what a model learnt that the later models of the same
-    inference use (RoPE's attention factor).  ``op``, ``p`` (parameters) and ``x`` (inputs) are the case's."""
+    out of tolerance (``bad``), ``found``: what a model learnt that the later models of the same
+    inference use (RoPE's attention factor), and ``facts``: candidates that state one part of the
+    output on its own (RoPE's magnitude when its angles are wrong too), their implied outputs the
+    adapter's with only that part replaced by the specified one's form; the first that reproduces
+    the output is said when nothing reproduces all of it.  ``op``, ``p`` (parameters) and ``x``
+    (inputs) are the case's."""
 
     g: Golden
     out: Outputs
     dtype: str
     bad: list[str] = field(default_factory=list)
     found: dict = field(default_factory=dict)
+    facts: list = field(default_factory=list)
 
     def __post_init__(self):
         self.op, self.p, self.x = self.g.case.op, self.g.case.params, self.g.inputs
@@ -119,7 +124,8 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
     # the case at another value that reproduces it (a θ off by 1e-5 is within half's bound at long
     # positions too), then the precision, then where it is wrong
     said = _field_fit(ctx) or _lower_precision(g, out, dtype)
-    return [said] if said else found + _fallback(ctx, notes)
+    # nothing says all of it: a fact about one part of it (an attention factor with wrong angles too)
+    return [said] if said else _judge(ctx, ctx.facts, 0.0, closest=False) + found + _fallback(ctx, notes)
 
 
 #: A fallback line (where the output is wrong, not what it is): ``<output>: N of M elements wrong...``.
@@ -400,8 +406,9 @@ def _candidates(ctx: InferenceContext, models) -> list[Candidate]:
     return out
 
 
-def _judge(ctx: InferenceContext, candidates: list[Candidate], ref_ratio: float) -> list[str]:
-    """The first candidate that reproduces the output, else the best closest fit (if much better)."""
+def _judge(ctx: InferenceContext, candidates: list[Candidate], ref_ratio: float, closest: bool = True) -> list[str]:
+    """The first candidate that reproduces the output, else the best closest fit (if much better and
+    ``closest``)."""
     best: Optional[tuple[float, str]] = None
     for sentence, implied in candidates:
         try:
@@ -413,7 +420,7 @@ def _judge(ctx: InferenceContext, candidates: list[Candidate], ref_ratio: float)
             return [sentence]
         if np.isfinite(ratio) and (best is None or ratio < best[0]):
             best = (ratio, sentence)
-    if best is not None and best[0] < min(ref_ratio / 10, 1e3):
+    if closest and best is not None and best[0] < min(ref_ratio / 10, 1e3):
         return [f"closest fit: {best[1]} (residual: max |err|/bound {best[0]:.3g})"]
     return []
 

@@ -15,7 +15,7 @@ from posenc.families.rope_inference import estimate_frequencies, estimate_positi
 from posenc.harness.inference import infer
 from posenc.harness.failure import load_golden
 from posenc.reference import alibi, rope, t5
-from posenc.spec.models import AlibiParams
+from posenc.spec.models import AlibiParams, RopeParams
 
 
 def _cast(out, dtype="float32"):
@@ -132,6 +132,36 @@ def test_attention_factor_dropped_and_positions_off():
     g, p = _with("rope-cos-sin-factor", attention_factor=1.0)
     s = _one(_infer("rope-cos-sin-factor", params=p, inputs={"position_ids": g.inputs["position_ids"] + 2}))
     assert "attention factor 1 where 1.25" in s and "+2 on every token" in s
+
+
+def _yarn_calls_golden():
+    """A generated-like YaRN rope.cos_sin_calls case (a new-user trial's: head 4, θ e^5, factor 296 / 148)."""
+    from posenc.families import Case, pos
+    from posenc.harness import golden
+    p = RopeParams(head_dim=4, rope_theta=148.4131591025766, rope_type="yarn", original_max_position_embeddings=148,
+                   max_position_embeddings=296)
+    c = Case("yarn-calls-trial", "rope.cos_sin_calls", ("SCALE-YARN-RAMP", "SCALE-YARN-ATTENTION-FACTOR"), p,
+             {"position_ids.0": pos([0]), "position_ids.1": pos([3]), "position_ids.2": pos([5, 6, 290])})
+    return golden.computed(c, golden.case_inputs(c))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
+@pytest.mark.parametrize("case", ["yarn-calls-trial", "scale-yarn-qwen2.5", "scale-yarn-mscale-all-dim-alone"])
+def test_attention_factor_is_said_when_the_frequencies_are_wrong_too(case, dtype):
+    """litgpt 0.5.13's YaRN: the blend inverted (DIV-SCALE-YARN-BLEND-INVERTED) and attention factor 1
+    (DIV-SCALE-YARN-MSCALE-ALONE) together.  No model reproduces the angles, but every pair's magnitude
+    is uniformly 1: that is said at every dtype (before, only where one pair made the angles a ratio)."""
+    from posenc import registry
+    from posenc.reference.rounding import round_to_dtype
+    g = _yarn_calls_golden() if case == "yarn-calls-trial" else load_golden(case)
+    p = g.case.params.model_copy(update={"attention_factor": 1.0})
+    out = registry.run_mutant("scale_yarn_blend_inverted", g.case.op, p, g.inputs, None)
+    out = {n: np.asarray(v) if dtype == "float64" else round_to_dtype(np.asarray(v), dtype).astype(np.float32)
+           for n, v in out.items()}
+    af = rope.inv_freq(g.case.params)[1]
+    lines = infer(g, out, dtype)
+    assert lines[0].startswith(f"attention factor 1 where {af:.4g} is specified"), lines
+    assert "the angles are wrong too" in lines[0] and any("elements wrong" in x for x in lines[1:]), lines
 
 
 @pytest.mark.parametrize("case", ["rope-cos-sin-factor", "rope-cos-sin-llama3"])
