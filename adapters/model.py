@@ -64,9 +64,9 @@ use_cache=False) -> (logits, cache)``  one forward pass.  Inputs are NumPy array
     ``position_ids`` may be M-RoPE's int64 ``[3, B, T]`` (t, h, w; MODEL-MROPE-PACKED)
 ``float64_twin() -> model``  (optional) the same weights, as rounded to this model's dtype, and the same
     code, computing in float64: a fresh built model whose calls leave this one alone.  A run below
-    float64 then has its logit pairs judged on the twin's under the float64 bound (spec/model.yaml
-    ``logits_bound``); without it, under the calibrated bound ``K_LOGITS[dtype]``.  May raise
-    :class:`Unsupported` (the model cannot compute in float64).
+    float64 then has the twin's logit pairs judged as well, under the float64 bound (spec/model.yaml
+    ``logits_bound``), beside its own under ``K_LOGITS[dtype]``.  May raise :class:`Unsupported` (the
+    model cannot compute in float64).
 ``cu_seqlens``  (capability ``cu_seqlens``) MODEL-PACKED also hands ``forward`` the packed row's
     document boundaries, int32 ``[N + 1]`` from 0 (flash-attn varlen), beside ``position_ids``
 

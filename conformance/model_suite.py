@@ -61,7 +61,7 @@ def run_scenario(adapter, name: str, dtype: str, attn: str, device: str, seed: i
             rt = Run(twin, info, seed=seed)
             sc.run(rt)
             trace["twin_pairs"] = rt.pairs
-        except Exception as e:  # noqa: BLE001 - the twin is optional: the run falls back, and says why
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - the twin is optional: its check is left out, said
             why = f"the float64 twin raised {type(e).__name__}: {exception_text(e)}"
     if why:
         trace["twin_note"] = why
@@ -70,18 +70,21 @@ def run_scenario(adapter, name: str, dtype: str, attn: str, device: str, seed: i
 
 def _float64_twin(model, dtype: str):
     """``(twin, why not)``: the built model's float64 twin (``model.float64_twin()``: the same weights, as
-    rounded to ``dtype``, and the same code, computing in float64), whose logit pairs the judge compares
-    under the float64 rule (:func:`posenc.spec.tolerance.logits_bound`); none at float64 (the run is its own
-    twin) or where the model offers none (``why`` is then None: the calibrated rule, by the contract)."""
+    rounded to ``dtype``, and the same code, computing in float64), whose logit pairs the judge also
+    compares, under the float64 bound (:func:`posenc.spec.tolerance.logits_bound`); none at float64 (the
+    run is its own twin) or where the model offers none (``why`` is then None: the twin is optional)."""
     make = getattr(model, "float64_twin", None)
     if dtype == "float64" or make is None:
         return None, None
     try:
-        return make(), None
+        twin = make()
     except Unsupported as e:
         return None, f"no float64 twin ({e.reason})"
-    except Exception as e:  # noqa: BLE001
-        return None, f"the float64 twin could not be made: {type(e).__name__}: {exception_text(e)}"
+    except (Exception, SystemExit) as e:  # noqa: BLE001
+        return None, f"float64_twin() raised {type(e).__name__}: {exception_text(e)}"
+    if twin is None or twin is model:
+        return None, f"float64_twin() returned {'None' if twin is None else 'the model itself'}, not a twin"
+    return twin, None
 
 
 def model_info(adapter) -> dict:

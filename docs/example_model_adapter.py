@@ -55,7 +55,7 @@ class TinyDecoder:
     def probes(self, all_passes=False):
         return [self.seen] if all_passes else self.seen
 
-    def float64_twin(self):  # optional: the same (rounded) weights computing in float64 judge the logit pairs
+    def float64_twin(self):  # optional: the same (rounded) weights in float64; its logit pairs are judged too
         twin = TinyDecoder(torch.float64)
         twin.emb, twin.out = self.emb.double(), self.out.double()
         twin.qkv = [tuple(m.double() for m in layer) for layer in self.qkv]

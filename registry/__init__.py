@@ -47,7 +47,7 @@ from posenc.spec import SPEC_DIR, Spec, load_spec, register_spec_file
 from posenc.spec.errors import SpecError
 from posenc.spec.models import Operation, register_params_model
 
-from .clause_rules import case_clauses, exercised
+from .clause_rules import case_clauses, check_owners, exercised
 
 ENTRY_POINT_GROUP = "posenc.families"
 #: The package of the kit's own families (one module set per ``spec/<family>.yaml``), and the suffixes
@@ -252,6 +252,7 @@ def _check_registrations() -> None:
     """What the registered modules give must fit the spec: every divergence's mutant exists and
     has a form for an operation; every case's operation is declared and serves its clauses."""
     sp = spec()
+    check_owners(sp, FAMILIES)
     for d in sp.divergences.values():
         if d.level == "model":
             if d.mutant not in MODEL_MUTANTS:
@@ -593,8 +594,7 @@ def family_of(op: str) -> Family:
     return FAMILIES[spec().family_of_operation(op)]
 
 
-__all__ = ["Family", "Reference", "Check", "register_family", "discover", "reference", "mutant", "add_cases",
-           "case_clauses", "exercised",
+__all__ = ["Family", "Reference", "Check", "register_family", "discover", "reference", "mutant", "add_cases", "case_clauses", "exercised",
            "no_form", "no_form_reasons", "inference", "inference_notes", "inferences", "kit_golden_dir", "KIT_PACKAGE", "run_reference", "run_mutant", "cases_by_id",
            "check", "generator", "generators", "branch", "model_mutant", "scenario", "scenarios", "model_mutants", "branches", "operation", "operations_by_method", "reference_of", "all_cases", "mutants", "checks", "family_of", "spec",
            "load_modules", "load_checks", "ENTRY_POINT_GROUP"]

@@ -22,8 +22,9 @@ def case_clauses(*namespaces: str) -> Callable:
         for ns in namespaces:
             old = RULES.get(ns)
             if old is not None and old is not rule:
-                raise SpecError(f"operations {ns}.* already have a clause rule ({old.__module__}.{old.__qualname__}); "
-                                f"{rule.__module__}.{rule.__qualname__} is a second")
+                raise SpecError(f"two clause rules for operations {ns}.*: {old.__module__}.{old.__qualname__} and "
+                                f"{rule.__module__}.{rule.__qualname__} (one per namespace, registered by the family "
+                                "that declares its operations)")
             RULES[ns] = rule
         return rule
     return deco
@@ -34,3 +35,18 @@ def exercised(params, op: str) -> list[str]:
     the namespace has no rule); the caller keeps those ``op`` serves."""
     rule = RULES.get(op.split(".", 1)[0])
     return list(rule(params, op)) if rule is not None else []
+
+
+def check_owners(sp, families: dict) -> None:
+    """Every rule is registered by the family that declares its namespace's operations (in spec ``sp``;
+    ``families``: name -> :class:`~posenc.registry.Family`): from one of its modules or a helper module
+    named after one (``posenc.families.rope_clauses`` for ``posenc.families.rope``).  Raises
+    :class:`~posenc.spec.errors.SpecError` naming the rule, the namespace and its owner: a plugin cannot
+    change another family's cases."""
+    for ns, rule in RULES.items():
+        owners = sorted({sp.family_of_operation(o) for o in sp.operations if o.split(".", 1)[0] == ns})
+        mods = [m for f in owners if f in families for m in (*families[f].modules, *families[f].check_modules)]
+        if not any(rule.__module__ == m or rule.__module__.startswith(m + "_") for m in mods):
+            raise SpecError(f"the clause rule {rule.__module__}.{rule.__qualname__} is registered for operations "
+                            f"{ns}.*, which {', '.join(owners) or 'no family'} declares: only that family's "
+                            f"modules ({', '.join(mods) or 'none'}) may register it")

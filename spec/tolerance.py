@@ -142,11 +142,10 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
     return Comparison(False, ratio, n_bad, int(mask.sum()), idx, float(a[idx]), float(e[idx]), msg)
 
 
-#: The model tolerance rule's constants (spec family ``model``).  Below float64 a run's logit pairs
-#: are judged on its float64 twin with the float64 entry (spec/model.yaml); the other entries judge a
-#: run only where no twin can (the model offers none, or the twin's logits are not finite).  Logits
-#: that a MODEL-* clause says are equal may differ by ``K_LOGITS[dt] * eps_eff * scale``, ``scale``
-#: the larger max |logit| of the two rows compared and ``eps_eff`` ``eps(dt)``, never below float32's (a float64 model may
+#: The model tolerance rule's constants (spec family ``model``; below float64 a float64 twin's pairs
+#: are judged with the float64 entry as well, spec/model.yaml).  Logits that a MODEL-* clause says
+#: are equal may differ by ``K_LOGITS[dt] * eps_eff * scale``, ``scale`` the larger max |logit| of
+#: the two rows compared and ``eps_eff`` ``eps(dt)``, never below float32's (a float64 model may
 #: take its softmax in float32, as transformers' eager attention does).  Calibrated on the
 #: unpatched models of the model matrix (every hf:* architecture, eager and sdpa, every scenario
 #: that applies, its recorded divergences left out; ``python bench/calibrate_logits.py`` prints

@@ -411,9 +411,21 @@ def test_a_namespace_has_one_clause_rule_and_every_case_gets_it():
 
     def other(p, op):
         return ["ROPE-ANGLE"]
-    with pytest.raises(SpecError, match=r"operations rope\.\* already have a clause rule \(.*rope_clauses"):
+    with pytest.raises(SpecError, match=r"two clause rules for operations rope\.\*: .*rope_clauses.*other"):
         registry.case_clauses("rope")(other)
     assert clause_rules.RULES["rope"] is not other
+    # a rule for a namespace no other family's module owns: refused at load, naming the owner
+    saved = dict(clause_rules.RULES)
+    try:
+        clause_rules.RULES.pop("t5", None)
+        registry.case_clauses("t5")(other)
+        with pytest.raises(SpecError, match=r"registered for operations t5\.\*, which t5 declares: only that "
+                                             r"family's modules \(posenc\.families\.t5"):
+            clause_rules.check_owners(registry.spec(), registry.FAMILIES)
+    finally:
+        clause_rules.RULES.clear()
+        clause_rules.RULES.update(saved)
+    clause_rules.check_owners(registry.spec(), registry.FAMILIES)
     assert registry.exercised(None, "nosuch.op") == []
     yarn = registry.cases_by_id()["scale-yarn-qwen2.5"]
     assert {"SCALE-YARN-RAMP", "ROPE-ATTENTION-FACTOR", "ROPE-PRECISION"} <= set(yarn.clauses)

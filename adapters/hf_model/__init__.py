@@ -134,17 +134,22 @@ class HFModel:
     def float64_twin(self) -> "HFModel":
         """This model's float64 twin: its weights (as rounded to its dtype) and its code, computing in
         float64 -- a deep copy cast with ``.to(float64)``, the config's dtype with it (the masks' fill value
-        follows it), wrapped as this model is (a subclass's patches ride along).  The model tolerance rule
-        judges a run's logit pairs on its twin's (spec/model.yaml logits_bound)."""
+        follows it), wrapped as this model is (a subclass's patches and the module's own hooks ride along;
+        the probes' hooks are the twin recorder's).  The model tolerance rule also judges a run's logit
+        pairs on its twin's (spec/model.yaml logits_bound)."""
         import copy
 
         import torch
         if "float64" in self.arch.unsupported:
             raise Unsupported(self.arch.unsupported["float64"])
         model = copy.deepcopy(self.model)
-        for m in model.modules():  # the probes' hooks belong to this model's recorder: the twin gets its own
-            for hooks in (m._forward_hooks, m._forward_pre_hooks):
-                hooks.clear()
+        mine = {h.id for h in self.recorder._hooks}  # the probes' hooks: the twin's recorder installs its own;
+        for m in model.modules():  # every other hook (a user's, a patch's) rides along
+            for name in ("_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwargs",
+                         "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called"):
+                hooks = getattr(m, name, {})
+                for k in mine & set(hooks):
+                    del hooks[k]
         model = model.to(torch.float64)
         model.config.dtype = torch.float64
         twin = copy.copy(self)
