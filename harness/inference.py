@@ -86,6 +86,12 @@ class InferenceContext:
         g, mut = self.g, {**self.g.outputs, **{n: np.asarray(v) for n, v in implied.items()}}
         if any(np.shape(mut[n]) != np.shape(g.outputs[n]) for n in mut if n in g.outputs):
             return False, float("inf")
+        # a NaN or inf the output does not have: the bound there is NaN and would pass anything (an
+        # emulation at float16 of positions past 65504 implied NaN everywhere, and "fitted" a litgpt trial)
+        if any(np.asarray(v).dtype.kind == "f" and n in self.out and np.shape(self.out[n]) == np.shape(v)
+               and (~np.isfinite(np.asarray(v, np.float64)) & np.isfinite(np.asarray(self.out[n], np.float64))).any()
+               for n, v in implied.items()):
+            return False, float("inf")
         moved = {n: ~np.isclose(np.asarray(mut[n], np.float64), np.asarray(g.outputs[n], np.float64),
                                 rtol=1e-12, atol=0)
                  for n in mut if n in g.outputs and np.asarray(g.outputs[n]).dtype.kind == "f"}

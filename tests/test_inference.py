@@ -652,3 +652,17 @@ def test_a_slightly_wrong_theta_is_neither_precision_nor_a_parameter_that_change
     lines = infer(g, out, "float32")
     assert lines and not any(x.startswith("precision:") for x in lines), lines
     assert not any("attention_factor 1 where" in x or "head_dim" in x or "× 1" == x[-3:] for x in lines), lines
+
+
+def test_an_implied_output_with_nan_the_output_lacks_never_fits():
+    """A model whose implied output is NaN where the adapter's is finite does not reproduce it (its bound
+    there is NaN, which passed every comparison): the litgpt trial's float32 decode steps at positions
+    past float16's range were said to be "the angles computed in float16, each step rounded"."""
+    from posenc.harness.inference import InferenceContext
+    g = load_golden("scale-yarn-qwen2.5")
+    out = {n: np.asarray(v, np.float32) * 1.01 for n, v in g.outputs.items() if not n.endswith(".compared")}
+    ctx = InferenceContext(g, out, "float32", ["q", "k"])
+    assert ctx.fit({n: np.full_like(np.asarray(g.outputs[n], np.float64), np.nan) for n in ("q", "k")}) == \
+        (False, float("inf"))
+    assert ctx.fit({n: np.asarray(g.outputs[n], np.float64) * 1.01 for n in ("q", "k")})[0]
+    assert not any("each step rounded" in x for x in infer(g, out, "float32"))
