@@ -30,7 +30,7 @@ class Match:
     ratio: float
 
 
-def _same_non_finite(mut: dict[str, np.ndarray], outputs: dict[str, np.ndarray]):
+def same_non_finite(mut: dict[str, np.ndarray], outputs: dict[str, np.ndarray]):
     """``(mutant, outputs)`` with their non-finite elements zeroed where the adapter's output is
     non-finite exactly where the mutant's is (NaN for NaN, +inf for +inf, -inf for -inf); None
     where the patterns differ.  Outputs without non-finite mutant elements are passed unchanged,
@@ -193,7 +193,7 @@ def _reproduction(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str,
     # A mutant that overflows gives inf/NaN: it matches only where the output's non-finite
     # elements are exactly the mutant's (same NaN / +inf / -inf pattern); the finite ones are
     # compared under the tolerance as usual.
-    masked = _same_non_finite(mut, outputs)
+    masked = same_non_finite(mut, outputs)
     if masked is None:
         return None
     mut, outs = masked

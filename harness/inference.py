@@ -26,6 +26,7 @@ import numpy as np
 
 from posenc import registry
 
+from posenc.harness.diagnosis import same_non_finite
 from posenc.harness.golden import Golden
 from posenc.harness.runner import compare_outputs
 from posenc.reference.rounding import round_to_dtype
@@ -86,11 +87,11 @@ class InferenceContext:
         g, mut = self.g, {**self.g.outputs, **{n: np.asarray(v) for n, v in implied.items()}}
         if any(np.shape(mut[n]) != np.shape(g.outputs[n]) for n in mut if n in g.outputs):
             return False, float("inf")
-        # a NaN or inf the output does not have: the bound there is NaN and would pass anything (an
-        # emulation at float16 of positions past 65504 implied NaN everywhere, and "fitted" a litgpt trial)
-        if any(np.asarray(v).dtype.kind == "f" and n in self.out and np.shape(self.out[n]) == np.shape(v)
-               and (~np.isfinite(np.asarray(v, np.float64)) & np.isfinite(np.asarray(self.out[n], np.float64))).any()
-               for n, v in implied.items()):
+        # a NaN or inf the output does not have exactly there: the bound would be NaN and pass anything (an
+        # emulation at float16 of positions past 65504 implied NaN everywhere, and "fitted" a litgpt trial);
+        # the diagnosis's rule for a mutant's non-finite elements
+        if same_non_finite({n: np.asarray(v, np.float64) for n, v in implied.items()
+                             if np.asarray(v).dtype.kind == "f"}, self.out) is None:
             return False, float("inf")
         moved = {n: ~np.isclose(np.asarray(mut[n], np.float64), np.asarray(g.outputs[n], np.float64),
                                 rtol=1e-12, atol=0)
@@ -131,7 +132,7 @@ def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:
     # positions too), then the precision, then where it is wrong
     said = _field_fit(ctx) or _lower_precision(g, out, dtype)
     # nothing says all of it: a fact about one part of it (an attention factor with wrong angles too)
-    return [said] if said else _judge(ctx, ctx.facts, 0.0, closest=False) + found + _fallback(ctx, notes)
+    return [said] if said else _judge(ctx, ctx.facts, 0.0) + found + _fallback(ctx, notes)  # 0: no closest fit
 
 
 #: A fallback line (where the output is wrong, not what it is): ``<output>: N of M elements wrong...``.
@@ -412,9 +413,9 @@ def _candidates(ctx: InferenceContext, models) -> list[Candidate]:
     return out
 
 
-def _judge(ctx: InferenceContext, candidates: list[Candidate], ref_ratio: float, closest: bool = True) -> list[str]:
-    """The first candidate that reproduces the output, else the best closest fit (if much better and
-    ``closest``)."""
+def _judge(ctx: InferenceContext, candidates: list[Candidate], ref_ratio: float) -> list[str]:
+    """The first candidate that reproduces the output, else the best closest fit (if much better than
+    ``ref_ratio``: none where it is 0)."""
     best: Optional[tuple[float, str]] = None
     for sentence, implied in candidates:
         try:
@@ -426,7 +427,7 @@ def _judge(ctx: InferenceContext, candidates: list[Candidate], ref_ratio: float,
             return [sentence]
         if np.isfinite(ratio) and (best is None or ratio < best[0]):
             best = (ratio, sentence)
-    if closest and best is not None and best[0] < min(ref_ratio / 10, 1e3):
+    if best is not None and best[0] < min(ref_ratio / 10, 1e3):
         return [f"closest fit: {best[1]} (residual: max |err|/bound {best[0]:.3g})"]
     return []
 
