@@ -14,6 +14,7 @@ from posenc import families
 from posenc.families.rope_inference import estimate_frequencies, estimate_positions
 from posenc.harness.inference import infer
 from posenc.harness.failure import load_golden
+from posenc.harness.golden import computed
 from posenc.reference import alibi, rope, t5
 from posenc.spec.models import AlibiParams, RopeParams
 
@@ -120,6 +121,26 @@ def test_other_pairing(case, other):
 @pytest.mark.parametrize("case", ["rope-llama3-8b", "rope-apply-cos-sin-half", "mrope-qwen2-vl-vision"])
 def test_k_unrotated(case):
     assert _one(_infer(case, post=lambda g, o: {"q": o["q"], "k": g.inputs["k"]})).startswith("k is returned unrotated")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_small_turn_is_not_called_unrotated(dtype):
+    """The pairing probe (e_0 at position 1) turned by 1/64 rad with magnitude 1 (a litgpt trial: YaRN's
+    blend inverted, the mscale rule wrong) is within a half dtype's bound of no turn at all, but an
+    unrotated tensor is the input bit for bit: neither "returned unrotated" nor "positions -1" (every
+    token at position 0) may fit; the one frequency seen, × 1/64, does."""
+    g0 = load_golden("scale-yarn-beta-fast-4")
+    p = g0.case.params
+    x = np.zeros((1, 1, 1, p.head_dim))
+    x[..., 0] = 1.0
+    g = computed(g0.case, {"q": x, "k": x, "position_ids": np.ones((1, 1), np.int64)})
+    y = x.copy()
+    y[..., p.pair_dim // 2] = 1 / 64  # magnitude ~1: cos(1/64) rounds to 1 at both dtypes
+    s = " ".join(infer(g, {"q": y.astype(np.float32), "k": y.astype(np.float32)}, dtype))
+    assert "unrotated" not in s and "-1" not in s, s
+    assert "attention factor 1 where" in s and "frequencies × 0.01562" in s, s
+    # the unrotated probe itself is still named, exactly
+    assert infer(g, {"q": x, "k": x}, dtype)[0].startswith("q and k are returned unrotated")
 
 
 def test_attention_factor_dropped():
