@@ -149,7 +149,11 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
 #: take its softmax in float32, as transformers' eager attention does).  Calibrated on the
 #: unpatched models of the model matrix (every hf:* architecture, eager and sdpa, every scenario
 #: that applies, its recorded divergences left out; ``python bench/calibrate_logits.py`` prints
-#: the worst ratio per dtype): about 4x the worst seen.
+#: the worst ratio per dtype): about 4x the worst seen.  The one calibrated constant of the spec (the
+#: operation bounds above are derived): how far rounding moves a logit is the model's condition (its
+#: weights, depth, norms, its kernels' reduction order for each length), not the encoding's, and no
+#: adapter says it; the float64 twin's pairs, where rounding is float32's parts only, are the check
+#: that does not depend on the run dtype's rounding (spec/model.yaml).
 #: Recalibrated 2026-12-05 (torch 2.13.0, transformers 5.24.0, the 2-core CI machine): worst 6.8
 #: (float64), 133.7 (float32: hf:t5 sdpa MODEL-DECODE, whose two sides are each ~3,900 eps x scale
 #: from the same weights run in float64, where they agree exactly: rounding, not a bug), 9.0
