@@ -277,6 +277,7 @@ def record_of(item, rep, kind: str, entry, violated, exc=None, counted=None) -> 
         "reason": reason,
         "generated": dict(item.user_properties).get("generated"),
         "params": getattr(exc, "params", None) if kind == "failed" else None,
+        "partly_unsupported": dict(item.user_properties).get("posenc_partly_unsupported"),
         "counted": {c: OUTCOME_NAMES.get(k, k) for c, k in (counted or {}).items()},
     }
 

@@ -208,6 +208,23 @@ def test_na_and_unsupported_are_reported_never_passed(tmp_path):
     assert "n/a" in p.stdout  # the summary's column
 
 
+def test_a_twin_that_raises_is_in_the_json_report(tmp_path):
+    """What a scenario ran without (its float64 twin raised) reaches the record's partly_unsupported, not the
+    terminal summary alone; a scenario checked in full has null there."""
+    path = _variant(tmp_path, "twin_raises", ("        twin = TinyDecoder(torch.float64)\n",
+                                              "        raise RuntimeError('no float64 here')\n"))
+    report = tmp_path / "r.json"
+    p = _pytest("--model", str(path), "--dtype", "float32", "-k", "default-decode", "--report-json", str(report),
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stdout[-3000:]
+    (rec,) = [r for r in json.loads(report.read_text())["results"] if r["case"] == "default-decode"]
+    assert rec["outcome"] == "passed" and "checked without" in rec["partly_unsupported"]
+    assert "no float64 here" in rec["partly_unsupported"], rec["partly_unsupported"]
+    p = _pytest("--model", str(EXAMPLE), "--dtype", "float32", "-k", "default-decode", "--report-json", str(report),
+                cwd=tmp_path)
+    assert p.returncode == 0 and all(r["partly_unsupported"] is None for r in json.loads(report.read_text())["results"])
+
+
 def test_the_example_model_adapter_fails_when_its_positions_ignore_the_cache(tmp_path):
     src = EXAMPLE.read_text().replace("else (keep.long().cumsum(-1) - 1).clamp(min=0)[:, past:])",
                                       "else (keep.long().cumsum(-1) - 1).clamp(min=0)[:, past:] - past)")
