@@ -17,6 +17,8 @@ from posenc.conformance.expectations import (
     NUMBER,
     TODO_EVIDENCE,
     ExpectationError,
+    _parts,
+    _without_aside,
     _read_yaml,
     dump,
     leading_comments,
@@ -27,11 +29,13 @@ from posenc.harness.inference import is_finding
 
 
 def draft_finding(inferred: str) -> str:
-    """A finding drafted from an inferred line: its words without a trailing parenthetical (commentary
-    whose wording differs between cases), each specified value (``where <number> is specified``: it
-    differs from one drawn case to the next) as ``*``; the values the implementation used are kept."""
-    text = re.sub(r"\s*\([^()]*\)\s*$", "", str(inferred).strip())
-    return re.sub(r"(?P<w>\bwhere )" + NUMBER.pattern + r"(?P<s> is specified)", r"\g<w>*\g<s>", text)
+    """A finding drafted from an inferred line: each of its facts (the parts between "; ") without a
+    trailing parenthetical (commentary whose wording differs between cases), each specified value
+    (``where <number> is specified``: it differs from one drawn case to the next) as ``*``; the values
+    the implementation used are kept.  Every fact stays: a finding matches only a line stating all of
+    them (:func:`posenc.conformance.expectations.finding_matches`)."""
+    return "; ".join(re.sub(r"(?P<w>\bwhere )" + NUMBER.pattern + r"(?P<s> is specified)", r"\g<w>*\g<s>",
+                            _without_aside(p).strip()) for p in _parts(str(inferred)) if p.strip())
 
 
 def convert_text(text: str, path="<text>") -> tuple[str, int, int]:

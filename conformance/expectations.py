@@ -35,7 +35,9 @@ does not meet the condition.  A generated example's failure is excused by the fi
 (file order) whose operation, dtype and condition it meets and that explains it: a named line
 when the diagnosis names its divergence, an unnamed line when no divergence is named and an
 inferred line that says what the output is (not the fallback's element counts, not a "closest
-fit") contains its ``finding`` (spaces and case ignored; an unnamed golden line may carry a
+fit") states what its ``finding`` states, fact for fact (:func:`finding_matches`: each part between
+"; " in full, a trailing aside in parentheses ignored, spaces and case ignored; a finding of one bug
+never excuses a line that states a second; an unnamed golden line may carry a
 ``finding`` too, and then excuses only what it matches).  Never a malformed output or an
 exception.  The line is stale (the run fails) when the generated cases it covers ran and all
 passed; "not exercised" (reported, not a failure) when no
@@ -142,7 +144,7 @@ class Expectation(BaseModel):
                                  "<family>.<operation>, as in its test ID test_generated[<dtype>-<operation>])")
             if not self.named and self.finding is None:
                 raise ValueError(f"an unnamed generated line ({self.divergence}) needs the finding the inference "
-                                 "states (finding:): it excuses only failures whose inferred lines contain it")
+                                 "states (finding:): it excuses only failures whose inferred lines state what it states")
         else:
             if self.case is None:
                 raise ValueError("a line needs the case ID (case:), or check: generated with operation:")
@@ -152,7 +154,8 @@ class Expectation(BaseModel):
                 raise ValueError("where: only a generated line (check: generated) has one")
         if self.finding is not None and not substantive(self.finding):
             raise ValueError(f"finding {self.finding!r} says too little to explain a failure: give the inference's "
-                             f"words (at least {MIN_FINDING} letters and digits outside the * wildcards)")
+                             f"words (at least {MIN_FINDING} letters and digits outside the * wildcards, and "
+                             f"{MIN_FACT} in each part between '; ')")
         if self.named and self.finding is not None:
             raise ValueError(f"finding: only an unnamed line has one ({self.divergence} is named: the diagnosis says it)")
         return self
@@ -187,8 +190,7 @@ class Expectation(BaseModel):
             return False  # an unnamed line never excuses a named divergence
         if self.finding is None:  # a golden line without a finding: any undiagnosed failure of its case
             return not self.generated and not says_nonfinite(inferred)  # ... but never NaN / inf
-        pattern = finding_pattern(self.finding)
-        return pattern is not None and any(pattern.search(_norm(x)) for x in inferred if is_finding(x))
+        return any(finding_matches(self.finding, x) for x in inferred if is_finding(x))
 
     def label(self) -> str:
         """How a message names the line's subject."""
@@ -242,12 +244,54 @@ MIN_FINDING = 12
 _TEMPLATE_WORDS = re.compile(r"\b(where|is|it|specified|unset|the|rule's|default|applies)\b")
 
 
+#: The fewest letters and digits each part of a finding (its facts, :func:`facts`) holds outside its ``*``
+#: wildcards: a part that is only ``*`` would match whatever second bug an inferred line states.
+MIN_FACT = 3
+
+
+def _said(text: str) -> int:
+    return sum(ch.isalnum() for ch in _TEMPLATE_WORDS.sub(" ", _norm(text).replace("*", " ")))
+
+
 def substantive(finding: str) -> bool:
     """Whether a finding says enough to explain a failure: ``MIN_FINDING`` letters and digits outside its
     ``*`` wildcards and the parameter-fit sentences' own words (``e``, ``* *``, ``q`` or ``* where * is
-    specified`` match nearly anything)."""
-    said = _TEMPLATE_WORDS.sub(" ", _norm(finding).replace("*", " "))
-    return sum(ch.isalnum() for ch in said) >= MIN_FINDING
+    specified`` match nearly anything), and ``MIN_FACT`` in each of its parts (:func:`facts`)."""
+    return _said(finding) >= MIN_FINDING and all(_said(f) >= MIN_FACT for f in facts(finding))
+
+
+def facts(text: str) -> list[str]:
+    """The facts an inferred line (or a finding) states: its parts separated by ``;`` outside parentheses
+    (the inference joins what it found with "; ": "attention factor 1.25 where 1 is specified; the positions
+    used differ ..."), each without a trailing parenthetical aside (commentary whose wording differs from
+    one case to the next), spaces and case normalized."""
+    return [_norm(_without_aside(p)) for p in _parts(str(text)) if p.strip()]
+
+
+def _parts(text: str) -> list[str]:
+    """``text`` split at each ``;`` outside parentheses."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == ";" and depth <= 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    return parts + ["".join(cur)]
+
+
+def _without_aside(part: str) -> str:
+    """``part`` without a parenthetical group that ends it (balanced, nested ones included)."""
+    t = part.rstrip()
+    if not t.endswith(")"):
+        return t
+    depth = 0
+    for i in range(len(t) - 1, -1, -1):
+        depth += (t[i] == ")") - (t[i] == "(")
+        if depth == 0:
+            return t[:i].rstrip() if t[:i].strip() else t
+    return t
 
 
 def no_finding_note(inferred: Iterable[str]) -> str:
@@ -258,12 +302,17 @@ def no_finding_note(inferred: Iterable[str]) -> str:
     return " (the inference states no finding for this failure: element counts and a closest fit are not one)"
 
 
-def finding_pattern(finding: str) -> Optional[re.Pattern]:
-    """What a line's ``finding`` matches: text anywhere in an inferred line, spaces and case ignored,
-    ``*`` standing for any text (a value that differs from one drawn case to the next)."""
+def finding_matches(finding: str, inferred: str) -> bool:
+    """Whether a line's ``finding`` says what the inferred line ``inferred`` says, fact for fact
+    (:func:`facts`): as many facts, in order, each the finding's in full, ``*`` standing for any text
+    within it (a value that differs from one drawn case to the next).  A finding of one bug never
+    matches a line that states a second one too ("...; the positions used differ ...", "...; the angles
+    are wrong too, ... (a second bug)"): record both, or fix one.  Spaces and case ignored."""
     if not substantive(finding):
-        return None
-    return re.compile(".*".join(re.escape(x) for x in _norm(finding).split("*")))
+        return False
+    want, got = facts(finding), facts(inferred)
+    return len(want) == len(got) and all(
+        re.fullmatch(".*".join(re.escape(x) for x in w.split("*")), g) for w, g in zip(want, got))
 
 
 class ExpectationFile(BaseModel):

@@ -66,3 +66,19 @@ class TwoFailures(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _TwoFailuresRope(params, DTYPES[dtype], device)
+
+
+class _ShiftedScaledRope(_ShiftedRope):
+    def apply(self, q, k, position_ids):
+        q2, k2 = super().apply(q, k, position_ids)
+        return q2 * 1.25, k2 * 1.25
+
+
+class ShiftedAndScaled(TorchAdapter):
+    """:class:`ShiftedEverywhere`'s bug and a second one (cos and sin × 1.25): a finding of the first
+    never excuses it (the inference states both)."""
+
+    name = "broken-shifted-and-scaled"
+
+    def rope(self, params, *, dtype, device):
+        return _ShiftedScaledRope(params, DTYPES[dtype], device)
