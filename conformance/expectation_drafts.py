@@ -102,13 +102,38 @@ def _library(report: dict) -> tuple[str, str]:
 def own_clause(record: dict) -> str:
     """The clause a drafted line records: the first violated clause among the failing test's own (its
     case's family), else the test's first clause; never another family's clause a divergence named.
-    A failure the inference says is a precision goes under the case's precision clause where it has
-    one (ROPE-PRECISION), not its first."""
+    A failure the diagnosis does not name goes under the clause of the parameter its inference found a
+    value for (:func:`_clause_of_finding`: "attention factor 1.25 where 1 is specified" under
+    ROPE-ATTENTION-FACTOR, not the case's first clause, a pairing's), or, where the inference says it is a
+    precision, the case's precision clause (ROPE-PRECISION)."""
     own = _strings(record.get("clauses"))
     mine = [c for c in _strings(record.get("violated")) if c in own]
-    if not record.get("diagnosis") and any(x.startswith("precision:") for x in _strings(record.get("inferred"))):
-        mine = [c for c in mine or own if c.endswith("-PRECISION")] + mine
+    if not record.get("diagnosis"):
+        findings = [x for x in _strings(record.get("inferred")) if is_finding(x)]
+        if any(x.startswith("precision:") for x in findings):
+            mine = [c for c in mine or own if c.endswith("-PRECISION")] + mine
+        elif findings and (fitted := _clause_of_finding(findings[0], own)):
+            return fitted
     return (mine or own or _strings(record.get("violated")) or ["FILL-ME"])[0]
+
+
+def _clause_of_finding(finding: str, own: list[str]) -> Optional[str]:
+    """The clause whose parameter the first fact of ``finding`` gives a value for (a spec clause's
+    ``parameters``, ``_`` read as a space: "attention factor", "rope_theta", "beta_fast"), the longest name
+    said first (``attention_factor`` before ``factor``); a clause of the test's own (``own``) before one of
+    their families'; for a fact about the positions used, the test's own angle clause (ROPE-ANGLE); else
+    None (a pairing, a frequency ratio: the first violated clause is as good a guess)."""
+    from posenc import registry
+    sp = registry.spec()
+    fact = " " + re.sub(r"[^\w.]+", " ", str(finding).split(";")[0].lower().replace("_", " ")) + " "
+    fams = {sp.family_of_clause(c) for c in own if c in sp.clauses}
+    pool = [c for c in own if c in sp.clauses] + [c for c in sp.clauses if c not in own and sp.family_of_clause(c) in fams]
+    said = [(len(n), -i, c) for i, c in enumerate(pool) for n in
+            (p.name.replace("_", " ") for p in sp.clauses[c].parameters or ()) if f" {n} " in fact]
+    if said:
+        return max(said)[2]
+    # the positions an angle used (an input, not a parameter): the clause of the angle, ROPE-ANGLE
+    return next((c for c in own if c.endswith("-ANGLE")), None) if fact.startswith(" positions ") else None
 
 
 def _strings(v) -> list[str]:

@@ -280,6 +280,25 @@ def test_a_finding_of_one_bug_does_not_excuse_a_second(run_suite, tmp_path):
     assert r.ret == 0 and _outcomes(r) == {"xfailed": 1}, r.stdout.str()[-2000:]
 
 
+@pytest.mark.parametrize("inferred, clause", [
+    ("attention factor 1.25 where 1 is specified (cos and sin have magnitude 1.25)", "ROPE-ATTENTION-FACTOR"),
+    ("θ (rope_theta) 296.826 where 148.413 is specified", "ROPE-INV-FREQ"),
+    ("beta_fast 32 where 16 is specified", "SCALE-YARN-RAMP"),
+    ("factor 8 where 4 is specified", "SCALE-YARN-FACTOR"),
+    ("positions are the specified ones +3 on every token", "ROPE-ANGLE"),
+    ("half pairs applied where interleaved pairs are specified", "ROPE-PAIR-HALF"),  # no parameter: the first
+])
+def test_init_drafts_an_unnamed_failure_under_the_clause_of_what_the_inference_found(inferred, clause):
+    """Not the case's first clause (a pairing's) for a magnitude bug (hostile review): the clause of the parameter
+    the inference found a value for, one of the test's own first (a YaRN case's SCALE-YARN-FACTOR, not
+    SCALE-LINEAR), else of their families (ROPE-ATTENTION-FACTOR on a case without it)."""
+    own = ["ROPE-PAIR-HALF", "ROPE-ANGLE", "ROPE-INV-FREQ", "SCALE-YARN-RAMP", "SCALE-YARN-FACTOR"]
+    rec = {"clauses": own, "violated": own, "diagnosis": [], "inferred": [inferred]}
+    assert drafts.own_clause(rec) == clause
+    named = {**rec, "diagnosis": [{"divergence": "DIV-ROPE-PAIRING-SWAPPED"}], "violated": ["ROPE-PAIR-HALF"]}
+    assert drafts.own_clause(named) == "ROPE-PAIR-HALF"  # a named failure: its divergence's clause
+
+
 def test_init_leaves_out_a_generated_failure_the_inference_only_counts():
     rec = {"outcome": "failed", "case": "rope.apply", "check": "generated", "dtype": "float32",
            "clauses": ["ROPE-ANGLE"], "violated": ["ROPE-ANGLE"], "diagnosis": [], "raised": False, "reason": "x",
