@@ -19,7 +19,7 @@ import numpy as np
 from posenc import families
 from posenc.families.mrope import mrope_outputs
 from posenc.families.rope import call_keys, freq_provider, rope_outputs
-from posenc.harness.checks import SHIFTS, Candidate, InferenceContext, Outputs, golden_section, sig
+from posenc.harness.checks import SHIFTS, Candidate, InferenceContext, Outputs, golden_section, sig, sig_at
 from posenc.reference import mrope, rope
 from posenc.reference.rounding import round_to_dtype
 from posenc.spec.models import RopeParams
@@ -189,11 +189,12 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
     scale = amp / aref if aref > 0 else 1.0
     mag = ""
     if aref > 0 and abs(scale - 1) > 2e-3 and np.std(ae) < 1e-2 * max(amp, 1e-30):
-        ctx.found["attention_factor"] = float(sig(amp))
-        mag = (f"attention factor {sig(amp)} where {sig(aref)} is specified (cos and sin have magnitude "
-               f"{sig(amp)}{'; the factor is dropped?' if abs(amp - 1) < 1e-3 else ''})")
+        said = sig_at(amp, ctx.dtype)  # no more digits than the dtype resolves: 1.25, not bfloat16's 1.249
+        ctx.found["attention_factor"] = float(said)
+        mag = (f"attention factor {said} where {sig(aref)} is specified (cos and sin have magnitude "
+               f"{said}{'; the factor is dropped?' if abs(amp - 1) < 1e-3 else ''})")
         if ctx.op == "rope.apply_with_cos_sin":
-            mag = f"the given cos/sin are applied with magnitude {sig(amp)}, not their own {sig(aref)} (rescaled?)"
+            mag = f"the given cos/sin are applied with magnitude {said}, not their own {sig(aref)} (rescaled?)"
         cands.append((mag, lambda: _emit(ctx, calls, [(c.c * scale, c.s * scale) for c in calls])))
     prefix = mag + "; " if mag else ""
     phe = [np.arctan2(c.se, c.ce) for c in calls]

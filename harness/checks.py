@@ -10,7 +10,7 @@ clauses of the running test), :func:`step` and :func:`rows` (a golden cut to a d
 query row), :func:`exact_decode_steps` and :func:`left_pad_rows`.
 
 A family's inference models (``@posenc.families.inference``) are written with
-:class:`InferenceContext`, :data:`Candidate`, :func:`int_models`, :func:`shift_sentence`, :func:`sig`
+:class:`InferenceContext`, :data:`Candidate`, :func:`int_models`, :func:`shift_sentence`, :func:`sig`, :func:`sig_at`
 and :data:`SHIFTS` (:mod:`posenc.harness.inference`).
 
 The model-level harness's driver and facts (:class:`Run`, :class:`Facts`, :class:`Scenario`) are
@@ -27,7 +27,7 @@ from posenc.harness.failure import (ConformanceFailure, assert_conforms, call_ad
                                     load_golden, require_dtype, run_and_check)
 from posenc.harness.golden import Golden, computed, generate
 from posenc.harness.inference import (SHIFTS, Candidate, InferenceContext, Outputs, golden_section, int_models,
-                                      shift_sentence, sig)
+                                      shift_sentence, sig, sig_at)
 from posenc.harness.model_run import CAPABILITIES, CAUSAL, MODEL_KINDS, Facts, Run, Scenario, as_array, cached_real
 from posenc.harness.runner import (checked_outputs, compare_outputs, native, native_inputs, record, recording, run_case,
                                    run_op)
@@ -120,4 +120,4 @@ __all__ = ["Case", "Gen", "pos", "arange_x", "Golden", "Match", "ConformanceFail
            "invariant_clauses", "load_golden", "require_dtype", "run_and_check", "computed", "generate", "checked_outputs",
            "compare_outputs", "diagnose", "native", "native_inputs", "record", "recording", "run_case", "run_op", "spec",
            "clauses_of", "step", "rows", "exact_decode_steps", "left_pad_rows", "identical_qk", "InferenceContext", "Candidate", "Outputs",
-           "SHIFTS", "int_models", "shift_sentence", "sig", "golden_section"]
+           "SHIFTS", "int_models", "shift_sentence", "sig", "sig_at", "golden_section"]

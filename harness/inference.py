@@ -445,6 +445,18 @@ def sig(v: float, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def sig_at(v: float, dtype: str, digits: int = 4) -> str:
+    """``v``, a value measured from an output at ``dtype``, with no more digits than ``dtype`` resolves:
+    the shortest of ``v`` to 1 .. ``digits`` significant digits within one unit roundoff of it
+    (``eps(dtype) / 2``, relative).  An attention factor of 1.25 read off bfloat16 outputs is 1.249
+    to four digits, and a finding recorded at float32 ("1.25") would not match it."""
+    u = EPS[dtype] / 2 * abs(v)
+    for d in range(1, digits):
+        if abs(float(f"{v:.{d}g}") - v) <= u:
+            return f"{v:.{d}g}"
+    return sig(v, digits)
+
+
 # ---- shared models -------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ every golden test and fails generated ones.  Loaded by path, like a user adapter
 
 from __future__ import annotations
 
+from posenc.adapters.reference_adapter import ReferenceAdapter
 from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope
 
 
@@ -82,3 +83,15 @@ class ShiftedAndScaled(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _ShiftedScaledRope(params, DTYPES[dtype], device)
+
+
+class FactorOfDefault(ReferenceAdapter):
+    """The reference with attention factor 1.25 wherever rope_type is default (hostile review: read off
+    bfloat16 outputs it is 1.249 to four digits; the kit says 1.25 at every dtype)."""
+
+    name = "broken-factor-of-default"
+
+    def compute(self, op, params, inputs, dtype, state=None):
+        if op == "rope.apply" and params.rope_type == "default":
+            return super().compute(op, params.model_copy(update={"attention_factor": 1.25}), inputs, dtype, None)
+        return super().compute(op, params, inputs, dtype, state)

@@ -12,10 +12,12 @@ import pytest
 
 from posenc import families
 from posenc.families.rope_inference import estimate_frequencies, estimate_positions
+from posenc.harness import inference as infer_mod
 from posenc.harness.inference import infer
 from posenc.harness.failure import load_golden
 from posenc.harness.golden import computed
 from posenc.reference import alibi, rope, t5
+from posenc.reference.rounding import round_to_dtype
 from posenc.spec.models import AlibiParams, RopeParams
 
 
@@ -147,6 +149,18 @@ def test_attention_factor_dropped():
     _, p = _with("rope-attention-factor", attention_factor=1.0)
     s = _one(_infer("rope-attention-factor", params=p))
     assert "attention factor 1 where 1.25 is specified" in s
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_an_attention_factor_is_said_to_the_digits_the_dtype_resolves(dtype):
+    """1.25 read off bfloat16 outputs is 1.249 to four digits (hostile review): said as 1.25 at every dtype, so a
+    finding recorded at float32 holds at bfloat16; a value the dtype does resolve keeps its digits."""
+    _, p = _with("rope-llama3-8b", attention_factor=1.25)
+    rounded = _infer("rope-llama3-8b", params=p, dtype=dtype,
+                     post=lambda g, o: {n: round_to_dtype(v, dtype) if n in ("q", "k") else v for n, v in o.items()})
+    assert "attention factor 1.25 where 1 is specified" in _one(rounded)
+    assert infer_mod.sig_at(1.249, "bfloat16") == "1.25" and infer_mod.sig_at(1.249, "float32") == "1.249"
+    assert infer_mod.sig_at(1.2437, "float16") == "1.244"
 
 
 def test_attention_factor_dropped_and_positions_off():
