@@ -72,8 +72,13 @@ class ReferenceAdapter(Adapter):
 
     def compute(self, op: str, params, inputs: dict[str, Any], dtype: Optional[str], state=None) -> dict[str, np.ndarray]:
         """The outputs of ``op`` for NumPy ``inputs`` (float64 arrays, int64 arrays, ints);
-        ``state``: the prepared object's (see :class:`posenc.families.Reference`)."""
+        ``state``: the prepared object's (see :class:`posenc.families.Reference`), made from the prepared
+        parameters: a subclass that passes other ``params`` with it (a planted bug: ``attention_factor``
+        1.25) gets a state made from those, not its changes silently dropped."""
         ref = registry.reference_of(op)
+        made_for = _STATE_PARAMS.get(id(state)) if state is not None else None
+        if made_for is not None and made_for[0] is state and made_for[1] != params and ref.state:
+            state = ref.state(params)
         return ref.fn(params, inputs) if state is None else ref.fn(params, inputs, state)
 
     def replays(self, op: str) -> bool:
@@ -152,6 +157,13 @@ class _Call:
         return vals[0] if len(vals) == 1 else tuple(vals)
 
 
+#: id(state) -> (state, the parameters it was made from), for :meth:`ReferenceAdapter.compute`, the latest
+#: ``_STATES_KEPT`` prepared objects' (a check uses its prepared object at once); the state is held so that
+#: its id is not reused while the entry lives
+_STATE_PARAMS: dict = {}
+_STATES_KEPT = 64
+
+
 class _Prepared:
     """A prepared object: one method per operation that shares the adapter method; its state
     (the reference's ``state`` hook) and the calls made so far live here."""
@@ -166,6 +178,10 @@ class _Prepared:
         make = next((registry.reference_of(o.name).state for o in self._single.values()
                      if registry.reference_of(o.name).state), None)
         self._env = {**env, "state": make(env.get("params")) if make else None}
+        if self._env["state"] is not None:  # what it was made from (ReferenceAdapter.compute)
+            _STATE_PARAMS[id(self._env["state"])] = (self._env["state"], env.get("params"))
+            while len(_STATE_PARAMS) > _STATES_KEPT:
+                del _STATE_PARAMS[next(iter(_STATE_PARAMS))]
 
     def __getattr__(self, name: str):
         op = self._single.get(name)

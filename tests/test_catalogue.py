@@ -176,3 +176,26 @@ def test_a_failure_nothing_reproduces_names_the_divergences_it_was_not_compared_
         assert_conforms(MutantAdapter("DIV-ROPE-PAIRING-SWAPPED"), g, wrong, "float32")
     assert "no known divergence reproduces this output" in str(e.value.msg)
     assert "not compared on layers.apply (no mutant form:" in str(e.value.msg)
+
+
+def test_a_reference_subclass_that_changes_the_params_of_a_prepared_operation_gets_them():
+    """``compute`` of a prepared operation (rope.apply) receives the state made from the prepared parameters; a
+    subclass that plants a bug by passing other parameters with that state (hostile review: attention_factor
+    1.25) gets a state made from its own, not its change silently dropped (the run passed, the line stale)."""
+    from posenc.adapters.reference_adapter import ReferenceAdapter
+    from posenc.harness.runner import run_op
+
+    class Factor(ReferenceAdapter):
+        def compute(self, op, params, inputs, dtype, state=None):
+            if op == "rope.apply":
+                params = params.model_copy(update={"attention_factor": 1.25})
+            return super().compute(op, params, inputs, dtype, state)
+
+    from posenc.harness.failure import load_golden
+    g = load_golden("rope-llama3-8b")
+    x = {n: g.inputs[n] for n in ("q", "k", "position_ids")}
+    got = run_op(Factor(), "rope.apply", g.case.params, x, "float64", "cpu")
+    want = families.reference_of("rope.apply").fn(g.case.params.model_copy(update={"attention_factor": 1.25}), x)
+    np.testing.assert_allclose(got["q"], want["q"], rtol=1e-12)
+    same = run_op(ReferenceAdapter(), "rope.apply", g.case.params, x, "float64", "cpu")  # unchanged: the state kept
+    np.testing.assert_allclose(same["q"], g.outputs["q"], rtol=1e-12)
