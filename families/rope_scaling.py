@@ -292,6 +292,23 @@ def scale_yarn_blend_inverted(op, p, x, dtype=None):
     return _yarn_af_mutant(op, p, x, rope_scaling.yarn_attention_factor(p), inverted)
 
 
+@mutant("scale_yarn_high_clamped_to_pairs", *_ROPE_OPS)
+def scale_yarn_high_clamped_to_pairs(op, p, x, dtype=None):
+    """The high correction dim clamped to ``d/2 - 1`` (the last pair's index), not ``d - 1``; the ramp
+    over the pairs then as the rule computes it (``high += 0.001`` when the two dims meet)."""
+    s = rope_scaling.yarn_factor(p) if p.rope_type == "yarn" else 1.0
+    if s == 1:
+        return None
+    low, high = rope_scaling.yarn_correction_range(p)
+    last = p.rdim // 2 - 1
+    if high <= last:
+        return None
+    high = last + 0.001 if low == last else last
+    ramp = np.clip((np.arange(p.rdim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim)
+    return _yarn_af_mutant(op, p, x, rope_scaling.yarn_attention_factor(p), (w / s) * ramp + w * (1.0 - ramp))
+
+
 def _mscale_alone_factor(p) -> float:
     """The attention factor when each mscale key is used alone: get_mscale(s, mscale_all_dim) or
     get_mscale(s, mscale) when only that one is set, 1 when neither, the ratio when both."""
