@@ -610,17 +610,29 @@ def dump(entries: list[dict], header: str = "") -> str:
 
 def merge(lines: list[dict]) -> list[dict]:
     """Merge lines that differ only by dtype into one ``dtypes`` list (first occurrence's place;
-    dtypes in the kit's order float64, float32, bfloat16, float16)."""
+    dtypes in the kit's order float64, float32, bfloat16, float16), and by the numbers of their
+    ``finding``: a value read off the outputs to the digits each dtype resolves ("attention factor 1.261"
+    at float32, "1.26" at bfloat16) becomes ``*`` where they differ."""
     merged: dict[tuple, dict] = {}
     for ln in lines:
-        key = tuple(json.dumps(ln.get(k), sort_keys=True) for k in _FIELDS if k != "dtypes")
+        key = tuple(json.dumps(NUMBER.sub("#", ln[k]) if k == "finding" and ln.get(k) else ln.get(k), sort_keys=True)
+                    for k in _FIELDS if k != "dtypes")
         if key in merged:
-            merged[key]["dtypes"] = [*merged[key]["dtypes"], *ln["dtypes"]]
+            m = merged[key]
+            m["dtypes"] = [*m["dtypes"], *ln["dtypes"]]
+            if m.get("finding") != ln.get("finding"):
+                m["finding"] = _numbers_that_differ_as_stars(m["finding"], ln["finding"])
         else:
             merged[key] = dict(ln, dtypes=list(ln["dtypes"]))
     for m in merged.values():
         m["dtypes"] = sorted(set(m["dtypes"]), key=DTYPES.index)
     return list(merged.values())
+
+
+def _numbers_that_differ_as_stars(a: str, b: str) -> str:
+    """``a`` with each number that ``b`` (the same text but for its numbers) has otherwise as ``*``."""
+    theirs = iter([m.group(0) for m in NUMBER.finditer(b)])
+    return NUMBER.sub(lambda m: m.group(0) if next(theirs, None) == m.group(0) else "*", a)
 
 
 def leading_comments(text: str) -> str:

@@ -11,7 +11,8 @@ See :mod:`posenc.harness.inference` for how a candidate is judged.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -199,6 +200,7 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
     prefix = mag + "; " if mag else ""
     phe = [np.arctan2(c.se, c.ce) for c in calls]
     if mag:  # the magnitude holds on its own: said even where no model of the angles reproduces them
+        ctx.facts += _catalogued_angles(ctx, calls, amp, mag)  # ... the angles of a named bug first
         ctx.facts.append((mag + "; the angles are wrong too, in a way no model reproduces (a second bug)",
                           lambda: _emit(ctx, calls, [(amp * np.cos(e), amp * np.sin(e)) for e in phe])))
     phr = [np.arctan2(c.s, c.c) for c in calls]
@@ -221,6 +223,44 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
         cands += _half_angle_orders(ctx, calls, scale, prefix)
         cands += _half_angle_models(ctx, calls, phe, phr, prefix)
     return cands
+
+
+def _catalogued_angles(ctx: InferenceContext, calls: list[_Call], amp: float, mag: str) -> list[Candidate]:
+    """Two bugs at once, one of them the magnitude ``mag`` said: the output's angles are a catalogued
+    divergence's (its mutant's on the case, any magnitude), each a fact "<mag>; a second bug: the angles are
+    DIV-...'s (<what it does>)" whose implied output is that mutant's angles at magnitude ``amp``.  A mutant that
+    leaves the angles as specified (an attention-factor bug: that is ``mag`` itself) or has no form for the
+    case says nothing.  (A litgpt trial: its YaRN blend inverted and its attention factor 1 where 1.139
+    is specified, in one output.)"""
+    facts: list[Candidate] = []
+    ref = [np.arctan2(c.s, c.c) for c in calls]
+    for mutant, forms in sorted(families.mutants().items()):
+        fn = forms.get(ctx.op)
+        div = _divergence_of(mutant)
+        if fn is None or div is None:
+            continue
+        try:
+            out = fn(ctx.p, ctx.x, ctx.dtype)
+        except Exception:  # noqa: BLE001 - a mutant that cannot run this case says nothing of it
+            continue
+        if out is None:
+            continue
+        twin = [_Call(c.key, c.pid, c.w, c.c, c.s) for c in calls]
+        _effective(replace(ctx, out={n: np.asarray(v) for n, v in out.items()}), twin, [n for n in ctx.bad if n in out])
+        if any(t.ce is None for t in twin):
+            continue
+        phm = [np.arctan2(t.se, t.ce) for t in twin]
+        if all(np.abs(_wrap(m - r))[c.seen()].max(initial=0) < 1e-9 for m, r, c in zip(phm, ref, calls)):
+            continue  # its angles are the specified ones
+        what = re.split(r": |; | \(|\. ", div.description, maxsplit=1)[0].rstrip(".")
+        facts.append((f"{mag}; a second bug: the angles are {div.id}'s ({what})",
+                      lambda phm=phm: _emit(ctx, calls, [(amp * np.cos(e), amp * np.sin(e)) for e in phm])))
+    return facts
+
+
+def _divergence_of(mutant: str):
+    """The current divergence whose mutant is ``mutant`` (None: none)."""
+    return next((d for d in families.spec().current_divergences.values() if d.mutant == mutant), None)
 
 
 def _half_angle_orders(ctx: InferenceContext, calls: list[_Call], scale: float, prefix: str) -> list[Candidate]:

@@ -184,8 +184,10 @@ def _yarn_calls_golden():
 @pytest.mark.parametrize("case", ["yarn-calls-trial", "scale-yarn-qwen2.5", "scale-yarn-mscale-all-dim-alone"])
 def test_attention_factor_is_said_when_the_frequencies_are_wrong_too(case, dtype):
     """litgpt 0.5.13's YaRN: the blend inverted (DIV-SCALE-YARN-BLEND-INVERTED) and attention factor 1
-    (DIV-SCALE-YARN-MSCALE-ALONE) together.  No model reproduces the angles, but every pair's magnitude
-    is uniformly 1: that is said at every dtype (before, only where one pair made the angles a ratio)."""
+    (DIV-SCALE-YARN-MSCALE-ALONE) together.  No single divergence reproduces the output, but every pair's
+    magnitude is uniformly 1, and the angles are a catalogued divergence's: both said, at every dtype (the
+    trial's two-pair case: the blend inverted equals the betas swapped there; a truncated band tells them
+    apart)."""
     from posenc import registry
     from posenc.reference.rounding import round_to_dtype
     g = _yarn_calls_golden() if case == "yarn-calls-trial" else load_golden(case)
@@ -196,7 +198,27 @@ def test_attention_factor_is_said_when_the_frequencies_are_wrong_too(case, dtype
     af = rope.inv_freq(g.case.params)[1]
     lines = infer(g, out, dtype)
     assert lines[0].startswith(f"attention factor 1 where {af:.4g} is specified"), lines
-    assert "the angles are wrong too" in lines[0] and any("elements wrong" in x for x in lines[1:]), lines
+    named = ("DIV-SCALE-YARN-BLEND-INVERTED", "DIV-SCALE-YARN-BETAS-SWAPPED") if case == "yarn-calls-trial" else \
+        ("DIV-SCALE-YARN-BLEND-INVERTED",)
+    assert any(f"a second bug: the angles are {d}'s" in lines[0] for d in named), lines
+    assert any("elements wrong" in x for x in lines[1:]), lines
+
+
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
+def test_a_magnitude_bug_with_angles_no_divergence_gives_is_said_with_them_unexplained(dtype):
+    """Attention factor 1 and every pair's angle off by its own small factor (no catalogued divergence's):
+    the magnitude is said, and that the angles are wrong too, in a way no model reproduces."""
+    from posenc.reference.rounding import round_to_dtype
+    g = _yarn_calls_golden()
+    out = {}
+    for n in g.outputs:
+        if n.startswith("cos"):
+            k = n[3:]
+            phi = np.arctan2(g.outputs["sin" + k], g.outputs["cos" + k]) * (1 + 0.05 * np.arange(2) + 0.03)
+            out["cos" + k], out["sin" + k] = np.cos(phi), np.sin(phi)
+    out = {n: v if dtype == "float64" else round_to_dtype(v, dtype).astype(np.float32) for n, v in out.items()}
+    lines = infer(g, out, dtype)
+    assert lines[0].startswith("attention factor 1 where") and "the angles are wrong too" in lines[0], lines
 
 
 @pytest.mark.parametrize("case", ["rope-cos-sin-factor", "rope-cos-sin-llama3"])
