@@ -175,8 +175,12 @@ def _draft_lines(report: dict) -> tuple[list[dict], list[str]]:
             left.append(f"{r.get('test_id')}: {'raised or returned a malformed output' if r.get('raised') else 'no case'}")
             continue
         named = _named(r, agreed)
+        diag = r.get("diagnosis") or []
+        tied = [d["divergence"] for d in diag if d.get("ratio") == diag[0].get("ratio") and d["divergence"] != named]
         line = {"check": r["check"], "dtypes": [r["dtype"]], "clause": own_clause(r), "divergence": named or FILL_ME,
-                "evidence": TODO_EVIDENCE, "library": library, "library_version": version}
+                "evidence": TODO_EVIDENCE + (f" (a tie: {', '.join(tied)} reproduce this output as well as {named}; "
+                                             "keep the one the library's source shows)" if tied else ""),
+                "library": library, "library_version": version}
         inferred = [x for x in _strings(r.get("inferred")) if x.strip() and is_finding(x)]
         if r["check"] == GENERATED:
             if not named and not inferred:  # neither named nor inferred: nothing a line could say it is

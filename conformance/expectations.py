@@ -473,7 +473,7 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
             raise ExpectationError(f"{where}.divergence: {e.divergence} is superseded by "
                                    f"{', '.join(spec.divergences[e.divergence].superseded_by)} (it is no longer "
                                    "diagnosed): record the successor that describes the failure")
-        if e.evidence.strip() == TODO_EVIDENCE or e.divergence == FILL_ME:
+        if e.evidence.strip().startswith(TODO_EVIDENCE) or e.divergence == FILL_ME:
             raise ExpectationError(f"{where}: a draft line of `posenc expectations init` (evidence TODO or "
                                    f"{FILL_ME}): fill in the evidence and the divergence before using the file")
         ops = getattr(spec, "operations", None)
