@@ -112,22 +112,24 @@ def own_clause(record: dict) -> str:
         findings = [x for x in _strings(record.get("inferred")) if is_finding(x)]
         if any(x.startswith("precision:") for x in findings):
             mine = [c for c in mine or own if c.endswith("-PRECISION")] + mine
-        elif findings and (fitted := _clause_of_finding(findings[0], own)):
+        elif findings and (fitted := _clause_of_finding(findings[0], own, record.get("check") == GENERATED)):
             return fitted
     return (mine or own or _strings(record.get("violated")) or ["FILL-ME"])[0]
 
 
-def _clause_of_finding(finding: str, own: list[str]) -> Optional[str]:
+def _clause_of_finding(finding: str, own: list[str], wider: bool) -> Optional[str]:
     """The clause whose parameter the first fact of ``finding`` gives a value for (a spec clause's
     ``parameters``, ``_`` read as a space: "attention factor", "rope_theta", "beta_fast"), the longest name
-    said first (``attention_factor`` before ``factor``); a clause of the test's own (``own``) before one of
-    their families'; for a fact about the positions used, the test's own angle clause (ROPE-ANGLE); else
-    None (a pairing, a frequency ratio: the first violated clause is as good a guess)."""
+    said first (``attention_factor`` before ``factor``); one of the test's own clauses (``own``), or where
+    ``wider`` (a generated line, which may name any clause of its operation's family), one of their
+    families'; for a fact about the positions used, the test's own angle clause (ROPE-ANGLE); else None
+    (a pairing, a frequency ratio: the first violated clause is as good a guess)."""
     from posenc import registry
     sp = registry.spec()
     fact = " " + re.sub(r"[^\w.]+", " ", str(finding).split(";")[0].lower().replace("_", " ")) + " "
     fams = {sp.family_of_clause(c) for c in own if c in sp.clauses}
-    pool = [c for c in own if c in sp.clauses] + [c for c in sp.clauses if c not in own and sp.family_of_clause(c) in fams]
+    pool = [c for c in own if c in sp.clauses] + \
+        [c for c in sp.clauses if wider and c not in own and sp.family_of_clause(c) in fams]
     said = [(len(n), -i, c) for i, c in enumerate(pool) for n in
             (p.name.replace("_", " ") for p in sp.clauses[c].parameters or ()) if f" {n} " in fact]
     if said:

@@ -84,6 +84,22 @@ def test_init_drafts_generated_lines_that_record_the_run(run_suite, tmp_path):
     assert "stale" not in out
 
 
+def test_init_drafts_golden_and_invariant_lines_that_load_and_record_the_run(run_suite, tmp_path):
+    """An attention-factor bug on golden and invariant tests whose cases have no attention-factor clause: init
+    drafts each line under a clause its test checks (the loader refuses any other: a litgpt rerun's draft did
+    not load), with the finding; filled in, the rerun is green."""
+    report, draft = tmp_path / "report.json", tmp_path / "draft.yaml"
+    k = ("-k", "rope-llama3-8b and not generated", "--dtype", "float32,bfloat16")
+    adapter = f"{HERE / 'generated_only_adapters.py'}:FactorOfDefault"
+    assert run_suite(adapter, *k, "--report-json", str(report)).ret == 1
+    assert cli.main(["expectations", "init", "--from-report", str(report), "--out", str(draft)]) == 0
+    lines = exp.parse(yaml.safe_load(draft.read_text()), draft)
+    assert lines and all(e.finding and e.finding.startswith("attention factor 1.25 where") for e in lines)
+    draft.write_text(draft.read_text().replace(exp.TODO_EVIDENCE, "planted").replace(exp.FILL_ME, "DIV-UNNAMED-F"))
+    r = run_suite(adapter, *k, "--expectations", str(draft))
+    assert r.ret == 0 and "failed" not in _outcomes(r) and _outcomes(r)["xfailed"] >= len(lines), r.stdout.str()[-3000:]
+
+
 def test_a_line_excuses_only_what_it_explains(run_suite, tmp_path):
     # another finding: the failures stay
     r = run_suite(PLANTED, "-k", "test_generated and rope.apply]", "--dtype", "float32", "--expectations",
@@ -294,8 +310,11 @@ def test_init_drafts_an_unnamed_failure_under_the_clause_of_what_the_inference_f
     the inference found a value for, one of the test's own first (a YaRN case's SCALE-YARN-FACTOR, not
     SCALE-LINEAR), else of their families (ROPE-ATTENTION-FACTOR on a case without it)."""
     own = ["ROPE-PAIR-HALF", "ROPE-ANGLE", "ROPE-INV-FREQ", "SCALE-YARN-RAMP", "SCALE-YARN-FACTOR"]
-    rec = {"clauses": own, "violated": own, "diagnosis": [], "inferred": [inferred]}
+    rec = {"check": "generated", "clauses": own, "violated": own, "diagnosis": [], "inferred": [inferred]}
     assert drafts.own_clause(rec) == clause
+    # a golden or invariant line may name only a clause its test checks (the loader refuses another): its own
+    probe = {**rec, "check": "pairing_probe", "clauses": ["ROPE-PAIR-HALF"], "violated": ["ROPE-PAIR-HALF"]}
+    assert drafts.own_clause(probe) == "ROPE-PAIR-HALF"
     named = {**rec, "diagnosis": [{"divergence": "DIV-ROPE-PAIRING-SWAPPED"}], "violated": ["ROPE-PAIR-HALF"]}
     assert drafts.own_clause(named) == "ROPE-PAIR-HALF"  # a named failure: its divergence's clause
 
