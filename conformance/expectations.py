@@ -257,7 +257,9 @@ def substantive(finding: str) -> bool:
     """Whether a finding says enough to explain a failure: ``MIN_FINDING`` letters and digits outside its
     ``*`` wildcards and the parameter-fit sentences' own words (``e``, ``* *``, ``q`` or ``* where * is
     specified`` match nearly anything), and ``MIN_FACT`` in each of its parts (:func:`facts`)."""
-    return _said(finding) >= MIN_FINDING and all(_said(f) >= MIN_FACT for f in facts(finding))
+    parts = facts(finding)
+    rest = parts[:-1] if len(parts) > 1 and parts[-1] == "*" else parts  # a last "*": any further facts, said so
+    return _said(finding) >= MIN_FINDING and all(_said(f) >= MIN_FACT for f in rest)
 
 
 def facts(text: str) -> list[str]:
@@ -307,10 +309,17 @@ def finding_matches(finding: str, inferred: str) -> bool:
     (:func:`facts`): as many facts, in order, each the finding's in full, ``*`` standing for any text
     within it (a value that differs from one drawn case to the next).  A finding of one bug never
     matches a line that states a second one too ("...; the positions used differ ...", "...; the angles
-    are wrong too, ... (a second bug)"): record both, or fix one.  Spaces and case ignored."""
+    are wrong too, ... (a second bug)"): record both, or fix one.  A last part that is only ``*``
+    ("attention factor 1 where * is specified; *") says so explicitly: any further facts (a library with
+    several bugs on one path, each draw showing another combination; the evidence must explain them).
+    Spaces and case ignored."""
     if not substantive(finding):
         return False
     want, got = facts(finding), facts(inferred)
+    if len(want) > 1 and want[-1] == "*":  # "...; *": the facts before it, then any number of others
+        want, got = want[:-1], got[:len(want) - 1] if len(got) >= len(want) - 1 else None
+        if got is None:
+            return False
     return len(want) == len(got) and all(
         re.fullmatch(".*".join(re.escape(x) for x in w.split("*")), g) for w, g in zip(want, got))
 

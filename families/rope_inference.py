@@ -201,6 +201,8 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
     phe = [np.arctan2(c.se, c.ce) for c in calls]
     if mag:  # the magnitude holds on its own: said even where no model of the angles reproduces them
         ctx.facts += _catalogued_angles(ctx, calls, amp, mag)  # ... the angles of a named bug first
+    ctx.facts += _per_pair_frequencies(ctx, calls, phe, amp if mag else None, prefix)
+    if mag:
         ctx.facts.append((mag + "; the angles are wrong too, in a way no model reproduces (a second bug)",
                           lambda: _emit(ctx, calls, [(amp * np.cos(e), amp * np.sin(e)) for e in phe])))
     phr = [np.arctan2(c.s, c.c) for c in calls]
@@ -256,6 +258,46 @@ def _catalogued_angles(ctx: InferenceContext, calls: list[_Call], amp: float, ma
         facts.append((f"{mag}; a second bug: the angles are {div.id}'s ({what})",
                       lambda phm=phm: _emit(ctx, calls, [(amp * np.cos(e), amp * np.sin(e)) for e in phm])))
     return facts
+
+
+def _per_pair_frequencies(ctx: InferenceContext, calls: list[_Call], phe, amp: Optional[float],
+                          prefix: str) -> list[Candidate]:
+    """The last word on frequencies no model or parameter fit gives: the positions are the specified ones
+    and each pair turns at its own frequency, said per run of pairs as a ratio to the specified one ("the
+    inverse frequencies are not the specified ones: pairs 0-1 × 0.3679, 2-3 × 1"; a litgpt trial's YaRN,
+    its blend inverted and its correction band clamped to the pairs, had no other finding).  Implied:
+    cos / sin of ``position · w'`` at the magnitude said (``amp``) or the specified one."""
+    if not ctx.op.startswith("rope.") or not all(c.pid is not None and c.w is not None for c in calls):
+        return []
+    n = calls[0].w.shape[-1]
+    pid = np.concatenate([c.pid.reshape(-1) for c in calls]).astype(float)
+    if not (pid != 0).any():
+        return []
+    w, res = estimate_frequencies(np.concatenate([x.reshape(-1, n) for x in phe]), pid)
+    # the specified ones as the reference's tables hold them (a negative rotation's sign included)
+    ref, _ = estimate_frequencies(np.concatenate([np.arctan2(c.s, c.c).reshape(-1, n) for c in calls]), pid)
+    ref = np.where(np.abs(ref) < 1e-12, 0.0, ref)
+    if res > 0.2 or not np.isfinite(w).all() or np.allclose(w, ref, rtol=1e-9, atol=0):
+        return []
+    ratio = np.where(ref != 0, w / np.where(ref != 0, ref, 1.0), np.nan)
+    runs: list[list] = []
+    for i, r in enumerate(ratio):
+        said = "0 (unrotated)" if ref[i] == 0 else sig(float(r), 4)
+        if runs and runs[-1][2] == said:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i, said])
+    text = ", ".join(f"{'pair' if a == b else 'pairs'} {a if a == b else f'{a}-{b}'} × {r}" for a, b, r in runs[:6])
+    sentence = prefix + f"the inverse frequencies are not the specified ones: {text}{', ...' if len(runs) > 6 else ''}"
+
+    def implied():
+        cs = []
+        for c in calls:
+            ang = c.pid[..., None].astype(float) * w
+            a = amp if amp is not None else np.hypot(c.c, c.s)
+            cs.append((a * np.cos(ang), a * np.sin(ang)))
+        return _emit(ctx, calls, cs)
+    return [(sentence, implied)]
 
 
 def _divergence_of(mutant: str):
@@ -442,13 +484,26 @@ def describe_positions(pids: list[np.ndarray], used: list[np.ndarray], keys: lis
 def estimate_frequencies(phi: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, float]:
     """Angular frequencies ``w [n]`` (radians per position) with ``pid * w ≡ phi (mod 2π)``, and the
     worst phase residual.  ``phi [N, n]``: angles of N tokens; ``pid [N]``: their positions.  Unwraps
-    across tokens by increasing |position|.  Explains ROPE-INV-FREQ / ROPE-ANGLE."""
+    across tokens by increasing |position|, seeded by the nearest position, and seeded by the angle
+    difference of the two nearest positions (only far positions, 1000 and 1001, leave the first ambiguous);
+    the lower residual is kept.
+    Explains ROPE-INV-FREQ / ROPE-ANGLE."""
     order = [i for i in np.argsort(np.abs(pid)) if pid[i] != 0]
-    w = phi[order[0]] / pid[order[0]]
-    for i in order[1:]:
-        k = np.round((pid[i] * w - phi[i]) / math.tau)
-        w = (phi[i] + math.tau * k) / pid[i]
-    return w, float(np.abs(_wrap(np.multiply.outer(pid, w) - phi)).max())
+
+    def refine(w):
+        for i in order:
+            k = np.round((pid[i] * w - phi[i]) / math.tau)
+            w = (phi[i] + math.tau * k) / pid[i]
+        return w, float(np.abs(_wrap(np.multiply.outer(pid, w) - phi)).max())
+    w, res = refine(phi[order[0]] / pid[order[0]])
+    if res > 0 and len(np.unique(pid)) > 1:  # far positions only (1000, 1001): seeded by their nearest two too
+        u = np.argsort(pid)
+        j = int(np.argmin(np.where(np.diff(pid[u]) > 0, np.diff(pid[u]), np.inf)))
+        a, b = u[j], u[j + 1]
+        w2, res2 = refine(_wrap(phi[b] - phi[a]) / (pid[b] - pid[a]))  # |w| <= π / gap: RoPE's are <= 1 rad
+        if res2 < res:
+            w, res = w2, res2
+    return w, res
 
 
 def _theta_models(ctx: InferenceContext, calls: list[_Call], phe, prefix: str) -> list[Candidate]:

@@ -184,6 +184,11 @@ def test_conditions_and_findings_match_as_documented():
     assert both == "attention factor 1.25 where * is specified; positions are the specified ones +3 on every token"
     assert exp.Expectation(**_line(finding=both)).explains((), [two])
     assert not exp.Expectation(**_line(finding=both)).explains((), [two + "; frequencies × 2"])
+    # a last part that is only "*" says so explicitly: those facts, then any others (none included)
+    more = exp.Expectation(**_line(finding="attention factor 1.25 where * is specified; *"))
+    assert more.explains((), [two]) and more.explains((), [two.split("; positions")[0]])
+    assert not more.explains((), ["positions are the specified ones +3 on every token; attention factor 1.25 where 1 "
+                                  "is specified"])  # the facts it names come first
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -202,7 +207,7 @@ def test_conditions_and_findings_match_as_documented():
     ({"where": {"rope_theta": float("nan")}}, "NaN equals no value"),
     ({"finding": "* where * is specified"}, "says too little"),
     ({"finding": "θ * where it is unset (the rule's default applies)"}, "says too little"),
-    ({"finding": "positions are the specified ones +3 on every token; *"}, "says too little"),  # any second bug
+    ({"finding": "positions are the specified ones +3 on every token; *; frequencies × 2"}, "says too little"),
 ])
 def test_malformed_generated_lines_are_refused_naming_the_field(tmp_path, bad, message):
     path = tmp_path / "bad.yaml"  # written as is (exp.dump leaves out the fields a line may not have)

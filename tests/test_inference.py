@@ -221,6 +221,41 @@ def test_a_magnitude_bug_with_angles_no_divergence_gives_is_said_with_them_unexp
     assert lines[0].startswith("attention factor 1 where") and "the angles are wrong too" in lines[0], lines
 
 
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
+@pytest.mark.parametrize("far", [False, True])
+def test_per_pair_frequencies_are_the_last_finding_on_frequencies(dtype, far):
+    """Each pair at its own wrong frequency, no model's nor a parameter's (litgpt's YaRN on a two-pair head:
+    the blend inverted and the band clamped): said per pair as ratios, the positions right; also where the
+    calls hold only far positions (1000, 1001), which leave the angle of one position ambiguous."""
+    from posenc.families import Case, pos
+    from posenc.harness import golden
+    from posenc.reference.rounding import round_to_dtype
+    p = RopeParams(head_dim=4, rope_theta=148.4131591025766, rope_type="yarn", original_max_position_embeddings=403,
+                   max_position_embeddings=806, mscale=1.0, mscale_all_dim=1.0)
+    calls = {"position_ids.0": pos([1000]), "position_ids.1": pos([1001])} if far else \
+        {"position_ids.0": pos([0]), "position_ids.1": pos([3]), "position_ids.2": pos([5, 6, 290])}
+    g = golden.computed(Case("c", "rope.cos_sin_calls", ("SCALE-YARN-RAMP",), p, calls), golden.case_inputs(
+        Case("c", "rope.cos_sin_calls", ("SCALE-YARN-RAMP",), p, calls)))
+    w = rope.inv_freq(p)[0] * np.array([0.125, 1.778])
+    out = {}
+    for key in calls:
+        k = key[12:]
+        ang = np.asarray(g.inputs[key], float)[..., None] * w
+        out["cos" + k], out["sin" + k] = (round_to_dtype(f(ang) * rope.inv_freq(p)[1], dtype) for f in (np.cos, np.sin))
+    s = _one(infer(g, out, dtype)[:1])
+    assert s.startswith("the inverse frequencies are not the specified ones: pair 0 × 0.125, pair 1 × 1.778"), s
+
+
+def test_frequencies_from_far_positions_only():
+    """Positions 1000 and 1001 alone: the nearest position's angle / 1000 is one of many turns; the two
+    positions' angle difference is the frequency itself (the first estimate's residual was 0.13 rad)."""
+    w = np.array([0.1250016, 0.0820857])
+    phi = np.angle(np.exp(1j * np.multiply.outer(np.array([1000.0, 1001.0]), w)))
+    est, res = estimate_frequencies(phi, np.array([1000.0, 1001.0]))
+    np.testing.assert_allclose(est, w, rtol=1e-9)
+    assert res < 1e-9
+
+
 @pytest.mark.parametrize("case", ["rope-cos-sin-factor", "rope-cos-sin-llama3"])
 def test_sin_sign_flipped_on_cos_sin(case):
     assert "wrong sign" in _one(_infer(case, post=lambda g, o: {"cos": o["cos"], "sin": -o["sin"]}))
