@@ -27,6 +27,7 @@ from posenc.spec.models import RopeParams
 from posenc.spec.tolerance import EPS
 
 from ._common import LOWER_HALF_DTYPES
+from .rope_estimates import MAX_TURNS, _wrap, estimate_frequencies, estimate_positions  # noqa: F401 - re-exported
 
 #: The RoPE family's operations (spec/rope.yaml).
 ROPE_OPS = ("rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply", "rope.apply_with_cos_sin")
@@ -107,53 +108,6 @@ def _emit(ctx: InferenceContext, calls: list[_Call], cs: list[tuple[np.ndarray, 
         return {n + c.key: v for c, pair in zip(calls, cs) for n, v in zip(("cos", "sin"), pair)}
     rotation = "negative" if _sin_sign(ctx) < 0 else "positive"
     return {n: rope.apply_with_cos_sin(ctx.x[n], *cs[0], *_geometry(ctx), rotation) for n in ctx.bad}
-
-
-def _wrap(a):
-    return (a + math.pi) % math.tau - math.pi
-
-
-def estimate_positions(phi: np.ndarray, w: np.ndarray, known: Optional[np.ndarray] = None,
-                       p_max: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``P [...]`` (float) with ``P * w ≡ phi (mod 2π)``, and the worst phase residual ``[...]``.
-
-    ``phi [..., n]``: angles (radians, wrapped); ``w [n]``: inverse frequencies (radians per position);
-    ``known [..., n]``: the angles that were seen (default all; an unseen one is left out).
-    Unwraps across frequencies: the lowest gives a coarse position, each higher one refines it
-    (RoPE's highest, 1 rad per position, last).  The lowest is unambiguous while ``|P w_min| < π``;
-    beyond that every turn of it up to ``|P| <= p_max`` is tried (at most :data:`MAX_TURNS`), and
-    the one the other frequencies fit best is kept.  Explains ROPE-ANGLE."""
-    w = np.asarray(w, float)
-    shape, n = phi.shape[:-1], phi.shape[-1]
-    phi = np.asarray(phi, float).reshape(-1, n)
-    seen = np.ones(phi.shape, bool) if known is None else np.broadcast_to(known, shape + (n,)).reshape(phi.shape)
-    P, res = np.zeros(len(phi)), np.full(len(phi), np.inf)
-    for mask in {tuple(m) for m in seen}:  # the tokens that saw the same frequencies, together
-        rows = np.flatnonzero((seen == np.array(mask)).all(axis=1))
-        o = np.array([i for i in np.argsort(w) if w[i] > 0 and mask[i]], int)  # a zero frequency tells nothing
-        if not len(o):
-            continue
-        P[rows], res[rows] = _unwrap(phi[rows][:, o], w[o], 0)
-        far = rows[res[rows] > 0.2]
-        k = min(math.ceil(p_max * w[o[0]] / math.tau), MAX_TURNS, int(4e6 / max(1, len(far) * len(o))) // 2)
-        if len(far) and k > 0:
-            P[far], res[far] = _unwrap(phi[far][:, o], w[o], k)
-    return P.reshape(shape), res.reshape(shape)
-
-
-#: The most turns of the lowest frequency :func:`estimate_positions` tries each way.
-MAX_TURNS = 1 << 14
-
-
-def _unwrap(phi: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`estimate_positions` of ``phi [N, n]`` at increasing ``w [n]``, trying the lowest
-    frequency's angle plus ``-k..k`` turns: the best position and its residual per row."""
-    Q = (phi[:, :1] + math.tau * np.arange(-k, k + 1)) / w[0]  # [N, turns]
-    for i in range(1, len(w)):
-        Q = (phi[:, i, None] + math.tau * np.round((Q * w[i] - phi[:, i, None]) / math.tau)) / w[i]
-    r = np.abs(_wrap(Q[..., None] * w - phi[:, None, :])).max(axis=-1)
-    j = np.argmin(r, axis=1)
-    return Q[np.arange(len(Q)), j], r[np.arange(len(Q)), j]
 
 
 def rotation_models(ctx: InferenceContext) -> list[Candidate]:
@@ -479,31 +433,6 @@ def describe_positions(pids: list[np.ndarray], used: list[np.ndarray], keys: lis
     head = f"only positions >= {lo} are off; " if right and max(right) < lo else ""
     shown = ", ".join(f"[{b}, {t}]{k} {pp} -> {uu}" for k, b, t, pp, uu in wrong[:4]) + ", ..." * (len(wrong) > 4)
     return f"{head}the positions used differ from the specified ones at {len(wrong)} tokens: {shown}"
-
-
-def estimate_frequencies(phi: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, float]:
-    """Angular frequencies ``w [n]`` (radians per position) with ``pid * w ≡ phi (mod 2π)``, and the
-    worst phase residual.  ``phi [N, n]``: angles of N tokens; ``pid [N]``: their positions.  Unwraps
-    across tokens by increasing |position|, seeded by the nearest position, and seeded by the angle
-    difference of the two nearest positions (only far positions, 1000 and 1001, leave the first ambiguous);
-    the lower residual is kept.
-    Explains ROPE-INV-FREQ / ROPE-ANGLE."""
-    order = [i for i in np.argsort(np.abs(pid)) if pid[i] != 0]
-
-    def refine(w):
-        for i in order:
-            k = np.round((pid[i] * w - phi[i]) / math.tau)
-            w = (phi[i] + math.tau * k) / pid[i]
-        return w, float(np.abs(_wrap(np.multiply.outer(pid, w) - phi)).max())
-    w, res = refine(phi[order[0]] / pid[order[0]])
-    if res > 0 and len(np.unique(pid)) > 1:  # far positions only (1000, 1001): seeded by their nearest two too
-        u = np.argsort(pid)
-        j = int(np.argmin(np.where(np.diff(pid[u]) > 0, np.diff(pid[u]), np.inf)))
-        a, b = u[j], u[j + 1]
-        w2, res2 = refine(_wrap(phi[b] - phi[a]) / (pid[b] - pid[a]))  # |w| <= π / gap: RoPE's are <= 1 rad
-        if res2 < res:
-            w, res = w2, res2
-    return w, res
 
 
 def _theta_models(ctx: InferenceContext, calls: list[_Call], phe, prefix: str) -> list[Candidate]:
