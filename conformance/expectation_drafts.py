@@ -118,24 +118,31 @@ def own_clause(record: dict) -> str:
 
 
 def _clause_of_finding(finding: str, own: list[str], wider: bool) -> Optional[str]:
-    """The clause whose parameter the first fact of ``finding`` gives a value for (a spec clause's
-    ``parameters``, ``_`` read as a space: "attention factor", "rope_theta", "beta_fast"), the longest name
-    said first (``attention_factor`` before ``factor``); one of the test's own clauses (``own``), or where
-    ``wider`` (a generated line, which may name any clause of its operation's family), one of their
-    families'; for a fact about the positions used, the test's own angle clause (ROPE-ANGLE); else None
-    (a pairing, a frequency ratio: the first violated clause is as good a guess)."""
+    """The clause of the first fact of ``finding`` (its parts between "; ") that names one: the clause whose
+    parameter the fact gives a value for (a spec clause's ``parameters``, ``_`` read as a space: "attention
+    factor", "rope_theta", "beta_fast"), the longest name said first (``attention_factor`` before
+    ``factor``), one of the test's own clauses (``own``) or, where ``wider`` (a generated line, which may
+    name any clause of its operation's family), one of their families'; for a fact about the positions
+    used, the test's own angle clause (ROPE-ANGLE); about the frequencies, its inverse-frequency clause
+    (ROPE-INV-FREQ).  None where no fact names one (a pairing: the first violated clause is as good)."""
     from posenc import registry
     sp = registry.spec()
-    fact = " " + re.sub(r"[^\w.]+", " ", str(finding).split(";")[0].lower().replace("_", " ")) + " "
     fams = {sp.family_of_clause(c) for c in own if c in sp.clauses}
     pool = [c for c in own if c in sp.clauses] + \
         [c for c in sp.clauses if wider and c not in own and sp.family_of_clause(c) in fams]
-    said = [(len(n), -i, c) for i, c in enumerate(pool) for n in
-            (p.name.replace("_", " ") for p in sp.clauses[c].parameters or ()) if f" {n} " in fact]
-    if said:
-        return max(said)[2]
-    # the positions an angle used (an input, not a parameter): the clause of the angle, ROPE-ANGLE
-    return next((c for c in own if c.endswith("-ANGLE")), None) if fact.startswith(" positions ") else None
+    by_word = {" positions ": "-ANGLE", " the inverse frequencies ": "-INV-FREQ", " frequencies ": "-INV-FREQ"}
+    for part in str(finding).split(";"):
+        fact = " " + re.sub(r"[^\w.]+", " ", part.lower().replace("_", " ")).strip() + " "
+        said = [(len(n), -i, c) for i, c in enumerate(pool) for n in
+                (p.name.replace("_", " ") for p in sp.clauses[c].parameters or ()) if f" {n} " in fact]
+        if said:
+            return max(said)[2]
+        # an input, not a parameter (the positions an angle used), or the frequencies pair by pair
+        suffix = next((x for w, x in by_word.items() if fact.startswith(w)), None)
+        hit = next((c for c in own if suffix and c.endswith(suffix)), None)
+        if hit:
+            return hit
+    return None
 
 
 def _strings(v) -> list[str]:
@@ -148,15 +155,17 @@ def left_out_of_draft(report: dict) -> list[str]:
     return _draft_lines(report)[1]
 
 
-def _named(r: dict, agreed: dict) -> Optional[str]:
+def _named(r: dict, agreed: dict, refuted: frozenset = frozenset()) -> Optional[str]:
     """The divergence a drafted line names: the diagnosis's closest, or of several that reproduce the
-    output equally well (a tie, e.g. a NaN every mutant gives), the one the report names alone on the most
-    other failures at that dtype (``agreed``) -- not whichever the catalogue lists first."""
+    output equally well (a tie, e.g. a NaN every mutant gives), one the report does not refute at that
+    dtype (``refuted``: its ``contradicted`` list), then the one it names alone on the most other failures
+    at that dtype (``agreed``) -- not whichever the catalogue lists first."""
     diag = r.get("diagnosis") or []
     if not diag:
         return None
     tied = [d["divergence"] for d in diag if d.get("ratio") == diag[0].get("ratio")]
-    return max(tied, key=lambda n: (agreed.get((n, r.get("dtype")), 0), -tied.index(n)))
+    return max(tied, key=lambda n: ((n, r.get("dtype")) not in refuted, agreed.get((n, r.get("dtype")), 0),
+                                    -tied.index(n)))
 
 
 def _draft_lines(report: dict) -> tuple[list[dict], list[str]]:
@@ -171,12 +180,15 @@ def _draft_lines(report: dict) -> tuple[list[dict], list[str]]:
         if len(r.get("diagnosis") or ()) == 1:
             key = (r["diagnosis"][0]["divergence"], r.get("dtype"))
             agreed[key] = agreed.get(key, 0) + 1
+    # a tie is never broken for a divergence the same report's contradicted list refutes at that dtype
+    refuted = frozenset((c.get("divergence"), c.get("dtype")) for c in report.get("contradicted") or ()
+                        if isinstance(c, dict))
     lines, left = [], []
     for r in failed:
         if r.get("raised") or not r.get("case") or not r.get("dtype"):
             left.append(f"{r.get('test_id')}: {'raised or returned a malformed output' if r.get('raised') else 'no case'}")
             continue
-        named = _named(r, agreed)
+        named = _named(r, agreed, refuted)
         diag = r.get("diagnosis") or []
         tied = [d["divergence"] for d in diag if d.get("ratio") == diag[0].get("ratio") and d["divergence"] != named]
         line = {"check": r["check"], "dtypes": [r["dtype"]], "clause": own_clause(r), "divergence": named or FILL_ME,

@@ -545,29 +545,45 @@ def dump(entries: list[dict], header: str = "") -> str:
 
 def merge(lines: list[dict]) -> list[dict]:
     """Merge lines that differ only by dtype into one ``dtypes`` list (first occurrence's place;
-    dtypes in the kit's order float64, float32, bfloat16, float16), and by the numbers of their
-    ``finding``: a value read off the outputs to the digits each dtype resolves ("attention factor 1.261"
-    at float32, "1.26" at bfloat16) becomes ``*`` where they differ."""
+    dtypes in the kit's order float64, float32, bfloat16, float16), and lines whose ``finding`` differs
+    only by values read off the outputs to the digits each dtype resolves ("attention factor 1.261" at
+    float32, "1.26" at bfloat16: within bfloat16's resolution, 2^-7 relative): those values become ``*``.
+    Findings whose numbers differ by more (+3 and -1) are other bugs: never merged."""
     merged: dict[tuple, dict] = {}
+    said: dict[tuple, list[str]] = {}  # the findings merged into each line, as drafted
     for ln in lines:
-        key = tuple(json.dumps(NUMBER.sub("#", ln[k]) if k == "finding" and ln.get(k) else ln.get(k), sort_keys=True)
-                    for k in _FIELDS if k != "dtypes")
+        base = tuple(json.dumps(NUMBER.sub("#", ln[k]) if k == "finding" and ln.get(k) else ln.get(k), sort_keys=True)
+                     for k in _FIELDS if k != "dtypes")
+        key = next((k for k in merged if k[:-1] == base and all(_close(f, ln.get("finding")) for f in said[k])),
+                   base + (sum(k[:-1] == base for k in merged),))
         if key in merged:
-            m = merged[key]
-            m["dtypes"] = [*m["dtypes"], *ln["dtypes"]]
-            if m.get("finding") != ln.get("finding"):
-                m["finding"] = _numbers_that_differ_as_stars(m["finding"], ln["finding"])
+            merged[key]["dtypes"] = [*merged[key]["dtypes"], *ln["dtypes"]]
+            said[key].append(ln.get("finding"))
         else:
-            merged[key] = dict(ln, dtypes=list(ln["dtypes"]))
-    for m in merged.values():
+            merged[key], said[key] = dict(ln, dtypes=list(ln["dtypes"])), [ln.get("finding")]
+    for key, m in merged.items():
         m["dtypes"] = sorted(set(m["dtypes"]), key=DTYPES.index)
+        if m.get("finding") and len(set(said[key])) > 1:
+            m["finding"] = _numbers_that_differ_as_stars(said[key])
     return list(merged.values())
 
 
-def _numbers_that_differ_as_stars(a: str, b: str) -> str:
-    """``a`` with each number that ``b`` (the same text but for its numbers) has otherwise as ``*``."""
-    theirs = iter([m.group(0) for m in NUMBER.finditer(b)])
-    return NUMBER.sub(lambda m: m.group(0) if next(theirs, None) == m.group(0) else "*", a)
+def _numbers(text: Optional[str]) -> list[str]:
+    return [m.group(0) for m in NUMBER.finditer(text or "")]
+
+
+def _close(a: Optional[str], b: Optional[str]) -> bool:
+    """Whether two findings' numbers (same text otherwise) agree to bfloat16's resolution (2^-7 relative)."""
+    return all(x == y or abs(float(x) - float(y)) <= 2.0**-7 * max(abs(float(x)), abs(float(y)))
+               for x, y in zip(_numbers(a), _numbers(b)))
+
+
+def _numbers_that_differ_as_stars(findings: list[str]) -> str:
+    """The first of ``findings`` (the same text but for their numbers) with each number that any of the
+    others has otherwise, at the same place, as ``*``."""
+    columns = list(zip(*(_numbers(f) for f in findings)))
+    it = iter(columns)
+    return NUMBER.sub(lambda m: m.group(0) if len(set(next(it))) == 1 else "*", findings[0])
 
 
 def leading_comments(text: str) -> str:

@@ -29,7 +29,11 @@ MIN_FACT = 3
 
 
 def _said(text: str) -> int:
-    return sum(ch.isalnum() for ch in _TEMPLATE_WORDS.sub(" ", _norm(text).replace("*", " ")))
+    """The letters and digits ``text`` states: those of its words of two or more, outside the ``*``
+    wildcards and the template words (a finding spelt one letter at a time between wildcards,
+    ``*p*o*s*i*t*i*o*n*s*``, matches nearly anything and states nothing)."""
+    words = (w for frag in _norm(text).split("*") for w in _TEMPLATE_WORDS.sub(" ", frag).split())
+    return sum(n for n in (sum(ch.isalnum() for ch in w) for w in words) if n >= 2)
 
 
 def substantive(finding: str) -> bool:

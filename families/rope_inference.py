@@ -122,6 +122,7 @@ def rotation_models(ctx: InferenceContext) -> list[Candidate]:
         if other != p.pairing:
             cands.append((f"{other} pairs applied where {p.pairing} pairs are specified",
                           lambda o=other: ctx.ref(p.model_copy(update={"pairing": o}))))
+            cands += _other_pairing_scaled(ctx, tensors, other)
     if ctx.op == "rope.inv_freq":
         return cands + _inv_freq_models(ctx)
     calls = _reference_calls(ctx)
@@ -131,6 +132,33 @@ def rotation_models(ctx: InferenceContext) -> list[Candidate]:
         right = "k" if tensors[0] == "q" else "q"
         models = [(f"{tensors[0]} only ({right} within tolerance): {text}", fn) for text, fn in models]
     return cands + models
+
+
+def _other_pairing_scaled(ctx: InferenceContext, tensors: list[str], other: str) -> list[Candidate]:
+    """The other pairing with cos and sin scaled as well (two bugs: their recovered cos/sin are no rotation
+    per pair, so the magnitude model cannot see the scale): the least-squares factor of the rotated dims."""
+    p = ctx.p
+    ref = ctx.ref(p.model_copy(update={"pairing": other}))
+    if all(np.array_equal(ref[n], ctx.g.outputs[n]) for n in tensors):
+        return []  # the pairings agree on this case (one pair): nothing says which one was applied
+    r = p.rdim
+    num = sum(float((np.asarray(ctx.out[n], float)[..., :r] * ref[n][..., :r]).sum()) for n in tensors)
+    den = sum(float((ref[n][..., :r] ** 2).sum()) for n in tensors)
+    if den == 0 or abs(num / den - 1) <= 2e-3:
+        return []
+    f = num / den
+    aref = float(rope.inv_freq(p)[1])
+    said = sig_at(aref * f, ctx.dtype)
+
+    def implied():
+        out = {}
+        for n in tensors:
+            y = np.array(ref[n], float)
+            y[..., :r] *= float(said) / aref
+            out[n] = y
+        return out
+    return [(f"attention factor {said} where {sig(aref)} is specified; a second bug: {other} pairs applied where "
+             f"{p.pairing} pairs are specified", implied)]
 
 
 def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidate]:
@@ -227,22 +255,25 @@ def _per_pair_frequencies(ctx: InferenceContext, calls: list[_Call], phe, amp: O
     pid = np.concatenate([c.pid.reshape(-1) for c in calls]).astype(float)
     if not (pid != 0).any():
         return []
+    if any(not np.array_equal(c.w, calls[0].w) for c in calls):
+        return []  # per-call frequencies (dynamic NTK, LongRoPE's switch): no one set to compare with
     w, res = estimate_frequencies(np.concatenate([x.reshape(-1, n) for x in phe]), pid)
-    # the specified ones as the reference's tables hold them (a negative rotation's sign included)
-    ref, _ = estimate_frequencies(np.concatenate([np.arctan2(c.s, c.c).reshape(-1, n) for c in calls]), pid)
-    ref = np.where(np.abs(ref) < 1e-12, 0.0, ref)
+    # the specified ones (never estimated: far positions alias the highest), with the sign the reference's
+    # tables turn by (a negative rotation's tables included)
+    c0 = next(c for c in calls if (c.pid != 0).any())
+    phr, pw = np.arctan2(c0.s, c0.c), c0.pid[..., None].astype(float) * c0.w
+    ref = c0.w * (1.0 if np.abs(_wrap(phr - pw)).max() <= np.abs(_wrap(phr + pw)).max() else -1.0)
     if res > 0.2 or not np.isfinite(w).all() or np.allclose(w, ref, rtol=1e-9, atol=0):
         return []
-    ratio = np.where(ref != 0, w / np.where(ref != 0, ref, 1.0), np.nan)
     runs: list[list] = []
-    for i, r in enumerate(ratio):
-        said = "0 (unrotated)" if ref[i] == 0 else sig(float(r), 4)
+    for i in range(n):  # every pair said: a "..." would let a finding of these pairs excuse other pairs' bugs
+        said = sig(float(w[i] / ref[i]), 4) if ref[i] != 0 else f"{sig(float(w[i]), 4)} rad/position (0 specified)"
         if runs and runs[-1][2] == said:
             runs[-1][1] = i
         else:
             runs.append([i, i, said])
-    text = ", ".join(f"{'pair' if a == b else 'pairs'} {a if a == b else f'{a}-{b}'} × {r}" for a, b, r in runs[:6])
-    sentence = prefix + f"the inverse frequencies are not the specified ones: {text}{', ...' if len(runs) > 6 else ''}"
+    text = ", ".join(f"{'pair' if a == b else 'pairs'} {a if a == b else f'{a}-{b}'} × {r}" for a, b, r in runs)
+    sentence = prefix + f"the inverse frequencies are not the specified ones: {text}"
 
     def implied():
         cs = []

@@ -407,6 +407,11 @@ def test_init_names_a_tie_by_what_the_report_names_elsewhere_and_says_what_it_le
     ev = {e.check: e.evidence for e in exp.parse(yaml.safe_load(text), "draft")}
     assert "a tie: DIV-X, DIV-Z reproduce this output as well as DIV-Y" in ev["cache_equals_prefill"]
     assert "tie" not in ev["golden"]
+    # a tie is not broken for a divergence the same report's contradicted list refutes at that dtype
+    refuted = {**report, "contradicted": [{"divergence": "DIV-Y", "dtype": "float16", "failures": 1, "case": "c",
+                                           "golden": "passed"}]}
+    text, _ = drafts.draft_from_report(refuted)
+    assert {e.check: e.divergence for e in exp.parse(yaml.safe_load(text), "draft")}["cache_equals_prefill"] == "DIV-X"
     rep = tmp_path / "r.json"
     rep.write_text(json.dumps(report))
     assert cli.main(["expectations", "init", "--from-report", str(rep), "--out", str(tmp_path / "d.yaml")]) == 0

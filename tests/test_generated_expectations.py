@@ -208,6 +208,7 @@ def test_conditions_and_findings_match_as_documented():
     ({"finding": "* where * is specified"}, "says too little"),
     ({"finding": "θ * where it is unset (the rule's default applies)"}, "says too little"),
     ({"finding": "positions are the specified ones +3 on every token; *; frequencies × 2"}, "says too little"),
+    ({"finding": "*p*o*s*i*t*i*o*n*s*a*r*e*"}, "says too little"),  # one letter at a time: matches nearly anything
 ])
 def test_malformed_generated_lines_are_refused_naming_the_field(tmp_path, bad, message):
     path = tmp_path / "bad.yaml"  # written as is (exp.dump leaves out the fields a line may not have)
@@ -302,6 +303,19 @@ def test_a_finding_of_one_bug_does_not_excuse_a_second(run_suite, tmp_path):
     assert r.ret == 0 and _outcomes(r) == {"xfailed": 1}, r.stdout.str()[-2000:]
 
 
+def test_init_merges_across_dtypes_only_findings_that_agree_to_the_dtypes_resolution():
+    """A value read off at each dtype's resolution ("1.261" at float32, "1.26" at bfloat16) merges, as *; two
+    bugs (+3 and -1) never do; a number every dtype agrees on stays (hostile review: both were starred)."""
+    b = {"check": "generated", "operation": "rope.apply", "clause": "ROPE-ANGLE"}
+    two = exp.merge([dict(b, dtypes=["float32"], finding="positions are the specified ones +3 on every token"),
+                     dict(b, dtypes=["float16"], finding="positions are the specified ones -1 on every token")])
+    assert [m["finding"] for m in two] == ["positions are the specified ones +3 on every token",
+                                           "positions are the specified ones -1 on every token"]
+    one = exp.merge([dict(b, dtypes=[d], finding=f"pair 0 × {v}, pair 1 × 0.6")
+                     for d, v in (("float32", "0.5"), ("bfloat16", "0.499"), ("float16", "0.4995"))])
+    assert [(m["finding"], m["dtypes"]) for m in one] == [("pair 0 × *, pair 1 × 0.6", ["float32", "bfloat16", "float16"])]
+
+
 @pytest.mark.parametrize("inferred, clause", [
     ("attention factor 1.25 where 1 is specified (cos and sin have magnitude 1.25)", "ROPE-ATTENTION-FACTOR"),
     ("θ (rope_theta) 296.826 where 148.413 is specified", "ROPE-INV-FREQ"),
@@ -320,6 +334,10 @@ def test_init_drafts_an_unnamed_failure_under_the_clause_of_what_the_inference_f
     # a golden or invariant line may name only a clause its test checks (the loader refuses another): its own
     probe = {**rec, "check": "pairing_probe", "clauses": ["ROPE-PAIR-HALF"], "violated": ["ROPE-PAIR-HALF"]}
     assert drafts.own_clause(probe) == "ROPE-PAIR-HALF"
+    # a later fact names it where the first names a clause the test does not check (hostile review)
+    golden = {**rec, "check": "golden", "clauses": own[:3], "violated": own[:3], "inferred": [
+        "attention factor 1.25 where 1 is specified; the inverse frequencies are not the specified ones: pair 0 × 0.5"]}
+    assert drafts.own_clause(golden) == "ROPE-INV-FREQ"
     named = {**rec, "diagnosis": [{"divergence": "DIV-ROPE-PAIRING-SWAPPED"}], "violated": ["ROPE-PAIR-HALF"]}
     assert drafts.own_clause(named) == "ROPE-PAIR-HALF"  # a named failure: its divergence's clause
 

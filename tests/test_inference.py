@@ -246,6 +246,26 @@ def test_per_pair_frequencies_are_the_last_finding_on_frequencies(dtype, far):
     assert s.startswith("the inverse frequencies are not the specified ones: pair 0 × 0.125, pair 1 × 1.778"), s
 
 
+@pytest.mark.parametrize("extra", [False, True])
+def test_per_pair_ratios_are_to_the_specified_frequencies_and_name_every_pair(extra):
+    """Scattered positions up to 65536 (hostile review): the ratios are to the specified frequencies, not to
+    an estimate of them that far positions alias (it said pair 0 × -10.81 for 0.5); and every pair is said,
+    so a line recorded for the first pairs' bug does not excuse another on the last pairs (it ended "...")."""
+    g = load_golden("rope-llama3-8b-scattered")
+    p = g.case.params
+    r = np.ones(p.rdim // 2)
+    r[:7] = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97]
+    if extra:
+        r[-4:] = 0.5
+    ang = np.asarray(g.inputs["position_ids"], float)[..., None] * (rope.inv_freq(p)[0] * r)
+    out = {n: rope.apply_with_cos_sin(g.inputs[n], 1.25 * np.cos(ang), 1.25 * np.sin(ang), p.pair_dim, p.pairing,
+                                      p.rotation) for n in ("q", "k")}
+    s = _one(infer(g, out, "float32")[:1])
+    want = "pair 0 × 0.5, pair 1 × 0.6, pair 2 × 0.7, pair 3 × 0.8, pair 4 × 0.9, pair 5 × 0.95, pair 6 × 0.97, "
+    want += "pairs 7-59 × 1, pairs 60-63 × 0.5" if extra else "pairs 7-63 × 1"
+    assert s.endswith("the inverse frequencies are not the specified ones: " + want), s
+
+
 def test_frequencies_from_far_positions_only():
     """Positions 1000 and 1001 alone: the nearest position's angle / 1000 is one of many turns; the two
     positions' angle difference is the frequency itself (the first estimate's residual was 0.13 rad)."""
@@ -254,6 +274,15 @@ def test_frequencies_from_far_positions_only():
     est, res = estimate_frequencies(phi, np.array([1000.0, 1001.0]))
     np.testing.assert_allclose(est, w, rtol=1e-9)
     assert res < 1e-9
+
+
+@pytest.mark.parametrize("case,other", [("rope-llama3-8b", "interleaved"), ("rope-gptj-6b", "half")])
+def test_other_pairing_with_a_magnitude(case, other):
+    """The other pairing and cos/sin × 1.25 (hostile review: element counts only; each alone was said)."""
+    _, p = _with(case, pairing=other, attention_factor=1.25)
+    s = _one(_infer(case, params=p))
+    assert s == f"attention factor 1.25 where 1 is specified; a second bug: {other} pairs applied where " \
+                f"{load_golden(case).case.params.pairing} pairs are specified", s
 
 
 @pytest.mark.parametrize("case", ["rope-cos-sin-factor", "rope-cos-sin-llama3"])
