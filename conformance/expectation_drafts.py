@@ -131,7 +131,7 @@ def _clause_of_finding(finding: str, own: list[str], wider: bool) -> Optional[st
     pool = [c for c in own if c in sp.clauses] + \
         [c for c in sp.clauses if wider and c not in own and sp.family_of_clause(c) in fams]
     by_word = {" positions ": "-ANGLE", " the inverse frequencies ": "-INV-FREQ", " frequencies ": "-INV-FREQ"}
-    for part in str(finding).split(";"):
+    for part in _parts(str(finding)):
         fact = " " + re.sub(r"[^\w.]+", " ", part.lower().replace("_", " ")).strip() + " "
         said = [(len(n), -i, c) for i, c in enumerate(pool) for n in
                 (p.name.replace("_", " ") for p in sp.clauses[c].parameters or ()) if f" {n} " in fact]

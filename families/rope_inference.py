@@ -223,15 +223,16 @@ def _catalogued_angles(ctx: InferenceContext, calls: list[_Call], amp: float, ma
         div = _divergence_of(mutant)
         if fn is None or div is None:
             continue
+        twin = [_Call(c.key, c.pid, c.w, c.c, c.s) for c in calls]
         try:
             out = fn(ctx.p, ctx.x, ctx.dtype)
+            if out is None:
+                continue
+            _effective(replace(ctx, out={n: np.asarray(v) for n, v in out.items()}), twin,
+                       [n for n in ctx.bad if n in out])
         except Exception:  # noqa: BLE001 - a mutant that cannot run this case says nothing of it
             continue
-        if out is None:
-            continue
-        twin = [_Call(c.key, c.pid, c.w, c.c, c.s) for c in calls]
-        _effective(replace(ctx, out={n: np.asarray(v) for n, v in out.items()}), twin, [n for n in ctx.bad if n in out])
-        if any(t.ce is None for t in twin):
+        if any(t.ce is None or t.ce.shape != c.c.shape for t, c in zip(twin, calls)):
             continue
         phm = [np.arctan2(t.se, t.ce) for t in twin]
         if all(np.abs(_wrap(m - r))[c.seen()].max(initial=0) < 1e-9 for m, r, c in zip(phm, ref, calls)):
