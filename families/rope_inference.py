@@ -254,8 +254,8 @@ def _per_pair_frequencies(ctx: InferenceContext, calls: list[_Call], phe, amp: O
         return []
     n = calls[0].w.shape[-1]
     pid = np.concatenate([c.pid.reshape(-1) for c in calls]).astype(float)
-    if not (pid != 0).any():
-        return []
+    if not (pid != 0).any() or math.gcd(*np.abs(pid).astype(np.int64).tolist()) != 1:
+        return []  # positions with a common factor g (one far token): w is known only modulo 2π / g
     if any(not np.array_equal(c.w, calls[0].w) for c in calls):
         return []  # per-call frequencies (dynamic NTK, LongRoPE's switch): no one set to compare with
     w, res = estimate_frequencies(np.concatenate([x.reshape(-1, n) for x in phe]), pid)

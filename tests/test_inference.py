@@ -266,6 +266,20 @@ def test_per_pair_ratios_are_to_the_specified_frequencies_and_name_every_pair(ex
     assert s.endswith("the inverse frequencies are not the specified ones: " + want), s
 
 
+def test_no_per_pair_frequencies_from_one_far_position():
+    """One token at 131071 (a decode check's call): any frequency w + 2πk / 131071 gives its angles, so no
+    ratio is said (the kit said "pair 0 × 0.0005629, pair 2 × -0.001067, ..." on the fresh trial's file)."""
+    from posenc.families import Case, pos
+    from posenc.harness import golden
+    p = RopeParams(head_dim=8, rope_theta=10000.0)
+    c = Case("c", "rope.cos_sin_calls", ("ROPE-ANGLE",), p, {"position_ids.0": pos([131071])})
+    g = golden.computed(c, golden.case_inputs(c))
+    ang = 131071.0 * rope.inv_freq(p)[0] * np.array([0.5, 1, 1, 1])
+    lines = infer(g, {"cos.0": np.cos(ang)[None, None], "sin.0": np.sin(ang)[None, None]}, "float64")
+    assert lines and not any("missing" in x for x in lines), lines  # the failure was read
+    assert not any("inverse frequencies are not" in x for x in lines), lines
+
+
 def test_frequencies_from_far_positions_only():
     """Positions 1000 and 1001 alone: the nearest position's angle / 1000 is one of many turns; the two
     positions' angle difference is the frequency itself (the first estimate's residual was 0.13 rad)."""
