@@ -100,8 +100,7 @@ def finding_matches(finding: str, inferred: str) -> bool:
         return False
     want, got = facts(finding), facts(inferred)
     if len(want) > 1 and want[-1] == "*":  # "...; *": the facts before it, then any number of others
-        want, got = want[:-1], got[:len(want) - 1] if len(got) >= len(want) - 1 else None
-        if got is None:
-            return False
+        want = want[:-1]
+        got = got[:len(want)]
     return len(want) == len(got) and all(
         re.fullmatch(".*".join(re.escape(x) for x in w.split("*")), g) for w, g in zip(want, got))

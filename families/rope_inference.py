@@ -218,10 +218,12 @@ def _catalogued_angles(ctx: InferenceContext, calls: list[_Call], amp: float, ma
     is specified, in one output.)"""
     facts: list[Candidate] = []
     ref = [np.arctan2(c.s, c.c) for c in calls]
-    for mutant, forms in sorted(families.mutants().items()):
-        fn = forms.get(ctx.op)
-        div = _divergence_of(mutant)
-        if fn is None or div is None:
+    mutants, by_mutant = families.mutants(), {}
+    for d in families.spec().current_divergences.values():  # each mutant's first divergence, as the spec lists them
+        by_mutant.setdefault(d.mutant, d)
+    for mutant, div in sorted((m, d) for m, d in by_mutant.items() if m):
+        fn = mutants.get(mutant, {}).get(ctx.op)
+        if fn is None:
             continue
         twin = [_Call(c.key, c.pid, c.w, c.c, c.s) for c in calls]
         try:
@@ -284,11 +286,6 @@ def _per_pair_frequencies(ctx: InferenceContext, calls: list[_Call], phe, amp: O
             cs.append((a * np.cos(ang), a * np.sin(ang)))
         return _emit(ctx, calls, cs)
     return [(sentence, implied)]
-
-
-def _divergence_of(mutant: str):
-    """The current divergence whose mutant is ``mutant`` (None: none)."""
-    return next((d for d in families.spec().current_divergences.values() if d.mutant == mutant), None)
 
 
 def _half_angle_orders(ctx: InferenceContext, calls: list[_Call], scale: float, prefix: str) -> list[Candidate]:

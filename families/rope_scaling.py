@@ -303,8 +303,7 @@ def scale_yarn_high_clamped_to_pairs(op, p, x, dtype=None):
     last = p.rdim // 2 - 1
     if high <= last:
         return None
-    high = last + 0.001 if low == last else last
-    ramp = np.clip((np.arange(p.rdim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    ramp = rope_scaling.yarn_ramp(p, (low, last))
     w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim)
     return _yarn_af_mutant(op, p, x, rope_scaling.yarn_attention_factor(p), (w / s) * ramp + w * (1.0 - ramp))
 

@@ -96,10 +96,10 @@ def yarn_correction_range(p: RopeParams) -> tuple[float, float]:
     return max(low, 0), min(high, d - 1)
 
 
-def yarn_ramp(p: RopeParams) -> np.ndarray:
-    """SCALE-YARN-RAMP: the linear ramp over pair i between the correction dims, clipped to
-    [0, 1] (high += 0.001 when low == high); 0 below the band, 1 above it."""
-    low, high = yarn_correction_range(p)
+def yarn_ramp(p: RopeParams, bounds: Optional[tuple[float, float]] = None) -> np.ndarray:
+    """SCALE-YARN-RAMP: the linear ramp over pair i between the correction dims (``bounds``: other
+    dims, a mutant's), clipped to [0, 1] (high += 0.001 when low == high); 0 below the band, 1 above it."""
+    low, high = yarn_correction_range(p) if bounds is None else bounds
     if low == high:
         high += 0.001
     return np.clip((np.arange(p.rdim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
