@@ -26,6 +26,10 @@ Attributes (read once at the start; a raising or ill-typed one is a usage error)
                        (:data:`posenc.harness.model_run.CAPABILITIES`); a scenario that needs one
                        the model lacks is *unsupported*, with that reason
 ``probes``             which probe kinds the model reports (below)
+``max_positions``      the positions the model takes, ``0 .. max_positions - 1`` (its context: a learned
+                       table's rows, a precomputed rotation table's length), or ``None`` where it declares
+                       no limit; no scenario feeds a position beyond it (MODEL-POSITION-SHIFT's far positions
+                       stop at its last ``T``); at least 64
 ``attn_implementations`` the attention implementations it can build (``("default",)`` for one);
                        ``attn_extra``: others ``--attn`` may name (not run by default)
 ``devices``, ``dtypes`` as for operation adapters
@@ -95,7 +99,7 @@ its logits alone.  Anything a model cannot do raises :class:`Unsupported`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from posenc.spec.models import DTYPES
 
@@ -115,6 +119,7 @@ class ModelAdapter:
     vocab_size: int = 0
     pad_token_id: Any = None
     reserved_token_ids: tuple[int, ...] = ()
+    max_positions: Optional[int] = None
     capabilities: tuple[str, ...] = ()
     probes: tuple[str, ...] = ()
     attn_implementations: tuple[str, ...] = ("default",)
@@ -140,6 +145,7 @@ class ModelAdapter:
         return {"name": self.name, "architecture": self.architecture, "kind": self.kind,
                 "vocab_size": int(self.vocab_size), "pad_token_id": self.pad_token_id,
                 "reserved_token_ids": tuple(int(t) for t in self.reserved_token_ids),
+                "max_positions": self.max_positions,
                 "capabilities": tuple(self.capabilities), "probes": tuple(self.probes),
                 "encodings": self.encodings()}
 

@@ -21,7 +21,7 @@ from typing import Optional
 
 from posenc import registry
 from posenc.adapters import Unsupported
-from posenc.harness.failure import ConformanceFailure
+from posenc.harness.failure import ConformanceFailure, is_timeout
 from posenc.harness.model_judge import judge, positions_used
 from posenc.harness.model_oracles import encodings_problem
 from posenc.harness.model_run import CAPABILITIES, MODEL_KINDS, Run
@@ -123,6 +123,9 @@ def model_info(adapter) -> dict:
     if any(isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < v for t in reserved) or \
             len(set(reserved) | {pad}) > v - 8:
         bad(f"reserved_token_ids must be token ids in [0, vocab_size) leaving at least 8 to draw, got {reserved!r}")
+    top = info.get("max_positions")
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 64):
+        bad(f"max_positions must be None or an integer of at least 64 (the scenarios' positions), got {top!r}")
     problem = encodings_problem(info.get("encodings"), info["probes"])
     if problem:
         bad(problem)
@@ -154,7 +157,7 @@ def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> O
     missing = sc.missing(info)
     if missing:
         raise Unsupported(f"{sc.clause} needs {', '.join(f'{c} ({CAPABILITIES[c]})' for c in missing)}; "
-                          f"model {info['name']} does not declare it")
+                          f"model {info['name']} does not declare it" + (f": {sc.unchecked}" if sc.unchecked else ""))
     if dtype not in adapter.dtypes:
         raise Unsupported(f"model {info['name']!r} does not support dtype {dtype}")
     v = _judged(info, attn, sc, dtype, device, run)
@@ -174,6 +177,8 @@ def _judged(info: dict, attn: str, sc, dtype: str, device: str, run):
     except (Unsupported, KeyboardInterrupt):
         raise
     except BaseException as e:  # noqa: BLE001 - what the model raised (SystemExit, a pytest outcome too) fails the test
+        if is_timeout(e):  # the plugin names the hang: the model, the test (its scenario), the crash it counts as
+            raise
         raise ConformanceFailure(f"{', '.join(clauses)}: {info['name']} fails scenario {sc.name} ({dtype}, {attn} "
                                  f"attention)\n  {type(e).__name__}: {exception_text(e)}", clauses, raised=True,
                                  reason=f"{type(e).__name__}: {exception_text(e)}") from None

@@ -29,8 +29,9 @@ from typing import Optional
 import numpy as np
 
 from posenc import families
-from posenc.harness.checks import CAUSAL, MODEL_KINDS, Facts, Run, Scenario, as_array, cached_real
+from posenc.harness.checks import CAUSAL, MODEL_KINDS, Facts, Run, Scenario, cached_real
 from posenc.reference import position_ids as pos
+from posenc.spec.models import MRopeParams, NopeParams, RopeParams, SoftmaxScaleParams
 
 #: Sizes the scenarios use (rows, lengths): small enough for 2 CPU cores, long enough that every
 #: row of a mixed batch has real tokens after its padding.
@@ -183,8 +184,7 @@ def _packed(r: Run) -> None:
 def _inputs_embeds(r: Run) -> None:
     ids = r.tokens(2, PROMPT)
     a, _ = r.forward("input_ids", input_ids=ids, positions=pos.prefill(*ids.shape))
-    emb = r.model.embed(ids)
-    b, _ = r.forward("inputs_embeds", inputs_embeds=as_array(emb), positions=pos.prefill(*ids.shape))
+    b, _ = r.forward("inputs_embeds", inputs_embeds=r.embed(ids), positions=pos.prefill(*ids.shape))
     r.same("inputs_embeds == input_ids", b.reshape(-1, b.shape[-1]), a.reshape(-1, a.shape[-1]),
            [f"row {x} position {t}" for x in range(2) for t in range(PROMPT)])
 
@@ -194,7 +194,7 @@ def _inputs_embeds(r: Run) -> None:
 def _inputs_embeds_decode(r: Run) -> None:
     p, n = PROMPT, DECODE_STEPS
     ids = r.tokens(2, p + n)
-    emb = as_array(r.model.embed(ids))
+    emb = r.embed(ids)
     ref, _ = r.forward("prefill of all tokens (input_ids)", input_ids=ids, positions=pos.prefill(2, p + n))
     _, cache = r.forward("prefill (inputs_embeds)", inputs_embeds=emb[:, :p], use_cache=True,
                          positions=pos.prefill(2, p))
@@ -242,6 +242,64 @@ def _static_cache(r: Run) -> None:
            [f"row {b} position {p - 1 + s}" for s in range(n + 1) for b in range(2)])
 
 
+#: MODEL-POSITION-SHIFT: a shift the calibrated logits bound covers, a gap in the positions, and the far
+#: start (the last positions a model declaring fewer takes: ``max_positions``); 4090 + 20 crosses 2^12
+SHIFT, GAP, FAR = 29, 23, 4090
+
+
+def _rope_sets(info: dict) -> list:
+    return [v for v in info["encodings"].values() if isinstance(v, (RopeParams, MRopeParams))]
+
+
+def _is_rotary(info: dict) -> Optional[str]:
+    return None if _rope_sets(info) else "MODEL-POSITION-SHIFT applies to models with RoPE or M-RoPE"
+
+
+def _relative_only(info: dict) -> bool:
+    """Whether every positional term the model has depends on relative positions only: RoPE sets whose
+    frequencies do not depend on the call (not dynamic NTK, not LongRoPE's per-call switch), NoPE layers,
+    a softmax scale; nothing absolute (a table, a query scale by position)."""
+    for v in info["encodings"].values():
+        rope = v.rope if isinstance(v, MRopeParams) else v
+        if isinstance(rope, RopeParams):
+            if rope.rope_type == "dynamic" or (rope.rope_type == "longrope" and rope.longrope_policy != "at_init"):
+                return False
+        elif not isinstance(v, (NopeParams, SoftmaxScaleParams, tuple)):  # (tuple: layer_types)
+            return False
+    return True
+
+
+@_scenario("MODEL-POSITION-SHIFT", "position-shift", kinds=MODEL_KINDS, needs=("position_ids",), applies=_is_rotary,
+           implies=("POS-PREFILL",), unchecked="whether the attention uses the rotation, and positions in the "
+           "thousands, are not checked")
+def _position_shift(r: Run) -> None:
+    t, b = PROMPT, 2
+    ids, base = r.tokens(b, t), pos.prefill(b, t)
+    ref, _ = r.forward("positions 0 ..", input_ids=ids, position_ids=base, positions=base)
+    if _relative_only(r.info):
+        shifted, _ = r.forward(f"positions {SHIFT} ..", input_ids=ids, position_ids=base + SHIFT, positions=base + SHIFT)
+        r.same(f"every position + {SHIFT} == positions 0 ..", shifted.reshape(-1, shifted.shape[-1]),
+               ref.reshape(-1, ref.shape[-1]), [f"row {x} token {j}" for x in range(b) for j in range(t)])
+    k = t // 2  # a gap through the cache: in one pass a jump in position_ids may mean a new packed document
+    if "cache" in r.info["capabilities"]:
+        chunks = []
+        for gap in (0, GAP):
+            _, cache = r.forward(f"prefill of tokens 0 .. {k - 1}", input_ids=ids[:, :k], position_ids=base[:, :k],
+                                 use_cache=True, positions=base[:, :k])
+            p = base[:, k:] + gap
+            out, _ = r.forward(f"tokens {k} .. through the cache at positions {int(p[0, 0])} ..", input_ids=ids[:, k:],
+                               position_ids=p, cache=cache, use_cache=True, positions=p, cache_length=k)
+            chunks.append(out.reshape(-1, out.shape[-1]))
+        r.changed(f"tokens after a gap of {GAP} positions != without it", chunks[1], chunks[0],
+                  [f"row {x} token {j}" for x in range(b) for j in range(k, t)])
+    else:
+        r.unchecked("whether the attention uses the rotation (the logits after a gap in the positions, through a "
+                    "cache: the model has none)")
+    top = r.info.get("max_positions")
+    far = base + (FAR if top is None else min(FAR, int(top) - t))
+    r.forward(f"positions {int(far[0, 0])} ..", input_ids=ids, position_ids=far, positions=far)
+
+
 def _is_longrope(info: dict) -> Optional[str]:
     p = info["encodings"].get("rope")
     if p is None or getattr(p, "rope_type", None) != "longrope":
@@ -261,118 +319,6 @@ def _longrope_switch(r: Run) -> None:
     without = r.generate("generate without a cache", ids, mask, n, use_cache=False)
     r.same_steps(f"generate with a cache == without, across the switch at sequence length {orig + 1}", with_cache,
                  without, [0, 1], steps_of=f"step (prompt {prompt}) ")
-
-
-def mrope_positions(segments) -> np.ndarray:
-    """MODEL-MROPE-POSITIONS' rule for one row, ``[3, T]`` (temporal, height, width): ``segments``
-    are ``("text", n)`` or ``("image", (t, h, w))`` with the image's merged patch grid.  A text
-    token's three positions are the running index; an image starts at ``s``, the largest position
-    so far + 1, and patch (i, r, c) gets ``(s + i, s + r, s + c)``; whatever follows starts at the
-    largest position so far + 1 (Qwen2-VL, section 2.1)."""
-    out, start = [], 0
-    for kind, x in segments:
-        if kind == "text":
-            out.append(np.broadcast_to(start + np.arange(x), (3, x)))
-        else:
-            t, h, w = x
-            grid = np.meshgrid(np.arange(t), np.arange(h), np.arange(w), indexing="ij")
-            out.append(np.stack([g.ravel() for g in grid]) + start)
-        start = int(np.concatenate(out, axis=1).max()) + 1
-    return np.concatenate(out, axis=1).astype(np.int64)
-
-
-def _is_mrope(info: dict) -> Optional[str]:
-    if type(info["encodings"].get("mrope")).__name__ != "MRopeParams":
-        return "the M-RoPE scenarios apply to models with multimodal RoPE (MRopeParams)"
-    return None
-
-
-def _image_prompt(r: Run, rows: int = 2):
-    """Two rows of text (5 tokens), one image (a 1 x 4 x 6 patch grid, merged by the model), text (6):
-    ``(input_ids, extra model inputs, [3, B, T] positions by the rule)``."""
-    img = r.model.image((1, 4, 6))
-    tok, grid = int(img["image_token_id"]), tuple(int(x) for x in img["grid"])
-    n = grid[0] * grid[1] * grid[2]
-    seqs = [np.concatenate([r.tokens(1, 5)[0], np.full(n, tok), r.tokens(1, 6)[0]]) for _ in range(rows)]
-    ids = np.stack(seqs)
-    p3 = mrope_positions([("text", 5), ("image", grid), ("text", 6)])
-    extra = {"pixel_values": np.concatenate([np.asarray(img["pixel_values"])] * rows),
-             "image_grid_thw": np.asarray([img["image_grid_thw"]] * rows, np.int64),
-             "mm_token_type_ids": (ids == tok).astype(np.int64)}
-    return ids, extra, np.broadcast_to(p3[:, None], (3, rows, p3.shape[1])).copy()
-
-
-@_scenario("MODEL-MROPE-POSITIONS", "mrope-positions", kinds=("decoder",), needs=("images", "generate"),
-           applies=_is_mrope, implies=("MROPE-SECTIONS",))
-def _mrope_positions(r: Run) -> None:
-    ids, extra, p3 = _image_prompt(r)
-    prompt, _ = r.forward("image prompt", input_ids=ids, positions=p3[0], mrope=p3, **extra)
-    mask = np.ones_like(ids)
-    with_cache = r.generate("generate with a cache", ids, mask, DECODE_STEPS, use_cache=True, mrope=p3, **extra)
-    without = r.generate("generate without a cache", ids, mask, DECODE_STEPS, use_cache=False, mrope=p3, **extra)
-    r.same_steps("generate with a cache == without (step logits)", with_cache, without, [0, 1])
-    r.same("generate's step 0 == the forward pass of the image prompt", with_cache[1][:, 0], prompt[:, -1],
-           [f"row {b} position {ids.shape[1] - 1}" for b in range(2)])
-
-
-#: MODEL-MROPE-PACKED's documents: (text, image patch grid, text); grids merged 2 x 2 by the model
-MROPE_DOCS = ((3, (1, 4, 6), 4), (5, (1, 4, 4), 3))
-
-
-@_scenario("MODEL-MROPE-PACKED", "mrope-packed", kinds=("decoder",), needs=("images", "position_ids"), applies=_is_mrope,
-           implies=("POS-PACKED", "MROPE-SECTIONS"))
-def _mrope_packed(r: Run) -> None:
-    docs, p3s, images = [], [], []
-    for before, patches, after in MROPE_DOCS:
-        img = r.model.image(patches)
-        tok, grid = int(img["image_token_id"]), tuple(int(x) for x in img["grid"])
-        docs.append(np.concatenate([r.tokens(1, before)[0], np.full(int(np.prod(grid)), tok), r.tokens(1, after)[0]]))
-        p3s.append(mrope_positions([("text", before), ("image", grid), ("text", after)]))
-        images.append(img)
-    cu = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
-    ids = np.concatenate(docs)[None]
-    p3 = np.concatenate(p3s, axis=1)[:, None]  # [3, 1, T]: each document's M-RoPE positions, from 0
-
-    def inputs(which, token_ids):
-        return {"pixel_values": np.concatenate([np.asarray(images[d]["pixel_values"]) for d in which]),
-                "image_grid_thw": np.asarray([images[d]["image_grid_thw"] for d in which], np.int64),
-                "mm_token_type_ids": (token_ids == tok).astype(np.int64)}
-    logits, _ = r.forward("packed image documents", input_ids=ids, position_ids=p3, positions=p3[0], mrope=p3,
-                          documents=cu.tolist(), **inputs(range(len(docs)), ids))
-    for d, doc in enumerate(docs):
-        alone, _ = r.forward(f"image document {d} alone", input_ids=doc[None], positions=p3s[d][:1], mrope=p3s[d][:, None],
-                             **inputs([d], doc[None]))
-        r.same(f"image document {d} in the pack == document {d} alone", logits[0, cu[d]:cu[d + 1]], alone[0],
-               [f"document {d} position {t}" for t in range(len(doc))])
-
-
-@_scenario("MODEL-MROPE-SECOND-GENERATE", "mrope-second-generate", kinds=("decoder",), needs=("images", "generate", "cache"),
-           applies=_is_mrope, implies=("MROPE-SECTIONS",))
-def _mrope_second_generate(r: Run) -> None:
-    p, n = 12, DECODE_STEPS
-    text = r.tokens(2, p + n)
-    mask = np.ones((2, p), np.int64)
-    plain = lambda length, start=0: np.broadcast_to(start + np.arange(length), (3, 2, length)).copy()  # noqa: E731
-    before = r.generate("text-only generate before any image", text[:, :p], mask, n, use_cache=True, mrope=plain(p))
-    ref, _ = r.forward("text-only prefill of all tokens before any image", input_ids=text, positions=plain(p + n)[0],
-                       mrope=plain(p + n))
-    ids, extra, p3 = _image_prompt(r)
-    for how in ("forward passes", "generate"):  # each right after an image prompt
-        r.generate(f"image prompt generate (before the text-only {how})", ids, np.ones_like(ids), n, use_cache=True,
-                   mrope=p3, **extra)
-        if how == "generate":
-            after = r.generate("text-only generate after the image prompt", text[:, :p], mask, n, use_cache=True,
-                               mrope=plain(p))
-            r.same_steps("text-only generate after the image prompt == before any image", after, before, [0, 1])
-            continue
-        _, cache = r.forward("text-only prefill after the image prompt", input_ids=text[:, :p], use_cache=True,
-                             positions=plain(p)[0], mrope=plain(p))
-        for s in range(n):
-            step, cache = r.forward(f"text-only decode step {s} after the image prompt",
-                                    input_ids=text[:, p + s:p + s + 1], cache=cache, use_cache=True,
-                                    positions=plain(1, p + s)[0], mrope=plain(1, p + s), cache_length=p + s)
-            r.same(f"text-only decode step {s} after the image prompt == one prefill at position {p + s}", step[:, 0],
-                   ref[:, p + s], [f"row {b} position {p + s}" for b in range(2)])
 
 
 @families.model_mutant("model_restart_after_cache")
@@ -542,3 +488,7 @@ def _m_dynamic_length(f: Facts) -> Optional[bool]:
     if not any(thetas):
         return None
     return bool(f.extra.get("passes_right") and f.extra.get("logits_differ") and len(thetas) > 1) or None
+
+
+# the M-RoPE scenarios (their own module; registered after the others, in this order)
+from posenc.families.model_mrope import mrope_positions  # noqa: E402,F401 (re-exported)

@@ -33,6 +33,7 @@ from posenc.harness.golden import computed
 from posenc.harness.model_oracles import (
     Problem,
     alibi_params,
+    change_problem,
     check_softmax_scale,
     consistent,
     cross_document_mass,
@@ -93,9 +94,14 @@ def validate(trace: dict, enc: Optional[dict] = None) -> None:
                                    f"{type(layer).__name__} {layer!r}")
             for key, rank in _PROBE_KEYS[kind]:
                 x = rec.get(key)
-                if not isinstance(x, np.ndarray) or x.ndim != rank or x.dtype.kind not in "fiu":
-                    raise AdapterError(f"{where} ({kind}): {key!r} must be a numeric array of rank {rank}, got "
-                                       f"{type(x).__name__}{'' if not isinstance(x, np.ndarray) else f' {x.dtype} of shape {list(x.shape)}'}")
+                kinds = "iu" if key == "rows" else "fiu"  # table rows are indices
+                if not isinstance(x, np.ndarray) or x.ndim != rank or x.dtype.kind not in kinds:
+                    raise AdapterError(f"{where} ({kind}): {key!r} must be {'an integer' if kinds == 'iu' else 'a numeric'} "
+                                       f"array of rank {rank}, got {type(x).__name__}"
+                                       f"{'' if not isinstance(x, np.ndarray) else f' {x.dtype} of shape {list(x.shape)}'}")
+                if 0 in x.shape:  # an empty probe would make its oracle vacuous
+                    raise AdapterError(f"{where} ({kind}): {key!r} of shape {list(x.shape)} is empty (no head, token "
+                                       "or dimension): a probe must report what the layer computed")
             if kind == "attention":
                 _validate_attention(where, rec, b, t)
             if kind == "rope":
@@ -197,11 +203,11 @@ class _Judging:
     def __init__(self, scenario, trace: dict, info: dict, dtype: str):
         self.scenario, self.dtype = scenario, dtype
         self.enc_all = enc = info["encodings"]
-        self.calls, self.pairs = trace["calls"], trace["pairs"]
+        self.calls, self.pairs, self.changes = trace["calls"], trace["pairs"], trace.get("changes", [])
         self.twin_pairs, self.twin_note = trace.get("twin_pairs"), trace.get("twin_note")
         self.probes_of = set(info.get("probes", ()))
         self.problems: list[Problem] = []
-        self.unsupported: list[str] = []
+        self.unsupported: list[str] = list(trace.get("unchecked", ()))  # what the driver could not ask the model
         self.used: list[Optional[np.ndarray]] = []
         self.used_from: list[Optional[str]] = []
         self.used3: list[Optional[np.ndarray]] = []
@@ -336,6 +342,11 @@ class _Judging:
                     self.problems.append(prob)
                     logits_differ = True
             non_finite |= not (np.isfinite(pair["a"]).all() and np.isfinite(pair["b"]).all())
+        for change in self.changes:  # logits that must differ: at the run's dtype (rounding only makes them equal)
+            self.checked += 1
+            prob = change_problem(self.scenario.clause, change, self.dtype)
+            if prob is not None:
+                self.problems.append(prob)
         why = [self.twin_note] if self.twin_note else []
         why += missed[:2] + ([f"{len(missed) - 2} more pairs"] if len(missed) > 2 else [])
         if why:

@@ -449,6 +449,26 @@ def pair_problem(clause: str, pair: dict, dtype: str) -> Optional[Problem]:
                    f"{bound[i]:.3g} ({int(bad.sum())} of {len(bad)} rows; worst {np.nanmax(ratio):.3g} x the bound)")
 
 
+def change_problem(clause: str, change: dict, dtype: str) -> Optional[Problem]:
+    """Two logits the clause says must differ (:meth:`posenc.harness.model_run.Run.changed`: a relative
+    position changed between them) and that differ at no row by more than the logits bound: the model's
+    attention does not use what its encoding produced.  A row within the bound alone proves nothing (a
+    token whose attention the change barely moves, rounding at a low dtype); every row within it does."""
+    a, b = change["a"], change["b"]
+    if a.shape != b.shape:
+        return Problem("logits", (clause,), f"{change['label']}: logits of shapes {list(a.shape)} and {list(b.shape)}")
+    scale = np.maximum(np.abs(a).max(axis=-1), np.abs(b).max(axis=-1))
+    bound = logits_bound(dtype, scale)
+    err = np.abs(a - b).max(axis=-1)
+    if (err > bound).any():  # NaN never counts as a change: nothing shows the positions were used
+        return None
+    i = int(np.nanargmax(err / np.where(bound > 0, bound, np.inf))) if np.isfinite(err).any() else 0
+    return Problem("logits", (clause,), f"{change['label']}: the logits did not change at any of the {len(err)} rows "
+                   f"(the most at {change['where'][i]}: max |difference| {err[i]:.3g}, bound {bound[i]:.3g}): the "
+                   "attention does not use the positions its encoding produced (q and k rotated but not read, or "
+                   "the rotation dropped)")
+
+
 #: The parameter models the oracle reads, by probe kind (the encodings a declared probe needs).
 _ORACLE_PARAMS = {"rope": ("RopeParams", "MRopeParams"),
                   "table": ("GPT2EmbeddingParams", "BertEmbeddingParams", "OPTEmbeddingParams", "BartEmbeddingParams",

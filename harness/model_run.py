@@ -54,7 +54,8 @@ class Scenario:
     ``run(r)``: calls the model through :class:`Run`; ``kinds``: the model kinds it applies to
     (else ``n/a``); ``needs``: capabilities it needs (else unsupported); ``applies(info)``: the
     reason it does not apply to this model (``n/a``), or ``None``; ``implies``: the encoding-level
-    clauses its position rule uses (POS-*), named in the test ID."""
+    clauses its position rule uses (POS-*), named in the test ID; ``unchecked``: what goes unchecked where
+    the scenario is unsupported (said with the reason: a model matrix cell that is not a pass says why)."""
 
     clause: str
     name: str
@@ -63,6 +64,7 @@ class Scenario:
     needs: tuple[str, ...] = ()
     applies: Optional[Callable] = field(default=None, compare=False)
     implies: tuple[str, ...] = ()
+    unchecked: str = ""
 
     def not_applicable(self, info: dict) -> Optional[str]:
         """Why this scenario is ``n/a`` for a model (``info``: the adapter's description), or None."""
@@ -95,6 +97,8 @@ class Run:
         self.rng = np.random.default_rng(seed)
         self.calls: list[dict] = []
         self.pairs: list[dict] = []
+        self.changes: list[dict] = []  # logits that must differ (Run.changed)
+        self.notes: list[str] = []  # checks the model cannot take (Run.unchecked)
         self.static_capacity = 0  # the allocated length of the static cache in use (0: none)
 
     # inputs
@@ -143,6 +147,18 @@ class Run:
                      finite_real=bool(np.isfinite(logits[real]).all()))
         return logits, cache
 
+    def embed(self, input_ids: np.ndarray) -> np.ndarray:
+        """The model's token embeddings ``[B, T, E]`` of ``input_ids`` (``embed`` is handed a copy, which it
+        must leave as it was)."""
+        handed = np.array(input_ids, copy=True)
+        out = self.model.embed(handed)
+        _unchanged({"input_ids": input_ids}, {"input_ids": handed}, "embed")
+        emb = np.array(as_array(out), copy=True)
+        if emb.ndim != 3 or emb.shape[:2] != input_ids.shape or emb.dtype.kind != "f":
+            raise AdapterError(f"embed(): the embeddings must be a floating [B, T, E] with B, T = "
+                               f"{list(input_ids.shape)}, got {emb.dtype} of shape {list(emb.shape)}")
+        return emb
+
     def new_cache(self, kind: str = "dynamic", *, batch: int, max_length: int):
         """A new cache of ``kind`` (``dynamic`` or ``static``, allocated for ``max_length`` tokens)."""
         self.static_capacity = max_length if kind == "static" else 0
@@ -157,9 +173,10 @@ class Run:
         ``extra`` goes to the model (an image's inputs)."""
         given = {"input_ids": input_ids, "attention_mask": attention_mask, **extra}
         handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in given.items()}
-        out = self.model.generate(handed.pop("input_ids"), attention_mask=handed.pop("attention_mask"),
-                                  max_new_tokens=max_new_tokens, use_cache=use_cache, **handed)
-        _unchanged(given, {"input_ids": input_ids, "attention_mask": attention_mask, **handed}, "generate")
+        rest = {k: v for k, v in handed.items() if k not in ("input_ids", "attention_mask")}
+        out = self.model.generate(handed["input_ids"], attention_mask=handed["attention_mask"],
+                                  max_new_tokens=max_new_tokens, use_cache=use_cache, **rest)
+        _unchanged(given, handed, "generate")  # the copies it was handed, compared with the kit's
         if not (isinstance(out, tuple) and len(out) == 2):
             raise AdapterError(f"generate() must return (sequences, step logits), got {type(out).__name__}")
         seqs, logits = np.asarray(as_array(out[0])), as_array(out[1]).astype(np.float64)
@@ -221,6 +238,17 @@ class Run:
         self.pairs.append({"label": label, "a": np.asarray(a, np.float64), "b": np.asarray(b, np.float64),
                            "where": list(where)})
 
+    def changed(self, label: str, a: np.ndarray, b: np.ndarray, where: list[str]) -> None:
+        """Record that logits ``a`` and ``b`` (``[n, V]``) must differ, row by row, by more than the logits
+        bound: the positions fed differ in a way the clause says the model sees (a relative position
+        changed), so equal logits mean the encoding was not used."""
+        self.changes.append({"label": label, "a": np.asarray(a, np.float64), "b": np.asarray(b, np.float64),
+                             "where": list(where)})
+
+    def unchecked(self, what: str) -> None:
+        """Record a check of the clause the model cannot take (said in the run's "checked without" notes)."""
+        self.notes.append(what)
+
     def same_steps(self, label: str, a: tuple, b: tuple, rows: list[int], steps_of: str = "step") -> None:
         """Record that two greedy generations (``(sequences [B, T + N], logits [B, N, V])`` each, rows
         ``rows`` of ``a`` against rows 0.. of ``b``) agree step by step: their logits are compared up
@@ -240,7 +268,7 @@ class Run:
         self.same(label, np.stack(xs), np.stack(ys), where)
 
     def trace(self) -> dict:
-        return {"calls": self.calls, "pairs": self.pairs}
+        return {"calls": self.calls, "pairs": self.pairs, "changes": self.changes, "unchecked": self.notes}
 
 
 def _pass_length(probes: list, end: int) -> int:
@@ -321,11 +349,13 @@ def _plain_probes(probes) -> list[dict]:
     for p in probes:
         d = {}
         for k, v in p.items():
+            if isinstance(v, np.generic) and v.dtype.kind in "biuf":  # a NumPy scalar (a layer index as np.int64)
+                v = v.item()
             if isinstance(v, (str, int, float, bool)) or v is None:
                 d[k] = v
-            else:
+            else:  # a copy, whatever its dtype: a model may reuse its buffers on the next pass
                 a = as_array(v)
-                d[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a
+                d[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else np.array(a, copy=True)
         out.append(d)
     return out
 

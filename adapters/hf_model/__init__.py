@@ -84,6 +84,24 @@ class HFModelAdapter(ModelAdapter):
             enc["softmax_scale"] = SoftmaxScaleParams(rope=enc["rope"], qk_head_dim=qk)
         return enc
 
+    @property
+    def max_positions(self) -> int | None:
+        """The positions the built model takes where it holds a table of them (a learned or sinusoid table,
+        GPT-J's sin and cos table): its (text) config's ``max_target_positions`` (a decoder's, as Whisper's)
+        or ``max_position_embeddings`` (``n_positions``), the config class's default where the config omits
+        it.  None for a rotation computed at each call: there ``max_position_embeddings`` is a parameter of
+        the scaling (dynamic NTK's growth starts there), not a limit transformers holds the positions to."""
+        if self.arch.table is None and "rotation_table" not in self.arch.extra:
+            return None
+        from transformers import CONFIG_MAPPING
+        cfg = CONFIG_MAPPING[self.architecture](**{k: v for k, v in self.config.items() if k != "model_type"})
+        text = cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
+        for key in ("max_target_positions", "max_position_embeddings"):
+            v = getattr(text, key, None)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        return None
+
     def build(self, *, dtype: str, device: str, attn_implementation: str, seed: int = 0):
         """The tiny model at ``dtype`` on ``device``.  ``attn_implementation``: ``eager``, ``sdpa``, or
         (``--attn``, CUDA only) ``sdpa-flash`` / ``sdpa-efficient``: sdpa with torch's flash or

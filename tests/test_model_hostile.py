@@ -1,0 +1,185 @@
+"""The model suite against hostile and careless model adapters (issue 28): a model that ignores its
+rotation or leaves k unrotated and reports no attention probe, vacuous or reused probe arrays, a model
+that writes into what the kit hands it, a bug from position 40 or 1000 on, a hang, a NumPy layer index.
+
+Each is the example model adapter (docs/example_model_adapter.py) with text edits, run by a real
+``pytest conformance --model`` process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "docs" / "example_model_adapter.py"
+
+#: no attention probe: only the rope probes tell the kit anything, so the logits must show the rotation's use
+NO_ATTENTION = [
+    ("            self.seen.append({\"kind\": \"attention\", \"layer\": i, \"q\": qr, \"k\": kr, \"mask\": allowed, "
+     "\"scaling\": D ** -0.5,\n                              \"probs\": att})\n", ""),
+    ("probes, dtypes = (\"rope\", \"attention\")", "probes, dtypes = (\"rope\",)"),
+]
+#: the attention reads q and k before the rotation its probes report
+IGNORES_ROTATION = [("            if cache is not None:\n                kr, v",
+                     "            qr, kr = q, k  # the rotation is computed for the probes, then dropped\n"
+                     "            if cache is not None:\n                kr, v")]
+#: the attention reads the rotated q and the unrotated k (cached unrotated too)
+K_UNROTATED = [("            if cache is not None:\n                kr, v",
+                "            kr = k  # k is left unrotated\n            if cache is not None:\n                kr, v")]
+
+
+def _variant(tmp_path: Path, name: str, *edits) -> Path:
+    src = EXAMPLE.read_text()
+    for old, new in edits:
+        assert old in src, old
+        src = src.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    return path
+
+
+def _run(tmp_path: Path, model: Path, *args: str):
+    report = tmp_path / f"{model.stem}.json"
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "conformance"), "--model", str(model), "--dtype", "float32",
+           "-q", "-p", "no:cacheprovider", "--report-json", str(report), *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ))
+    return p, json.loads(report.read_text()) if report.exists() else None
+
+
+def _outcomes(report: dict) -> dict[str, str]:
+    return {r["case"]: r["outcome"] for r in report["results"]}
+
+
+@pytest.mark.parametrize("edits,expect", [
+    (IGNORES_ROTATION, "the logits did not change"),
+    (K_UNROTATED, "every position + 29 == positions 0 ..: row 0 token 1: max |logit difference|"),
+], ids=["ignores-rotation", "k-unrotated"])
+def test_a_model_that_does_not_use_its_rotation_fails_without_attention_probes(tmp_path, edits, expect):
+    """Without attention probes nothing tied the rotation the probes report to what the attention reads:
+    such a model passed every scenario.  MODEL-POSITION-SHIFT's logits now show it; the same edits with
+    the attention probes kept are caught by the probes' consistency too."""
+    p, report = _run(tmp_path, _variant(tmp_path, "hostile", *NO_ATTENTION, *edits))
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert expect in p.stdout, p.stdout[-3000:]
+    outcomes = _outcomes(report)
+    assert outcomes["default-position-shift"] == "failed", outcomes
+    honest, report = _run(tmp_path, _variant(tmp_path, "honest", *NO_ATTENTION), "-k", "position-shift")
+    assert honest.returncode == 0, honest.stdout[-3000:]
+    assert _outcomes(report) == {"default-position-shift": "passed"}
+
+
+def test_a_model_without_position_ids_is_told_rotation_use_is_not_checked(tmp_path):
+    model = _variant(tmp_path, "no_ids", *NO_ATTENTION, ("(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\")",
+                                                         "(\"cache\", \"inputs_embeds\", \"attention_mask\")"))
+    p, report = _run(tmp_path, model, "-k", "position-shift or default-prefill")
+    assert p.returncode == 0, p.stdout[-3000:]
+    rec = next(r for r in report["results"] if r["case"] == "default-position-shift")
+    assert rec["outcome"] == "unsupported" and "whether the attention uses the rotation" in rec["reason"], rec
+
+
+@pytest.mark.parametrize("start,with_probes", [(40, True), (40, False), (1000, True)],
+                         ids=["from-40", "from-40-no-probes", "from-1000"])
+def test_a_rotation_wrong_from_a_far_position_on_fails(tmp_path, start, with_probes):
+    """Positions clamped at ``start`` (a cos/sin table too short): no scenario reached past a few dozen.
+    The rope probes are checked at positions 4090 .., and without any probe the shifted logits show a
+    bug from 40 on."""
+    edits = [("        ang = pos[:, None, :, None].double() * self.inv",
+              f"        ang = pos.clamp(max={start - 1})[:, None, :, None].double() * self.inv")]
+    if not with_probes:
+        edits += [*NO_ATTENTION, ("            self.seen.append({\"kind\": \"rope\", \"layer\": i, \"q_in\": q, \"k_in\": k, "
+                                  "\"q_out\": qr, \"k_out\": kr})\n", ""), ("probes, dtypes = (\"rope\",)", "probes, dtypes = ()")]
+    p, report = _run(tmp_path, _variant(tmp_path, "clamped", *edits), "-k", "position-shift")
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert _outcomes(report) == {"default-position-shift": "failed"}
+    assert ("positions 4090 .." if with_probes else "every position + 29") in p.stdout, p.stdout[-3000:]
+
+
+def test_empty_probes_are_refused(tmp_path):
+    """Rope probes with no head ([B, 0, T, D]) would make the oracle compare nothing."""
+    edits = [("\"q_in\": q, \"k_in\": k, \"q_out\": qr, \"k_out\": kr}",
+              "\"q_in\": q[:, :0], \"k_in\": k[:, :0], \"q_out\": qr[:, :0], \"k_out\": kr[:, :0]}")]
+    p, report = _run(tmp_path, _variant(tmp_path, "empty", *edits), "-k", "prefill and not chunked")
+    assert p.returncode == 1 and "'q_in' of shape [2, 0, 32, 16] is empty" in p.stdout, p.stdout[-3000:]
+
+
+def test_an_honest_model_that_reuses_its_probe_buffers_passes(tmp_path):
+    """A model that writes each pass's attention mask into one preallocated buffer (a static-cache kernel
+    does) reports views of it: the kit keeps a copy of every probe array, integer and boolean too (it
+    recorded them by reference, so the later passes rewrote the earlier passes' masks)."""
+    edits = [("        self.seen, new = [], []",
+              "        self.seen, new = [], []\n"
+              "        if not hasattr(self, 'buf'):\n"
+              "            self.buf = torch.zeros(4, 1, 64, 64, dtype=torch.bool)\n"
+              "        view = self.buf[:b, :, :t, :past + t]\n"
+              "        view.copy_(allowed.expand(b, 1, t, past + t))\n"),
+             ("\"mask\": allowed, \"scaling\": D ** -0.5,\n                              \"probs\": att}",
+              "\"mask\": view, \"scaling\": D ** -0.5}")]  # no probs: the kit's attention reads the mask
+    p, report = _run(tmp_path, _variant(tmp_path, "reuses", *edits))
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert "failed" not in _outcomes(report).values()
+
+
+def test_a_numpy_integer_layer_index_is_a_layer_index(tmp_path):
+    edits = [("\"kind\": \"rope\", \"layer\": i,", "\"kind\": \"rope\", \"layer\": np.int64(i),"),
+             ("import torch\n", "import numpy as np\nimport torch\n")]
+    p, report = _run(tmp_path, _variant(tmp_path, "np_layer", *edits), "-k", "prefill or decode")
+    assert p.returncode == 0, p.stdout[-3000:]
+    outcomes = _outcomes(report)
+    assert "failed" not in outcomes.values() and outcomes["default-decode"] == "passed", outcomes
+
+
+_GENERATE = [  # a greedy generate through the example's own cache (as tests/test_model_suite.py's)
+    ("import torch\n", "import numpy as np\nimport torch\n"),
+    ("    def embed(self, input_ids):", """    def generate(self, input_ids, *, attention_mask, max_new_tokens, use_cache):
+        ids, mask, steps, passes, cache = np.asarray(input_ids), np.asarray(attention_mask), [], [], None
+        new, feed = np.zeros((ids.shape[0], 0), np.int64), ids
+        for s in range(max_new_tokens):
+            full = np.concatenate([mask, np.ones((ids.shape[0], s), np.int64)], 1)
+            pos = (full.cumsum(-1) - 1).clip(min=0)[:, -feed.shape[1]:]
+            logits, cache = self.forward(feed, attention_mask=full, position_ids=pos, cache=cache, use_cache=True)
+            passes.append(self.seen)
+            steps.append(np.asarray(logits[:, -1], np.float64))
+            feed = steps[-1].argmax(-1)[:, None]
+            new = np.concatenate([new, feed], 1)
+        self.passes = passes
+        attention_mask[:] = 1  # WRITES
+        return np.concatenate([ids, new], 1), np.stack(steps, 1)
+
+    def embed(self, input_ids):"""),
+    ("        return [self.seen] if all_passes else self.seen", "        return self.passes if all_passes else self.seen"),
+    ("(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\")",
+     "(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\", \"generate\")"),
+]
+
+
+@pytest.mark.parametrize("edits,select,expect", [
+    ([("        return self.emb[torch.as_tensor(input_ids)]",
+       "        out = self.emb[torch.as_tensor(input_ids)].clone()\n        input_ids[:] = 3\n        return out")],
+     "inputs-embeds", "embed(): the model modified its input 'input_ids' in place"),
+    (_GENERATE, "default-generate", "generate(): the model modified its input 'attention_mask' in place"),
+    ([g if g[0] != "    def embed(self, input_ids):" else (g[0], g[1].replace("attention_mask[:] = 1", "ids[:, 0] = 5"))
+      for g in _GENERATE], "default-generate", "generate(): the model modified its input 'input_ids' in place"),
+], ids=["embed", "generate-mask", "generate-ids"])
+def test_a_model_that_writes_into_what_it_is_handed_fails_named(tmp_path, edits, select, expect):
+    """embed() and generate() get copies, checked afterwards: a write is the model's failure, named (and
+    the kit's own arrays stay right, so the write cannot hide the model's bug)."""
+    p, report = _run(tmp_path, _variant(tmp_path, "writer", *edits), "-k", select)
+    assert p.returncode == 1 and expect in p.stdout, p.stdout[-3000:]
+    assert "Traceback" not in p.stdout
+
+
+def test_a_model_hang_names_the_model_the_scenario_and_the_crash(tmp_path):
+    edits = [("        b, t, past =", "        if position_ids is not None and int(torch.as_tensor(position_ids).max()) > 4000:\n"
+              "            import time\n            time.sleep(600)\n        b, t, past =")]
+    p, report = _run(tmp_path, _variant(tmp_path, "hangs", *edits), "-k", "position-shift or prefill",
+                     "--posenc-timeout", "30")
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert ("tiny-decoder did not finish test_model[float32-default-position-shift@MODEL-POSITION-SHIFT+POS-PREFILL] "
+            "within 30 s (--posenc-timeout)") in p.stdout, p.stdout[-3000:]
+    assert "counts as crash 1 of 3" in p.stdout
+    assert _outcomes(report)["default-prefill"] == "passed"
