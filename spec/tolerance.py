@@ -121,7 +121,9 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
 
     ``compared``: optional bool mask of the slots the clause specifies.  Shapes must match
     exactly (a transposed layout is a failure, not a broadcast).  NaN or inf in ``actual``
-    where the reference is finite is always a failure.
+    where the reference is finite is always a failure; where the expected value is not finite (a
+    mutant's or an inference model's outputs, compared as the golden), only the same value passes:
+    NaN for NaN, an infinity for the same infinity (the diagnosis's rule for non-finite outputs).
     """
     a = np.asarray(actual)
     e = np.asarray(expected)
@@ -137,14 +139,15 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
         ratio_arr = np.where(bad, np.inf, 0.0)
     else:
         a64 = a.astype(np.float64)
-        err = np.abs(a64 - e)
         b = bound(dtype, 0.0 if dtype_scale is None else dtype_scale,
                   0.0 if angle_scale is None else angle_scale, angle_based,
                   0.0 if accumulation_scale is None else accumulation_scale)
         b = np.broadcast_to(b, e.shape)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a ratio past float64's range: inf
+            err = np.abs(a64 - e)
             ratio_arr = np.where(err == 0, 0.0, err / b)
-        ratio_arr = np.where(np.isfinite(a64) | ~np.isfinite(e), ratio_arr, np.inf)
+            same_non_finite = ~np.isfinite(e) & ((np.isnan(e) & np.isnan(a64)) | (e == a64))
+        ratio_arr = np.where(np.isfinite(a64) & np.isfinite(e), ratio_arr, np.where(same_non_finite, 0.0, np.inf))
         ratio_arr = np.where(mask, ratio_arr, 0.0)
         bad = ratio_arr > 1.0
     n_bad = int(bad.sum())
