@@ -209,3 +209,22 @@ def test_the_suite_books_a_broken_golden_as_a_kit_error_and_goes_on(run_suite, m
     for clause in ("ROPE-PAIR-HALF", "ALIBI-SLOPES"):  # the per-clause summary: no failure booked
         row = next(ln.split() for ln in out.splitlines() if ln.startswith(clause + " "))
         assert row[2] == "0", (clause, row)
+
+
+def test_any_failure_reading_the_expectation_file_is_named_in_one_line(run_suite, monkeypatch, tmp_path):
+    """The expectation file's errors stop the run before any test (no line of it excuses a failure, so none
+    is charged to the adapter): an ExpectationError names file and field; any other exception while the kit
+    reads it is named the same way, as the kit's, never an INTERNALERROR traceback."""
+    from posenc.conformance import expectations as exp
+    p = tmp_path / "exp.yaml"
+    p.write_text("format: 2\nexpected_failures: []\n")
+
+    def broken(raw, path):
+        raise TypeError("'NoneType' object is not subscriptable")
+    monkeypatch.setattr(exp, "parse", broken)
+    r = run_suite("torch", "--expectations", str(p), "-k", "test_golden and rope-tiny-half")
+    err = r.stderr.str()
+    assert r.ret == 4, err
+    assert (f"posenc kit error reading expectation file {p}: TypeError: 'NoneType' object is not subscriptable"
+            in err), err
+    assert "INTERNALERROR" not in err + r.stdout.str() and "Traceback" not in err + r.stdout.str()

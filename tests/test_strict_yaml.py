@@ -102,3 +102,14 @@ def test_the_kit_parses_yaml_only_through_the_strict_loader():
     for path in [*SPEC_DIR.glob("*.yaml"), *(KIT / "adapters" / "expectations").rglob("*.yaml"),
                  KIT / "hf" / "hf_exceptions.yaml"]:
         read_yaml(path.read_text(encoding="utf-8"))
+
+
+def test_a_run_with_a_duplicate_key_in_its_expectation_file_stops_naming_it(run_suite, tmp_path):
+    """Before any test, in one line (file, line, key): no line of the file excuses a failure and no test
+    is charged to the adapter."""
+    p = tmp_path / "exp.yaml"
+    p.write_text(_rope_line(True))
+    r = run_suite("torch", "--expectations", str(p), "-k", "test_golden and rope-tiny-half")
+    err = r.stderr.str()
+    assert r.ret == 4 and f"expectation file {p}: line 8: duplicate key 'divergence' (first on line 7)" in err, err
+    assert "Traceback" not in err + r.stdout.str()
