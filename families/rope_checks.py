@@ -127,7 +127,8 @@ def _probe_e1(adapter, case, dtype, device, cl, tol):
 
 @check("passthrough_tail", invariant="passthrough_tail", ops=ROPE)
 def passthrough_tail(request, adapter, device, dtype, case):
-    """Dims >= rotary_dim come back bit-identical (ROPE-PARTIAL)."""
+    """Dims >= rotary_dim come back bit-identical (ROPE-PARTIAL), up to the ``tiny(dt)`` the tolerance rule
+    allows every element, the golden comparison included (:func:`posenc.spec.tolerance.identical`)."""
     require_dtype(adapter, dtype)
     cl = clauses_of(request)
     p = case.params

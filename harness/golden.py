@@ -2,7 +2,8 @@
 
 Layout (the kit's: package data of ``posenc.families``; a family outside the kit: its ``golden_dir``)::
 
-    golden/manifest.json     format, spec_version, seed, generator rule, one entry per case
+    golden/manifest.json     format, spec_version, seed, generator rule, one entry per case (its file,
+                             the file's size and sha256: validated and read as posenc.harness.golden_manifest says)
     golden/<case-id>.npz     outputs (float64 / int64), error scales, and the small inputs
 
 ``.npz`` members are plain ``.npy`` arrays, read with ``allow_pickle=False``.  Inputs marked
