@@ -13,12 +13,11 @@ from pathlib import Path
 import warnings
 
 import numpy as np
-import yaml
-
 from posenc import families
 from posenc.adapters import Unsupported, load_model_adapter
 from posenc.adapters.hf_model import architectures
 from posenc.harness.model_run import Run
+from posenc.spec import read_yaml
 from posenc.spec.tolerance import K_LOGITS, logits_eps
 
 EXPECTATIONS = Path(__file__).resolve().parents[1] / "adapters" / "expectations" / "models"
@@ -29,7 +28,7 @@ def recorded(arch: str) -> set[tuple[str, str]]:
     path = EXPECTATIONS / f"hf-{arch}.yaml"
     if not path.exists():
         return set()
-    lines = yaml.safe_load(path.read_text()).get("expected_failures") or []
+    lines = read_yaml(path.read_text()).get("expected_failures") or []
     return {(e["case"], d) for e in lines for d in e["dtypes"]}
 
 

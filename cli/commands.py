@@ -11,7 +11,7 @@ from pathlib import Path
 
 from posenc.harness import golden
 from posenc.spec import SCHEMA_PATH, json_schema_text
-from posenc.spec.errors import PosencError, SpecError
+from posenc.spec.errors import PosencError, SpecError, exception_text
 
 
 def model_check(a) -> int:
@@ -194,9 +194,12 @@ def golden_command(a) -> int:
         files = golden.regenerate(directory, cases=cases)
         print(f"wrote {len(files)} golden files and {golden.MANIFEST} to {directory}")
         return 0
-    problems = golden.check(directory, cases=cases)
+    try:
+        problems = golden.check(directory, cases=cases)  # each a GoldenError's one line, whatever went wrong
+    except Exception as e:  # noqa: BLE001 - a kit bug reading the folder: one line too, never a traceback
+        problems = [f"{directory}: golden check failed: {type(e).__name__}: {exception_text(e)}"]
     for line in problems:
-        print(line)
+        print(" ".join(str(line).split()))  # one line each (a message that quotes a multi-line error)
     print(f"golden check: {len(problems)} problem(s) in {len(cases)} cases")
     return 1 if problems else 0
 

@@ -8,8 +8,6 @@ import re
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
 from posenc.conformance.expectations import (
     _OLD_ID,
     FILL_ME,
@@ -46,7 +44,7 @@ def convert_text(text: str, path="<text>") -> tuple[str, int, int]:
     kept, other comments are dropped.  Raises :class:`ExpectationError` on a file that is
     already format 2, malformed, or has a test ID that does not parse.
     """
-    raw = yaml.safe_load(text)
+    raw = _read_yaml(path, text)
     if isinstance(raw, dict) and "format" in raw:
         raise ExpectationError(f"{path}: already has `format: {raw['format']}`: nothing to convert")
     if not isinstance(raw, dict) or not isinstance(raw.get("expected_failures"), list):
@@ -65,7 +63,7 @@ def convert_text(text: str, path="<text>") -> tuple[str, int, int]:
         lines.append({"case": m["case"], "check": m["check"], "dtypes": [m["dtype"]], **rest})
     new = merge(lines)
     out = dump(new, leading_comments(text))
-    parse(yaml.safe_load(out), path)  # the written text is a valid format-2 file
+    parse(_read_yaml(path, out), path)  # the written text is a valid format-2 file
     return out, len(lines), len(new)
 
 

@@ -360,9 +360,11 @@ class Expectations:
         return out
 
 
-def _read_yaml(path: Path):
+def _read_yaml(path: Path, text: Optional[str] = None):
+    """The YAML document of expectation file ``path`` (of ``text`` when given): unreadable, malformed or with
+    a key written twice (at any depth), an :class:`ExpectationError` naming the file, the line and the key."""
     try:
-        return read_yaml(Path(path).read_text(encoding="utf-8"))
+        return read_yaml(Path(path).read_text(encoding="utf-8") if text is None else text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise ExpectationError(f"expectation file {path}: {e}") from None
 
@@ -509,7 +511,7 @@ def key_of(item) -> tuple[Optional[str], str, Optional[str]]:
 
 
 def _scalar(v: str) -> str:
-    plain = _PLAIN.match(v) and isinstance(yaml.safe_load(v), str)
+    plain = _PLAIN.match(v) and isinstance(read_yaml(v), str)
     return v if plain else json.dumps(v, ensure_ascii=False)
 
 

@@ -82,8 +82,11 @@ class State:
             #: the loaded expectation file: ``lookup(case_id, check, dtype)``, ``excuse_generated(...)``
             self.expectations = (expectations_mod.load(expectations, self.spec, self.versions) if expectations
                                  else expectations_mod.Expectations())
-        except expectations_mod.ExpectationError as e:
+        except expectations_mod.ExpectationError as e:  # before any test: no line of it excuses, none is charged
             raise pytest.UsageError(str(e))
+        except Exception as e:  # noqa: BLE001 - the kit failed reading it: named in one line, never a traceback
+            raise pytest.UsageError(f"posenc kit error reading expectation file {expectations}: {type(e).__name__}: "
+                                    f"{exception_text(e)}") from None
         self.collected: set[tuple[str, str]] = set()  # (case, check) of every collected test, any dtype
         self.outcomes: dict[str, Counter] = defaultdict(Counter)
         self.checked = 0  # passed, or failed exactly as an expectation file says

@@ -1,7 +1,8 @@
 """The per-layer-type family's oracle-free check: a layer whose type has no RoPE returns q and k
 bit-identical (LAYERS-NO-ROPE's invariant ``identity``).  The golden test compares such a layer with
 the rotation's bound, so that a rotated layer is diagnosed (DIV-LAYERS-NO-ROPE-ROTATED) against its
-own rounding; this check holds the clause to what it states, exactly."""
+own rounding; this check holds the clause to what it states, exactly (up to ``tiny(dt)``, the
+representation limit the tolerance rule allows every element, the golden comparison's too)."""
 
 from __future__ import annotations
 

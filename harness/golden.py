@@ -2,7 +2,8 @@
 
 Layout (the kit's: package data of ``posenc.families``; a family outside the kit: its ``golden_dir``)::
 
-    golden/manifest.json     format, spec_version, seed, generator rule, one entry per case
+    golden/manifest.json     format, spec_version, seed, generator rule, one entry per case (its file,
+                             the file's size and sha256: validated and read as posenc.harness.golden_manifest says)
     golden/<case-id>.npz     outputs (float64 / int64), error scales, and the small inputs
 
 ``.npz`` members are plain ``.npy`` arrays, read with ``allow_pickle=False``.  Inputs marked
@@ -37,8 +38,9 @@ from typing import Optional
 import numpy as np
 
 from posenc import registry
+from posenc.harness import golden_manifest as gm
 from posenc.spec import SPEC_VERSION
-from posenc.spec.errors import GoldenError
+from posenc.spec.errors import GoldenError, exception_text
 from posenc.spec.models import PARAM_MODELS
 from posenc.spec.shapes import ShapeError, output_shapes
 from posenc.spec.tolerance import bound
@@ -236,7 +238,7 @@ def regenerate(directory: Optional[Path] = None, seed: int = SEED, cases: Option
         entries.append({
             "id": case.id, "op": case.op, "clauses": list(case.clauses), "note": case.note,
             "params": {"model": type(case.params).__name__, "values": case.params.model_dump(mode="json")},
-            "inputs": in_meta, "outputs": out_meta, "file": fname,
+            "inputs": in_meta, "outputs": out_meta, "file": fname, "size": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
         })
     manifest = {"format": FORMAT, "spec_version": SPEC_VERSION, "seed": seed, "generator": GENERATOR,
@@ -249,17 +251,19 @@ def regenerate(directory: Optional[Path] = None, seed: int = SEED, cases: Option
 
 
 def read_manifest(directory: Optional[Path] = None) -> dict:
+    """The manifest of ``directory`` (default: the kit's golden folder), bounded in size and validated
+    (:mod:`posenc.harness.golden_manifest`; its entries when their cases load); anything wrong with it,
+    whatever the exception, is a :class:`GoldenError` naming the file."""
     directory = Path(directory or registry.kit_golden_dir())
     path = directory / MANIFEST
     if not path.is_file():
         raise GoldenError(f"{path}: golden manifest missing; run `posenc golden regenerate`")
     try:
-        m = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise GoldenError(f"{path}: not valid JSON: {e}") from None
-    for key in ("format", "spec_version", "seed", "generator", "cases"):
-        if key not in m:
-            raise GoldenError(f"{path}: field {key!r} missing")
+        m = gm.manifest(path, gm.read_manifest_text(path))
+    except GoldenError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the kit's data, whatever went wrong reading it: a kit error
+        raise GoldenError(f"{path}: cannot be read: {type(e).__name__}: {exception_text(e)}") from None
     if m["format"] != FORMAT or m["generator"] != GENERATOR:
         raise GoldenError(f"{path}: format {m['format']}/{m['generator']} is not {FORMAT}/{GENERATOR}")
     if m["spec_version"] != SPEC_VERSION:
@@ -267,23 +271,27 @@ def read_manifest(directory: Optional[Path] = None) -> dict:
     return m
 
 
-def _entry_field(entry: dict, key: str, where: Path):
-    try:
-        return entry[key]
-    except (KeyError, TypeError):
-        raise GoldenError(f"{where}: manifest entry {entry.get('id', '?') if isinstance(entry, dict) else entry!r} "
-                          f"has no field {key!r}") from None
-
-
 def load(case: Case, directory: Optional[Path] = None, manifest: Optional[dict] = None) -> Golden:
     """Load one case, verifying it against the manifest *and* the case definition.
 
-    Checks: the file's sha256; op, clauses and parameters equal the case's; every input
-    equals the case definition's (stored or regenerated; sha256 in the manifest); outputs match
-    the manifest's shapes and dtypes; the stored error scales equal the reference's
-    recomputation.  Raises :class:`GoldenError` naming the file and what differs.
+    Checks: the manifest entry's fields (:class:`posenc.harness.golden_manifest.Entry`); its file inside
+    the folder, of the declared size (bounded) and sha256; op, clauses and parameters equal the case's;
+    every input equals the case definition's (stored or regenerated; sha256 in the manifest); outputs match
+    the manifest's shapes and dtypes; the stored error scales equal the reference's recomputation.  Raises
+    :class:`GoldenError` naming the file and what differs -- for any failure at all (a kit error, never the
+    adapter's), the case named.
     """
     directory = Path(directory) if directory is not None else golden_dir(case)
+    try:
+        return _load(case, directory, manifest)
+    except GoldenError:
+        raise
+    except Exception as e:  # noqa: BLE001 - MemoryError, a kit bug ...: the golden's failure, never a clause's
+        raise GoldenError(f"{directory / MANIFEST}: the golden of case {case.id!r} cannot be loaded: "
+                          f"{type(e).__name__}: {exception_text(e)}") from None
+
+
+def _load(case: Case, directory: Path, manifest: Optional[dict]) -> Golden:
     try:
         m = manifest if manifest is not None else read_manifest(directory)
     except GoldenError as e:
@@ -291,13 +299,13 @@ def load(case: Case, directory: Optional[Path] = None, manifest: Optional[dict] 
     path, entry, arrays = _read_entry(case, directory, m)
     inputs = _verified_inputs(case, path, entry, arrays, m["seed"])
     outputs = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith("output/")}
-    meta_out = _entry_field(entry, "outputs", path)
+    meta_out = entry.outputs
     if set(outputs) != set(meta_out):
         raise GoldenError(f"{path}: outputs {sorted(outputs)} != manifest {sorted(meta_out)}")
     for name, a in outputs.items():
-        if list(a.shape) != meta_out[name].get("shape") or str(a.dtype) != meta_out[name].get("dtype"):
+        if list(a.shape) != meta_out[name].shape or str(a.dtype) != meta_out[name].dtype:
             raise GoldenError(f"{path}: output {name!r} is {a.dtype}{list(a.shape)}, the manifest says "
-                              f"{meta_out[name].get('dtype')}{meta_out[name].get('shape')}")
+                              f"{meta_out[name].dtype}{meta_out[name].shape}")
     ds, an, acc = ({k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(kind + "/")}
                    for kind in SCALE_KINDS)
     g = Golden(case, inputs, outputs, ds, an, registry.operation(case.op).eps_floor_float32, acc)
@@ -354,29 +362,30 @@ def _verify_against_reference(case: Case, path: Path, g: Golden) -> None:
                               f"stale: `{regenerate_hint(case)}`")
 
 
-def _read_entry(case: Case, directory: Path, m: dict) -> tuple[Path, dict, dict]:
-    """The case's manifest entry and npz arrays: sha256, op, clauses and params checked."""
-    entry = next((e for e in m["cases"] if isinstance(e, dict) and e.get("id") == case.id), None)
+def _read_entry(case: Case, directory: Path, m: dict) -> tuple[Path, gm.Entry, dict]:
+    """The case's manifest entry (validated) and npz arrays: the file confined to the folder, its size
+    (before reading) and sha256, op, clauses and params checked."""
+    entry = gm.entry(directory / MANIFEST, m, case.id)
     if entry is None:
         raise GoldenError(f"{directory / MANIFEST}: no entry for case {case.id!r}; `{regenerate_hint(case)}`")
-    path = directory / _entry_field(entry, "file", directory / MANIFEST)
+    path = gm.confined(directory, entry.file)
     if not path.is_file():
         raise GoldenError(f"{path}: golden file missing")
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != _entry_field(entry, "sha256", path):
+    data = gm.read_bounded(path, entry.size, gm.FILE_LIMIT)
+    if hashlib.sha256(data).hexdigest() != entry.sha256:
         raise GoldenError(f"{path}: sha256 does not match the manifest (file tampered with or corrupt)")
-    params = _entry_field(entry, "params", path)
-    model = PARAM_MODELS.get(params.get("model") if isinstance(params, dict) else None)
+    model = PARAM_MODELS.get(entry.params.model)
     if model is None:
-        name = params.get("model") if isinstance(params, dict) else params
-        raise GoldenError(f"{path}: params.model {name!r} is not a parameter model of the spec (a family registers "
-                          "its models with register_family(params_models=...) or spec.models.register_params_model)")
+        raise GoldenError(f"{path}: params.model {entry.params.model!r} is not a parameter model of the spec (a family "
+                          "registers its models with register_family(params_models=...) or "
+                          "spec.models.register_params_model)")
     try:
-        same = model.model_validate(params.get("values")) == case.params
+        same = model.model_validate(entry.params.values) == case.params
     except ValueError as e:
         raise GoldenError(f"{path}: params do not validate: {e}") from None
-    if not same or entry.get("op") != case.op or tuple(entry.get("clauses", ())) != case.clauses:
+    if not same or entry.op != case.op or tuple(entry.clauses) != case.clauses:
         raise GoldenError(f"{path}: op, clauses or params differ from the case definition; regenerate")
+    gm.check_arrays_size(path, data)
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -385,19 +394,19 @@ def _read_entry(case: Case, directory: Path, m: dict) -> tuple[Path, dict, dict]
     return path, entry, arrays
 
 
-def _verified_inputs(case: Case, path: Path, entry: dict, arrays: dict, seed: int) -> dict[str, np.ndarray]:
+def _verified_inputs(case: Case, path: Path, entry: gm.Entry, arrays: dict, seed: int) -> dict[str, np.ndarray]:
     """The stored or regenerated inputs, each equal to the case definition's and the manifest's sha256."""
     expected_inputs = case_inputs(case, seed)
-    meta_inputs = _entry_field(entry, "inputs", path)
+    meta_inputs = entry.inputs
     if set(meta_inputs) != set(expected_inputs):
         raise GoldenError(f"{path}: inputs {sorted(meta_inputs)} != the case's {sorted(expected_inputs)}")
     inputs = {}
     for name, meta in meta_inputs.items():
         want = expected_inputs[name]
-        a = arrays.get(f"input/{name}", want if "generated" in meta else None)
+        a = arrays.get(f"input/{name}", want if meta.generated is not None else None)
         if a is None:
             raise GoldenError(f"{path}: input {name!r} neither stored nor generated")
-        if not (sha256_array(a) == meta.get("sha256") == sha256_array(want)):
+        if not (sha256_array(a) == meta.sha256 == sha256_array(want)):
             raise GoldenError(f"{path}: input {name!r} differs from the case definition or its manifest sha256")
         inputs[name] = a
     return inputs
@@ -410,15 +419,15 @@ def check(directory: Optional[Path] = None, cases: Optional[list[Case]] = None) 
     Returns a list of problems, empty when all goldens are fresh.
     """
     directory = Path(directory or registry.kit_golden_dir())
-    problems: list[str] = []
     try:
         m = read_manifest(directory)
     except GoldenError as e:
         return [str(e)]
-    ids = {e["id"] for e in m["cases"]}
+    ids, problems = gm.entry_problems(directory / MANIFEST, m)  # a malformed entry: one line, never a traceback
+    bad = {e["id"] for e in m["cases"] if isinstance(e, dict) and isinstance(e.get("id"), str)} - ids  # named above
     cases = family_cases()[1] if cases is None else cases
     for case in cases:
-        if case.id not in ids:
+        if case.id not in ids and case.id not in bad:
             problems.append(f"case {case.id!r} has no golden; regenerate")
     for extra in sorted(ids - {c.id for c in cases}):
         problems.append(f"manifest lists {extra!r}, which no case defines; regenerate")

@@ -91,7 +91,13 @@ def _exceptions() -> dict:
     import yaml
 
     from posenc.hf.tables import HF_EXCEPTIONS_PATH
-    return yaml.safe_load(HF_EXCEPTIONS_PATH.read_text(encoding="utf-8"))["exceptions"]
+    from posenc.spec import read_yaml
+    from posenc.spec.errors import SpecError
+    try:
+        return read_yaml(HF_EXCEPTIONS_PATH.read_text(encoding="utf-8"))["exceptions"]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError) as e:
+        raise SpecError(f"{HF_EXCEPTIONS_PATH}: {e if isinstance(e, yaml.YAMLError) else 'no exceptions mapping'}"
+                        ) from None
 
 
 def coverage_rows(table: dict, results: Optional[dict] = None) -> list[dict]:

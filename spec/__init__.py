@@ -14,9 +14,9 @@ so far; :func:`posenc.registry.spec` discovers every family first (the kit's and
 from __future__ import annotations
 
 from .errors import AdapterError, GoldenError, PosencError, SpecError, Unsupported, UsageError
-from .loader import (SCHEMA_PATH, SPEC_DIR, SPEC_VERSION, Spec, json_schema, json_schema_text, load_family, load_spec,
-                     read_yaml, register_spec_file, version_key)
+from .loader import (SCHEMA_PATH, SPEC_DIR, SPEC_VERSION, DuplicateKeyError, Spec, json_schema, json_schema_text,
+                     load_family, load_spec, read_yaml, register_spec_file, version_key)
 
 __all__ = ["SPEC_VERSION", "SPEC_DIR", "SCHEMA_PATH", "Spec", "load_spec", "load_family", "register_spec_file",
-           "json_schema", "json_schema_text", "read_yaml", "version_key", "SpecError", "UsageError", "AdapterError",
+           "json_schema", "json_schema_text", "read_yaml", "DuplicateKeyError", "version_key", "SpecError", "UsageError", "AdapterError",
            "GoldenError", "PosencError", "Unsupported"]

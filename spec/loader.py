@@ -114,12 +114,46 @@ class Spec:
             raise SpecError(f"unknown clause ID {clause_id!r}") from None
 
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it: 4x faster
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping of a YAML document names one key twice (PyYAML alone would keep the last silently)."""
+
+    def __init__(self, key, line: int, first_line: int, key_node):
+        super().__init__(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        self.key, self.line, self.first_line = key, line, first_line
+
+    def __str__(self) -> str:
+        return f"line {self.line}: duplicate key {self.key!r} (first on line {self.first_line})"
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when built with it: 4x faster
+    """PyYAML's safe loader that refuses a key written twice in one mapping, at any depth (a ``<<``
+    merge may still be overridden: that is the merge's meaning).  Every YAML the kit reads -- spec
+    files, expectation files, the transformers bridge's tables, the named models -- goes through it."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE:
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: the base constructor names it
+                    continue
+                if first is not None:
+                    raise DuplicateKeyError(key, key_node.start_mark.line + 1, first, key_node)
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
 
 
 def read_yaml(text: str):
-    """``yaml.safe_load`` with libyaml's loader where PyYAML has it (the same documents, faster)."""
-    return yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
+    """``yaml.safe_load`` with libyaml's loader where PyYAML has it, refusing duplicate keys
+    (:class:`DuplicateKeyError`, a ``yaml.YAMLError`` naming the line and the key)."""
+    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader
 
 
 def load_family(path: Path) -> FamilyFile:
@@ -234,4 +268,4 @@ def json_schema_text() -> str:
 
 
 __all__ = ["SPEC_VERSION", "SPEC_DIR", "SCHEMA_PATH", "Spec", "load_spec", "load_family", "register_spec_file",
-           "json_schema", "json_schema_text", "read_yaml", "version_key", "SpecError"]
+           "json_schema", "json_schema_text", "read_yaml", "StrictLoader", "DuplicateKeyError", "version_key", "SpecError"]

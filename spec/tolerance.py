@@ -31,7 +31,9 @@ against the float64 reference ``y_ref`` element-wise when
 
 * ``tiny(dt)`` is the spacing of ``dt``'s subnormals (float16 2^-24, bfloat16 2^-133): a value
   below it cannot be stored in ``dt`` (an ALiBi bias ``-2^-25`` is ``-0`` in float16).  Found by
-  the generated cases (spec 0.4.0); it changes nothing above the subnormal range.
+  the generated cases (spec 0.4.0); it changes nothing above the subnormal range.  Every check that
+  judges an output applies it as the golden comparison does (:func:`identical` for an output the spec
+  states exactly, :func:`relative_floor` before taking a ratio).
 
 Calibration (tests/test_tolerance.py): HF transformers 5.24 (cos/sin cast to the activation
 dtype before the multiply), Meta-style fp32 rotation and torchtune-style fp32 caches pass at
@@ -64,6 +66,24 @@ TINY = {
     "bfloat16": 2.0**-133,
     "float16": 2.0**-24,
 }
+
+
+def identical(actual, expected, dtype: str) -> np.ndarray:
+    """Element-wise: ``actual`` is ``expected`` as the rule holds an output the spec states exactly (a
+    pass-through, an identity, a gather: dtype and float32 terms 0, only ``tiny(dt)`` allowed, as the
+    golden comparison allows it): equal, or within ``tiny(dt)`` -- a subnormal where the exact value is 0
+    passes here exactly as it passes against a golden.  NaN never, an infinity only the same one."""
+    a, e = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    with np.errstate(invalid="ignore"):
+        return (a == e) | (np.abs(a - e) <= TINY[dtype])
+
+
+def relative_floor(dtype: str) -> float:
+    """The smallest exact magnitude whose *relative* error a check may judge at ``dtype``: below it the
+    ``tiny(dt)`` every element is allowed is more than 1 % of ``eps(dt)`` of it (a subnormal rounding is
+    absolute, not relative), so a ratio to it says nothing the rule bounds (``100 tiny(dt) / eps(dt)``:
+    100 times the smallest normal number)."""
+    return 100 * TINY[dtype] / EPS[dtype]
 
 
 def accumulation_eps(dtype: str) -> float:
@@ -101,7 +121,9 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
 
     ``compared``: optional bool mask of the slots the clause specifies.  Shapes must match
     exactly (a transposed layout is a failure, not a broadcast).  NaN or inf in ``actual``
-    where the reference is finite is always a failure.
+    where the reference is finite is always a failure; where the expected value is not finite (a
+    mutant's or an inference model's outputs, compared as the golden), only the same value passes:
+    NaN for NaN, an infinity for the same infinity (the diagnosis's rule for non-finite outputs).
     """
     a = np.asarray(actual)
     e = np.asarray(expected)
@@ -117,14 +139,15 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
         ratio_arr = np.where(bad, np.inf, 0.0)
     else:
         a64 = a.astype(np.float64)
-        err = np.abs(a64 - e)
         b = bound(dtype, 0.0 if dtype_scale is None else dtype_scale,
                   0.0 if angle_scale is None else angle_scale, angle_based,
                   0.0 if accumulation_scale is None else accumulation_scale)
         b = np.broadcast_to(b, e.shape)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a ratio past float64's range: inf
+            err = np.abs(a64 - e)
             ratio_arr = np.where(err == 0, 0.0, err / b)
-        ratio_arr = np.where(np.isfinite(a64) | ~np.isfinite(e), ratio_arr, np.inf)
+            same_non_finite = ~np.isfinite(e) & ((np.isnan(e) & np.isnan(a64)) | (e == a64))
+        ratio_arr = np.where(np.isfinite(a64) & np.isfinite(e), ratio_arr, np.where(same_non_finite, 0.0, np.inf))
         ratio_arr = np.where(mask, ratio_arr, 0.0)
         bad = ratio_arr > 1.0
     n_bad = int(bad.sum())

@@ -120,7 +120,7 @@ def _rewrite_output(directory: Path, case_id: str, fn) -> None:
     m = json.loads((directory / "manifest.json").read_text())
     for e in m["cases"]:
         if e["id"] == case_id:
-            e["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+            e["sha256"], e["size"] = hashlib.sha256(buf.getvalue()).hexdigest(), len(buf.getvalue())
     (directory / "manifest.json").write_text(json.dumps(m, indent=1))
 
 
@@ -392,7 +392,8 @@ def test_corrupt_npz_is_named(regenerated):
     path = regenerated / "rope-tiny-half.npz"
     path.write_bytes(b"not a zip")
     m = json.loads((regenerated / "manifest.json").read_text())
-    next(e for e in m["cases"] if e["id"] == "rope-tiny-half")["sha256"] = hashlib.sha256(b"not a zip").hexdigest()
+    next(e for e in m["cases"] if e["id"] == "rope-tiny-half").update(sha256=hashlib.sha256(b"not a zip").hexdigest(),
+                                                                     size=len(b"not a zip"))
     (regenerated / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(GoldenError, match="rope-tiny-half.npz: not a readable npz"):
         golden.load(by_id()["rope-tiny-half"], regenerated)

@@ -260,7 +260,8 @@ def test_golden_edited_with_its_manifest_is_a_kit_error(run_suite, monkeypatch, 
     np.savez_compressed(buf, **arrays)
     f.write_bytes(buf.getvalue())
     m = json.loads((d / "manifest.json").read_text())
-    next(e for e in m["cases"] if e["id"] == "rope-tiny-half")["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    next(e for e in m["cases"] if e["id"] == "rope-tiny-half").update(sha256=hashlib.sha256(buf.getvalue()).hexdigest(),
+                                                                     size=len(buf.getvalue()))
     (d / "manifest.json").write_text(json.dumps(m))
     suite._manifest.cache_clear()
     suite.load_golden.cache_clear()

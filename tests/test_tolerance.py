@@ -229,3 +229,44 @@ def test_every_layer_norm_golden_states_the_accumulation_term(case_id):
     g = load(by_id()[case_id])
     acc = g.accumulation_scales["embeddings"]
     assert acc.shape == g.outputs["embeddings"].shape and (acc >= 0).all() and acc.max() > 0
+
+
+# ---- non-finite expected values (issue 28, finding 4) -----------------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("actual, expected, ok", [
+    (1.0, NAN, False),    # passed before: |1 - NaN| / bound is NaN, and NaN > 1 is False
+    (INF, NAN, False),
+    (NAN, INF, False),    # passed before: |NaN - inf| is NaN
+    (-INF, INF, False),
+    (1.0, INF, False),
+    (NAN, NAN, True),     # the same non-finite value: the diagnosis's rule (same_non_finite)
+    (INF, INF, True),
+    (-INF, -INF, True),
+    (NAN, 1.0, False),
+    (INF, 1.0, False),
+])
+def test_a_non_finite_expected_value_passes_only_the_same_value(actual, expected, ok):
+    """The spec's rule for outputs that are not finite (the diagnosis matches a mutant's NaN / inf only where
+    the output has exactly them): NaN expected is NaN-must-match, never "anything passes"."""
+    for dt in ("float64", "float32", "bfloat16", "float16"):
+        c = compare("y", np.array([0.5, actual]), np.array([0.5, expected]), dtype=dt, dtype_scale=1.0, angle_scale=1.0)
+        assert c.ok is ok and (ok or (c.n_bad == 1 and c.worst_index == (1,) and c.ratio == INF)), (dt, c)
+        masked = compare("y", np.array([0.5, actual]), np.array([0.5, expected]), dtype=dt, compared=[True, False])
+        assert masked.ok  # a slot the clause does not specify is never judged
+
+
+def test_a_golden_whose_expected_output_is_nan_fails_a_finite_output():
+    """Reachable: a golden's outputs are the reference's (computed on the fly for a generated case, a mutant's or
+    an inference model's in the diagnosis): one that gives NaN must not pass whatever the adapter returns."""
+    from dataclasses import replace
+    g = load(by_id()["rope-tiny-half"])
+    nan_q = np.array(g.outputs["q"], copy=True)
+    nan_q[..., 2] = np.nan
+    bad = replace(g, outputs={**g.outputs, "q": nan_q})
+    out = {n: np.asarray(v, np.float32) for n, v in g.outputs.items()}  # finite, the reference's own values
+    cmps = {c.message.split(":")[0]: c for c in compare_outputs(bad, out, "float32")}
+    assert not cmps["q"].ok and cmps["q"].n_bad == int(np.isnan(nan_q).sum()) and cmps["k"].ok
+    assert all(c.ok for c in compare_outputs(bad, {**out, "q": nan_q.astype(np.float32)}, "float32"))
