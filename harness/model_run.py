@@ -355,7 +355,10 @@ def _plain_probes(probes) -> list[dict]:
                 d[k] = v
             else:  # a copy, whatever its dtype: a model may reuse its buffers on the next pass
                 a = as_array(v)
-                d[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else np.array(a, copy=True)
+                if a.ndim == 0 and a.dtype.kind in "biu":  # a 0-d tensor of an index (a layer as torch.tensor(3))
+                    d[k] = a.item()
+                else:
+                    d[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else np.array(a, copy=True)
         out.append(d)
     return out
 

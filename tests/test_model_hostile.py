@@ -124,8 +124,9 @@ def test_an_honest_model_that_reuses_its_probe_buffers_passes(tmp_path):
     assert "failed" not in _outcomes(report).values()
 
 
-def test_a_numpy_integer_layer_index_is_a_layer_index(tmp_path):
-    edits = [("\"kind\": \"rope\", \"layer\": i,", "\"kind\": \"rope\", \"layer\": np.int64(i),"),
+@pytest.mark.parametrize("index", ["np.int64(i)", "np.uint8(i)", "torch.tensor(i)"])
+def test_a_numpy_or_tensor_integer_layer_index_is_a_layer_index(tmp_path, index):
+    edits = [("\"kind\": \"rope\", \"layer\": i,", f"\"kind\": \"rope\", \"layer\": {index},"),
              ("import torch\n", "import numpy as np\nimport torch\n")]
     p, report = _run(tmp_path, _variant(tmp_path, "np_layer", *edits), "-k", "prefill or decode")
     assert p.returncode == 0, p.stdout[-3000:]
