@@ -174,6 +174,75 @@ def test_failed_rebuild_keeps_the_previous_site(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]  # nothing half-built left beside it
 
 
+def test_rebuild_keeps_the_files_it_did_not_write(tmp_path):
+    """A rebuild replaces only what the build wrote (its marker lists it): a gh-pages checkout's ``.git``,
+    a ``CNAME`` and a note inside a version folder stay; a file the old build wrote and the new one does
+    not is removed."""
+    out = tmp_path / "site"
+    docs_site.build(out, versions=["0.1.0"], cards=False)
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/gh-pages\n", encoding="utf-8")
+    (out / "CNAME").write_text("spec.example.org\n", encoding="utf-8")
+    (out / "0.1.0" / "notes.txt").write_text("mine", encoding="utf-8")
+    (out / "0.1.0" / "stale.html").write_text("old", encoding="utf-8")  # as if an older build had written it
+    marker = out / docs_site.site_files.MARKER
+    marker.write_text(marker.read_text(encoding="utf-8") + "0.1.0/stale.html\n", encoding="utf-8")
+    docs_site.build(out, versions=["0.1.0"], cards=False)
+    assert (out / ".git" / "HEAD").read_text(encoding="utf-8") == "ref: refs/heads/gh-pages\n"
+    assert (out / "CNAME").read_text(encoding="utf-8") == "spec.example.org\n"
+    assert (out / "0.1.0" / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert not (out / "0.1.0" / "stale.html").exists() and (out / "0.1.0" / "rope.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+    listed = marker.read_text(encoding="utf-8").splitlines()
+    assert "0.1.0/rope.html" in listed and "CNAME" not in listed and ".git" not in listed
+
+
+def test_rebuild_over_an_older_marker_keeps_the_other_files(tmp_path):
+    """A site of an older build (a marker without a list) owns its version folders and index.html only."""
+    out = tmp_path / "site"
+    (out / "0.1.0").mkdir(parents=True)
+    (out / "0.1.0" / "old.html").write_text("old", encoding="utf-8")
+    (out / docs_site.site_files.MARKER).write_text("written by posenc docs build\n", encoding="utf-8")
+    (out / "CNAME").write_text("spec.example.org\n", encoding="utf-8")
+    docs_site.build(out, versions=["0.1.0"], cards=False)
+    assert (out / "CNAME").read_text(encoding="utf-8") == "spec.example.org\n"
+    assert not (out / "0.1.0" / "old.html").exists() and (out / "0.1.0" / "rope.html").is_file()
+
+
+def test_rebuild_refuses_to_replace_a_file_it_did_not_write(tmp_path):
+    out = tmp_path / "site"
+    docs_site.build(out, versions=["0.1.0"], cards=False)
+    (out / "0.2.0").mkdir()
+    (out / "0.2.0" / "rope.html").write_text("hand-written", encoding="utf-8")
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    with pytest.raises(docs_site.DocsError, match=r"0\.2\.0 was not written by posenc docs build"):
+        docs_site.build(out, versions=["0.1.0", "0.2.0"], cards=False)
+    assert (out / "0.2.0" / "rope.html").read_text(encoding="utf-8") == "hand-written"
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_build_into_a_foreign_folder_is_one_line(tmp_path, capsys):
+    (tmp_path / "CNAME").write_text("spec.example.org\n", encoding="utf-8")
+    assert cli(["docs", "build", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path} exists and is not a posenc site") and err.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["CNAME"]
+
+
+def test_site_is_world_readable(tmp_path):
+    """Folders 0755 and files 0644 whatever the umask (the root was mkdtemp's 0700)."""
+    import stat
+    old = os.umask(0o077)
+    try:
+        out = docs_site.build(tmp_path / "site", versions=["0.1.0"], cards=False)
+    finally:
+        os.umask(old)
+    modes = {str(p.relative_to(tmp_path)): stat.S_IMODE(p.stat().st_mode) for p in [out, *out.rglob("*")]}
+    wrong = {p: oct(m) for p, m in modes.items() if m != (0o755 if (tmp_path / p).is_dir() else 0o644)}
+    assert len(modes) > 20 and not wrong, list(wrong.items())[:5]
+
+
 @pytest.mark.parametrize("args, message", [
     (["docs", "build", "--out", "{file}"], "exists and is not a folder"),
     (["docs", "build", "--out", "{link}"], "is a symbolic link"),
