@@ -500,6 +500,74 @@ def test_browser_search(browser, served, shots, query, anchor):
     assert not _outside(_requests(browser))
 
 
+HOSTILE_TEX = (r"\(\href{javascript:alert(1)}{x}\) $$\href{javascript:alert(2)}{y}$$ "
+               r"\[\require{html}\href{javascript:alert(3)}{z}\] \(\class{c}{\style{color:red}{w}}\)")
+
+
+@pytest.fixture(scope="module")
+def hostile_pages(tmp_path_factory):
+    """A card page built from a config whose name holds TeX links, given a formula of its own (so MathJax
+    runs on it, as on any card page with math), and a site whose clauses' titles and statements hold them."""
+    from posenc.spec import versions
+    from posenc.tools.card import Card, build_card
+    from posenc.tools.sphinx_build import build_card_page
+    root = tmp_path_factory.mktemp("hostile")
+    cfg = root / "config.json"
+    cfg.write_text(json.dumps({"_name_or_path": HOSTILE_TEX, "model_type": "llama", "hidden_size": 64,
+                               "num_attention_heads": 2, "max_position_embeddings": 128}), encoding="utf-8")
+    real = versions.snapshot
+
+    def hostile_snapshot(v):
+        snap = real(v)
+        for raw in snap.families.values():
+            for clause in raw.get("clauses") or []:
+                clause["title"] = HOSTILE_TEX
+                clause["statement"] = HOSTILE_TEX + " " + str(clause.get("statement", ""))
+        return snap
+    with pytest.MonkeyPatch.context() as mp:
+        to_rst = Card.to_rst
+        mp.setattr(Card, "to_rst", lambda self, **kw: to_rst(self, **kw) + "\n.. math:: x^2 + y_{k}\n")
+        build_card_page(build_card(cfg).without_plots("no plots in this test"), root / "card")
+        mp.setattr(versions, "snapshot", hostile_snapshot)
+        docs_site.build(root / "site", versions=["0.1.0"], cards=False)
+    srv = docs_site.serve(root, "127.0.0.1", 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.mark.parametrize("page", ["card/index.html", "site/0.1.0/rope.html"])
+def test_browser_tex_in_outside_strings_is_never_live(hostile_pages, page):
+    """TeX in a config or spec string stays text: MathJax typesets the page's formulas only, so no
+    ``javascript:`` link (nor class, style) is made of it; and a formula itself could make none."""
+    browser = _driver_or_skip()
+    browser.requests = []
+    try:
+        _tex_never_live(browser, f"{hostile_pages}/{page}")
+    finally:
+        browser.quit()
+
+
+def _tex_never_live(browser, url: str) -> None:
+    import re
+    browser.get(url)
+    _wait(browser, "return !!(window.MathJax && MathJax.startup && MathJax.startup.promise)", 30)
+    browser.execute_async_script("MathJax.startup.promise.then(() => arguments[arguments.length - 1](true))")
+    assert browser.execute_script("return document.querySelectorAll('.math mjx-container').length") > 0
+    assert browser.execute_script("return document.querySelectorAll('mjx-container').length") == \
+        browser.execute_script("return document.querySelectorAll('.math mjx-container').length")
+    links = browser.execute_script("return Array.from(document.querySelectorAll('[href]')).map(a => a.getAttribute('href'))")
+    assert not [h for h in links if "javascript:" in h.lower().replace(" ", "")], links
+    assert r"\href{javascript:alert(1)}{x}" in browser.find_element("tag name", "body").text  # shown, as text
+    assert browser.execute_script("return !!(MathJax._.ui && MathJax._.ui.safe)")  # the safe extension is loaded
+    for tex in (r"\href{javascript:alert(1)}{x}", r"\require{html}\href{javascript:alert(1)}{x}",
+                r"\class{c}{x}\cssId{i}{y}\style{color:red}{z}"):
+        made = browser.execute_script("return MathJax.tex2mml(arguments[0])", tex)
+        assert not re.search(r"\b(href|class|id|style)=", made), made
+    assert not _outside(_requests(browser))
+
+
 def test_browser_made_no_outside_request(browser):
     """Runs last in this module: every request of every page above went to the local server."""
     _requests(browser)

@@ -32,7 +32,7 @@ from typing import Optional
 from posenc.spec.errors import SpecError
 from posenc.tools import site_files
 from posenc.tools.site_text import esc, formula_tex, is_prose, linked, rst_ref, rst_table, source_url
-from posenc.tools.sphinx_build import CONF, DocsError, need_sphinx, run_sphinx
+from posenc.tools.sphinx_build import DocsError, conf, need_sphinx, run_sphinx
 
 DEFAULT_BASE = "http://localhost:8000"
 
@@ -340,7 +340,7 @@ def _build_into(out: Path, versions: list[str], base: str, cards: bool) -> None:
             snap = snapshot(v)
             src = Path(tmp) / v
             src.mkdir()
-            (src / "conf.py").write_text(CONF.format(version=v), encoding="utf-8")
+            (src / "conf.py").write_text(conf(v), encoding="utf-8")
             card_names: list[str] = []
             if cards and v == SPEC_VERSION:
                 card_names = _write_cards(src / "cards")

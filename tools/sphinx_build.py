@@ -32,7 +32,25 @@ html_copy_source = False
 html_show_sourcelink = False
 templates_path = []
 exclude_patterns = []
+mathjax3_config = {mathjax}
 '''
+
+#: MathJax typesets only the formulas the site generator writes (Sphinx's ``math`` elements), never a string
+#: from a spec, a config or a registry entry elsewhere on the page (every other element is ignored); and even
+#: a formula cannot make a link, a class, an id or a style (no ``html`` package, ``\require`` allows none of
+#: it, and the ``ui/safe`` extension filters URLs, classes, ids and styles out of whatever is typeset)
+MATHJAX_SAFE = {
+    "loader": {"load": ["ui/safe"]},
+    "options": {"ignoreHtmlClass": ".*", "processHtmlClass": "math"},
+    "tex": {"packages": {"[-]": ["html"]}, "autoload": {"html": []},
+            "require": {"allow": {"html": False}, "defaultAllow": False}},
+    "safe": {"allow": {"URLs": "none", "classes": "none", "cssIDs": "none", "styles": "none"}},
+}
+
+
+def conf(version: str) -> str:
+    """The site's ``conf.py`` for ``version`` (with :data:`MATHJAX_SAFE`)."""
+    return CONF.format(version=version, mathjax=repr(MATHJAX_SAFE))
 
 
 def setup(app):  # pragma: no cover - called by Sphinx
@@ -97,7 +115,7 @@ def build_card_page(card, out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="posenc-card-") as tmp:
         src = Path(tmp)
-        (src / "conf.py").write_text(CONF.format(version=f"card {card.name}"), encoding="utf-8")
+        (src / "conf.py").write_text(conf(f"card {card.name}"), encoding="utf-8")
         card.write_plots(src / "plots")
         (src / "index.rst").write_text(card.to_rst(plot_prefix="plots/"), encoding="utf-8")
         run_sphinx(src, out_dir)
