@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from posenc.tools.sphinx_build import DocsError
+from posenc.tools.sphinx_build import DocsError, make_readable  # noqa: F401 - make_readable: re-exported
 
 #: the file that marks a folder as a site ``posenc docs build`` wrote, and lists what it wrote
 MARKER = ".posenc-site"
@@ -94,13 +94,3 @@ def carry_foreign(old: Path, new: Path) -> list[str]:
             os.rename(new / rel, old / rel)
         raise
     return keep
-
-
-def make_readable(root: Path) -> None:
-    """Folders 0755 and files 0644 under ``root`` and ``root`` itself (links left as they are)."""
-    os.chmod(root, 0o755)
-    for rel in _walk(root):
-        p = root / rel
-        if p.is_symlink():
-            continue
-        os.chmod(p, 0o755 if p.is_dir() else 0o644)
