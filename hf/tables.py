@@ -189,7 +189,7 @@ def read_config(config: Union[dict, str, Path]) -> dict:
         return config
     path = Path(config)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not an error
     except (OSError, ValueError) as e:
         raise SpecError(f"{path}: cannot read a JSON config: {' '.join(str(e).split())}") from None
     except RecursionError:

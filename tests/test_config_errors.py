@@ -18,6 +18,13 @@ LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "nu
          "vocab_size": 256, "rms_norm_eps": 1e-6}
 
 
+def test_a_byte_order_mark_is_read(tmp_path, capsys):
+    cfg = tmp_path / "config.json"
+    cfg.write_text("\ufeff" + json.dumps(LLAMA), encoding="utf-8")
+    assert cli(["config", "import", str(cfg)]) == 0
+    assert json.loads(capsys.readouterr().out)["model_type"] == "llama"
+
+
 def _no_suite(monkeypatch):
     """model-check must refuse before it starts the suite's process."""
     def run(*a, **k):
