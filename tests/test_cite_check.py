@@ -567,3 +567,8 @@ def test_one_long_line_is_read_in_linear_time(language):
         return min(times)
     small, large = best(1), best(8)
     assert large / small < 20, (language, small, large)
+
+
+def test_a_hidden_character_in_the_leader_is_an_error_and_the_citation_still_read():
+    got = [(f.column, f.severity, f.code, f.id) for f in cite_check.check_text("posenc\u200b: ROPE-PAIR-HALFX\n", "text")]
+    assert got == [(1, "error", "hidden-character", "posenc:"), (10, "error", "unknown-id", "ROPE-PAIR-HALFX")]

@@ -385,8 +385,8 @@ def _hidden(text: str, file: str, ln: int, col: int, out: list[Finding], cache: 
         return ident in spec.ever or (_has_known_prefix(ident, spec) and bool(cache.near_misses(ident, spec)))
     for c, tok, ident, what in list(hidden_ids(text, _ID_FULL, known)):
         out.append(Finding(file, ln, col + c + 1, ERROR, "hidden-character", ident, None,
-                           f"{tok!r} looks like {ident} but holds {what}: it is not the ID (a search for the ID "
-                           f"misses it)", "retype the ID in ASCII: upper-case letters, digits and '-'"))
+                           f"{tok!r} looks like {ident} but holds {what}: it is read as another token (and a search "
+                           f"misses it)", "retype it in ASCII: upper-case letters, digits and '-'"))
         text = text[:c] + ident.rjust(len(tok)) + text[c + len(tok):]
     return text
 

@@ -31,6 +31,13 @@ def _token() -> re.Pattern:
     return re.compile(rf"(?<![\w@/.-])[{alnum}](?:[{alnum}\-]|[{odd}])*[{alnum}](?:[{odd}]+(?=@))?")
 
 
+@lru_cache(maxsize=1)
+def _leader() -> re.Pattern:
+    """``posenc:`` with format characters between its letters (it would not lead a citation)."""
+    cf = "[" + re.escape("".join(chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf")) + "]*"
+    return re.compile(r"(?<![\w.:-])" + cf.join("posenc") + cf + ":", re.IGNORECASE)
+
+
 def _clean(token: str) -> str:
     out = []
     for ch in token:
@@ -48,10 +55,13 @@ def _named(token: str) -> str:
 
 def hidden_ids(text: str, id_shape: re.Pattern, known) -> Iterator[tuple[int, str, str, str]]:
     """``(column, token, id, what)`` of every token of ``text`` that reads as an ID (``id_shape``
-    fullmatches it and ``known(id)``) only once its odd characters are dropped or mapped to ASCII;
-    ``what`` names those characters.  Nothing for an ASCII text (linear in the text)."""
+    fullmatches it and ``known(id)``), or as ``posenc:``, only once its odd characters are dropped or
+    mapped to ASCII; ``what`` names those characters.  Nothing for an ASCII text (linear in the text)."""
     if text.isascii():
         return
+    for m in _leader().finditer(text):
+        if not m.group().isascii():
+            yield m.start(), m.group(), _clean(m.group()), _named(m.group())
     for m in _token().finditer(text):
         tok = m.group()
         if tok.isascii():
