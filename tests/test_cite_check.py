@@ -505,6 +505,7 @@ def test_yaml_error_is_exit_2(capsys, tmp_path, monkeypatch):
     # a division is not a regular expression: the quote after it still opens a string
     ("x = a / b; y = '/ // posenc: ROPE-PAIR-HALFY'; // posenc: ROPE-PAIR-HALFX\n", [(1, 59, "ROPE-PAIR-HALFX")]),
     ("x = f(a) / 2 / g['k']; // posenc: ROPE-PAIR-HALFX\n", [(1, 35, "ROPE-PAIR-HALFX")]),
+    ("y = i++ / 2 // posenc: ROPE-PAIR-HALFX\n", [(1, 24, "ROPE-PAIR-HALFX")]),
     # a regular expression's `//` is not a comment
     ("const u = /https?:\\/\\/x/; const s = 'a'; // posenc: ROPE-PAIR-HALFX\n", [(1, 53, "ROPE-PAIR-HALFX")]),
 ])

@@ -331,7 +331,7 @@ def _regex_end(src: str, s: int, memo: dict) -> int:
             k -= 1
         if src[k:j] not in _JS_KEYWORDS:
             return s + 1
-    elif prev and prev in ")]}\"'`":
+    elif prev and prev in ")]}\"'`" or src[max(j - 2, 0):j] in ("++", "--"):  # after an operand (x++ / 2)
         return s + 1
     eol = src.find("\n", s)
     eol = len(src) if eol < 0 else eol
