@@ -42,6 +42,13 @@ def generate(folder: Path, mb: float) -> dict[str, Path]:
         n += len(t) + 1
     (folder / "line.md").write_text(" ".join(tokens) + "\n", encoding="utf-8")
     out["line.md (one line of near-miss IDs)"] = folder / "line.md"
+    # one line of citations among URLs (each bare ID was compared with every URL and citation: quadratic)
+    unit = "posenc: ROPE-PAIR-HALF see https://x.org/ROPE-PAIR-HALF ROPE-PAIR-HALFF www.y.org/a "
+    (folder / "cites.md").write_text(unit * (size // len(unit)) + "\n", encoding="utf-8")
+    out["cites.md (one line of citations and URLs)"] = folder / "cites.md"
+    unit = "x = /['\"`]/.test(s) / 2; (/[/[ "  # regular-expression literals and divisions on one line
+    (folder / "regex.js").write_text(unit * (size // len(unit)) + "// posenc: ROPE-PAIR-HALF\n", encoding="utf-8")
+    out["regex.js (one line of JS regex literals)"] = folder / "regex.js"
     return out
 
 

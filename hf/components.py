@@ -175,7 +175,10 @@ def is_rope_import(config: dict) -> bool:
     """Whether :func:`params_from_hf_config` reads ``config`` through :func:`rope_import` (every
     model type but the M-RoPE and the other families' rules, and those whose RoPE lives in
     several sub-models, :func:`component_imports`)."""
-    return (config.get("model_type") not in MROPE_RULES and config.get("model_type") not in FAMILY_RULES
+    mt = config.get("model_type")
+    if not isinstance(mt, str):  # the import itself names it (model_type: expected a string)
+        return True
+    return (mt not in MROPE_RULES and mt not in FAMILY_RULES
             and not is_axial(config) and not (table_row(config) or {}).get("components"))
 
 

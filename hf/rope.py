@@ -134,6 +134,7 @@ def rope_import(config: Union[dict, str, Path]) -> RopeImport:
         sets = _layer_type_sets(eff, rope, rule, model_type, f"{prefix}{key}", provenance, row)
     else:
         sets = {"all_layers": _rope_set(eff, rope, rule, model_type, f"{prefix}{key}", provenance, row)}
+    sets = _used_sets(sets, layer_types, eff, row, provenance)
     sets = _gated_sets(sets, (row or {}).get("rope_gate"), eff, layer_types, provenance)
     nope = _layer_flags((row or {}).get("rope_gate"), eff, provenance)
     query_scale = None
@@ -219,6 +220,28 @@ def _layer_type_sets(eff: dict, rope: dict, rule, model_type: str, where: str, p
         sets[lt] = None if sub is None else _rope_set({**eff, **over}, dict(sub), rule, model_type,
                                                       f"{where}.{lt}", provenance, row)
     return sets
+
+
+def _used_sets(sets: dict, layer_types: Optional[list], eff: dict, row: Optional[dict], provenance: dict) -> dict:
+    """The sets of the layer types some layer is of, as transformers builds them (its rotary module
+    makes one per type in ``layer_types``): the config's ``layer_types``, else the ones its class
+    derives (the survey's ``default_layer_types``: at any layer count, or at the class's own).  All the
+    sets where neither is known, or where the sets are not named by layer type."""
+    used = None
+    if layer_types is not None:
+        used, why = set(layer_types), "layer_types"
+    else:
+        derived = (row or {}).get("default_layer_types") or {}
+        n = eff.get("num_hidden_layers")
+        if derived and (derived.get("any_count") or n is None or n == derived.get("num_hidden_layers")):
+            used = set(derived["used"])
+            why = (f"the layer_types {row['config_class']} derives (" + ", ".join(derived["used"]) +
+                   (")" if derived.get("any_count") else f" for {derived['num_hidden_layers']} layers)"))
+    if used is None or not (set(sets) & used):
+        return sets
+    for lt in sorted(set(sets) - used):
+        provenance[f"sets.{lt}"] = f"not built: no layer is of type {lt} in {why} (transformers builds only those)"
+    return {lt: s for lt, s in sets.items() if lt in used}
 
 
 def rope_params_from_hf_config(config: Union[dict, str, Path]) -> RopeParams:

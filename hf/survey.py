@@ -138,6 +138,9 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
         _fixed_layer_defaults(model_type, sub, overrides)
     if overrides:
         row["layer_type_defaults"] = overrides
+    used = _default_layer_types(sub_obj, sub)
+    if used:
+        row["default_layer_types"] = used
     if is_axial_rope(sub["rope_parameters"]):
         return _axial_row(row, defaults, text_type, sub_obj)
     module, modname = _modeling(text_type)
@@ -148,6 +151,26 @@ def _rope_row(model_type: str, cfg, cfg_dict: dict) -> dict:
     if via:
         row["modeling_via"] = via
     return _rotary_row(row, defaults, module, model_type, cfg, sub_obj, where)
+
+
+def _default_layer_types(sub_obj, sub: dict) -> Optional[dict]:
+    """For a ``rope_parameters`` per layer type: the layer types the class derives where the config gives
+    no ``layer_types`` (its model builds the sets of those only): ``used`` at the class's
+    ``num_hidden_layers``, and ``any_count`` when every count from 1 to 24 gives the same."""
+    rope = sub.get("rope_parameters")
+    if not (isinstance(rope, dict) and rope and all(isinstance(v, dict) or v is None for v in rope.values())):
+        return None
+    if not isinstance(sub.get("layer_types"), list) or not isinstance(sub.get("num_hidden_layers"), int):
+        return None
+    cls = type(sub_obj)
+    seen = set()
+    for n in range(1, 25):
+        try:
+            seen.add(tuple(sorted(set(cls(num_hidden_layers=n).layer_types or ()))))
+        except Exception:  # noqa: BLE001 - a count the class refuses
+            continue
+    return {"num_hidden_layers": sub["num_hidden_layers"], "used": sorted(set(sub["layer_types"])),
+            "any_count": len(seen) == 1}
 
 
 def _class_defaults(row: dict, sub: dict, sub_obj) -> dict:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,6 +165,9 @@ def _named_errors(fn):
     :class:`SpecError` naming the model type, never a traceback."""
     @functools.wraps(fn)
     def wrapper(config, *args, **kwargs):
+        mt = config.get("model_type", "") if isinstance(config, dict) else ""
+        if not isinstance(mt, str):  # before any table lookup by it (a list is not even hashable)
+            raise SpecError(f"config.json: model_type: expected a string, got {type(mt).__name__} {mt!r}")
         try:
             return fn(config, *args, **kwargs)
         except SpecError:
@@ -178,14 +182,19 @@ def _named_errors(fn):
 
 
 def read_config(config: Union[dict, str, Path]) -> dict:
-    """A ``config.json`` as a dict (a dict is returned as is); :class:`SpecError` names an unreadable file."""
+    """A ``config.json`` as a dict (a dict is returned as is).  :class:`SpecError` names an unreadable
+    file, malformed JSON (where), JSON nested deeper than Python's reader goes, or a file that is not
+    one JSON object."""
     if isinstance(config, dict):
         return config
     path = Path(config)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not an error
     except (OSError, ValueError) as e:
-        raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
+        raise SpecError(f"{path}: cannot read a JSON config: {' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: cannot read a JSON config: nested deeper than {sys.getrecursionlimit()} levels "
+                        f"(a config.json is an object of a few levels)") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object (a config.json), got {type(data).__name__}")
     return data

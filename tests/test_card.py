@@ -434,6 +434,32 @@ def test_name_or_path_is_escaped_in_the_built_page(tmp_path, payload):
     _check_html(page.read_text(encoding="utf-8"))
 
 
+def test_card_page_is_world_readable_and_keeps_other_files(tmp_path):
+    """Folders 0755 and files 0644 whatever the umask; a file of the folder the page did not write stays."""
+    import os
+    import stat
+    pytest.importorskip("sphinx")
+    try:
+        from posenc.tools.sphinx_build import build_card_page, need_sphinx as _need_sphinx
+        _need_sphinx()
+    except Exception:  # noqa: BLE001 - the [docs] extra is not installed
+        pytest.skip("the site generator needs the [docs] extra")
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "CNAME").write_text("cards.example.org\n", encoding="utf-8")
+    c = build_card(_hostile_llama(tmp_path, "fine")).without_plots("no plots in this test")
+    old = os.umask(0o077)
+    try:
+        build_card_page(c, out)
+    finally:
+        os.umask(old)
+    assert (out / "CNAME").read_text(encoding="utf-8") == "cards.example.org\n"
+    written = [p for p in [out, *out.rglob("*")] if p.name != "CNAME"]
+    wrong = {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in written
+             if stat.S_IMODE(p.stat().st_mode) != (0o755 if p.is_dir() else 0o644)}
+    assert len(written) > 10 and not wrong, list(wrong.items())[:5]
+
+
 def test_every_outside_string_is_escaped(tmp_path):
     """Not only the name: model_type, keys, values, provenance, notes, sources, the context source,
     a clause's reason, the path."""

@@ -493,3 +493,83 @@ def test_yaml_error_is_exit_2(capsys, tmp_path, monkeypatch):
     finally:
         cite_check._spec.cache_clear()
     assert rc == 2 and "rope.yaml line 3" in cap.err
+
+
+@pytest.mark.parametrize("source, expected", [
+    # a regular-expression literal holding a quote or a backtick opens no string: the citations after it count
+    ("const r = /['\"`]/; // ROPE-PAIR-HALFF\nlet y = 1; // posenc: ROPE-PAIR-HALFX\n",
+     [(1, 23, "ROPE-PAIR-HALFF"), (2, 23, "ROPE-PAIR-HALFX")]),
+    ("if (/[/'\"]+/.test(x)) return /a\\/'/g; // posenc: ROPE-PAIR-HALFX\n", [(1, 50, "ROPE-PAIR-HALFX")]),
+    ("x = s.replace(/`/g, ''); // posenc: ROPE-PAIR-HALFX\n", [(1, 37, "ROPE-PAIR-HALFX")]),
+    ("return /'/.test(s) // posenc: ROPE-PAIR-HALFX\n", [(1, 31, "ROPE-PAIR-HALFX")]),
+    # a division is not a regular expression: the quote after it still opens a string
+    ("x = a / b; y = '/ // posenc: ROPE-PAIR-HALFY'; // posenc: ROPE-PAIR-HALFX\n", [(1, 59, "ROPE-PAIR-HALFX")]),
+    ("x = f(a) / 2 / g['k']; // posenc: ROPE-PAIR-HALFX\n", [(1, 35, "ROPE-PAIR-HALFX")]),
+    ("y = i++ / 2 // posenc: ROPE-PAIR-HALFX\n", [(1, 24, "ROPE-PAIR-HALFX")]),
+    # a regular expression's `//` is not a comment
+    ("const u = /https?:\\/\\/x/; const s = 'a'; // posenc: ROPE-PAIR-HALFX\n", [(1, 53, "ROPE-PAIR-HALFX")]),
+])
+def test_js_regex_literals(source, expected):
+    got = [(f.line, f.column, f.id) for f in cite_check.check_text(source, "js") if f.code == "unknown-id"]
+    assert got == expected
+
+
+@pytest.mark.parametrize("text, found", [
+    ("posenc: ROPE-PAIR\u200b-HALF", [(9, "ROPE-PAIR-HALF")]),
+    ("see ROPE-PAIR\u200b-HALF", [(5, "ROPE-PAIR-HALF")]),  # bare: an error too, never silent
+    ("see ROPE-PAIR\u2060-HALF, ROPE\u00ad-PAIR-HALF and ROPE-PAIR-HALF\ufeff", [(5, "ROPE-PAIR-HALF"),
+                                                                             (22, "ROPE-PAIR-HALF")]),
+    ("posenc: ROPE\u2011PAIR\u2011HALF", [(9, "ROPE-PAIR-HALF")]),  # non-breaking hyphens
+    ("posenc: ROPE\u2212PAIR-HALF", [(9, "ROPE-PAIR-HALF")]),  # a minus sign
+    ("posenc: R\u041ePE-PAIR-HALF", [(9, "ROPE-PAIR-HALF")]),  # a Cyrillic O
+    ("posenc: \uff32\uff2f\uff30\uff25-PAIR-HALF", [(9, "ROPE-PAIR-HALF")]),  # full-width letters
+    ("posenc: ROPE-PAIR-HALF\u200b@0.4.0", [(9, "ROPE-PAIR-HALF")]),  # would cut the version off
+    ("posenc: DIV-ROPE-BF16\u200e-ANGLES", [(9, "DIV-ROPE-BF16-ANGLES")]),  # a direction mark
+    ("T5\u200b-XL, caf\u00e9, \u200bROPE-PAIR-HALF, ROPE-PAIR-HALF\u200b.", []),  # prose; around an ID: the ID is exact
+])
+def test_hidden_characters_in_ids_are_errors(text, found):
+    findings = cite_check.check_text(text + "\n", "text")
+    got = [(f.column, f.id) for f in findings if f.code == "hidden-character"]
+    assert got == found
+    assert all(f.severity == "error" for f in findings if f.code == "hidden-character")
+    assert all("U+" in f.message for f in findings if f.code == "hidden-character")
+
+
+def test_every_format_character_inside_an_id_is_reported():
+    import sys
+    import unicodedata
+    cf = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+    assert len(cf) > 150
+    text = "".join(f"posenc: ROPE-PAIR{ch}-HALF\n" for ch in cf)
+    got = [(f.line, f.code, f.id) for f in cite_check.check_text(text, "text")]
+    assert got == [(i, "hidden-character", "ROPE-PAIR-HALF") for i in range(1, len(cf) + 1)]
+
+
+LONG_LINES = {
+    "text": "posenc: ROPE-PAIR-HALF see https://x.org/a ROPE-PAIR-HALFF https://y.org/ROPE-PAIR-HALF T5-XL ",
+    "markdown": "www.x.org/ROPE-PAIR-HALF posenc: ROPE-PAIR-HALF@0.4.0, DIV-ROPE-BF16-ANGLES a.b-c.d-e.f-g ",
+    "js": "x = /['\"`]/.test(s) / 2; (/[/[ ",
+}
+
+
+@pytest.mark.parametrize("language", sorted(LONG_LINES))
+def test_one_long_line_is_read_in_linear_time(language):
+    """8x the line takes about 8x the time (not 64x): ratios of the best of three runs, in one process."""
+    import time
+    cite_check.check_text("warm up ROPE-PAIR-HALF\n", "text")
+
+    def best(k: int) -> float:
+        src = LONG_LINES[language] * (1500 * k) + "\n"
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            cite_check.check_text(src, language)
+            times.append(time.perf_counter() - t)
+        return min(times)
+    small, large = best(1), best(8)
+    assert large / small < 20, (language, small, large)
+
+
+def test_a_hidden_character_in_the_leader_is_an_error_and_the_citation_still_read():
+    got = [(f.column, f.severity, f.code, f.id) for f in cite_check.check_text("posenc\u200b: ROPE-PAIR-HALFX\n", "text")]
+    assert got == [(1, "error", "hidden-character", "posenc:"), (10, "error", "unknown-id", "ROPE-PAIR-HALFX")]

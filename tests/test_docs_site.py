@@ -174,6 +174,75 @@ def test_failed_rebuild_keeps_the_previous_site(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]  # nothing half-built left beside it
 
 
+def test_rebuild_keeps_the_files_it_did_not_write(tmp_path):
+    """A rebuild replaces only what the build wrote (its marker lists it): a gh-pages checkout's ``.git``,
+    a ``CNAME`` and a note inside a version folder stay; a file the old build wrote and the new one does
+    not is removed."""
+    out = tmp_path / "site"
+    docs_site.build(out, versions=["0.1.0"], cards=False)
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/gh-pages\n", encoding="utf-8")
+    (out / "CNAME").write_text("spec.example.org\n", encoding="utf-8")
+    (out / "0.1.0" / "notes.txt").write_text("mine", encoding="utf-8")
+    (out / "0.1.0" / "stale.html").write_text("old", encoding="utf-8")  # as if an older build had written it
+    marker = out / docs_site.site_files.MARKER
+    marker.write_text(marker.read_text(encoding="utf-8") + "0.1.0/stale.html\n", encoding="utf-8")
+    docs_site.build(out, versions=["0.1.0"], cards=False)
+    assert (out / ".git" / "HEAD").read_text(encoding="utf-8") == "ref: refs/heads/gh-pages\n"
+    assert (out / "CNAME").read_text(encoding="utf-8") == "spec.example.org\n"
+    assert (out / "0.1.0" / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert not (out / "0.1.0" / "stale.html").exists() and (out / "0.1.0" / "rope.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+    listed = marker.read_text(encoding="utf-8").splitlines()
+    assert "0.1.0/rope.html" in listed and "CNAME" not in listed and ".git" not in listed
+
+
+def test_rebuild_over_an_older_marker_keeps_the_other_files(tmp_path):
+    """A site of an older build (a marker without a list) owns its version folders and index.html only."""
+    out = tmp_path / "site"
+    (out / "0.1.0").mkdir(parents=True)
+    (out / "0.1.0" / "old.html").write_text("old", encoding="utf-8")
+    (out / docs_site.site_files.MARKER).write_text("written by posenc docs build\n", encoding="utf-8")
+    (out / "CNAME").write_text("spec.example.org\n", encoding="utf-8")
+    docs_site.build(out, versions=["0.1.0"], cards=False)
+    assert (out / "CNAME").read_text(encoding="utf-8") == "spec.example.org\n"
+    assert not (out / "0.1.0" / "old.html").exists() and (out / "0.1.0" / "rope.html").is_file()
+
+
+def test_rebuild_refuses_to_replace_a_file_it_did_not_write(tmp_path):
+    out = tmp_path / "site"
+    docs_site.build(out, versions=["0.1.0"], cards=False)
+    (out / "0.2.0").mkdir()
+    (out / "0.2.0" / "rope.html").write_text("hand-written", encoding="utf-8")
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    with pytest.raises(docs_site.DocsError, match=r"0\.2\.0 was not written by posenc docs build"):
+        docs_site.build(out, versions=["0.1.0", "0.2.0"], cards=False)
+    assert (out / "0.2.0" / "rope.html").read_text(encoding="utf-8") == "hand-written"
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_build_into_a_foreign_folder_is_one_line(tmp_path, capsys):
+    (tmp_path / "CNAME").write_text("spec.example.org\n", encoding="utf-8")
+    assert cli(["docs", "build", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path} exists and is not a posenc site") and err.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["CNAME"]
+
+
+def test_site_is_world_readable(tmp_path):
+    """Folders 0755 and files 0644 whatever the umask (the root was mkdtemp's 0700)."""
+    import stat
+    old = os.umask(0o077)
+    try:
+        out = docs_site.build(tmp_path / "site", versions=["0.1.0"], cards=False)
+    finally:
+        os.umask(old)
+    modes = {str(p.relative_to(tmp_path)): stat.S_IMODE(p.stat().st_mode) for p in [out, *out.rglob("*")]}
+    wrong = {p: oct(m) for p, m in modes.items() if m != (0o755 if (tmp_path / p).is_dir() else 0o644)}
+    assert len(modes) > 20 and not wrong, list(wrong.items())[:5]
+
+
 @pytest.mark.parametrize("args, message", [
     (["docs", "build", "--out", "{file}"], "exists and is not a folder"),
     (["docs", "build", "--out", "{link}"], "is a symbolic link"),
@@ -428,6 +497,74 @@ def test_browser_search(browser, served, shots, query, anchor):
     hrefs = browser.execute_script("return Array.from(document.querySelectorAll('#search-results a')).map(x => x.href)")
     assert any(h.endswith(anchor) for h in hrefs), hrefs[:10]
     browser.save_screenshot(str(shots / f"search-{query}.png"))
+    assert not _outside(_requests(browser))
+
+
+HOSTILE_TEX = (r"\(\href{javascript:alert(1)}{x}\) $$\href{javascript:alert(2)}{y}$$ "
+               r"\[\require{html}\href{javascript:alert(3)}{z}\] \(\class{c}{\style{color:red}{w}}\)")
+
+
+@pytest.fixture(scope="module")
+def hostile_pages(tmp_path_factory):
+    """A card page built from a config whose name holds TeX links, given a formula of its own (so MathJax
+    runs on it, as on any card page with math), and a site whose clauses' titles and statements hold them."""
+    from posenc.spec import versions
+    from posenc.tools.card import Card, build_card
+    from posenc.tools.sphinx_build import build_card_page
+    root = tmp_path_factory.mktemp("hostile")
+    cfg = root / "config.json"
+    cfg.write_text(json.dumps({"_name_or_path": HOSTILE_TEX, "model_type": "llama", "hidden_size": 64,
+                               "num_attention_heads": 2, "max_position_embeddings": 128}), encoding="utf-8")
+    real = versions.snapshot
+
+    def hostile_snapshot(v):
+        snap = real(v)
+        for raw in snap.families.values():
+            for clause in raw.get("clauses") or []:
+                clause["title"] = HOSTILE_TEX
+                clause["statement"] = HOSTILE_TEX + " " + str(clause.get("statement", ""))
+        return snap
+    with pytest.MonkeyPatch.context() as mp:
+        to_rst = Card.to_rst
+        mp.setattr(Card, "to_rst", lambda self, **kw: to_rst(self, **kw) + "\n.. math:: x^2 + y_{k}\n")
+        build_card_page(build_card(cfg).without_plots("no plots in this test"), root / "card")
+        mp.setattr(versions, "snapshot", hostile_snapshot)
+        docs_site.build(root / "site", versions=["0.1.0"], cards=False)
+    srv = docs_site.serve(root, "127.0.0.1", 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.mark.parametrize("page", ["card/index.html", "site/0.1.0/rope.html"])
+def test_browser_tex_in_outside_strings_is_never_live(hostile_pages, page):
+    """TeX in a config or spec string stays text: MathJax typesets the page's formulas only, so no
+    ``javascript:`` link (nor class, style) is made of it; and a formula itself could make none."""
+    browser = _driver_or_skip()
+    browser.requests = []
+    try:
+        _tex_never_live(browser, f"{hostile_pages}/{page}")
+    finally:
+        browser.quit()
+
+
+def _tex_never_live(browser, url: str) -> None:
+    import re
+    browser.get(url)
+    _wait(browser, "return !!(window.MathJax && MathJax.startup && MathJax.startup.promise)", 30)
+    browser.execute_async_script("MathJax.startup.promise.then(() => arguments[arguments.length - 1](true))")
+    assert browser.execute_script("return document.querySelectorAll('.math mjx-container').length") > 0
+    assert browser.execute_script("return document.querySelectorAll('mjx-container').length") == \
+        browser.execute_script("return document.querySelectorAll('.math mjx-container').length")
+    links = browser.execute_script("return Array.from(document.querySelectorAll('[href]')).map(a => a.getAttribute('href'))")
+    assert not [h for h in links if "javascript:" in h.lower().replace(" ", "")], links
+    assert r"\href{javascript:alert(1)}{x}" in browser.find_element("tag name", "body").text  # shown, as text
+    assert browser.execute_script("return !!(MathJax._.ui && MathJax._.ui.safe)")  # the safe extension is loaded
+    for tex in (r"\href{javascript:alert(1)}{x}", r"\require{html}\href{javascript:alert(1)}{x}",
+                r"\class{c}{x}\cssId{i}{y}\style{color:red}{z}"):
+        made = browser.execute_script("return MathJax.tex2mml(arguments[0])", tex)
+        assert not re.search(r"\b(href|class|id|style)=", made), made
     assert not _outside(_requests(browser))
 
 

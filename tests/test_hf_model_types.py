@@ -613,3 +613,59 @@ def test_glm_vision_models_agree_on_their_published_layout(mt):
     # the import moved with the config: theta and the factor are read, not defaulted
     text["rope_parameters"]["rope_theta"] = 25000.0
     assert hf_agreement.agreement(mt, config=over)[0] == "agrees"
+
+
+NESTED_TYPES = sorted(mt for mt in ROPE_TYPES if _nested((ROWS[mt].get("defaults") or {}).get("rope_parameters") or {}))
+
+
+def _transformers_layer_types(mt: str, **kwargs) -> tuple[set, set]:
+    """(the layer types transformers' config class gives, the keys of its rope_parameters)."""
+    from transformers import CONFIG_MAPPING
+    row = ROWS[mt]
+    cfg = CONFIG_MAPPING[mt]() if not kwargs else None
+    if row.get("where"):
+        cfg = CONFIG_MAPPING[mt]()
+        sub = getattr(cfg, row["where"])
+        sub = type(sub)(**kwargs) if kwargs else sub
+    else:
+        sub = cfg if cfg is not None else CONFIG_MAPPING[mt](**kwargs)
+    return set(sub.layer_types or ()), set(sub.rope_parameters)
+
+
+@pytest.mark.parametrize("mt", NESTED_TYPES)
+def test_only_the_sets_some_layer_uses_are_imported(mt):
+    """transformers builds one RoPE set per layer type its layers are of (its rotary module takes
+    ``sorted(set(config.layer_types))``): the import gives those sets and no other, on the default config and
+    on configs whose layer_types (or only whose layer count) say otherwise; where the layer count changes the
+    class's pattern and no layer_types is given, it keeps every set and says the pattern is not known."""
+    pytest.importorskip("transformers")
+    hf_modeling._quiet()
+    used, keys = _transformers_layer_types(mt)
+    if not (used & keys):  # sets not named by layer type (DeepSeek V4's main / compress)
+        pytest.skip(f"{mt}: its sets are not named by layer type")
+    where = ROWS[mt].get("where")
+
+    def imported(extra: dict) -> set:
+        cfg = {"model_type": mt, **({where: extra} if where else extra)}
+        return set(rope_import(cfg).sets)
+    assert imported({}) == used & keys, (mt, used, keys)
+    for lt in sorted(used & keys):  # every layer of one type
+        n = 2
+        assert imported({"num_hidden_layers": n, "layer_types": [lt] * n}) == {lt}
+    derived = ROWS[mt]["default_layer_types"]
+    for n in (1, 2, 3):
+        used_n, _ = _transformers_layer_types(mt, num_hidden_layers=n)
+        got = imported({"num_hidden_layers": n})
+        if derived["any_count"]:
+            assert got == used_n & keys, (mt, n)
+        else:
+            assert got >= used_n & keys, (mt, n)
+
+
+@pytest.mark.parametrize("mt, only", [("laguna", "full_attention"), ("mellum", "full_attention"), ("zaya", "hybrid")])
+def test_a_set_no_layer_uses_is_not_imported(mt, only):
+    """The independent check's three: their classes derive layer_types of one type at any layer count."""
+    imp = rope_import({"model_type": mt})
+    assert list(imp.sets) == [only]
+    assert any(k.startswith("sets.") and "not built" in v for k, v in imp.provenance.items())
+    assert list(rope_import({"model_type": mt, "num_hidden_layers": 7}).sets) == [only]

@@ -19,6 +19,7 @@ reaches the network; only regular files are opened.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import json
 import os
@@ -30,6 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
+from posenc.tools.cite_hidden import hidden_ids
 from posenc.tools.cite_lexers import PIECES, Note, _decode, _display, _read_bytes, _Special, language_of
 
 JSON_FORMAT = 1
@@ -64,7 +66,7 @@ SEP = re.compile(r"[ \t]*[,;/][ \t]*|[ \t]+")
 
 BARE = re.compile(rf"(?<![\w@/.-]){ID_RE}(?![\w-])")
 
-URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://\S*|\bwww\.\S+")
+URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://\S*|\bwww\.\S+")  # a scheme of at most 32 characters
 
 # the token after `posenc:` is an attempted citation (not prose) when it holds `@`, starts like an ID,
 # or is a lower-case ID of a known prefix (`rope-pair-half`; checked in `_attempt`)
@@ -372,6 +374,43 @@ def _ignored(text: str, language: str) -> bool:
     return bool(_IGNORE_TAIL.search(text))
 
 
+_ID_FULL = re.compile(ID_RE)
+
+
+def _hidden(text: str, file: str, ln: int, col: int, out: list[Finding], cache: _Cache) -> str:
+    """Report each ID written with a hidden or look-alike character (:mod:`.cite_hidden`) as an error;
+    the text with each such token replaced by its ID (blanks before it: columns stay), to be read on."""
+    spec = _spec()
+    def known(ident: str) -> bool:  # an ID, or a near miss of one (as a bare token is judged)
+        return ident in spec.ever or (_has_known_prefix(ident, spec) and bool(cache.near_misses(ident, spec)))
+    for c, tok, ident, what in list(hidden_ids(text, _ID_FULL, known)):
+        out.append(Finding(file, ln, col + c + 1, ERROR, "hidden-character", ident, None,
+                           f"{tok!r} looks like {ident} but holds {what}: it is read as another token (and a search "
+                           f"misses it)", "retype it in ASCII: upper-case letters, digits and '-'"))
+        text = text[:c] + ident.rjust(len(tok)) + text[c + len(tok):]
+    return text
+
+
+class _Spans:
+    """Spans of a line (URLs, citations), asked in increasing order whether they cover a position: each
+    question costs O(log n) (a line of a million citations and URLs is read in linear time)."""
+
+    def __init__(self, spans: Sequence[tuple[int, int]] = ()):
+        self.starts: list[int] = []
+        self.ends: list[int] = []  # the furthest end of the spans that start at or before starts[i]
+        for a, b in spans:
+            self.add(a, b)
+
+    def add(self, a: int, b: int) -> None:
+        """A span starting at or after every span added so far."""
+        self.starts.append(a)
+        self.ends.append(max(b, self.ends[-1]) if self.ends else b)
+
+    def covers(self, pos: int) -> bool:
+        i = bisect.bisect_right(self.starts, pos)
+        return bool(i) and pos < self.ends[i - 1]
+
+
 def _check(source: str, language: str, file: str, warnings: bool, cache: _Cache) -> tuple[list[Finding], bool]:
     """The findings of one text and whether it was parsed only in part."""
     out: list[Finding] = []
@@ -387,6 +426,8 @@ def _check(source: str, language: str, file: str, warnings: bool, cache: _Cache)
             off = True  # from the next line on; the marker's own line is checked like any other
         if skip:
             continue
+        if not text.isascii():
+            text = _hidden(text, file, ln, col, out, cache)
         leaders = list(LEADER.finditer(text)) if ":" in text else []
         bares = list(BARE.finditer(text)) if warnings and "-" in text else []
         if not leaders and not bares:
@@ -395,18 +436,18 @@ def _check(source: str, language: str, file: str, warnings: bool, cache: _Cache)
             _spec()
             spec_seen = True
         urls = [m.span() for m in URL.finditer(text)] if "/" in text or "www." in text else []
-        taken: list[tuple[int, int]] = list(urls)
+        in_url, cited = _Spans(urls), _Spans()
         for lead in leaders:
-            if any(a <= lead.start() < b for a, b in urls):
+            if in_url.covers(lead.start()):
                 continue
             items, bad, end = _citation(text, lead.end())
-            taken.append((lead.start(), end))
+            cited.add(lead.start(), end)
             for c, ident, ver, _, _ in items:
                 out += _strict(cache, file, ln, col + c, ident, ver, warnings)
             for c, tok in bad:
                 out.append(_malformed(file, ln, col + c, tok))
         for m in bares:
-            if any(a <= m.start() < b for a, b in taken):
+            if in_url.covers(m.start()) or cited.covers(m.start()):
                 continue
             it = _item(text, m.start())
             if it[3] is not None:

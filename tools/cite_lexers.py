@@ -152,8 +152,9 @@ class _CSyntax:
     cpp_raw: bool = False     # R"delim(...)delim"
     verbatim: bool = False    # C# @"..." ("" escapes a quote, \ is literal, spans lines)
     nest: bool = False        # /* /* */ */ nests (Rust, Kotlin, Scala, Swift)
+    regex: bool = False       # /.../flags regular-expression literals (JS, TS), where an operand may start
 
-    def regex(self, braces: bool) -> re.Pattern:
+    def lexer(self, braces: bool) -> re.Pattern:
         alts = [r"//", r"/\*"]
         if self.rust_raw:
             alts.append(r'(?<![\w])b?r\#*"')
@@ -164,6 +165,8 @@ class _CSyntax:
         if self.triple:
             alts.append(r'"""')
         alts += ['"', "'", "`"]
+        if self.regex:
+            alts.append("/")
         if braces:
             alts += [r"\{", r"\}"]
         return re.compile("|".join(alts))
@@ -171,7 +174,7 @@ class _CSyntax:
 
 C_SYNTAX = {
     "c": _CSyntax(triple=True, cpp_raw=True, verbatim=True),
-    "js": _CSyntax(sq="string", bt="template"),
+    "js": _CSyntax(sq="string", bt="template", regex=True),
     "rust": _CSyntax(bt="none", dq_lines=True, rust_raw=True, nest=True),
     "go": _CSyntax(bt="raw"),
     "swift": _CSyntax(triple=True, nest=True),
@@ -210,7 +213,7 @@ def _c_scan(src: str, i: int, syn: _CSyntax, out: list, braces: bool = False, le
     ``${...}``) stop after the ``}`` that closes it.  Returns where the scan stopped."""
     n = len(src)
     key = (repr(syn), braces)
-    rx = _RX.get(key) or _RX.setdefault(key, syn.regex(braces))
+    rx = _RX.get(key) or _RX.setdefault(key, syn.lexer(braces))
     depth = 0
     while True:
         m = rx.search(src, i)
@@ -258,6 +261,8 @@ def _literal_end(src: str, m, syn: _CSyntax, out: list, level: int) -> int:
     resumes there, so nothing inside a literal is taken for a comment."""
     n = len(src)
     s, t = m.start(), m.group()
+    if t == "/":
+        return _regex_end(src, s, out.memo)
     if t == "`":
         if syn.bt == "template":
             return _template_end(src, s + 1, syn, out, level)
@@ -302,6 +307,52 @@ def _literal_end(src: str, m, syn: _CSyntax, out: list, level: int) -> int:
     return n if e < 0 else e + len(close)
 
 
+# after these words an expression starts (a `/` there opens a regular expression, not a division)
+_JS_KEYWORDS = frozenset({"return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw", "case", "do",
+                          "else", "yield", "await"})
+
+# in a regular-expression literal: a run outside a class (escapes kept whole), and a class's body to its `]`
+_JS_REGEX_RUN = re.compile(r"(?:\\[^\n]|[^/\\\[\n])*")
+_JS_REGEX_CLASS = re.compile(r"(?:\\[^\n]|[^\]\\\n])*\]")
+
+
+def _regex_end(src: str, s: int, memo: dict) -> int:
+    """Where the JS regular-expression literal opened by the ``/`` at ``s`` ends (quotes, backticks and
+    ``//`` inside it are not literals or comments); ``s + 1`` where that ``/`` is a division (after an
+    operand: a name, a number, a literal, ``)``, ``]`` or ``}``) or no literal closes on its line.
+    ``memo`` holds each line's last ``]``, so that a class that cannot close fails at once (linear)."""
+    j = s
+    while j and src[j - 1] in " \t\r\n\f\v":
+        j -= 1
+    prev = src[j - 1] if j else ""
+    if prev and (prev.isalnum() or prev in "_$"):
+        k = j
+        while k and (src[k - 1].isalnum() or src[k - 1] in "_$"):
+            k -= 1
+        if src[k:j] not in _JS_KEYWORDS:
+            return s + 1
+    elif prev and prev in ")]}\"'`" or src[max(j - 2, 0):j] in ("++", "--"):  # after an operand (x++ / 2)
+        return s + 1
+    eol = src.find("\n", s)
+    eol = len(src) if eol < 0 else eol
+    last = memo.get(eol)
+    if last is None:
+        last = memo[eol] = src.rfind("]", s, eol)
+    i = s + 1
+    while True:
+        q = _JS_REGEX_RUN.match(src, i, eol).end()
+        if q >= eol:
+            return s + 1
+        if src[q] == "/":
+            return q + 1 if q > s + 1 else s + 1
+        if q > last:  # a `[` with no `]` after it on the line
+            return s + 1
+        c = _JS_REGEX_CLASS.match(src, q + 1, eol)
+        if not c:
+            return s + 1
+        i = c.end()
+
+
 _TEMPLATE = re.compile(r"\\|`|\$\{")
 
 
@@ -323,11 +374,19 @@ def _template_end(src: str, i: int, syn: _CSyntax, out: list, level: int) -> int
             i = _c_scan(src, m.end(), syn, out, braces=True, level=level + 1)
 
 
+class _Spans(list):
+    """The comment spans found so far, and the scan's memo (a line's last ``]``, by the line's end)."""
+
+    def __init__(self):
+        super().__init__()
+        self.memo: dict = {}
+
+
 def _c_pieces(language: str):
     syn = C_SYNTAX[language]
 
     def pieces(source: str, notes: Optional[list] = None) -> Iterator[Piece]:
-        spans: list[tuple[int, int]] = []
+        spans = _Spans()
         _c_scan(source, 0, syn, spans)
         yield from _spans_to_pieces(source, spans)
     pieces.__doc__ = f"``//`` and ``/* */`` comments of {language!r} source, outside its literals."

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Optional
 
 from posenc.spec.errors import SpecError
+from posenc.tools import site_files
 from posenc.tools.site_text import esc, formula_tex, is_prose, linked, rst_ref, rst_table, source_url
-from posenc.tools.sphinx_build import CONF, DocsError, need_sphinx, run_sphinx
+from posenc.tools.sphinx_build import DocsError, conf, need_sphinx, run_sphinx
 
 DEFAULT_BASE = "http://localhost:8000"
 
@@ -286,11 +287,16 @@ def _index_rst(snap, versions: list[str], current: str, cards: list[str]) -> str
 
 def build(out: Path = DEFAULT_OUT, base: Optional[str] = None, versions: Optional[list[str]] = None,
           cards: bool = True) -> Path:
-    """Write the site into ``out`` (replaced): ``out/<version>/`` per version, ``out/index.html``.
+    """Write the site into ``out``: ``out/<version>/`` per version, ``out/index.html``.
 
     ``versions``: default every known version (released ones and the one in development).
     ``cards``: the registry's named models' cards on the current version's site (needs matplotlib).
-    Returns ``out``.  Raises :class:`DocsError` without the ``[docs]`` extra or on a Sphinx error.
+    ``out`` may be new, empty, or a site an earlier build wrote: the build replaces only the paths its
+    marker lists (:mod:`.site_files`) and keeps every other file there (``.git``, ``CNAME``, ...).  The site
+    is world-readable (folders 0755, files 0644).  Returns ``out``.  Raises :class:`DocsError` without the
+    ``[docs]`` extra, on a Sphinx error, where ``out`` is a link, a file, or a non-empty folder without the
+    marker, or where a file the build did not write stands where the new site writes one (nothing is
+    changed then).
     """
     need_sphinx()
     from posenc.spec.versions import known_versions
@@ -301,13 +307,18 @@ def build(out: Path = DEFAULT_OUT, base: Optional[str] = None, versions: Optiona
         raise DocsError(f"{out} is a symbolic link: give the folder itself")
     if out.exists() and not out.is_dir():
         raise DocsError(f"{out} exists and is not a folder")
-    if out.exists() and not (out / ".posenc-site").exists() and any(out.iterdir()):
-        raise DocsError(f"{out} exists and is not a posenc site: refusing to replace it")
+    if out.exists() and not site_files.is_site(out) and any(out.iterdir()):
+        raise DocsError(f"{out} exists and is not a posenc site (no {site_files.MARKER}): refusing to write into it; "
+                        f"name a new or an empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)
     # built beside the target and swapped in at the end: a failed build leaves the previous site as it was
     final, out = out, Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
     try:
         _build_into(out, versions, base, cards)
+        site_files.write_manifest(out)
+        site_files.make_readable(out)
+        if final.exists():
+            site_files.carry_foreign(final, out)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
@@ -324,13 +335,12 @@ def build(out: Path = DEFAULT_OUT, base: Optional[str] = None, versions: Optiona
 def _build_into(out: Path, versions: list[str], base: str, cards: bool) -> None:
     from posenc.spec import SPEC_VERSION
     from posenc.spec.versions import snapshot
-    (out / ".posenc-site").write_text("written by posenc docs build\n", encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="posenc-docs-") as tmp:
         for v in versions:
             snap = snapshot(v)
             src = Path(tmp) / v
             src.mkdir()
-            (src / "conf.py").write_text(CONF.format(version=v), encoding="utf-8")
+            (src / "conf.py").write_text(conf(v), encoding="utf-8")
             card_names: list[str] = []
             if cards and v == SPEC_VERSION:
                 card_names = _write_cards(src / "cards")

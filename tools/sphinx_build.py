@@ -5,6 +5,8 @@ divergence ID itself, found by the search), and a single card's page (:func:`bui
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -32,7 +34,25 @@ html_copy_source = False
 html_show_sourcelink = False
 templates_path = []
 exclude_patterns = []
+mathjax3_config = {mathjax}
 '''
+
+#: MathJax typesets only the formulas the site generator writes (Sphinx's ``math`` elements), never a string
+#: from a spec, a config or a registry entry elsewhere on the page (every other element is ignored); and even
+#: a formula cannot make a link, a class, an id or a style (no ``html`` package, ``\require`` allows none of
+#: it, and the ``ui/safe`` extension filters URLs, classes, ids and styles out of whatever is typeset)
+MATHJAX_SAFE = {
+    "loader": {"load": ["ui/safe"]},
+    "options": {"ignoreHtmlClass": ".*", "processHtmlClass": "math"},
+    "tex": {"packages": {"[-]": ["html"]}, "autoload": {"html": []},
+            "require": {"allow": {"html": False}, "defaultAllow": False}},
+    "safe": {"allow": {"URLs": "none", "classes": "none", "cssIDs": "none", "styles": "none"}},
+}
+
+
+def conf(version: str) -> str:
+    """The site's ``conf.py`` for ``version`` (with :data:`MATHJAX_SAFE`)."""
+    return CONF.format(version=version, mathjax=repr(MATHJAX_SAFE))
 
 
 def setup(app):  # pragma: no cover - called by Sphinx
@@ -91,14 +111,34 @@ def run_sphinx(src: Path, out: Path) -> None:
         raise DocsError(f"Sphinx failed on {src} (exit {rc}):\n{err.getvalue().strip()}")
 
 
+def _walk(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        out += [Path(dirpath) / n for n in dirnames + filenames]
+    return out
+
+
+def make_readable(root: Path) -> None:
+    """Folders 0755 and files 0644 under ``root`` and ``root`` itself (links left as they are): a built
+    site is world-readable whatever the umask (and ``tempfile.mkdtemp``'s 0700)."""
+    os.chmod(root, 0o755)
+    for p in _walk(root):
+        if not p.is_symlink():
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+
+
 def build_card_page(card, out_dir: Path) -> Path:
-    """One card as a small site in ``out_dir`` (``index.html`` and its plots); returns the page."""
+    """One card as a small site in ``out_dir`` (``index.html`` and its plots, world-readable; other
+    files there are kept); returns the page."""
     need_sphinx()
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="posenc-card-") as tmp:
-        src = Path(tmp)
-        (src / "conf.py").write_text(CONF.format(version=f"card {card.name}"), encoding="utf-8")
+        src, built = Path(tmp) / "src", Path(tmp) / "html"
+        src.mkdir()
+        (src / "conf.py").write_text(conf(f"card {card.name}"), encoding="utf-8")
         card.write_plots(src / "plots")
         (src / "index.rst").write_text(card.to_rst(plot_prefix="plots/"), encoding="utf-8")
-        run_sphinx(src, out_dir)
+        run_sphinx(src, built)
+        make_readable(built)
+        shutil.copytree(built, out_dir, dirs_exist_ok=True)  # the modes with the files
     return out_dir / "index.html"

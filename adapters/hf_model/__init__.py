@@ -297,13 +297,25 @@ class HFModel:
 
 def from_config_file(path) -> HFModelAdapter:
     """A tiny model of a user's ``config.json`` (:func:`tiny_from_config`: its architecture and its
-    positional parameters, sizes shrunk), named after the file."""
-    import json
+    positional parameters, sizes shrunk), named after the file.  Raises
+    :class:`~posenc.spec.errors.SpecError` for a file that is not a JSON object, ``ValueError`` naming
+    the field for a model type without a tiny model, a value transformers' config class rejects
+    (:func:`.config_checks.check_fields`, on the config as written) or a model too large to build
+    (:func:`.config_checks.check_memory`)."""
     from pathlib import Path
-    cfg = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(cfg, dict):
-        raise ValueError(f"{path}: a config.json holds a JSON object")
+
+    from posenc.hf import read_config
+
+    from .config_checks import check_fields, check_memory
+    try:
+        cfg = read_config(path)
+    except ValueError as e:  # a SpecError: the file's name is the caller's to say
+        raise ValueError(str(e).split(": ", 1)[-1]) from None
+    mt = cfg.get("model_type")
+    if isinstance(mt, str) and mt in ARCHS:
+        check_fields(mt, cfg)
     tiny = tiny_from_config(cfg)
+    check_memory(tiny["model_type"], ARCHS[tiny["model_type"]].auto, tiny)
     kind, s, ctx = tiny.pop("_posenc_context_shrink", (None, 1, 0))
     a = HFModelAdapter(tiny["model_type"], tiny, name=f"config:{Path(path).name}")
     a.notes = (f"{Path(path).name}: its positional keys as written, the sizes shrunk (2 heads of its head width, "

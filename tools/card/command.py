@@ -40,6 +40,7 @@ def _mark(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / OUT_MARKER).write_text("written by posenc card: a later posenc card may overwrite this folder\n",
                                         encoding="utf-8")
+    (directory / OUT_MARKER).chmod(0o644)  # as the page and plots: readable by all, whatever the umask
 
 
 def _plots_or_note(card: Card) -> Card:

@@ -1,0 +1,145 @@
+"""Malformed configs (issue 28): ``posenc config import``, ``posenc card`` and ``posenc model-check`` say what is
+wrong in one line naming the file and the field, exit 2, and never print a traceback; a config whose tiny model
+would not fit in memory is refused before anything is built, naming the fields and the estimate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from posenc.cli import main as cli
+
+pytest.importorskip("transformers", reason="the [hf] extra")
+
+LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "num_key_value_heads": 2,
+         "max_position_embeddings": 128, "rope_theta": 10000.0, "intermediate_size": 128, "num_hidden_layers": 2,
+         "vocab_size": 256, "rms_norm_eps": 1e-6}
+
+
+def test_a_byte_order_mark_is_read(tmp_path, capsys):
+    cfg = tmp_path / "config.json"
+    cfg.write_text("\ufeff" + json.dumps(LLAMA), encoding="utf-8")
+    assert cli(["config", "import", str(cfg)]) == 0
+    assert json.loads(capsys.readouterr().out)["model_type"] == "llama"
+
+
+def _no_suite(monkeypatch):
+    """model-check must refuse before it starts the suite's process."""
+    def run(*a, **k):
+        raise AssertionError("model-check started the suite on a config it should have refused")
+    monkeypatch.setattr(subprocess, "run", run)
+
+
+def _one_line_error(capsys, rc, *needles):
+    out = capsys.readouterr()
+    assert rc == 2, out
+    assert "Traceback" not in out.err + out.out
+    assert out.err.startswith("error: ") and out.err.count("\n") == 1, out.err
+    for n in needles:
+        assert n in out.err, (n, out.err)
+    return out.err
+
+
+COMMANDS = [["config", "import"], ["card"], ["model-check"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("text, needle", [
+    ('{"model_type": "llama", "x": ' + "[" * 3000 + "]" * 3000 + "}", "nested deeper than"),
+    ("[" * 100000 + "]" * 100000, "nested deeper than"),
+    ('{"model_type": "llama", "hidden_size": 64,', "cannot read a JSON config"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"model_type": "llama"}\xff', "cannot read a JSON config"),
+])
+def test_malformed_json_is_one_line(tmp_path, capsys, monkeypatch, command, text, needle):
+    _no_suite(monkeypatch)
+    cfg = tmp_path / "config.json"
+    cfg.write_bytes(text.encode("utf-8", "surrogateescape") if "\xff" not in text else text.encode("latin-1"))
+    _one_line_error(capsys, cli([*command, str(cfg)]), "config.json", needle)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("model_type", [5, None, ["llama"], {"a": 1}, True])
+def test_model_type_that_is_not_a_string(tmp_path, capsys, monkeypatch, command, model_type):
+    _no_suite(monkeypatch)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**LLAMA, "model_type": model_type}), encoding="utf-8")
+    _one_line_error(capsys, cli([*command, str(cfg)]), "config.json", "model_type")
+
+
+def _wrong_values(value):
+    """Values of another type than ``value``."""
+    if isinstance(value, bool):
+        return ["yes", [value]]
+    if isinstance(value, (int, float)):
+        return [[value], str(value), {"v": value}]
+    return []
+
+
+def _cases():
+    from posenc.adapters.hf_model.architectures import tiny_config
+    for mt in ("llama", "gpt2", "opt", "bloom", "gpt_neox"):
+        for key, value in tiny_config(mt).items():
+            if key.endswith("_token_id") or key == "model_type":
+                continue
+            for bad in _wrong_values(value):
+                yield pytest.param(mt, key, bad, id=f"{mt}-{key}-{type(bad).__name__}")
+
+
+@pytest.mark.parametrize("model_type, key, bad", list(_cases()))
+def test_model_check_names_any_field_of_the_wrong_type(tmp_path, capsys, monkeypatch, model_type, key, bad):
+    """Every size and number of a config, of another type (a list where an integer goes, a string where a
+    number goes): model-check names the field before building anything."""
+    from posenc.adapters.hf_model.architectures import tiny_config
+    _no_suite(monkeypatch)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**tiny_config(model_type), key: bad}), encoding="utf-8")
+    _one_line_error(capsys, cli(["model-check", str(cfg)]), "config.json", key)
+
+
+@pytest.mark.parametrize("command", [["config", "import"], ["card"]], ids=" ".join)
+@pytest.mark.parametrize("key", ["num_attention_heads", "hidden_size", "max_position_embeddings", "rope_theta",
+                                 "head_dim"])
+def test_import_names_a_list_where_a_number_goes(tmp_path, capsys, command, key):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**LLAMA, key: [32]}), encoding="utf-8")
+    _one_line_error(capsys, cli([*command, str(cfg)]), "config.json", key)
+
+
+HUGE = [
+    ({"model_type": "gpt2", "n_positions": 10**9, "n_embd": 768, "n_head": 12, "n_layer": 12}, "n_positions"),
+    ({"model_type": "opt", "max_position_embeddings": 10**8, "hidden_size": 768, "num_attention_heads": 12,
+      "word_embed_proj_dim": 768, "ffn_dim": 3072}, "max_position_embeddings"),
+    ({"model_type": "xglm", "max_position_embeddings": 10**9, "d_model": 1024, "attention_heads": 16},
+     "max_position_embeddings"),
+    ({"model_type": "bert", "max_position_embeddings": 10**8, "hidden_size": 768, "num_attention_heads": 12},
+     "max_position_embeddings"),
+]
+
+
+@pytest.mark.parametrize("config, field", HUGE, ids=[c["model_type"] for c, _ in HUGE])
+def test_a_model_too_large_to_build_is_refused(tmp_path, capsys, monkeypatch, config, field):
+    """Refused by name, with the estimate, before any tensor is allocated (the model is sized on torch's meta
+    device): model-check exits 2 without starting the suite, and ``pytest --model`` is a usage error."""
+    from posenc.adapters import load_model_adapter
+    from posenc.spec.errors import UsageError
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(UsageError, match=rf"{field}.* GiB at float64 .*refused"):
+        load_model_adapter(str(cfg))
+    _no_suite(monkeypatch)
+    _one_line_error(capsys, cli(["model-check", str(cfg)]), "config.json", field, "GiB")
+
+
+def test_every_kit_model_is_under_the_memory_bound():
+    """The bound refuses none of the kit's own tiny models (and the estimate runs for every architecture)."""
+    from posenc.adapters.hf_model.architectures import ARCHS, tiny_config
+    from posenc.adapters.hf_model.config_checks import MAX_MODEL_BYTES, check_memory, model_bytes
+    for mt, arch in ARCHS.items():
+        n, _, _ = model_bytes(mt, arch.auto, tiny_config(mt))
+        assert 0 < n < MAX_MODEL_BYTES / 100, mt
+        check_memory(mt, arch.auto, tiny_config(mt))
+    with pytest.raises(ValueError, match="GiB at float64"):
+        check_memory("llama", ARCHS["llama"].auto, tiny_config("llama"), limit=1000)
