@@ -39,7 +39,7 @@ import numpy as np
 from posenc.adapters import Unsupported
 from posenc.spec.errors import AdapterError, UsageError
 
-from posenc.conformance import wire
+from posenc.conformance import reaping, wire
 from posenc.harness.remote import Remote, RemoteFailure, RemoteHandle, RemoteValue, is_remote, type_names  # noqa: F401 (re-exported)
 
 #: The third crashed (or hung) worker is the last: the remaining tests fail at once.
@@ -167,11 +167,15 @@ class Worker:
         self.seq = 0  # the last request's number (its reply echoes it)
         self.log_start = 0
         self.current = "(start-up)"  # the test running, for the crash messages
-        self.log = tempfile.NamedTemporaryFile(prefix="posenc-worker-", suffix=".log", delete=False)
+        self.watch: Optional[int] = None  # the write end of the guard's pipe (reaping.guard)
         shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        self.spill = tempfile.mkdtemp(prefix="posenc-arrays-", dir=shm)  # large arrays (wire.SPILL_BYTES)
+        reaping.sweep(tempfile.gettempdir(), "worker")  # what runs that died left behind
+        reaping.sweep(shm or tempfile.gettempdir(), "arrays")
+        self.log = tempfile.NamedTemporaryFile(prefix=reaping.owned_name("worker"), suffix=".log", delete=False)
+        self.spill = tempfile.mkdtemp(prefix=reaping.owned_name("arrays"), dir=shm)  # large arrays (wire.SPILL_BYTES)
         wire.spill_to(self.spill)
         atexit.register(self.close)
+        reaping.install(self)  # SIGTERM / SIGHUP to pytest end the worker and remove its files
 
     # ---- process ------------------------------------------------------------------------
     def start(self) -> None:
@@ -179,13 +183,19 @@ class Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
         env["POSENC_WORKER_SPILL"] = self.spill
+        env["POSENC_WORKER_LOG"] = self.log.name
         try:
             self.log_start = os.path.getsize(self.log.name)  # this worker's output starts here
         except OSError:
             self.log_start = 0
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "posenc.conformance.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.log, env=env, cwd=os.getcwd(), start_new_session=True)
+        watch_r, self.watch = os.pipe()  # the worker's guard reads end of file once this process is gone
+        env["POSENC_WORKER_WATCH"] = str(watch_r)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "posenc.conformance.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=self.log, env=env, cwd=os.getcwd(), start_new_session=True, pass_fds=(watch_r,))
+        finally:
+            os.close(watch_r)
         self.reader = wire.Reader(self.proc.stdout.fileno(), self.proc)
         self.seq = 0
         self.gen += 1
@@ -236,6 +246,7 @@ class Worker:
         except Exception:  # noqa: BLE001
             return None
         finally:
+            self._unwatch()
             self.reader.close()
             for s in (proc.stdin, proc.stdout):
                 try:
@@ -243,10 +254,26 @@ class Worker:
                 except Exception:  # noqa: BLE001
                     pass
 
+    def _unwatch(self) -> None:
+        """Close the guard's pipe: the guard ends the worker's process group (if it still runs)."""
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            try:
+                os.close(watch)
+            except OSError:
+                pass
+
+    def abandon(self) -> None:
+        """SIGTERM / SIGHUP to this process (:mod:`posenc.conformance.reaping`): kill the worker's
+        process group now and remove its files."""
+        self._kill()
+        self.close()
+
     def close(self) -> None:
         """End the worker: its input closes (it exits on its own, unwaited); one that is still
         running when this process exits is killed by the atexit hook."""
         self.closed = True
+        reaping.uninstall(self)
         proc, self.proc = self.proc, None
         if proc is not None:
             self.reader.close()
@@ -255,7 +282,8 @@ class Worker:
                     s.close()
                 except Exception:  # noqa: BLE001
                     pass
-            atexit.register(_reap, proc)
+            atexit.register(_reap, proc, self.watch)
+            self.watch = None
         try:
             self.log.close()
             os.unlink(self.log.name)
@@ -430,12 +458,17 @@ def _kill_group(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def _reap(proc: subprocess.Popen) -> None:
+def _reap(proc: subprocess.Popen, watch: Optional[int] = None) -> None:
     try:
         proc.wait(timeout=0.5)  # it exits on its own once its input is closed
     except Exception:  # noqa: BLE001 - still busy (a hung call) or slow to exit
         pass
-    _kill_group(proc)  # and whatever the adapter left running
+    _kill_group(proc)  # and whatever the adapter left running (its guard too)
+    if watch is not None:
+        try:
+            os.close(watch)
+        except OSError:
+            pass
 
 
 class RemoteAdapter(Remote):

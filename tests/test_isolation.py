@@ -270,3 +270,86 @@ def test_a_huge_exception_text_is_clipped_in_every_message():
     assert len(text) < EXCEPTION_TEXT_LIMIT + 100 and text.startswith("START") and text.endswith("END")
     assert f"[... {5_000_008 - EXCEPTION_TEXT_LIMIT} characters cut ...]" in text
     assert exception_text(ValueError("short")) == "short"
+
+
+# ---- a run ended from outside leaves nothing behind ----------------------------------------------
+
+def _marked(marker: bytes) -> list[int]:
+    """The live processes whose environment holds ``marker`` (an ``NAME=value`` entry)."""
+    import os
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if marker in env and _alive(int(d)):
+            pids.append(int(d))
+    return pids
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ")
+    except OSError:
+        return b""
+
+
+def _environ(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return dict(e.decode(errors="replace").split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
+
+
+def _poll(what, deadline_s: float, step: float = 0.2):
+    import time
+    end = time.monotonic() + deadline_s
+    while True:
+        got = what()
+        if got or time.monotonic() > end:
+            return got
+        time.sleep(step)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGKILL"])
+def test_a_run_ended_from_outside_leaves_no_process_and_no_spill_folder(tmp_path, sig):
+    """`timeout -s TERM pytest conformance ...` (a CI runner, a scheduler), a hang-up, or a SIGKILL
+    while the adapter hangs (having started a child of its own): the worker, its child and its
+    spill folder are gone soon after pytest is -- none is left running with parent 1."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import uuid
+    marker = f"POSENC_TEST_MARKER={uuid.uuid4().hex}"
+    env = dict(os.environ, POSENC_TEST_MARKER=marker.split("=", 1)[1])
+    cmd = [sys.executable, "-m", "pytest", str(CONFORMANCE_DIR), "--adapter", f"{BROKEN}:HangsWithAChild",
+           "-p", "no:cacheprovider", "--import-mode=importlib", "-p", "no:xdist", "--posenc-timeout", "0",
+           "-k", "test_golden and float32 and sin-concat-d10", "-q"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        child = _poll(lambda: [p for p in _marked(marker.encode()) if b"time.sleep(600)" in _cmdline(p)], 240)
+        assert child, "the adapter never started hanging: " + proc.stdout.read1(20000).decode(errors="replace")
+        worker = [p for p in _marked(marker.encode()) if b"posenc.conformance.worker" in _cmdline(p)]
+        assert worker
+        spill = _environ(worker[0])["POSENC_WORKER_SPILL"]
+        assert os.path.isdir(spill)
+        os.kill(proc.pid, getattr(signal, sig))
+        proc.wait(timeout=60)
+        if sig != "SIGKILL":  # ended by the signal itself, as without the kit's handler
+            assert proc.returncode == -getattr(signal, sig), proc.stdout.read().decode(errors="replace")[-3000:]
+        left = _poll(lambda: not _marked(marker.encode()), 20)
+        assert left, [(p, _cmdline(p)) for p in _marked(marker.encode())]
+        assert _poll(lambda: not os.path.exists(spill), 10), os.listdir(spill)
+    finally:
+        for p in [proc.pid] + _marked(marker.encode()):  # never leave this test's processes behind
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        proc.wait(timeout=30)
