@@ -39,6 +39,30 @@ def skip_reason(rep) -> str:
     return rep.longrepr[2].removeprefix("Skipped: ") if isinstance(rep.longrepr, tuple) else ""
 
 
+#: Lines of a failure report that say nothing by themselves: section borders (``____ test ____``,
+#: ``---- Captured ... ----``), a traceback's header, pytest's location line (``file.py:12: ValueError``),
+#: the chained-exception separators, source lines and blank ``E`` lines.
+_NOT_A_REASON = re.compile(
+    r"^\s*$|^[_=\-!+]{3,}|[_=\-!+]{3,}$|^Traceback \(most recent call last\):|^\S+:\d+: \S+$|^\s*File \"|"
+    r"^(The above exception was the direct cause|During handling of the above exception)|^E\s*$|^>? {3}")
+
+
+def reason_line(rep) -> str:
+    """What is wrong, in one line, from a failure report the kit did not write (an exception outside
+    the adapter's call, a Hypothesis error, a worker pytest-xdist lost): the exception line pytest
+    found (``reprcrash``), else the last line of the text that is no border, traceback header,
+    location or source line."""
+    crash = getattr(getattr(rep, "longrepr", None), "reprcrash", None)
+    message = str(getattr(crash, "message", "") or "").strip()
+    if message:
+        return message.splitlines()[0].strip()
+    text = str(getattr(rep, "longreprtext", None) or getattr(rep, "longrepr", None) or "")
+    for line in reversed(text.strip().splitlines()):
+        if not _NOT_A_REASON.search(line):
+            return re.sub(r"^E\s+", "", line).strip()
+    return ""
+
+
 def crash_payload(st: State, report) -> Optional[dict]:
     """The verdict of a test whose worker process died (an exit, a signal, an OOM kill, a
     --posenc-timeout): failed under the clauses of its ID, by ID, with the cause; the report's
@@ -54,7 +78,7 @@ def crash_payload(st: State, report) -> Optional[dict]:
             clauses = list(registry.operation(case).clauses)
         except KeyError:
             pass
-    cause = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "the worker process died"
+    cause = reason_line(report) or "the worker process died"
     limit = st.config.getoption("--posenc-timeout")
     text = (f"{', '.join(clauses)}: {st.adapter.name} crashed its process on case {case} ({dtype}): {cause}; "
             f"an exit, a signal, an out-of-memory kill{f' or --posenc-timeout ({limit:g} s)' if limit else ''} "
@@ -257,8 +281,7 @@ def record_of(item, rep, kind: str, entry, violated, exc=None, counted=None) -> 
     elif kind == "failed":
         from posenc.harness.failure import ConformanceFailure
         # the kit's failure says what is wrong in one line; anything else: its report's last line
-        reason = (exc.reason if isinstance(exc, ConformanceFailure) else
-                  (str(getattr(rep, "longreprtext", "") or "").strip().splitlines() or [""])[-1])[:300]
+        reason = (exc.reason if isinstance(exc, ConformanceFailure) else reason_line(rep))[:300]
     diverges = kind == "diverges (expected)"
     return {
         "test_id": item.name,

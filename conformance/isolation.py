@@ -40,14 +40,27 @@ from posenc.adapters import Unsupported
 from posenc.spec.errors import AdapterError, UsageError
 
 from posenc.conformance import reaping, wire
-from posenc.harness.remote import Remote, RemoteFailure, RemoteHandle, RemoteValue, is_remote, type_names  # noqa: F401 (re-exported)
+from posenc.harness.remote import (  # noqa: F401 (re-exported)
+    Remote,
+    RemoteCrash,
+    RemoteFailure,
+    RemoteHandle,
+    RemoteValue,
+    is_remote,
+    type_names,
+)
 
 #: The third crashed (or hung) worker is the last: the remaining tests fail at once.
 MAX_CRASHES = 3
 
 
-class AdapterCrashed(AdapterError):
-    """The adapter's worker process died (or was ended after a timeout) during a call."""
+class AdapterCrashed(AdapterError, RemoteCrash):
+    """The adapter's worker process died (or was ended after a timeout) during a call; ``summary``
+    says it in one line (no output of the worker's)."""
+
+    def __init__(self, text: str, summary: str = ""):
+        super().__init__(text)
+        self.summary = summary or text.split("; its last output: ", 1)[0]
 
 
 _REBUILT: dict[tuple, type] = {}
@@ -314,13 +327,15 @@ class Worker:
             return f"killed by {name}" + (" (an out-of-memory kill sends SIGKILL)" if -rc == signal.SIGKILL else "")
         return f"exit status {rc}"
 
-    def _crashed(self, what: str, why: str) -> AdapterCrashed:
+    def _crashed(self, what: str, why: str, short: str = "") -> AdapterCrashed:
+        """``why``: what happened, the worker's last output included; ``short``: without it."""
         text = f"the adapter's process {why} during {what}"
         self.crashes.append(f"{self.current}: {text}")
         more = (f"; the next call starts a fresh process (crash {len(self.crashes)} of {MAX_CRASHES})"
                 if len(self.crashes) < MAX_CRASHES else
                 f"; that was crash {MAX_CRASHES}: no process is started again, the remaining tests fail")
-        return AdapterCrashed(text + more)
+        return AdapterCrashed(text + more, f"the adapter's process {short or why} during {what} (crash "
+                                           f"{len(self.crashes)} of {MAX_CRASHES})")
 
     # ---- requests -----------------------------------------------------------------------
     def request(self, req: dict, blobs: Optional[list[bytes]] = None, starting: bool = False):
@@ -343,11 +358,12 @@ class Worker:
         except (EOFError, OSError, ValueError) as e:
             broken = isinstance(e, ValueError)  # bytes that are no reply: it is ended, not dead
             rc = self._kill(grace=0.0 if broken else 2.0)
+            short = f"broke the connection ({e}) and was ended" if broken else f"died ({self._exit_text(rc)})"
             why = (f"broke the connection ({e}) and was ended{self._log_tail()}" if broken else
                    f"died ({self._exit_text(rc)}{self._log_tail()})")
             if starting and self.gen == 1:
                 raise UsageError(f"{self._option()}: the adapter's process {why} while loading it") from None
-            raise self._crashed("loading the adapter again" if starting else what, why) from None
+            raise self._crashed("loading the adapter again" if starting else what, why, short) from None
         except BaseException:  # a --posenc-timeout (SIGALRM) or Ctrl-C while the worker works: end it
             self._kill()
             self.crashes.append(f"{self.current}: the adapter's process was ended during {what} (timeout or "

@@ -353,3 +353,70 @@ def test_a_run_ended_from_outside_leaves_no_process_and_no_spill_folder(tmp_path
             except OSError:
                 pass
         proc.wait(timeout=30)
+
+
+# ---- a crash costs one test, and every failure's reason is its meaningful line --------------------
+
+def test_a_crash_in_a_generated_test_costs_one_credit_and_names_the_crash(pytester, tmp_path, monkeypatch):
+    """Hypothesis would replay and shrink a crashing example -- each replay a crash, the three
+    credits spent inside one test and every later test "not run".  The first crash ends that
+    test's search: one credit, a reason naming the exit status, the operation and the case."""
+    monkeypatch.setenv("POSENC_TEST_CRASH_ALL", "1")  # every sinusoid table crashes the process
+    out = tmp_path / "r.json"
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--report-json", str(out), "-k",
+             "float32 and (test_generated and sinusoidal.table or test_golden and rope-llama3-8b)")
+    text = r.stdout.str()
+    assert r.ret == 1, text[-3000:]
+    assert "posenc: the adapter's process crashed or was ended 1 time(s)" in text
+    assert "not shrunk: the adapter's process crashed on it" in text and "not run" not in text
+    res = {x["test_id"]: x for x in json.loads(out.read_text())["results"]}
+    gen = res["test_generated[float32-sinusoidal.table]"]
+    assert gen["outcome"] == "failed" and gen["raised"], gen
+    assert gen["reason"].startswith("generated case: AdapterCrashed: the adapter's process died (exit status 3) "
+                                    "during sinusoidal.table (crash 1 of 3); the case: sinusoidal.table with "
+                                    "SinusoidalParams("), gen["reason"]
+    golden = [x for k, x in res.items() if "rope-llama3-8b" in k]
+    assert golden and all(x["outcome"] == "passed" for x in golden), golden
+
+
+_FAILURES = '''
+import pytest
+
+def _deep(n):
+    if n == 0:
+        raise ValueError("the meaningful line")
+    _deep(n - 1)
+
+def test_raises():
+    _deep(3)
+
+def test_chained():
+    try:
+        {}["k"]
+    except KeyError:
+        raise RuntimeError("raised while handling")
+
+def test_fail_text():
+    pytest.fail("first line\\n    an indented detail\\n------ a border ------", pytrace=False)
+'''
+
+
+@pytest.mark.parametrize("tb", ["auto", "long", "short", "native", "line"])
+def test_the_reason_of_a_failure_the_kit_did_not_write_is_its_meaningful_line(pytester, tb):
+    """A failure outside the kit's own messages (an exception outside the adapter's call, a
+    Hypothesis error, a lost pytest-xdist worker): the report's reason is the exception's line,
+    never a border, a traceback header or a location line, whatever --tb says."""
+    from types import SimpleNamespace
+
+    from posenc.conformance.booking import reason_line
+    pytester.makepyfile(test_failures=_FAILURES)
+    reports = {r.nodeid.rsplit("::", 1)[-1]: r for r in pytester.inline_run(f"--tb={tb}", "-p", "no:cacheprovider")
+               .getreports("pytest_runtest_logreport") if r.when == "call"}
+    assert reason_line(reports["test_raises"]) == "ValueError: the meaningful line"
+    assert reason_line(reports["test_chained"]) == "RuntimeError: raised while handling"
+    assert reason_line(reports["test_fail_text"]) in ("Failed: first line", "first line")
+    lost = SimpleNamespace(longrepr="worker 'gw0' crashed while running 'x.py::test[a]'\n_____ x _____\n")
+    assert reason_line(lost) == "worker 'gw0' crashed while running 'x.py::test[a]'"
+    native = SimpleNamespace(longrepr="Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+                                      "    f()\nOSError: [Errno 5] gone\n\n____________________")
+    assert reason_line(native) == "OSError: [Errno 5] gone"
