@@ -16,8 +16,10 @@ import pytest
 
 from posenc import registry
 from posenc.conformance import expectations as expectations_mod
+from posenc.conformance.crashes import LEDGER_KEY
 from posenc.conformance.generated import generated_examples
 from posenc.conformance.state import DEFAULT_TIMEOUT, EXPECTATIONS_DIR, State, model_attns
+from posenc.conformance.stops import INTERRUPT_KEY, node_interrupted
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import exception_text
 
@@ -130,6 +132,8 @@ class Booker:
     def pytest_runtest_logreport(self, report):
         payload = getattr(report, "posenc", None)
         if payload is None and report.failed and report.when not in ("setup", "call", "teardown"):
+            if node_interrupted(report):  # a KeyboardInterrupt stopped it: no verdict, as in a serial run
+                return
             payload = crash_payload(self.st, report)  # pytest-xdist: the worker died inside the test
         if payload is not None:
             book(self.st, payload)
@@ -138,11 +142,27 @@ class Booker:
     def pytest_xdist_node_collection_finished(self, node, ids):  # what the workers will run
         self.st.scheduled = set(ids)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report, config):
+        """pytest-xdist's crash report of a worker a KeyboardInterrupt stopped: not a failure (a serial
+        run reports nothing for the test it interrupted; the summary names the interrupt)."""
+        if report.failed and report.when not in ("setup", "call", "teardown") and node_interrupted(report):
+            return "", "", ""
+        return None
+
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error):  # pytest-xdist controller: a worker's stale lines
-        for line in getattr(node, "workeroutput", {}).get("posenc_stale", []):
+    def pytest_configure_node(self, node):  # pytest-xdist controller: the run's crash credits, shared
+        if self.st.crash_ledger:
+            node.workerinput[LEDGER_KEY] = self.st.crash_ledger
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):  # pytest-xdist controller: a worker's stale lines, its interrupt
+        out = getattr(node, "workeroutput", None) or {}
+        for line in out.get("posenc_stale", []):
             if line not in self.st.stale:
                 self.st.stale.append(line)
+        if out.get(INTERRUPT_KEY) and not self.st.interrupted:
+            self.st.interrupted = out[INTERRUPT_KEY]
 
 
 def checked_plot_dir(config) -> Optional[Path]:
@@ -344,3 +364,18 @@ def report(config, st: State, exit_status: int) -> dict:
         "lines_not_exercised": st.lines_not_exercised,
         "results": st.records,
     }
+
+
+def write_contradicted(tr, contradicted: list[dict]) -> None:
+    """The summary's lines of :func:`posenc.harness.failure.contradicted_diagnoses` (none: nothing)."""
+    if not contradicted:
+        return
+    tr.write_line("posenc: diagnoses this run contradicts (a golden case refutes the divergence: the bug "
+                  "agrees with it only on the failing calls, or a second bug shows on that case; rerun the "
+                  "case with -k to compare):", yellow=True)
+    for c in contradicted:
+        why = (f"its mutant fails golden case {c['case']}, which passed" if c["golden"] == "passed" else
+               f"its mutant changes golden case {c['case']}, which {c['golden']} (not as it: another bug, or "
+               f"a second one, shows there)" if c["golden"].startswith(("failed as ", "diverges (expected) as "))
+               else f"the golden test of case {c['case']} failed without naming it")
+        tr.write_line(f"  {c['divergence']} (named for {c['failures']} failure(s) at {c['dtype']}): {why}")

@@ -40,18 +40,16 @@ from posenc.adapters import Unsupported
 from posenc.spec.errors import AdapterError, UsageError
 
 from posenc.conformance import reaping, wire
-from posenc.harness.remote import (  # noqa: F401 (re-exported)
-    Remote,
-    RemoteCrash,
-    RemoteFailure,
-    RemoteHandle,
-    RemoteValue,
-    is_remote,
-    type_names,
-)
+from posenc.conformance.crashes import Crashes
+from posenc.harness.remote import Remote, RemoteCrash, RemoteFailure, RemoteHandle, RemoteValue, is_remote, type_names  # noqa: F401,E501 (re-exported)
 
 #: The third crashed (or hung) worker is the last: the remaining tests fail at once.
 MAX_CRASHES = 3
+
+
+class AdapterInterrupt(KeyboardInterrupt):
+    """A KeyboardInterrupt the adapter raised itself in its process: the run stops, as at the user's
+    Ctrl-C (the worker ignores SIGINT, so it is never the user's)."""
 
 
 class AdapterCrashed(AdapterError, RemoteCrash):
@@ -167,7 +165,7 @@ class RemoteMethod:
 class Worker:
     """The worker process and its connection; restarted after a crash, up to :data:`MAX_CRASHES`."""
 
-    def __init__(self, spec: str, root: "RemoteAdapter"):
+    def __init__(self, spec: str, root: "RemoteAdapter", ledger: Optional[str] = None):
         self.spec, self.root = spec, root
         self.proc: Optional[subprocess.Popen] = None
         self.gen = 0
@@ -175,7 +173,7 @@ class Worker:
         self.sent: dict[int, tuple[Any, int]] = {}  # id(immutable array or frozen model) -> (it, key in the worker's cache)
         self.closed = False
         self.affinity: Optional[set[int]] = None  # this process's CPUs before the worker was pinned with it
-        self.crashes: list[str] = []
+        self.crashes = Crashes(ledger)  # the run's (every pytest-xdist worker's, under -n N)
         self.ended: Optional[tuple[str, int]] = None  # (test, crash number) of the last worker ended while waiting
         self.seq = 0  # the last request's number (its reply echoes it)
         self.log_start = 0
@@ -229,7 +227,9 @@ class Worker:
         cpus = os.sched_getaffinity(0)
         if len(cpus) < 2:
             return
-        cpu = int(want) if want.isdigit() and int(want) in cpus else _current_cpu(cpus)
+        gw = os.environ.get("PYTEST_XDIST_WORKER", "")[2:]  # -n N: xdist worker gwK takes the K-th CPU
+        cpu = (int(want) if want.isdigit() and int(want) in cpus else
+               sorted(cpus)[int(gw) % len(cpus)] if gw.isdigit() else _current_cpu(cpus))
         self.affinity = cpus
         os.sched_setaffinity(0, {cpu})
 
@@ -331,20 +331,21 @@ class Worker:
         """``why``: what happened, the worker's last output included; ``short``: without it."""
         text = f"the adapter's process {why} during {what}"
         self.crashes.append(f"{self.current}: {text}")
-        more = (f"; the next call starts a fresh process (crash {len(self.crashes)} of {MAX_CRASHES})"
-                if len(self.crashes) < MAX_CRASHES else
+        n = len(self.crashes)
+        more = (f"; the next call starts a fresh process (crash {n} of {MAX_CRASHES})" if n < MAX_CRASHES else
                 f"; that was crash {MAX_CRASHES}: no process is started again, the remaining tests fail")
-        return AdapterCrashed(text + more, f"the adapter's process {short or why} during {what} (crash "
-                                           f"{len(self.crashes)} of {MAX_CRASHES})")
+        return AdapterCrashed(text + more, f"the adapter's process {short or why} during {what} (crash {n} of "
+                                           f"{MAX_CRASHES})")
 
     # ---- requests -----------------------------------------------------------------------
     def request(self, req: dict, blobs: Optional[list[bytes]] = None, starting: bool = False):
         if self.proc is None:
             if self.closed:
                 raise AdapterCrashed("the adapter's process was ended with the run")
-            if len(self.crashes) >= MAX_CRASHES:
-                raise AdapterCrashed(f"not run: the adapter's process crashed {len(self.crashes)} times "
-                                     f"(the first: {self.crashes[0]})")
+            crashes = self.crashes.all()
+            if len(crashes) >= MAX_CRASHES:
+                raise AdapterCrashed(f"not run: the adapter's process crashed {len(crashes)} times "
+                                     f"(the first: {crashes[0]})")
             self.start()
         if self.released and not starting:
             req["release"], self.released = self.released, []
@@ -375,7 +376,7 @@ class Worker:
             raise self._crashed(what, "answered out of turn (a reply to another request: a second process "
                                       "the adapter started writes into the connection)") from None
         if "interrupt" in reply:  # the adapter raised KeyboardInterrupt itself: the run stops
-            raise KeyboardInterrupt(f"raised by the adapter in its process during {what}: {reply['interrupt']['msg']}")
+            raise AdapterInterrupt(f"raised by the adapter in its process during {what}: {reply['interrupt']['msg']}")
         if "err" in reply:
             e = _rebuild(reply["err"])
             if starting and self.gen > 1:  # it loaded before: counted like a crash (a lock the dead one left?)
@@ -496,8 +497,8 @@ class RemoteAdapter(Remote):
     copies and the output contract of the step-by-step checks (one round trip each).
     """
 
-    def __init__(self, spec: str):
-        object.__setattr__(self, "_w", Worker(spec, self))
+    def __init__(self, spec: str, ledger: Optional[str] = None):
+        object.__setattr__(self, "_w", Worker(spec, self, ledger))
         object.__setattr__(self, "_attrs", {})
         self._w.start()
 
@@ -556,7 +557,7 @@ class RemoteAdapter(Remote):
         return _facts(self._w.request({"op": "facts", "target": self._w.ref(x)}))
 
     def posenc_crashes(self) -> list[str]:
-        return list(self._w.crashes)
+        return self._w.crashes.all()
 
     def posenc_ended(self, nodeid: str) -> Optional[int]:
         """The crash number of the worker ended during test ``nodeid`` (its timeout), if one was."""
@@ -585,5 +586,5 @@ def _immutable(a) -> bool:
     return isinstance(b, bytes)
 
 
-__all__ = ["AdapterCrashed", "RemoteAdapter", "RemoteObject", "RemoteFailure", "MAX_CRASHES", "is_remote",
+__all__ = ["AdapterCrashed", "AdapterInterrupt", "RemoteAdapter", "RemoteObject", "RemoteFailure", "MAX_CRASHES", "is_remote",
            "type_names"]
