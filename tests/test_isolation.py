@@ -315,11 +315,14 @@ def _poll(what, deadline_s: float, step: float = 0.2):
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGKILL"])
-def test_a_run_ended_from_outside_leaves_no_process_and_no_spill_folder(tmp_path, sig):
-    """`timeout -s TERM pytest conformance ...` (a CI runner, a scheduler), a hang-up, or a SIGKILL
-    while the adapter hangs (having started a child of its own): the worker, its child and its
-    spill folder are gone soon after pytest is -- none is left running with parent 1."""
+@pytest.mark.parametrize("sig,n", [("SIGTERM", None), ("SIGHUP", None), ("SIGKILL", None), ("SIGINT", None),
+                                   ("SIGTERM", 2), ("SIGINT", 2)])
+def test_a_run_ended_from_outside_leaves_no_process_and_no_spill_folder(tmp_path, sig, n):
+    """`timeout -s TERM pytest conformance ...` (a CI runner, a scheduler), a hang-up, a SIGKILL, or
+    the user's Ctrl-C (SIGINT to the terminal's process group) while the adapter hangs, having
+    started a child of its own -- serially and with -n 2: the worker, its child and its spill
+    folder are gone soon after pytest is (none left running with parent 1); a Ctrl-C stops the run
+    as pytest does (exit status INTERRUPTED, the report written, incomplete)."""
     import os
     import signal
     import subprocess
@@ -327,23 +330,32 @@ def test_a_run_ended_from_outside_leaves_no_process_and_no_spill_folder(tmp_path
     import uuid
     marker = f"POSENC_TEST_MARKER={uuid.uuid4().hex}"
     env = dict(os.environ, POSENC_TEST_MARKER=marker.split("=", 1)[1])
+    report = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "pytest", str(CONFORMANCE_DIR), "--adapter", f"{BROKEN}:HangsWithAChild",
-           "-p", "no:cacheprovider", "--import-mode=importlib", "-p", "no:xdist", "--posenc-timeout", "0",
-           "-k", "test_golden and float32 and sin-concat-d10", "-q"]
+           "-p", "no:cacheprovider", "--import-mode=importlib", "--posenc-timeout", "0", "--report-json", str(report),
+           "-k", "test_golden and float32 and sin-concat-d10", "-q", *(("-n", str(n)) if n else ("-p", "no:xdist"))]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
         child = _poll(lambda: [p for p in _marked(marker.encode()) if b"time.sleep(600)" in _cmdline(p)], 240)
         assert child, "the adapter never started hanging: " + proc.stdout.read1(20000).decode(errors="replace")
-        worker = [p for p in _marked(marker.encode()) if b"posenc.conformance.worker" in _cmdline(p)]
-        assert worker
-        spill = _environ(worker[0])["POSENC_WORKER_SPILL"]
+        with open(f"/proc/{child[0]}/stat") as f:  # the hanging worker: the child's parent
+            worker = int(f.read().rsplit(")", 1)[1].split()[1])
+        assert b"posenc.conformance.worker" in _cmdline(worker)
+        spill = _environ(worker)["POSENC_WORKER_SPILL"]
         assert os.path.isdir(spill)
-        os.kill(proc.pid, getattr(signal, sig))
+        if sig == "SIGINT":
+            os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: pytest's whole process group
+        else:
+            os.kill(proc.pid, getattr(signal, sig))
         proc.wait(timeout=60)
-        if sig != "SIGKILL":  # ended by the signal itself, as without the kit's handler
-            assert proc.returncode == -getattr(signal, sig), proc.stdout.read().decode(errors="replace")[-3000:]
-        left = _poll(lambda: not _marked(marker.encode()), 20)
+        text = proc.stdout.read().decode(errors="replace")[-3000:]
+        if sig == "SIGINT":
+            assert proc.returncode == pytest.ExitCode.INTERRUPTED, text
+            assert json.loads(report.read_text())["complete"] is False, text
+        elif sig != "SIGKILL":  # ended by the signal itself, as without the kit's handler
+            assert proc.returncode == -getattr(signal, sig), text
+        left = _poll(lambda: not _marked(marker.encode()), 30)
         assert left, [(p, _cmdline(p)) for p in _marked(marker.encode())]
         assert _poll(lambda: not os.path.exists(spill), 10), os.listdir(spill)
     finally:
