@@ -20,7 +20,9 @@ code or an adapter that swallows exceptions cannot stall the run.  After
 :data:`MAX_CRASHES` crashes no worker is started again: the remaining tests fail at once,
 naming the first crash.  The worker is a fresh interpreter (``subprocess``, never ``fork``), so
 the threads JAX and TensorFlow start at import are safe; it runs in its own session, so the
-user's Ctrl-C reaches only the plugin, which ends the worker.
+user's Ctrl-C reaches only the plugin, which ends the worker.  It never outlives the plugin's
+process (:mod:`posenc.conformance.reaping`); under pytest-xdist each xdist worker has its own, the
+crash credits shared (:mod:`posenc.conformance.crashes`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from posenc.spec.errors import AdapterError, UsageError
 
 from posenc.conformance import reaping, wire
 from posenc.conformance.crashes import Crashes
-from posenc.harness.remote import Remote, RemoteCrash, RemoteFailure, RemoteHandle, RemoteValue, is_remote, type_names  # noqa: F401,E501 (re-exported)
+from posenc.harness.remote import Remote, RemoteCrash, RemoteFailure, RemoteHandle, RemoteValue, is_remote, type_names  # noqa: F401 (re-exported)
 
 #: The third crashed (or hung) worker is the last: the remaining tests fail at once.
 MAX_CRASHES = 3

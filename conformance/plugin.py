@@ -43,7 +43,6 @@ from posenc.conformance.booking import (
 from posenc.conformance.crashes import LEDGER_KEY, Crashes, drop_ledger, new_ledger
 from posenc.conformance.generated import GeneratedDivergence, TimedOut, generated_examples
 from posenc.conformance.isolation import RemoteAdapter, RemoteFailure, is_remote
-from posenc.conformance.stops import StopWatch, interrupted_line
 from posenc.conformance.state import (
     DEFAULT_TIMEOUT,
     STATE_KEY,
@@ -59,6 +58,7 @@ from posenc.conformance.state import (
     parse_dtypes,
     state,
 )
+from posenc.conformance.stops import StopWatch, interrupted_line
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import AdapterError, GoldenError, PosencError, exception_text
 
@@ -95,7 +95,7 @@ def pytest_addoption(parser):
     g.addoption("--posenc-isolation", choices=("process", "none"), default="process",
                 help="process (default): the adapter runs in a worker process, restarted after a crash (an "
                      "exit, a signal, a hang past --posenc-timeout fails that test); none: in pytest's own "
-                     "process (-n N: each pytest-xdist worker is the isolation)")
+                     "process (-n N: each pytest-xdist worker has its own; with none, the xdist worker is the isolation)")
     g.addoption("--posenc-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                 help=f"fail a conformance test that runs longer than S seconds (default {DEFAULT_TIMEOUT:g}; "
                      "0: no limit); with -n N the hung worker is killed and restarted")

@@ -71,7 +71,7 @@ def _on_signal(signum, frame) -> None:
     for w in list(_LIVE):
         try:
             w.abandon()
-        except Exception:  # noqa: BLE001 - the others and the signal's own action still follow
+        except Exception:  # noqa: BLE001, S110 - the others and the signal's own action still follow
             pass
     prev = _PREVIOUS.pop(signum, signal.SIG_DFL)
     signal.signal(signum, prev if prev is not None else signal.SIG_DFL)

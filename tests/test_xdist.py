@@ -202,6 +202,6 @@ def test_an_adapters_keyboard_interrupt_stops_both_runs_alike(pytester, tmp_path
         assert " failed" not in text.splitlines()[-1], (n, text[-2000:])
     assert runs[None] == runs[2], runs
     assert runs[2][0] == pytest.ExitCode.INTERRUPTED and runs[2][1] is False
-    assert runs[2][2] == ["posenc: the run was stopped by a KeyboardInterrupt (raised by the adapter in its process "
-                          "during sinusoidal.table: the adapter's own) in conformance/test_golden.py::"
-                          "test_golden[float32-sin-concat-d8@SIN-VASWANI-CONCAT]"]
+    assert runs[2][2] == [("posenc: the run was stopped by a KeyboardInterrupt (raised by the adapter in its process "
+                           "during sinusoidal.table: the adapter's own) in conformance/test_golden.py::"
+                           "test_golden[float32-sin-concat-d8@SIN-VASWANI-CONCAT]")]
