@@ -68,12 +68,13 @@ def uninstall(worker) -> None:
 
 
 def _on_signal(signum, frame) -> None:
+    prev = _PREVIOUS.get(signum, signal.SIG_DFL)  # before abandon(): the last worker closed restores them all
     for w in list(_LIVE):
         try:
             w.abandon()
         except Exception:  # noqa: BLE001, S110 - the others and the signal's own action still follow
             pass
-    prev = _PREVIOUS.pop(signum, signal.SIG_DFL)
+    _PREVIOUS.pop(signum, None)
     signal.signal(signum, prev if prev is not None else signal.SIG_DFL)
     if callable(prev):
         prev(signum, frame)

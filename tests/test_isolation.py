@@ -432,3 +432,29 @@ def test_the_reason_of_a_failure_the_kit_did_not_write_is_its_meaningful_line(py
     native = SimpleNamespace(longrepr="Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
                                       "    f()\nOSError: [Errno 5] gone\n\n____________________")
     assert reason_line(native) == "OSError: [Errno 5] gone"
+
+
+def test_the_signal_handler_chains_to_the_one_before_it():
+    """SIGTERM with a handler of someone else's in place: the worker is abandoned first, then that
+    handler runs (and stays the process's handler); the kit's is gone once no worker lives."""
+    import os
+    import signal
+
+    from posenc.conformance import reaping
+    seen = []
+
+    class FakeWorker:
+        def abandon(self):
+            seen.append("abandoned")
+            reaping.uninstall(self)  # what Worker.close does
+
+    before = signal.signal(signal.SIGTERM, lambda s, f: seen.append("theirs"))
+    try:
+        w = FakeWorker()
+        reaping.install(w)
+        assert signal.getsignal(signal.SIGTERM) is reaping._on_signal
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == ["abandoned", "theirs"]
+        assert signal.getsignal(signal.SIGTERM) is not reaping._on_signal
+    finally:
+        signal.signal(signal.SIGTERM, before)
