@@ -458,3 +458,27 @@ def test_the_signal_handler_chains_to_the_one_before_it():
         assert signal.getsignal(signal.SIGTERM) is not reaping._on_signal
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_the_files_of_a_run_that_died_are_swept_by_the_next(tmp_path):
+    """Spill folders and logs carry the pytest process's ID: those of a process that no longer
+    exists are removed when the next run starts a worker; a live run's (this one's) are kept."""
+    import subprocess
+    import sys
+
+    from posenc.conformance import reaping
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # a process that has exited
+    dead_dir, dead_log = tmp_path / f"posenc-arrays-{gone}-abc", tmp_path / f"posenc-worker-{gone}-abc.log"
+    live_dir = tmp_path / f"{reaping.owned_name('arrays')}abc"
+    live_log = tmp_path / f"{reaping.owned_name('worker')}x.log"
+    other = tmp_path / "posenc-arrays-q1w2e3r4"  # not a name of the kit's: never touched
+    for d in (dead_dir, live_dir, other):
+        d.mkdir()
+        (d / "1-1.npy").write_bytes(b"x")
+    for f in (dead_log, live_log):
+        f.write_text("log")
+    reaping.sweep(str(tmp_path), "arrays")
+    reaping.sweep(str(tmp_path), "worker")
+    assert not dead_dir.exists() and not dead_log.exists()
+    assert live_dir.is_dir() and live_log.is_file() and other.is_dir()
