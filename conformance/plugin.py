@@ -94,8 +94,8 @@ def pytest_addoption(parser):
                      "every run)")
     g.addoption("--posenc-isolation", choices=("process", "none"), default="process",
                 help="process (default): the adapter runs in a worker process, restarted after a crash (an "
-                     "exit, a signal, a hang past --posenc-timeout fails that test); none: in pytest's own "
-                     "process (-n N: each pytest-xdist worker has its own; with none, the xdist worker is the isolation)")
+                     "exit, a signal, a hang past --posenc-timeout fails that test; -n N: one per pytest-xdist "
+                     "worker); none: in pytest's own process (-n N: each pytest-xdist worker is the isolation)")
     g.addoption("--posenc-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                 help=f"fail a conformance test that runs longer than S seconds (default {DEFAULT_TIMEOUT:g}; "
                      "0: no limit); with -n N the hung worker is killed and restarted")

@@ -124,12 +124,13 @@ def _unlink(path: Optional[str]) -> None:
             pass
 
 
-def guard(watch_fd: int, spill: Optional[str], log: Optional[str], fork: Callable[[], int] = os.fork) -> None:
+def guard(watch_fd: int, spill: Optional[str], log: Optional[str], fork: Optional[Callable[[], int]] = None) -> None:
     """In the worker, before anything else: fork the guard (see the module docstring).  The guard
     closes every other file (it never holds the protocol pipes) and waits for end of file on
-    ``watch_fd``, whose write end only pytest holds."""
+    ``watch_fd``, whose write end only pytest holds.  Without ``os.fork`` (not POSIX): no guard."""
+    fork = fork or getattr(os, "fork", None)
     worker = os.getpid()
-    if fork() != 0:
+    if fork is None or fork() != 0:
         os.close(watch_fd)  # the worker itself never reads it
         return
     try:
