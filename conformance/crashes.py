@@ -54,8 +54,11 @@ class Crashes:
 
 
 def new_ledger() -> str:
-    """The controller's ledger file (empty), removed by :func:`drop_ledger`."""
-    fd, path = tempfile.mkstemp(prefix="posenc-crashes-", suffix=".txt")
+    """The controller's ledger file (empty), removed by :func:`drop_ledger` (or, when the controller
+    was killed, swept by the next run: its name carries the controller's process ID)."""
+    from posenc.conformance.reaping import owned_name, sweep
+    sweep(tempfile.gettempdir(), "crashes")
+    fd, path = tempfile.mkstemp(prefix=owned_name("crashes"), suffix=".txt")
     os.close(fd)
     return path
 

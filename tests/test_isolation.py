@@ -478,7 +478,10 @@ def test_the_files_of_a_run_that_died_are_swept_by_the_next(tmp_path):
         (d / "1-1.npy").write_bytes(b"x")
     for f in (dead_log, live_log):
         f.write_text("log")
+    dead_ledger = tmp_path / f"posenc-crashes-{gone}-abc.txt"  # a killed xdist controller's crash ledger
+    dead_ledger.write_text("")
     reaping.sweep(str(tmp_path), "arrays")
     reaping.sweep(str(tmp_path), "worker")
-    assert not dead_dir.exists() and not dead_log.exists()
+    reaping.sweep(str(tmp_path), "crashes")
+    assert not dead_dir.exists() and not dead_log.exists() and not dead_ledger.exists()
     assert live_dir.is_dir() and live_log.is_file() and other.is_dir()
