@@ -16,8 +16,10 @@ import pytest
 
 from posenc import registry
 from posenc.conformance import expectations as expectations_mod
+from posenc.conformance.crashes import LEDGER_KEY
 from posenc.conformance.generated import generated_examples
 from posenc.conformance.state import DEFAULT_TIMEOUT, EXPECTATIONS_DIR, State, model_attns
+from posenc.conformance.stops import INTERRUPT_KEY, node_interrupted
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import exception_text
 
@@ -39,6 +41,30 @@ def skip_reason(rep) -> str:
     return rep.longrepr[2].removeprefix("Skipped: ") if isinstance(rep.longrepr, tuple) else ""
 
 
+#: Lines of a failure report that say nothing by themselves: section borders (``____ test ____``,
+#: ``---- Captured ... ----``), a traceback's header, pytest's location line (``file.py:12: ValueError``),
+#: the chained-exception separators, source lines and blank ``E`` lines.
+_NOT_A_REASON = re.compile(
+    r"^\s*$|^[_=\-!+]{3,}|[_=\-!+]{3,}$|^Traceback \(most recent call last\):|^\S+:\d+: \S+$|^\s*File \"|"
+    r"^(The above exception was the direct cause|During handling of the above exception)|^E\s*$|^>? {3}")
+
+
+def reason_line(rep) -> str:
+    """What is wrong, in one line, from a failure report the kit did not write (an exception outside
+    the adapter's call, a Hypothesis error, a worker pytest-xdist lost): the exception line pytest
+    found (``reprcrash``), else the last line of the text that is no border, traceback header,
+    location or source line."""
+    crash = getattr(getattr(rep, "longrepr", None), "reprcrash", None)
+    message = str(getattr(crash, "message", "") or "").strip()
+    if message:
+        return message.splitlines()[0].strip()
+    text = str(getattr(rep, "longreprtext", None) or getattr(rep, "longrepr", None) or "")
+    for line in reversed(text.strip().splitlines()):
+        if not _NOT_A_REASON.search(line):
+            return re.sub(r"^E\s+", "", line).strip()
+    return ""
+
+
 def crash_payload(st: State, report) -> Optional[dict]:
     """The verdict of a test whose worker process died (an exit, a signal, an OOM kill, a
     --posenc-timeout): failed under the clauses of its ID, by ID, with the cause; the report's
@@ -54,7 +80,7 @@ def crash_payload(st: State, report) -> Optional[dict]:
             clauses = list(registry.operation(case).clauses)
         except KeyError:
             pass
-    cause = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "the worker process died"
+    cause = reason_line(report) or "the worker process died"
     limit = st.config.getoption("--posenc-timeout")
     text = (f"{', '.join(clauses)}: {st.adapter.name} crashed its process on case {case} ({dtype}): {cause}; "
             f"an exit, a signal, an out-of-memory kill{f' or --posenc-timeout ({limit:g} s)' if limit else ''} "
@@ -106,6 +132,8 @@ class Booker:
     def pytest_runtest_logreport(self, report):
         payload = getattr(report, "posenc", None)
         if payload is None and report.failed and report.when not in ("setup", "call", "teardown"):
+            if node_interrupted(report):  # a KeyboardInterrupt stopped it: no verdict, as in a serial run
+                return
             payload = crash_payload(self.st, report)  # pytest-xdist: the worker died inside the test
         if payload is not None:
             book(self.st, payload)
@@ -114,11 +142,27 @@ class Booker:
     def pytest_xdist_node_collection_finished(self, node, ids):  # what the workers will run
         self.st.scheduled = set(ids)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report, config):
+        """pytest-xdist's crash report of a worker a KeyboardInterrupt stopped: not a failure (a serial
+        run reports nothing for the test it interrupted; the summary names the interrupt)."""
+        if report.failed and report.when not in ("setup", "call", "teardown") and node_interrupted(report):
+            return "", "", ""
+        return None
+
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error):  # pytest-xdist controller: a worker's stale lines
-        for line in getattr(node, "workeroutput", {}).get("posenc_stale", []):
+    def pytest_configure_node(self, node):  # pytest-xdist controller: the run's crash credits, shared
+        if self.st.crash_ledger:
+            node.workerinput[LEDGER_KEY] = self.st.crash_ledger
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):  # pytest-xdist controller: a worker's stale lines, its interrupt
+        out = getattr(node, "workeroutput", None) or {}
+        for line in out.get("posenc_stale", []):
             if line not in self.st.stale:
                 self.st.stale.append(line)
+        if out.get(INTERRUPT_KEY) and not self.st.interrupted:
+            self.st.interrupted = out[INTERRUPT_KEY]
 
 
 def checked_plot_dir(config) -> Optional[Path]:
@@ -257,8 +301,7 @@ def record_of(item, rep, kind: str, entry, violated, exc=None, counted=None) -> 
     elif kind == "failed":
         from posenc.harness.failure import ConformanceFailure
         # the kit's failure says what is wrong in one line; anything else: its report's last line
-        reason = (exc.reason if isinstance(exc, ConformanceFailure) else
-                  (str(getattr(rep, "longreprtext", "") or "").strip().splitlines() or [""])[-1])[:300]
+        reason = (exc.reason if isinstance(exc, ConformanceFailure) else reason_line(rep))[:300]
     diverges = kind == "diverges (expected)"
     return {
         "test_id": item.name,
@@ -321,3 +364,18 @@ def report(config, st: State, exit_status: int) -> dict:
         "lines_not_exercised": st.lines_not_exercised,
         "results": st.records,
     }
+
+
+def write_contradicted(tr, contradicted: list[dict]) -> None:
+    """The summary's lines of :func:`posenc.harness.failure.contradicted_diagnoses` (none: nothing)."""
+    if not contradicted:
+        return
+    tr.write_line("posenc: diagnoses this run contradicts (a golden case refutes the divergence: the bug "
+                  "agrees with it only on the failing calls, or a second bug shows on that case; rerun the "
+                  "case with -k to compare):", yellow=True)
+    for c in contradicted:
+        why = (f"its mutant fails golden case {c['case']}, which passed" if c["golden"] == "passed" else
+               f"its mutant changes golden case {c['case']}, which {c['golden']} (not as it: another bug, or "
+               f"a second one, shows there)" if c["golden"].startswith(("failed as ", "diverges (expected) as "))
+               else f"the golden test of case {c['case']} failed without naming it")
+        tr.write_line(f"  {c['divergence']} (named for {c['failures']} failure(s) at {c['dtype']}): {why}")

@@ -21,6 +21,7 @@ from posenc.conformance.state import STATE_KEY, state
 from posenc.harness.generation import (
     GIVE_UP_AFTER,
     GIVE_UP_AFTER_VARIED,
+    Crashed,
     GeneratedFailure,
     Outcomes,
     Stopped,
@@ -58,6 +59,8 @@ def run_generated(config, adapter: Adapter, device: str, dtype: str, op: str, ex
         explore(op, dtype, generated_examples(config), config.getoption("--posenc-seed", None), visit)
     except GeneratedFailure as e:
         failure = e
+    except Crashed as e:  # the first crash ends the search: no replay, no shrink (each would crash again)
+        failure = e.failure
     except (Unsatisfiable, _NothingSupported):
         pass  # every drawn example was unsupported: reported as unsupported with the reasons
     except Stopped as e:
@@ -69,7 +72,8 @@ def run_generated(config, adapter: Adapter, device: str, dtype: str, op: str, ex
 
 def raise_failure(config, adapter: Adapter, dtype: str, device: str, e: GeneratedFailure) -> None:
     from posenc.harness.failure import fail
-    detail = (f"generated case (shrunk; input values seed {e.seed}, drawn with the case): {e.case.op} with "
+    how = "shrunk" if e.shrunk else "not shrunk: the adapter's process crashed on it, so it is not called again"
+    detail = (f"generated case ({how}; input values seed {e.seed}, drawn with the case): {e.case.op} with "
               f"{params_repr(e.case.params)}\n  {e.detail}")
     if e.inferred:
         detail += "\n  diagnosis: no known divergence reproduces this output" + "".join(
@@ -78,11 +82,12 @@ def raise_failure(config, adapter: Adapter, dtype: str, device: str, e: Generate
         detail += "\n  diagnosis: no known divergence reproduces this output"
     detail += _unexplained(config, e, dtype)
     snippet = replay_snippet(e.case, e.seed, adapter_option(config, adapter), dtype, device)
-    detail += "\n  replay the shrunk case in Python:\n" + "\n".join(f"    {ln}" for ln in snippet.splitlines())
+    detail += f"\n  replay the {'shrunk ' if e.shrunk else ''}case in Python:\n" + "\n".join(f"    {ln}" for ln in snippet.splitlines())
     from posenc.harness.failure_plots import PlotData
     values = getattr(e, "plot_data", None)
     fail(e.case.clauses, adapter, e.case, dtype, detail, e.matches, raised=e.raised, inferred=e.inferred,
-         reason=f"generated case: {e.detail}", diagnosed=True,
+         reason=(f"generated case: {e.reason}; the case: {e.case.op} with {params_repr(e.case.params)}"
+                 if e.reason else f"generated case: {e.detail}"), diagnosed=True,
          plot_data=PlotData(values[0], values[1], dtype) if values else None)
 
 

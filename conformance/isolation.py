@@ -20,7 +20,9 @@ code or an adapter that swallows exceptions cannot stall the run.  After
 :data:`MAX_CRASHES` crashes no worker is started again: the remaining tests fail at once,
 naming the first crash.  The worker is a fresh interpreter (``subprocess``, never ``fork``), so
 the threads JAX and TensorFlow start at import are safe; it runs in its own session, so the
-user's Ctrl-C reaches only the plugin, which ends the worker.
+user's Ctrl-C reaches only the plugin, which ends the worker.  It never outlives the plugin's
+process (:mod:`posenc.conformance.reaping`); under pytest-xdist each xdist worker has its own, the
+crash credits shared (:mod:`posenc.conformance.crashes`).
 """
 
 from __future__ import annotations
@@ -39,15 +41,26 @@ import numpy as np
 from posenc.adapters import Unsupported
 from posenc.spec.errors import AdapterError, UsageError
 
-from posenc.conformance import wire
-from posenc.harness.remote import Remote, RemoteFailure, RemoteHandle, RemoteValue, is_remote, type_names  # noqa: F401 (re-exported)
+from posenc.conformance import reaping, wire
+from posenc.conformance.crashes import Crashes
+from posenc.harness.remote import Remote, RemoteCrash, RemoteFailure, RemoteHandle, RemoteValue, is_remote, type_names  # noqa: F401 (re-exported)
 
 #: The third crashed (or hung) worker is the last: the remaining tests fail at once.
 MAX_CRASHES = 3
 
 
-class AdapterCrashed(AdapterError):
-    """The adapter's worker process died (or was ended after a timeout) during a call."""
+class AdapterInterrupt(KeyboardInterrupt):
+    """A KeyboardInterrupt the adapter raised itself in its process: the run stops, as at the user's
+    Ctrl-C (the worker ignores SIGINT, so it is never the user's)."""
+
+
+class AdapterCrashed(AdapterError, RemoteCrash):
+    """The adapter's worker process died (or was ended after a timeout) during a call; ``summary``
+    says it in one line (no output of the worker's)."""
+
+    def __init__(self, text: str, summary: str = ""):
+        super().__init__(text)
+        self.summary = summary or text.split("; its last output: ", 1)[0]
 
 
 _REBUILT: dict[tuple, type] = {}
@@ -154,7 +167,7 @@ class RemoteMethod:
 class Worker:
     """The worker process and its connection; restarted after a crash, up to :data:`MAX_CRASHES`."""
 
-    def __init__(self, spec: str, root: "RemoteAdapter"):
+    def __init__(self, spec: str, root: "RemoteAdapter", ledger: Optional[str] = None):
         self.spec, self.root = spec, root
         self.proc: Optional[subprocess.Popen] = None
         self.gen = 0
@@ -162,16 +175,20 @@ class Worker:
         self.sent: dict[int, tuple[Any, int]] = {}  # id(immutable array or frozen model) -> (it, key in the worker's cache)
         self.closed = False
         self.affinity: Optional[set[int]] = None  # this process's CPUs before the worker was pinned with it
-        self.crashes: list[str] = []
+        self.crashes = Crashes(ledger)  # the run's (every pytest-xdist worker's, under -n N)
         self.ended: Optional[tuple[str, int]] = None  # (test, crash number) of the last worker ended while waiting
         self.seq = 0  # the last request's number (its reply echoes it)
         self.log_start = 0
         self.current = "(start-up)"  # the test running, for the crash messages
-        self.log = tempfile.NamedTemporaryFile(prefix="posenc-worker-", suffix=".log", delete=False)
+        self.watch: Optional[int] = None  # the write end of the guard's pipe (reaping.guard)
         shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        self.spill = tempfile.mkdtemp(prefix="posenc-arrays-", dir=shm)  # large arrays (wire.SPILL_BYTES)
+        reaping.sweep(tempfile.gettempdir(), "worker")  # what runs that died left behind
+        reaping.sweep(shm or tempfile.gettempdir(), "arrays")
+        self.log = tempfile.NamedTemporaryFile(prefix=reaping.owned_name("worker"), suffix=".log", delete=False)
+        self.spill = tempfile.mkdtemp(prefix=reaping.owned_name("arrays"), dir=shm)  # large arrays (wire.SPILL_BYTES)
         wire.spill_to(self.spill)
         atexit.register(self.close)
+        reaping.install(self)  # SIGTERM / SIGHUP to pytest end the worker and remove its files
 
     # ---- process ------------------------------------------------------------------------
     def start(self) -> None:
@@ -179,13 +196,19 @@ class Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
         env["POSENC_WORKER_SPILL"] = self.spill
+        env["POSENC_WORKER_LOG"] = self.log.name
         try:
             self.log_start = os.path.getsize(self.log.name)  # this worker's output starts here
         except OSError:
             self.log_start = 0
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "posenc.conformance.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.log, env=env, cwd=os.getcwd(), start_new_session=True)
+        watch_r, self.watch = os.pipe()  # the worker's guard reads end of file once this process is gone
+        env["POSENC_WORKER_WATCH"] = str(watch_r)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "posenc.conformance.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=self.log, env=env, cwd=os.getcwd(), start_new_session=True, pass_fds=(watch_r,))
+        finally:
+            os.close(watch_r)
         self.reader = wire.Reader(self.proc.stdout.fileno(), self.proc)
         self.seq = 0
         self.gen += 1
@@ -206,7 +229,9 @@ class Worker:
         cpus = os.sched_getaffinity(0)
         if len(cpus) < 2:
             return
-        cpu = int(want) if want.isdigit() and int(want) in cpus else _current_cpu(cpus)
+        gw = os.environ.get("PYTEST_XDIST_WORKER", "")[2:]  # -n N: xdist worker gwK takes the K-th CPU
+        cpu = (int(want) if want.isdigit() and int(want) in cpus else
+               sorted(cpus)[int(gw) % len(cpus)] if gw.isdigit() else _current_cpu(cpus))
         self.affinity = cpus
         os.sched_setaffinity(0, {cpu})
 
@@ -236,6 +261,7 @@ class Worker:
         except Exception:  # noqa: BLE001
             return None
         finally:
+            self._unwatch()
             self.reader.close()
             for s in (proc.stdin, proc.stdout):
                 try:
@@ -243,10 +269,26 @@ class Worker:
                 except Exception:  # noqa: BLE001
                     pass
 
+    def _unwatch(self) -> None:
+        """Close the guard's pipe: the guard ends the worker's process group (if it still runs)."""
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            try:
+                os.close(watch)
+            except OSError:
+                pass
+
+    def abandon(self) -> None:
+        """SIGTERM / SIGHUP to this process (:mod:`posenc.conformance.reaping`): kill the worker's
+        process group now and remove its files."""
+        self._kill()
+        self.close()
+
     def close(self) -> None:
         """End the worker: its input closes (it exits on its own, unwaited); one that is still
         running when this process exits is killed by the atexit hook."""
         self.closed = True
+        reaping.uninstall(self)
         proc, self.proc = self.proc, None
         if proc is not None:
             self.reader.close()
@@ -255,7 +297,8 @@ class Worker:
                     s.close()
                 except Exception:  # noqa: BLE001
                     pass
-            atexit.register(_reap, proc)
+            atexit.register(_reap, proc, self.watch)
+            self.watch = None
         try:
             self.log.close()
             os.unlink(self.log.name)
@@ -286,22 +329,25 @@ class Worker:
             return f"killed by {name}" + (" (an out-of-memory kill sends SIGKILL)" if -rc == signal.SIGKILL else "")
         return f"exit status {rc}"
 
-    def _crashed(self, what: str, why: str) -> AdapterCrashed:
+    def _crashed(self, what: str, why: str, short: str = "") -> AdapterCrashed:
+        """``why``: what happened, the worker's last output included; ``short``: without it."""
         text = f"the adapter's process {why} during {what}"
         self.crashes.append(f"{self.current}: {text}")
-        more = (f"; the next call starts a fresh process (crash {len(self.crashes)} of {MAX_CRASHES})"
-                if len(self.crashes) < MAX_CRASHES else
+        n = len(self.crashes)
+        more = (f"; the next call starts a fresh process (crash {n} of {MAX_CRASHES})" if n < MAX_CRASHES else
                 f"; that was crash {MAX_CRASHES}: no process is started again, the remaining tests fail")
-        return AdapterCrashed(text + more)
+        return AdapterCrashed(text + more, f"the adapter's process {short or why} during {what} (crash {n} of "
+                                           f"{MAX_CRASHES})")
 
     # ---- requests -----------------------------------------------------------------------
     def request(self, req: dict, blobs: Optional[list[bytes]] = None, starting: bool = False):
         if self.proc is None:
             if self.closed:
                 raise AdapterCrashed("the adapter's process was ended with the run")
-            if len(self.crashes) >= MAX_CRASHES:
-                raise AdapterCrashed(f"not run: the adapter's process crashed {len(self.crashes)} times "
-                                     f"(the first: {self.crashes[0]})")
+            crashes = self.crashes.all()
+            if len(crashes) >= MAX_CRASHES:
+                raise AdapterCrashed(f"not run: the adapter's process crashed {len(crashes)} times "
+                                     f"(the first: {crashes[0]})")
             self.start()
         if self.released and not starting:
             req["release"], self.released = self.released, []
@@ -315,11 +361,12 @@ class Worker:
         except (EOFError, OSError, ValueError) as e:
             broken = isinstance(e, ValueError)  # bytes that are no reply: it is ended, not dead
             rc = self._kill(grace=0.0 if broken else 2.0)
+            short = f"broke the connection ({e}) and was ended" if broken else f"died ({self._exit_text(rc)})"
             why = (f"broke the connection ({e}) and was ended{self._log_tail()}" if broken else
                    f"died ({self._exit_text(rc)}{self._log_tail()})")
             if starting and self.gen == 1:
                 raise UsageError(f"{self._option()}: the adapter's process {why} while loading it") from None
-            raise self._crashed("loading the adapter again" if starting else what, why) from None
+            raise self._crashed("loading the adapter again" if starting else what, why, short) from None
         except BaseException:  # a --posenc-timeout (SIGALRM) or Ctrl-C while the worker works: end it
             self._kill()
             self.crashes.append(f"{self.current}: the adapter's process was ended during {what} (timeout or "
@@ -331,7 +378,7 @@ class Worker:
             raise self._crashed(what, "answered out of turn (a reply to another request: a second process "
                                       "the adapter started writes into the connection)") from None
         if "interrupt" in reply:  # the adapter raised KeyboardInterrupt itself: the run stops
-            raise KeyboardInterrupt(f"raised by the adapter in its process during {what}: {reply['interrupt']['msg']}")
+            raise AdapterInterrupt(f"raised by the adapter in its process during {what}: {reply['interrupt']['msg']}")
         if "err" in reply:
             e = _rebuild(reply["err"])
             if starting and self.gen > 1:  # it loaded before: counted like a crash (a lock the dead one left?)
@@ -430,12 +477,17 @@ def _kill_group(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def _reap(proc: subprocess.Popen) -> None:
+def _reap(proc: subprocess.Popen, watch: Optional[int] = None) -> None:
     try:
         proc.wait(timeout=0.5)  # it exits on its own once its input is closed
     except Exception:  # noqa: BLE001 - still busy (a hung call) or slow to exit
         pass
-    _kill_group(proc)  # and whatever the adapter left running
+    _kill_group(proc)  # and whatever the adapter left running (its guard too)
+    if watch is not None:
+        try:
+            os.close(watch)
+        except OSError:
+            pass
 
 
 class RemoteAdapter(Remote):
@@ -447,8 +499,8 @@ class RemoteAdapter(Remote):
     copies and the output contract of the step-by-step checks (one round trip each).
     """
 
-    def __init__(self, spec: str):
-        object.__setattr__(self, "_w", Worker(spec, self))
+    def __init__(self, spec: str, ledger: Optional[str] = None):
+        object.__setattr__(self, "_w", Worker(spec, self, ledger))
         object.__setattr__(self, "_attrs", {})
         self._w.start()
 
@@ -507,7 +559,7 @@ class RemoteAdapter(Remote):
         return _facts(self._w.request({"op": "facts", "target": self._w.ref(x)}))
 
     def posenc_crashes(self) -> list[str]:
-        return list(self._w.crashes)
+        return self._w.crashes.all()
 
     def posenc_ended(self, nodeid: str) -> Optional[int]:
         """The crash number of the worker ended during test ``nodeid`` (its timeout), if one was."""
@@ -536,5 +588,5 @@ def _immutable(a) -> bool:
     return isinstance(b, bytes)
 
 
-__all__ = ["AdapterCrashed", "RemoteAdapter", "RemoteObject", "RemoteFailure", "MAX_CRASHES", "is_remote",
+__all__ = ["AdapterCrashed", "AdapterInterrupt", "RemoteAdapter", "RemoteObject", "RemoteFailure", "MAX_CRASHES", "is_remote",
            "type_names"]

@@ -38,7 +38,9 @@ from posenc.conformance.booking import (
     rerun_command,
     skip_reason,
     unexpect,
+    write_contradicted,
 )
+from posenc.conformance.crashes import LEDGER_KEY, Crashes, drop_ledger, new_ledger
 from posenc.conformance.generated import GeneratedDivergence, TimedOut, generated_examples
 from posenc.conformance.isolation import RemoteAdapter, RemoteFailure, is_remote
 from posenc.conformance.state import (
@@ -56,6 +58,7 @@ from posenc.conformance.state import (
     parse_dtypes,
     state,
 )
+from posenc.conformance.stops import StopWatch, interrupted_line
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import AdapterError, GoldenError, PosencError, exception_text
 
@@ -91,8 +94,8 @@ def pytest_addoption(parser):
                      "every run)")
     g.addoption("--posenc-isolation", choices=("process", "none"), default="process",
                 help="process (default): the adapter runs in a worker process, restarted after a crash (an "
-                     "exit, a signal, a hang past --posenc-timeout fails that test); none: in pytest's own "
-                     "process (-n N: each pytest-xdist worker is the isolation)")
+                     "exit, a signal, a hang past --posenc-timeout fails that test; -n N: one per pytest-xdist "
+                     "worker); none: in pytest's own process (-n N: each pytest-xdist worker is the isolation)")
     g.addoption("--posenc-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                 help=f"fail a conformance test that runs longer than S seconds (default {DEFAULT_TIMEOUT:g}; "
                      "0: no limit); with -n N the hung worker is killed and restarted")
@@ -119,15 +122,16 @@ def pytest_configure(config):
     info = None
     try:
         registry.load_checks()  # every registered family, validated: a broken one is named here
+        ledger = getattr(config, "workerinput", {}).get(LEDGER_KEY)  # -n N: the run's crash credits
         if model:
             from posenc.adapters import load_model_adapter
             from posenc.conformance.model_suite import model_info
-            adapter = RemoteAdapter(f"model:{model}") if isolated(config) else load_model_adapter(model)
+            adapter = RemoteAdapter(f"model:{model}", ledger) if isolated(config) else load_model_adapter(model)
             check_adapter_attributes(adapter)
             info = model_info(adapter)
             check_attns(config, adapter)
         else:
-            adapter = RemoteAdapter(name) if isolated(config) else load_adapter(name)
+            adapter = RemoteAdapter(name, ledger) if isolated(config) else load_adapter(name)
             check_adapter_attributes(adapter)
     except PosencError as e:
         raise pytest.UsageError(str(e))
@@ -155,7 +159,10 @@ def pytest_configure(config):
     st.plot_dir = plot_dir
     from posenc.harness.failure import probe_hints_on
     probe_hints_on(device)  # a failure's hints name only cases this adapter runs
+    config.pluginmanager.register(StopWatch(st, config), "posenc-stopwatch")
     if not hasattr(config, "workerinput"):  # not a pytest-xdist worker: this process books the verdicts
+        if getattr(config.option, "numprocesses", None) and config.getoption("--posenc-isolation") == "process":
+            st.crash_ledger = new_ledger()  # every xdist worker's adapter process draws on the run's credits
         config.pluginmanager.register(Booker(st), "posenc-booker")
 
 
@@ -179,6 +186,8 @@ def pytest_unconfigure(config):
         probe_hints_on(None)
     if st is not None and is_remote(st.adapter):
         st.adapter.posenc_close()
+    if st is not None:
+        drop_ledger(st.crash_ledger)
 
 
 def pytest_runtest_setup(item):
@@ -253,7 +262,8 @@ def _mark_timeout(config, items) -> None:
         raise pytest.UsageError(f"--posenc-timeout {limit}: must be 0 (no limit) or more seconds")
     if limit == 0:
         return
-    method = "thread" if hasattr(config, "workerinput") else "signal"
+    # a pytest-xdist worker whose adapter runs in its own process waits for it in Python: SIGALRM as serially
+    method = "thread" if hasattr(config, "workerinput") and not isolated(config) else "signal"
     for item in items:
         if clauses_of_item(item) and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(limit, method=method))
@@ -438,21 +448,6 @@ def pytest_runtest_makereport(item, call):
     return rep
 
 
-def _write_contradicted(tr, contradicted: list[dict]) -> None:
-    """The summary's lines of :func:`posenc.harness.failure.contradicted_diagnoses` (none: nothing)."""
-    if not contradicted:
-        return
-    tr.write_line("posenc: diagnoses this run contradicts (a golden case refutes the divergence: the bug "
-                  "agrees with it only on the failing calls, or a second bug shows on that case; rerun the "
-                  "case with -k to compare):", yellow=True)
-    for c in contradicted:
-        why = (f"its mutant fails golden case {c['case']}, which passed" if c["golden"] == "passed" else
-               f"its mutant changes golden case {c['case']}, which {c['golden']} (not as it: another bug, or "
-               f"a second one, shows there)" if c["golden"].startswith(("failed as ", "diverges (expected) as "))
-               else f"the golden test of case {c['case']} failed without naming it")
-        tr.write_line(f"  {c['divergence']} (named for {c['failures']} failure(s) at {c['dtype']}): {why}")
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     st = config.stash.get(STATE_KEY, None)
     if st is None or hasattr(config, "workerinput"):
@@ -489,17 +484,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                       else "posenc: generated cases the adapter reported unsupported (redrawn; not passed):", yellow=True)
         for line in st.partly_unsupported:
             tr.write_line(f"  {line}")
-    _write_contradicted(tr, st.contradicted)
+    write_contradicted(tr, st.contradicted)
     if st.checked == 0 and st.failed == 0:
         tr.write_line("posenc: no conformance check ran to a verdict: a run that checks nothing fails", red=True)
     if st.not_run:
         tr.write_line(f"posenc: {len(st.not_run)} test(s) did not run: pytest-xdist stopped after "
                       f"{len(st.crashes)} crashed worker(s) (--max-worker-restart, default 2 restarts here); first crash: "
                       f"{st.crashes[0] if st.crashes else '?'}", red=True)
-    crashes = st.adapter.posenc_crashes() if is_remote(st.adapter) else []
+    crashes = st.adapter.posenc_crashes() if is_remote(st.adapter) else Crashes(st.crash_ledger).all() \
+        if st.crash_ledger else []
     if crashes:
         tr.write_line(f"posenc: the adapter's process crashed or was ended {len(crashes)} time(s) (each fails its "
                       f"test by ID); first: {crashes[0]}", red=True)
+    if interrupted_line(st):
+        tr.write_line(interrupted_line(st), red=True)
     if not st.complete:  # set by pytest_sessionfinish, which runs before this summary
         tr.write_line(f"posenc: the run was cut short: these counts cover the {len(st.records)} test(s) that ran"
                       + (" (the --report-json report says complete: false)" if config.getoption("--report-json") else ""),
@@ -517,7 +515,8 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.USAGE_ERROR  # the serial run refuses these at collection
     elif st.outcomes and st.checked == 0 and st.failed == 0 and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    st.not_run = sorted((st.scheduled or set()) - st.booked)  # xdist stopped restarting crashed workers
+    # xdist stopped restarting crashed workers (an interrupted run: the rest is not run, as serially)
+    st.not_run = [] if st.interrupted else sorted((st.scheduled or set()) - st.booked)
     st.complete = not (exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
                        or session.shouldstop or session.shouldfail or st.not_run)
     if st.not_run and session.exitstatus == 0:

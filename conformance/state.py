@@ -99,6 +99,8 @@ class State:
         self.booked: set[str] = set()  # node IDs with a verdict
         self.scheduled: Optional[set[str]] = None  # pytest-xdist: the node IDs the workers collected
         self.crashes: list[str] = []  # pytest-xdist: node IDs whose worker died
+        self.crash_ledger: Optional[str] = None  # pytest-xdist controller: every worker's adapter crashes
+        self.interrupted: Optional[str] = None  # the KeyboardInterrupt that stopped the run, and its test (stops.py)
         self.not_run: list[str] = []  # pytest-xdist: scheduled, never booked (the run was ended)
         self.contradicted: list[dict] = []  # suite.contradicted_diagnoses of the run's records
         # generated expectation lines: index -> [cases covered, passed, excused] over the generated tests
@@ -161,11 +163,11 @@ def default_expectations(name: str, model_info: Optional[dict] = None) -> Path:
     return EXPECTATIONS_DIR / f"{name}.yaml"
 
 def isolated(config) -> bool:
-    """The adapter runs in a worker process: --posenc-isolation process (the default) in a run
-    that is not pytest-xdist's (there each xdist worker is the isolation, and the controller
-    only reads the adapter's attributes)."""
-    xdist = getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput")
-    return config.getoption("--posenc-isolation") == "process" and not xdist
+    """The adapter runs in a worker process: --posenc-isolation process (the default) in a serial
+    run and in each pytest-xdist worker (so a crash or a hang reads the same with -n N; the
+    controller only reads the adapter's attributes, in its own process)."""
+    controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
+    return config.getoption("--posenc-isolation") == "process" and not controller
 
 def state(config) -> State:
     st = config.stash.get(STATE_KEY, None)

@@ -223,6 +223,10 @@ class Worker:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the plugin owns Ctrl-C and ends this process
+    watch = os.environ.pop("POSENC_WORKER_WATCH", None)
+    if watch:  # a guard that ends this process group once the plugin's process is gone, however it died
+        from posenc.conformance.reaping import guard
+        guard(int(watch), os.environ.get("POSENC_WORKER_SPILL"), os.environ.pop("POSENC_WORKER_LOG", None))
     proto_in = wire.Reader(os.dup(0))
     proto_out = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDONLY)

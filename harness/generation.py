@@ -45,6 +45,7 @@ from posenc.spec.errors import Unsupported, exception_text
 from posenc.harness import golden as _golden
 from posenc.harness.diagnosis import diagnose
 from posenc.harness.failure import is_timeout
+from posenc.harness.remote import RemoteCrash
 from posenc.harness.runner import compare_outputs, run_case
 from posenc.registry.cases import Case, Gen
 
@@ -66,6 +67,16 @@ class Stopped(unittest.SkipTest):
     called again to shrink the case)."""
 
 
+class Crashed(unittest.SkipTest):
+    """The adapter's process died (or was ended) on an example: the engine stops at once -- a
+    replay or a shrink would crash it again, and each crash costs one of the run's crash credits.
+    ``failure``: the :class:`GeneratedFailure` of that (unshrunk) example."""
+
+    def __init__(self, failure: "GeneratedFailure"):
+        super().__init__(failure.detail)
+        self.failure = failure
+
+
 # ---- running ----------------------------------------------------------------------------------
 
 
@@ -82,6 +93,11 @@ class GeneratedFailure(Exception):
         super().__init__(detail)
         self.case, self.seed, self.detail = c, seed, detail
         self.matches, self.raised, self.inferred = tuple(matches), raised, tuple(inferred)
+
+    #: the report's one-line reason where it is not the detail's first line (a crash: without the
+    #: worker's output), and whether the example was shrunk (a crash ends the search unshrunk)
+    reason: Optional[str] = None
+    shrunk = True
 
 
 def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str, excuse=None) -> str:
@@ -114,6 +130,11 @@ def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str
         raise GeneratedFailure(c, seed, f"the adapter raised pytest's {type(e).__name__} ({exception_text(e)})", raised=True) from None
     except KeyboardInterrupt:
         raise
+    except RemoteCrash as e:  # the adapter's process died: never called again on this test's examples
+        failure = GeneratedFailure(c, seed, f"{type(e).__name__}: {exception_text(e)}", raised=True)
+        failure.reason = f"{type(e).__name__}: {e.summary or exception_text(e)}"
+        failure.shrunk = False
+        raise Crashed(failure) from None
     except BaseException as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
         raise GeneratedFailure(c, seed, f"{type(e).__name__}: {exception_text(e)}", raised=True) from None
     bad = [r for r in compare_outputs(g, out, dtype) if not r.ok]

@@ -43,6 +43,15 @@ class RemoteFailure:
         return self.remote_message
 
 
+class RemoteCrash(Exception):
+    """Base of the error the suite raises when the adapter's worker process died or was ended
+    during a call (``isolation.AdapterCrashed``): the call cannot be retried -- a replay would
+    crash again, and each crash costs one of the run's crash credits.  ``summary``: what happened
+    in one line (exit status or signal, operation, crash number), without the worker's output."""
+
+    summary: str = ""
+
+
 def is_remote(adapter) -> bool:
     """``adapter`` is the proxy of an adapter running in its worker process."""
     return isinstance(adapter, Remote)

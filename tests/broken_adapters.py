@@ -512,6 +512,22 @@ when ``POSENC_TEST_FORK`` names a file for the child's pid), hangs on width 10 w
         return super().sinusoidal(position_ids, params, dtype=dtype, device=device)
 
 
+class HangsWithAChild(TorchAdapter):
+    """Starts a child process (a sleep) and hangs on the concat sinusoid table of width 10: a run
+    ended from outside (SIGTERM, SIGHUP, SIGKILL to pytest) must leave neither of them running."""
+
+    name = "broken-hangs-with-a-child"
+
+    def sinusoidal(self, position_ids, params, *, dtype, device):
+        if params.dim == 10 and params.layout == "concat":
+            import subprocess
+            import sys
+            import time
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            time.sleep(3600)
+        return super().sinusoidal(position_ids, params, dtype=dtype, device=device)
+
+
 class _UpcastOnDecodeRope(TorchRope):
     calls = 0
 

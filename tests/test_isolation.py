@@ -270,3 +270,218 @@ def test_a_huge_exception_text_is_clipped_in_every_message():
     assert len(text) < EXCEPTION_TEXT_LIMIT + 100 and text.startswith("START") and text.endswith("END")
     assert f"[... {5_000_008 - EXCEPTION_TEXT_LIMIT} characters cut ...]" in text
     assert exception_text(ValueError("short")) == "short"
+
+
+# ---- a run ended from outside leaves nothing behind ----------------------------------------------
+
+def _marked(marker: bytes) -> list[int]:
+    """The live processes whose environment holds ``marker`` (an ``NAME=value`` entry)."""
+    import os
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if marker in env and _alive(int(d)):
+            pids.append(int(d))
+    return pids
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ")
+    except OSError:
+        return b""
+
+
+def _environ(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return dict(e.decode(errors="replace").split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
+
+
+def _poll(what, deadline_s: float, step: float = 0.2):
+    import time
+    end = time.monotonic() + deadline_s
+    while True:
+        got = what()
+        if got or time.monotonic() > end:
+            return got
+        time.sleep(step)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+@pytest.mark.parametrize("sig,n", [("SIGTERM", None), ("SIGHUP", None), ("SIGKILL", None), ("SIGINT", None),
+                                   ("SIGTERM", 2), ("SIGINT", 2)])
+def test_a_run_ended_from_outside_leaves_no_process_and_no_spill_folder(tmp_path, sig, n):
+    """`timeout -s TERM pytest conformance ...` (a CI runner, a scheduler), a hang-up, a SIGKILL, or
+    the user's Ctrl-C (SIGINT to the terminal's process group) while the adapter hangs, having
+    started a child of its own -- serially and with -n 2: the worker, its child and its spill
+    folder are gone soon after pytest is (none left running with parent 1); a Ctrl-C stops the run
+    as pytest does (exit status INTERRUPTED, the report written, incomplete)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import uuid
+    marker = f"POSENC_TEST_MARKER={uuid.uuid4().hex}"
+    env = dict(os.environ, POSENC_TEST_MARKER=marker.split("=", 1)[1])
+    report = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "pytest", str(CONFORMANCE_DIR), "--adapter", f"{BROKEN}:HangsWithAChild",
+           "-p", "no:cacheprovider", "--import-mode=importlib", "--posenc-timeout", "0", "--report-json", str(report),
+           "-k", "test_golden and float32 and sin-concat-d10", "-q", *(("-n", str(n)) if n else ("-p", "no:xdist"))]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        child = _poll(lambda: [p for p in _marked(marker.encode()) if b"time.sleep(600)" in _cmdline(p)], 240)
+        assert child, "the adapter never started hanging: " + proc.stdout.read1(20000).decode(errors="replace")
+        with open(f"/proc/{child[0]}/stat") as f:  # the hanging worker: the child's parent
+            worker = int(f.read().rsplit(")", 1)[1].split()[1])
+        assert b"posenc.conformance.worker" in _cmdline(worker)
+        spill = _environ(worker)["POSENC_WORKER_SPILL"]
+        assert os.path.isdir(spill)
+        if sig == "SIGINT":
+            os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: pytest's whole process group
+        else:
+            os.kill(proc.pid, getattr(signal, sig))
+        proc.wait(timeout=60)
+        text = proc.stdout.read().decode(errors="replace")[-3000:]
+        if sig == "SIGINT":
+            assert proc.returncode == pytest.ExitCode.INTERRUPTED, text
+            assert json.loads(report.read_text())["complete"] is False, text
+        elif sig != "SIGKILL":  # ended by the signal itself, as without the kit's handler
+            assert proc.returncode == -getattr(signal, sig), text
+        left = _poll(lambda: not _marked(marker.encode()), 30)
+        assert left, [(p, _cmdline(p)) for p in _marked(marker.encode())]
+        assert _poll(lambda: not os.path.exists(spill), 10), os.listdir(spill)
+    finally:
+        for p in [proc.pid] + _marked(marker.encode()):  # never leave this test's processes behind
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        proc.wait(timeout=30)
+
+
+# ---- a crash costs one test, and every failure's reason is its meaningful line --------------------
+
+def test_a_crash_in_a_generated_test_costs_one_credit_and_names_the_crash(pytester, tmp_path, monkeypatch):
+    """Hypothesis would replay and shrink a crashing example -- each replay a crash, the three
+    credits spent inside one test and every later test "not run".  The first crash ends that
+    test's search: one credit, a reason naming the exit status, the operation and the case."""
+    monkeypatch.setenv("POSENC_TEST_CRASH_ALL", "1")  # every sinusoid table crashes the process
+    out = tmp_path / "r.json"
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--report-json", str(out), "-k",
+             "float32 and (test_generated and sinusoidal.table or test_golden and rope-llama3-8b)")
+    text = r.stdout.str()
+    assert r.ret == 1, text[-3000:]
+    assert "posenc: the adapter's process crashed or was ended 1 time(s)" in text
+    assert "not shrunk: the adapter's process crashed on it" in text and "not run" not in text
+    res = {x["test_id"]: x for x in json.loads(out.read_text())["results"]}
+    gen = res["test_generated[float32-sinusoidal.table]"]
+    assert gen["outcome"] == "failed" and gen["raised"], gen
+    assert gen["reason"].startswith("generated case: AdapterCrashed: the adapter's process died (exit status 3) "
+                                    "during sinusoidal.table (crash 1 of 3); the case: sinusoidal.table with "
+                                    "SinusoidalParams("), gen["reason"]
+    golden = [x for k, x in res.items() if "rope-llama3-8b" in k]
+    assert golden and all(x["outcome"] == "passed" for x in golden), golden
+
+
+_FAILURES = '''
+import pytest
+
+def _deep(n):
+    if n == 0:
+        raise ValueError("the meaningful line")
+    _deep(n - 1)
+
+def test_raises():
+    _deep(3)
+
+def test_chained():
+    try:
+        {}["k"]
+    except KeyError:
+        raise RuntimeError("raised while handling")
+
+def test_fail_text():
+    pytest.fail("first line\\n    an indented detail\\n------ a border ------", pytrace=False)
+'''
+
+
+@pytest.mark.parametrize("tb", ["auto", "long", "short", "native", "line"])
+def test_the_reason_of_a_failure_the_kit_did_not_write_is_its_meaningful_line(pytester, tb):
+    """A failure outside the kit's own messages (an exception outside the adapter's call, a
+    Hypothesis error, a lost pytest-xdist worker): the report's reason is the exception's line,
+    never a border, a traceback header or a location line, whatever --tb says."""
+    from types import SimpleNamespace
+
+    from posenc.conformance.booking import reason_line
+    pytester.makepyfile(test_failures=_FAILURES)
+    reports = {r.nodeid.rsplit("::", 1)[-1]: r for r in pytester.inline_run(f"--tb={tb}", "-p", "no:cacheprovider")
+               .getreports("pytest_runtest_logreport") if r.when == "call"}
+    assert reason_line(reports["test_raises"]) == "ValueError: the meaningful line"
+    assert reason_line(reports["test_chained"]) == "RuntimeError: raised while handling"
+    assert reason_line(reports["test_fail_text"]) in ("Failed: first line", "first line")
+    lost = SimpleNamespace(longrepr="worker 'gw0' crashed while running 'x.py::test[a]'\n_____ x _____\n")
+    assert reason_line(lost) == "worker 'gw0' crashed while running 'x.py::test[a]'"
+    native = SimpleNamespace(longrepr="Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+                                      "    f()\nOSError: [Errno 5] gone\n\n____________________")
+    assert reason_line(native) == "OSError: [Errno 5] gone"
+
+
+def test_the_signal_handler_chains_to_the_one_before_it():
+    """SIGTERM with a handler of someone else's in place: the worker is abandoned first, then that
+    handler runs (and stays the process's handler); the kit's is gone once no worker lives."""
+    import os
+    import signal
+
+    from posenc.conformance import reaping
+    seen = []
+
+    class FakeWorker:
+        def abandon(self):
+            seen.append("abandoned")
+            reaping.uninstall(self)  # what Worker.close does
+
+    before = signal.signal(signal.SIGTERM, lambda s, f: seen.append("theirs"))
+    try:
+        w = FakeWorker()
+        reaping.install(w)
+        assert signal.getsignal(signal.SIGTERM) is reaping._on_signal
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == ["abandoned", "theirs"]
+        assert signal.getsignal(signal.SIGTERM) is not reaping._on_signal
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_the_files_of_a_run_that_died_are_swept_by_the_next(tmp_path):
+    """Spill folders and logs carry the pytest process's ID: those of a process that no longer
+    exists are removed when the next run starts a worker; a live run's (this one's) are kept."""
+    import subprocess
+    import sys
+
+    from posenc.conformance import reaping
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # a process that has exited
+    dead_dir, dead_log = tmp_path / f"posenc-arrays-{gone}-abc", tmp_path / f"posenc-worker-{gone}-abc.log"
+    live_dir = tmp_path / f"{reaping.owned_name('arrays')}abc"
+    live_log = tmp_path / f"{reaping.owned_name('worker')}x.log"
+    other = tmp_path / "posenc-arrays-q1w2e3r4"  # not a name of the kit's: never touched
+    for d in (dead_dir, live_dir, other):
+        d.mkdir()
+        (d / "1-1.npy").write_bytes(b"x")
+    for f in (dead_log, live_log):
+        f.write_text("log")
+    dead_ledger = tmp_path / f"posenc-crashes-{gone}-abc.txt"  # a killed xdist controller's crash ledger
+    dead_ledger.write_text("")
+    reaping.sweep(str(tmp_path), "arrays")
+    reaping.sweep(str(tmp_path), "worker")
+    reaping.sweep(str(tmp_path), "crashes")
+    assert not dead_dir.exists() and not dead_log.exists() and not dead_ledger.exists()
+    assert live_dir.is_dir() and live_log.is_file() and other.is_dir()

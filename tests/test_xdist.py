@@ -105,11 +105,13 @@ def test_xdist_expected_divergence_is_booked_once(pytester, tmp_path, n):
 
 
 def test_a_crashed_or_hung_worker_fails_its_test_by_id_and_the_run_goes_on(pytester, tmp_path, monkeypatch):
-    """-n 1: os._exit inside one case and a sleep past --posenc-timeout inside another each fail
-    that test, under the clauses of its ID, in the summary and the report; the others pass."""
+    """-n 1 with the adapter in the xdist worker itself (--posenc-isolation none: the xdist worker is
+    the isolation): os._exit inside one case and a sleep past --posenc-timeout inside another each
+    fail that test, under the clauses of its ID, in the summary and the report; the others pass."""
     monkeypatch.setenv("POSENC_TEST_HANG", "1")
     out = tmp_path / "r.json"
-    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--posenc-timeout", "5", "--report-json", str(out),
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--posenc-isolation", "none", "--posenc-timeout", "5",
+             "--report-json", str(out),
              "-k", "test_golden and (sin-concat-d7 or sin-concat-d10 or sin-interleaved-d8 or sin-concat-d8)", n=1)
     text = r.stdout.str()
     assert r.ret == 1, text[-2000:]
@@ -124,11 +126,13 @@ def test_a_crashed_or_hung_worker_fails_its_test_by_id_and_the_run_goes_on(pytes
 
 
 def test_the_third_crash_ends_the_run_naming_the_first(pytester, tmp_path, monkeypatch):
-    """An adapter that dies on every case: after three crashed workers the rest is not run, the
-    summary names the first crash, the report is incomplete and the run fails."""
+    """An adapter in the xdist worker itself (--posenc-isolation none) that dies on every case:
+    after three crashed workers the rest is not run, the summary names the first crash, the
+    report is incomplete and the run fails."""
     monkeypatch.setenv("POSENC_TEST_CRASH_ALL", "1")
     out = tmp_path / "r.json"
-    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--report-json", str(out), "-k", "test_golden and sin-", n=1)
+    r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--posenc-isolation", "none", "--report-json", str(out),
+             "-k", "test_golden and sin-", n=1)
     text = r.stdout.str()
     assert r.ret == 1
     assert "did not run: pytest-xdist stopped after 3 crashed worker(s)" in text and "first crash: conformance/" in text
@@ -144,3 +148,60 @@ def test_serial_timeout_names_the_test(pytester, monkeypatch):
     text = r.stdout.str()
     assert r.ret == 1 and "SIN-VASWANI-CONCAT: broken-exits did not finish test_golden[float32-sin-concat-d10" in text
     assert "within 3 s (--posenc-timeout)" in text and "1 passed" in text
+
+
+# ---- a crash, a hang, a KeyboardInterrupt read the same with -n N as without ------------------------
+
+def _same_crash_numbers(text: str) -> str:
+    """Crash numbers depend on which xdist worker crashes first: compared without them."""
+    return re.sub(r"crash \d+ of", "crash # of", text)
+
+
+def _crash_lines(text: str) -> list[str]:
+    return sorted(_same_crash_numbers(ln.strip()) for ln in text.splitlines()
+                  if "AdapterCrashed:" in ln or "did not finish" in ln or "crashed its process" in ln)
+
+
+def test_a_crash_and_a_hang_read_the_same_serially_and_under_xdist(pytester, tmp_path, monkeypatch):
+    """os._exit in one case, a sleep past --posenc-timeout in another: with -n 2 the terminal's
+    failure lines and the report's reasons are a serial run's (the hang "did not finish within
+    S s", never a crash of an xdist worker), and so are the verdicts and the exit code."""
+    monkeypatch.setenv("POSENC_TEST_HANG", "1")
+    runs = {}
+    for n in (None, 2):
+        out = tmp_path / f"r{n}.json"
+        r = _run(pytester, f"{BROKEN}:ExitsInOneCase", "--posenc-timeout", "4", "--report-json", str(out), "-k",
+                 "test_golden and (sin-concat-d7 or sin-concat-d10 or sin-interleaved-d8 or sin-concat-d8)", n=n)
+        text = r.stdout.str()
+        reasons = sorted((x["test_id"], x["outcome"], _same_crash_numbers(x["reason"])) for x in _results(out))
+        runs[n] = (r.ret, reasons, _crash_lines(text), _table(text))
+    assert runs[None][0] == runs[2][0] == 1
+    assert runs[None][1] == runs[2][1], (runs[None][1], runs[2][1])
+    assert runs[None][2] == runs[2][2] and len(runs[2][2]) >= 2, (runs[None][2], runs[2][2])
+    assert runs[None][3] == runs[2][3]
+    hang = [x for x in runs[2][1] if "sin-concat-d10" in x[0]]
+    assert hang and "within 4 s (--posenc-timeout)" in hang[0][2] and "crashed its process" not in hang[0][2]
+
+
+def test_an_adapters_keyboard_interrupt_stops_both_runs_alike(pytester, tmp_path):
+    """The adapter raises KeyboardInterrupt itself: the run stops as at the user's Ctrl-C, serially
+    and with -n 2 -- exit status INTERRUPTED, an incomplete report, no verdict (no crash) for the
+    interrupted test, and the same line naming the interrupt and its test."""
+    runs = {}
+    for n in (None, 2):
+        out = tmp_path / f"r{n}.json"
+        r = _run(pytester, f"{BROKEN}:InterruptsInOneCase", "--report-json", str(out), "-k",
+                 "test_golden and (sin-concat-d8 or sin-interleaved-d8)", n=n)
+        text = r.stdout.str()
+        rep = json.loads(out.read_text())
+        line = [ln for ln in text.splitlines() if ln.startswith("posenc: the run was stopped by")]
+        runs[n] = (r.ret, rep["complete"], line)
+        assert not [x for x in rep["results"] if x["outcome"] == "failed"], (n, rep["results"])
+        # (xdist's own "replacing crashed worker" line aside: it restarts the interrupted xdist worker)
+        assert "crashed its process" not in text and "crashed while running" not in text, (n, text[-2000:])
+        assert " failed" not in text.splitlines()[-1], (n, text[-2000:])
+    assert runs[None] == runs[2], runs
+    assert runs[2][0] == pytest.ExitCode.INTERRUPTED and runs[2][1] is False
+    assert runs[2][2] == [("posenc: the run was stopped by a KeyboardInterrupt (raised by the adapter in its process "
+                           "during sinusoidal.table: the adapter's own) in conformance/test_golden.py::"
+                           "test_golden[float32-sin-concat-d8@SIN-VASWANI-CONCAT]")]
