@@ -16,6 +16,7 @@ neither is ever a pass.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Optional
 
@@ -51,21 +52,41 @@ def run_scenario(adapter, name: str, dtype: str, attn: str, device: str, seed: i
     ``--posenc-isolation none``)."""
     sc = scenario_by_name(name)
     info = adapter.info()
+    seen = description(info)  # compared with the run's validated description by the judge (_judged)
     model = adapter.build(dtype=dtype, device=device, attn_implementation=attn, seed=seed)
     twin, why = _float64_twin(model, dtype)  # made before the run: the same fresh state
     r = Run(model, info, seed=seed)
     sc.run(r)
     trace = r.trace()
+    trace["described"] = seen
     if twin is not None:
         try:
             rt = Run(twin, info, seed=seed)
             sc.run(rt)
             trace["twin_pairs"] = rt.pairs
-        except (Exception, SystemExit) as e:  # noqa: BLE001 - the twin is optional: its check is left out, said
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - the twin is optional: its check is left out, said
+            if is_timeout(e):
+                raise
             why = f"the float64 twin raised {type(e).__name__}: {exception_text(e)}"
     if why:
         trace["twin_note"] = why
     return trace
+
+
+def description(info: dict) -> str:
+    """The model's description (``ModelAdapter.info``) as one comparable string (the same on either side
+    of the worker's wire: tuples as lists, parameter models as their class and fields)."""
+    def plain(v):
+        if hasattr(v, "model_dump"):
+            return [type(v).__name__, plain(v.model_dump())]
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+    return json.dumps(plain(info), sort_keys=True, default=repr)
 
 
 def _float64_twin(model, dtype: str):
@@ -80,7 +101,11 @@ def _float64_twin(model, dtype: str):
         twin = make()
     except Unsupported as e:
         return None, f"no float64 twin ({e.reason})"
-    except (Exception, SystemExit) as e:  # noqa: BLE001
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001 - a pytest outcome or a BaseException of its own: said, not the run's
+        if is_timeout(e):
+            raise
         return None, f"float64_twin() raised {type(e).__name__}: {exception_text(e)}"
     if twin is None or twin is model:
         return None, f"float64_twin() returned {'None' if twin is None else 'the model itself'}, not a twin"
@@ -183,6 +208,10 @@ def _judged(info: dict, attn: str, sc, dtype: str, device: str, run):
                                  f"attention)\n  {type(e).__name__}: {exception_text(e)}", clauses, raised=True,
                                  reason=f"{type(e).__name__}: {exception_text(e)}") from None
     try:
+        if trace.get("described", description(info)) != description(info):
+            raise AdapterError("the model described itself (info(): encodings, capabilities, max_positions, ...) "
+                               "otherwise when the scenario ran than when the run started: a description must not "
+                               "change")
         return judge(sc, trace, info, dtype)
     except AdapterError as e:  # a probe outside the contract: the model's failure, named
         raise ConformanceFailure(f"{', '.join(clauses)}: {info['name']} fails scenario {sc.name} ({dtype}, {attn} "

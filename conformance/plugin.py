@@ -412,7 +412,7 @@ def pytest_runtest_makereport(item, call):
     if rep.when == "call" and rep.outcome == "skipped" and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
         rep.longrepr = (str(item.path), (item.location[1] or 0) + 1, rep.longrepr[2])  # point at the test
     if isinstance(exc, GoldenError) and rep.when == "call":  # the kit's data, not the adapter: never a clause
-        unexpect(rep, f"posenc kit error (not counted against {item.config.getoption('--adapter')} or a clause): "
+        unexpect(rep, f"posenc kit error (not counted against {adapter_name(item.config)} or a clause): "
                        f"{exc}")
     if rep.when == "call" or rep.outcome == "failed" or (rep.when == "setup" and rep.outcome == "skipped"):
         if isinstance(exc, GoldenError):

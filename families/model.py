@@ -218,9 +218,11 @@ def _generate(r: Run) -> None:
     for b, row in enumerate(rows):
         alone = r.generate(f"row {b} generated alone", row[None], np.ones((1, len(row)), np.int64), n, use_cache=True)
         r.same_steps(f"row {b} in the batch == row {b} generated alone (step logits)", with_cache, alone, [b])
-        if r.info["kind"] == "decoder":  # generate's first step is a forward pass of the prompt
-            r.same(f"row {b} generated alone: step 0 == a forward pass of its prompt", alone[1][:, 0],
-                   _alone(r, row, b)[-1:], [f"row {b} position {len(row) - 1}"])
+        if r.info["kind"] == "decoder":  # step s is a forward pass of the prompt and the s tokens generated before it
+            m = len(row)
+            again = _alone(r, row, b, alone[0][0, m:m + n - 1])
+            r.same(f"row {b} generated alone: every step == a forward pass of its prompt and the tokens generated "
+                   "before it", alone[1][0], again[m - 1:], [f"row {b} step {s} (position {m - 1 + s})" for s in range(n)])
 
 
 @_scenario("MODEL-STATIC-CACHE", "static-cache", kinds=CAUSAL, needs=("cache", "static_cache"),
@@ -242,9 +244,10 @@ def _static_cache(r: Run) -> None:
            [f"row {b} position {p - 1 + s}" for s in range(n + 1) for b in range(2)])
 
 
-#: MODEL-POSITION-SHIFT: a shift the calibrated logits bound covers, a gap in the positions, and the far
-#: start (the last positions a model declaring fewer takes: ``max_positions``); 4090 + 20 crosses 2^12
-SHIFT, GAP, FAR = 29, 23, 4090
+#: MODEL-POSITION-SHIFT's draws (``[low, high)``, from the run's seed: no value a model could memorise): the
+#: shift, within what the calibrated logits bound covers and past position 48; the gap; the far start (or
+#: the last positions a model declaring fewer takes: ``max_positions``)
+SHIFT, GAP, FAR = (29, 45), (13, 41), (3000, 6000)
 
 
 def _rope_sets(info: dict) -> list:
@@ -275,29 +278,36 @@ def _relative_only(info: dict) -> bool:
 def _position_shift(r: Run) -> None:
     t, b = PROMPT, 2
     ids, base = r.tokens(b, t), pos.prefill(b, t)
+    shift, gap_, far_ = (int(r.rng.integers(*x)) for x in (SHIFT, GAP, FAR))
     ref, _ = r.forward("positions 0 ..", input_ids=ids, position_ids=base, positions=base)
     if _relative_only(r.info):
-        shifted, _ = r.forward(f"positions {SHIFT} ..", input_ids=ids, position_ids=base + SHIFT, positions=base + SHIFT)
-        r.same(f"every position + {SHIFT} == positions 0 ..", shifted.reshape(-1, shifted.shape[-1]),
+        shifted, _ = r.forward(f"positions {shift} ..", input_ids=ids, position_ids=base + shift, positions=base + shift)
+        r.same(f"every position + {shift} == positions 0 ..", shifted.reshape(-1, shifted.shape[-1]),
                ref.reshape(-1, ref.shape[-1]), [f"row {x} token {j}" for x in range(b) for j in range(t)])
     k = t // 2  # a gap through the cache: in one pass a jump in position_ids may mean a new packed document
     if "cache" in r.info["capabilities"]:
         chunks = []
-        for gap in (0, GAP):
+        for gap in (0, gap_):
             _, cache = r.forward(f"prefill of tokens 0 .. {k - 1}", input_ids=ids[:, :k], position_ids=base[:, :k],
                                  use_cache=True, positions=base[:, :k])
             p = base[:, k:] + gap
             out, _ = r.forward(f"tokens {k} .. through the cache at positions {int(p[0, 0])} ..", input_ids=ids[:, k:],
                                position_ids=p, cache=cache, use_cache=True, positions=p, cache_length=k)
             chunks.append(out.reshape(-1, out.shape[-1]))
-        r.changed(f"tokens after a gap of {GAP} positions != without it", chunks[1], chunks[0],
+        r.changed(f"tokens after a gap of {gap_} positions != without it", chunks[1], chunks[0],
                   [f"row {x} token {j}" for x in range(b) for j in range(k, t)])
     else:
         r.unchecked("whether the attention uses the rotation (the logits after a gap in the positions, through a "
                     "cache: the model has none)")
     top = r.info.get("max_positions")
-    far = base + (FAR if top is None else min(FAR, int(top) - t))
+    far = base + (far_ if top is None else min(far_, int(top) - t))
     r.forward(f"positions {int(far[0, 0])} ..", input_ids=ids, position_ids=far, positions=far)
+    if "rope" not in r.info["probes"]:
+        r.unchecked(f"positions {int(far[0, 0])} .. (the model reports no rope probe; their logits are not compared: "
+                    "a float32 rotation's rounding there exceeds the logits bound)")
+    elif "attention" not in r.info["probes"]:
+        r.unchecked("whether every layer's attention reads its rotation (no attention probe: the logits show that "
+                    "the model uses it, not that each layer does)")
 
 
 def _is_longrope(info: dict) -> Optional[str]:

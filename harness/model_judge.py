@@ -86,8 +86,8 @@ def validate(trace: dict, enc: Optional[dict] = None) -> None:
         for i, rec in enumerate(call["probes"]):
             where = f"{call['label']}: probe {i}"
             kind = rec.get("kind")
-            if kind not in _PROBE_KEYS:
-                raise AdapterError(f"{where}: unknown probe kind {kind!r} (known: {', '.join(_PROBE_KEYS)})")
+            if not isinstance(kind, str) or kind not in _PROBE_KEYS:
+                raise AdapterError(f"{where}: unknown probe kind {kind!r} (known: {', '.join(_PROBE_KEYS)}; a string)")
             layer = rec.get("layer")
             if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int) or layer < 0):
                 raise AdapterError(f"{where} ({kind}): 'layer' must be a layer index (int) or absent, got "
@@ -103,31 +103,48 @@ def validate(trace: dict, enc: Optional[dict] = None) -> None:
                     raise AdapterError(f"{where} ({kind}): {key!r} of shape {list(x.shape)} is empty (no head, token "
                                        "or dimension): a probe must report what the layer computed")
             if kind == "attention":
-                _validate_attention(where, rec, b, t)
+                _validate_attention(where, rec, b, t, call)
             if kind == "rope":
                 _validate_rope(where, rec, b, t, enc, layer)
+            if kind == "bias" and t5_params(enc) is not None and not (
+                    isinstance(rec.get("table"), np.ndarray) and rec["table"].ndim == 2 and rec["table"].dtype.kind in "fiu"):
+                raise AdapterError(f"{where} (bias): T5's bias probe carries its relative attention table ('table', "
+                                   f"numeric [buckets, H]), got {type(rec.get('table')).__name__}")
             if kind == "table" and rec["rows"].shape[-1] != t:
                 raise AdapterError(f"{where} (table): rows {list(rec['rows'].shape)} must cover the pass's {t} tokens")
 
 
-def _validate_attention(where: str, rec: dict, b: int, t: int) -> None:
-    """An attention probe's q and k of the pass's [B, Hq, T, D] and [B, Hk, Tk, D]; its probabilities and
-    mask of [Tq, Tk]."""
+def _validate_attention(where: str, rec: dict, b: int, t: int, call: dict) -> None:
+    """An attention probe's q and k of the pass's [B, Hq, T, D] and [B, Hk, Tk, D] (every key: at least
+    the pass's T, all of the attention mask's where one was passed), its probabilities and mask of
+    [Tq, Tk] (numeric or boolean), and a scale to recompute the probabilities with where it gives none."""
     q, k = rec["q"], rec["k"]
     if q.shape[0] != b or q.shape[2] != t or k.shape[0] != b or k.shape[-1] != q.shape[-1] or \
             q.shape[1] % k.shape[1]:
         raise AdapterError(f"{where} (attention): q {list(q.shape)} and k {list(k.shape)} must be [B, Hq, T, D] "
                            f"and [B, Hk, Tk, D] with B, T = {b}, {t} and Hq a multiple of Hk")
     tk = k.shape[2]
+    mask = call.get("attention_mask")
+    width = None if mask is None or call.get("static") else np.shape(mask)[-1]
+    if tk < t or (width is not None and tk != width):
+        raise AdapterError(f"{where} (attention): k holds {tk} keys, but the pass reads "
+                           + (f"{width} (its attention_mask's width: the cached keys and this pass's {t})"
+                              if width is not None else f"at least its own {t}") + ": k must be every key attended")
     for key, want in (("probs", (b, q.shape[1], t, tk)), ("mask", None)):
         x = rec.get(key)
         if x is None:
             continue
         x = np.asarray(x)
         ok = x.shape == want if want else (x.ndim == 4 and x.shape[-2:] == (t, tk) and x.shape[0] in (1, b))
-        if not ok:
-            raise AdapterError(f"{where} (attention): {key!r} of shape {list(x.shape)} does not fit the pass "
-                               f"([B, {'Hq' if want else '1 or H'}, {t}, {tk}])")
+        if not ok or x.dtype.kind not in ("f" if key == "probs" else "biuf"):
+            raise AdapterError(f"{where} (attention): {key!r} of {x.dtype} and shape {list(x.shape)} does not fit the "
+                               f"pass ({'floating' if key == 'probs' else 'boolean or numeric'} [B, "
+                               f"{'Hq' if want else '1 or H'}, {t}, {tk}])")
+    sc = rec.get("scaling")
+    if (sc is not None or rec.get("probs") is None) and (isinstance(sc, bool) or not isinstance(sc, (int, float))
+                                                         or not np.isfinite(sc) or sc <= 0):
+        raise AdapterError(f"{where} (attention): 'scaling' must be the softmax scale (a positive number)"
+                           + (", required without 'probs'" if rec.get("probs") is None else "") + f", got {sc!r}")
 
 
 def _validate_rope(where: str, rec: dict, b: int, t: int, enc: dict, layer) -> None:
@@ -303,16 +320,22 @@ class _Judging:
                 self.problems.append(self.checked_scale)
         if call["documents"]:
             x, where = cross_document_mass(call, rec)
-            self.cross = max(self.cross or 0.0, x)
             self.checked += 1
+            if not np.isfinite(x):
+                self.problems.append(_not_finite(call, rec, "across documents", self.scenario.clause))
+                return
+            self.cross = max(self.cross or 0.0, x)
             if x > 0:
                 self.problems.append(Problem("attention", (self.scenario.clause,), f"{call['label']}, layer "
                                              f"{rec.get('layer')}: a token attends to another document with "
                                              f"probability {x:.3g} (exactly 0 required): {where}"))
         if call["attention_mask"] is not None and (np.asarray(call["attention_mask"]) == 0).any():
             x = pad_mass(call, rec)
-            self.pads = max(self.pads or 0.0, x)
             self.checked += 1
+            if not np.isfinite(x):
+                self.problems.append(_not_finite(call, rec, "on padded keys", self.scenario.clause))
+                return
+            self.pads = max(self.pads or 0.0, x)
             if x > 0:
                 self.problems.append(Problem("attention", (self.scenario.clause,), f"{call['label']}, layer "
                                              f"{rec.get('layer')}: a real token attends to a padded key with "
@@ -386,6 +409,12 @@ class _Judging:
             matches += [m for m in dict.fromkeys(m for p in self.problems for m in p.matches) if m.divergence not in seen]
             inferred = infer(facts)
         return Verdict(self.problems, facts, matches, inferred, self.unsupported, self.checked)
+
+
+def _not_finite(call: dict, rec: dict, what: str, clause: str) -> Problem:
+    """Attention probabilities that are NaN where a real token's attention is read: its mass cannot be."""
+    return Problem("attention", (clause,), f"{call['label']}, layer {rec.get('layer')}: the attention probabilities of a "
+                   f"real token are not finite (NaN): the mass {what} cannot be read")
 
 
 def _chains(calls: list[dict]) -> dict[str, list[dict]]:

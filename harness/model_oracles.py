@@ -243,6 +243,9 @@ def oracle_table(call: dict, rec: dict, enc: dict):
     if rows.shape != positions.shape:
         return Problem("probe", (clause,), f"{call['label']}: the table probe has rows of shape {list(rows.shape)}, "
                        f"the forward pass has {list(positions.shape)} tokens"), None
+    gather = _gather_problem(call, rec, rows, valid, clause)
+    if gather is not None:
+        return gather, None
     used = np.where(rows >= 0, rows - off, -1)  # -1: the output is no row of the table
     wrong = valid & (rows != positions + off)
     if not wrong.any():
@@ -252,6 +255,34 @@ def oracle_table(call: dict, rec: dict, enc: dict):
            "no row of the table (the position added is none of its rows)")
     return Problem("oracle", (clause,), f"{call['label']}: row {b} token {t_} got {got} where the rule gives row "
                    f"{positions[b, t_] + off} (position {positions[b, t_]})"), used
+
+def _gather_problem(call: dict, rec: dict, rows: np.ndarray, valid: np.ndarray, clause: str) -> Optional[Problem]:
+    """Where a table probe gives the table (``table`` [N, E]) and what the lookup returned (``output``
+    [B, T, E]): every real token's output is the table's row its ``rows`` name (exactly, up to rounding to
+    a bfloat16 output where the table is held wider)."""
+    table, out = rec.get("table"), rec.get("output")
+    if table is None or out is None:
+        return None
+    table, out = np.asarray(table, np.float64), np.asarray(out, np.float64)
+    if table.ndim != 2 or out.shape != (*rows.shape, table.shape[1]):
+        return Problem("probe", (clause,), f"{call['label']}: the table probe's table {list(table.shape)} and output "
+                       f"{list(out.shape)} do not fit its rows {list(rows.shape)} ([N, E] and [B, T, E])")
+    if (valid & (rows >= table.shape[0])).any():  # (a row -1: no row of the table, the oracle's to name)
+        b, t = map(int, np.argwhere(valid & (rows >= table.shape[0]))[0])
+        return Problem("probe", (clause,), f"{call['label']}: row {b} token {t}: the table probe names row "
+                       f"{rows[b, t]} of a table of {table.shape[0]}")
+    inside = rows >= 0
+    got = table[np.where(inside, rows, 0)]
+    # a gather is exact; the table may be held wider than the output (a float32 sinusoid table, bfloat16 output)
+    same = (np.abs(got - out) <= 2.0 ** -8 * np.abs(got)) | (np.isnan(got) & np.isnan(out))
+    bad = valid & inside & ~same.all(axis=-1)
+    if not bad.any():
+        return None
+    b, t = map(int, np.argwhere(bad)[0])
+    return Problem("oracle", (clause,), f"{call['label']}: row {b} token {t}: the lookup returned another vector "
+                   f"than the table's row {rows[b, t]} its rows name (the gather itself is wrong; {int(bad.sum())} "
+                   "tokens)")
+
 
 def alibi_params(enc: dict):
     p = enc.get("alibi")
@@ -353,21 +384,33 @@ def consistent(call: dict, recs: list, clause: str, enc: dict) -> Optional[Probl
             continue
         q, k = np.asarray(a["q"], np.float64), np.asarray(a["k"], np.float64)
         qo, ko = np.asarray(r["q_out"], np.float64), np.asarray(r["k_out"], np.float64)
-        if q.shape != qo.shape or k.shape[:2] != ko.shape[:2] or k.shape[3:] != ko.shape[3:] or k.shape[2] < ko.shape[2]:
+        w = qo.shape[-1]  # the rope probe may cover the rotated slice only: the head's first w dims (a partial
+        #                   rotary) or its last w (MLA's q and k, the rope part after the nope part)
+        if q.shape[:-1] != qo.shape[:-1] or q.shape[-1] < w or k.shape[:2] != ko.shape[:2] or k.shape[-1] != q.shape[-1] \
+                or ko.shape[-1] != w or k.shape[2] < ko.shape[2]:
             continue
         t = ko.shape[2]  # this pass's keys: the last T, or in a static cache's buffer after the cached ones
         start = call["cache_length"] if call.get("static") else k.shape[2] - t
         k_new = k[:, :, start:start + t]
-        if k_new.shape != ko.shape:
-            continue
         for name, x, y in (("q", q, qo), ("k", k_new, ko)):
-            both = np.isfinite(x) & np.isfinite(y)
-            scale = max(float(np.abs(y[both]).max()) if both.any() else 0.0, 1e-30)
-            if not np.array_equal(np.isfinite(x), np.isfinite(y)) or (np.abs(x - y)[both] > 1e-6 * scale).any():
+            if not any(_same_tensor(x[..., sl], y) for sl in _slices(x.shape[-1], w)):
                 return Problem("probe", (clause,), f"{call['label']}, layer {a.get('layer')}: the attention reads "
-                               f"another {name} than the rotation's output its rope probe reports (the probes do not "
-                               "describe the tensors the model used)")
+                               f"another {name} than the rotation's output its rope probe reports: the attention does "
+                               "not use that rotation, or the probes describe other tensors than the model used")
     return None
+
+
+def _slices(width: int, w: int) -> list:
+    return [slice(None)] if width == w else [slice(0, w), slice(width - w, width)]
+
+
+def _same_tensor(x: np.ndarray, y: np.ndarray) -> bool:
+    """``x`` is ``y`` (one tensor read twice: equal up to 1e-6 of its scale, non-finite where it is)."""
+    if x.shape != y.shape:
+        return False
+    both = np.isfinite(x) & np.isfinite(y)
+    scale = max(float(np.abs(y[both]).max()) if both.any() else 0.0, 1e-30)
+    return bool(np.array_equal(np.isfinite(x), np.isfinite(y)) and not (np.abs(x - y)[both] > 1e-6 * scale).any())
 
 def attention_probs(rec: dict) -> np.ndarray:
     """The attention probabilities ``[B, Hq, Tq, Tk]``: the probe's own (eager), or recomputed in
@@ -429,11 +472,25 @@ def pad_mass(call: dict, rec: dict) -> float:
     real_query = np.asarray(call["valid"], bool)[:, None, :, None]
     return float(np.max(np.where(pad_key & real_query, probs, 0.0)))
 
+def logit_scale(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row of a pair ``[n, V]``: the larger max |logit| of ``a`` and ``b`` (the scale of the logits
+    bound) over the vocabulary entries that vary.  An entry that holds one value at every row of both
+    (n >= 2: different tokens) is pinned -- a suppressed token at -1e9 -- and sets no scale: it would
+    make the bound as wide as the pin."""
+    keep = np.ones(a.shape[-1], bool)
+    if a.ndim == 2 and a.shape[0] >= 2:
+        both = np.concatenate([a, b])
+        keep = ~(both == both[:1]).all(axis=0)
+        if not keep.any():
+            keep[:] = True
+    return np.maximum(np.abs(a[..., keep]).max(axis=-1), np.abs(b[..., keep]).max(axis=-1))
+
+
 def pair_problem(clause: str, pair: dict, dtype: str) -> Optional[Problem]:
     a, b = pair["a"], pair["b"]
     if a.shape != b.shape:
         return Problem("logits", (clause,), f"{pair['label']}: logits of shapes {list(a.shape)} and {list(b.shape)}")
-    scale = np.maximum(np.abs(a).max(axis=-1), np.abs(b).max(axis=-1))
+    scale = logit_scale(a, b)
     bound = logits_bound(dtype, scale)
     err = np.abs(a - b).max(axis=-1)
     finite = np.isfinite(a).all(axis=-1) & np.isfinite(b).all(axis=-1)
@@ -457,7 +514,7 @@ def change_problem(clause: str, change: dict, dtype: str) -> Optional[Problem]:
     a, b = change["a"], change["b"]
     if a.shape != b.shape:
         return Problem("logits", (clause,), f"{change['label']}: logits of shapes {list(a.shape)} and {list(b.shape)}")
-    scale = np.maximum(np.abs(a).max(axis=-1), np.abs(b).max(axis=-1))
+    scale = logit_scale(a, b)
     bound = logits_bound(dtype, scale)
     err = np.abs(a - b).max(axis=-1)
     if (err > bound).any():  # NaN never counts as a change: nothing shows the positions were used

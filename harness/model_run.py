@@ -26,7 +26,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from posenc.reference import position_ids as pos
-from posenc.spec.errors import AdapterError
+from posenc.spec.errors import AdapterError, PosencError, Unsupported, exception_text
 
 #: What a model is, for a scenario's applicability: a causal decoder (GPT-2, Llama), a bidirectional
 #: encoder (BERT), or an encoder-decoder (T5, BART, Whisper: the scenarios drive the decoder).
@@ -136,7 +136,16 @@ class Run:
         ``mm_token_type_ids``).  Returns ``(logits float64 [B, T, V], cache)``."""
         positions = np.array(positions, np.int64)  # the rule's, kept apart from what the model is handed
         handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
-        out = self.model.forward(**handed)
+        try:
+            out = self.model.forward(**handed)
+        except (Unsupported, PosencError):
+            raise
+        except Exception as e:  # noqa: BLE001 - the model's error, named with the pass that raised it
+            top = int(positions.max()) if positions.size else 0
+            hint = ("; a model that takes fewer positions declares max_positions" if top >= 64 and
+                    self.info.get("max_positions") is None else "")
+            raise AdapterError(f"{label} (positions up to {top}): the model raised {type(e).__name__}: "
+                               f"{exception_text(e)}{hint}") from e
         _unchanged(kwargs, handed, "forward")
         fed = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
         logits, cache = _unpack(out, "forward", tuple(np.shape(fed)[:2]), int(self.info["vocab_size"]))
@@ -355,7 +364,7 @@ def _plain_probes(probes) -> list[dict]:
                 d[k] = v
             else:  # a copy, whatever its dtype: a model may reuse its buffers on the next pass
                 a = as_array(v)
-                if a.ndim == 0 and a.dtype.kind in "biu":  # a 0-d tensor of an index (a layer as torch.tensor(3))
+                if a.ndim == 0 and a.dtype.kind in "biuf":  # a 0-d tensor: a layer as torch.tensor(3), a scale
                     d[k] = a.item()
                 else:
                     d[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else np.array(a, copy=True)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +59,7 @@ def _outcomes(report: dict) -> dict[str, str]:
 
 @pytest.mark.parametrize("edits,expect", [
     (IGNORES_ROTATION, "the logits did not change"),
-    (K_UNROTATED, "every position + 29 == positions 0 ..: row 0 token 1: max |logit difference|"),
+    (K_UNROTATED, "== positions 0 ..: row 0 token 1: max |logit difference|"),
 ], ids=["ignores-rotation", "k-unrotated"])
 def test_a_model_that_does_not_use_its_rotation_fails_without_attention_probes(tmp_path, edits, expect):
     """Without attention probes nothing tied the rotation the probes report to what the attention reads:
@@ -86,8 +88,8 @@ def test_a_model_without_position_ids_is_told_rotation_use_is_not_checked(tmp_pa
                          ids=["from-40", "from-40-no-probes", "from-1000"])
 def test_a_rotation_wrong_from_a_far_position_on_fails(tmp_path, start, with_probes):
     """Positions clamped at ``start`` (a cos/sin table too short): no scenario reached past a few dozen.
-    The rope probes are checked at positions 4090 .., and without any probe the shifted logits show a
-    bug from 40 on."""
+    The rope probes are checked at positions in the thousands, and without any probe the shifted logits
+    show a bug from 40 on."""
     edits = [("        ang = pos[:, None, :, None].double() * self.inv",
               f"        ang = pos.clamp(max={start - 1})[:, None, :, None].double() * self.inv")]
     if not with_probes:
@@ -96,7 +98,8 @@ def test_a_rotation_wrong_from_a_far_position_on_fails(tmp_path, start, with_pro
     p, report = _run(tmp_path, _variant(tmp_path, "clamped", *edits), "-k", "position-shift")
     assert p.returncode == 1, p.stdout[-3000:]
     assert _outcomes(report) == {"default-position-shift": "failed"}
-    assert ("positions 4090 .." if with_probes else "every position + 29") in p.stdout, p.stdout[-3000:]
+    assert re.search(r"\[oracle\] positions [3-5]\d\d\d \.\." if with_probes else r"every position \+ \d\d ==", p.stdout), \
+        p.stdout[-3000:]
 
 
 def test_empty_probes_are_refused(tmp_path):
@@ -175,7 +178,7 @@ def test_a_model_that_writes_into_what_it_is_handed_fails_named(tmp_path, edits,
 
 
 def test_a_model_hang_names_the_model_the_scenario_and_the_crash(tmp_path):
-    edits = [("        b, t, past =", "        if position_ids is not None and int(torch.as_tensor(position_ids).max()) > 4000:\n"
+    edits = [("        b, t, past =", "        if position_ids is not None and int(torch.as_tensor(position_ids).max()) > 2900:\n"
               "            import time\n            time.sleep(600)\n        b, t, past =")]
     p, report = _run(tmp_path, _variant(tmp_path, "hangs", *edits), "-k", "position-shift or prefill",
                      "--posenc-timeout", "30")
@@ -184,3 +187,125 @@ def test_a_model_hang_names_the_model_the_scenario_and_the_crash(tmp_path):
             "within 30 s (--posenc-timeout)") in p.stdout, p.stdout[-3000:]
     assert "counts as crash 1 of 3" in p.stdout
     assert _outcomes(report)["default-prefill"] == "passed"
+
+
+# ---- the hostile review's attacks (issue 28) ----------------------------------------------------------
+
+#: the example with a partial rotary: 8 of its 16 dims rotated, the rope probe reporting that slice
+PARTIAL = [
+    ("ROPE = RopeParams(head_dim=D, rope_theta=10000.0)", "ROPE = RopeParams(head_dim=D, rotary_dim=8, rope_theta=10000.0)"),
+    ("        self.inv = ROPE.rope_theta ** -(torch.arange(0, D, 2, dtype=torch.float64) / D)",
+     "        self.inv = ROPE.rope_theta ** -(torch.arange(0, 8, 2, dtype=torch.float64) / 8)"),
+    ("    def rope(self, x, pos):  # x [B, H, T, D], pos [B, T]\n",
+     "    def rope(self, x, pos):  # x [B, H, T, D], pos [B, T]\n        return torch.cat([self.rope8(x[..., :8], pos), x[..., 8:]], -1)\n\n"
+     "    def rope8(self, x, pos):\n"),
+    ("\"q_in\": q, \"k_in\": k, \"q_out\": qr, \"k_out\": kr}",
+     "\"q_in\": q[..., :8], \"k_in\": k[..., :8], \"q_out\": qr[..., :8], \"k_out\": kr[..., :8]}"),
+]
+
+
+def test_a_partial_rotary_layer_that_attends_unrotated_fails_with_honest_probes(tmp_path):
+    """The rope probe covers the rotated slice, the attention probe the whole head: the consistency check
+    compares the slice (it skipped every such model)."""
+    honest, _ = _run(tmp_path, _variant(tmp_path, "partial", *PARTIAL), "-k", "prefill or decode")
+    assert honest.returncode == 0, honest.stdout[-3000:]
+    bad = PARTIAL + [("            if cache is not None:\n                kr, v",
+                      "            if i == 1:\n                qr, kr = q, k\n            if cache is not None:\n                kr, v")]
+    p, _ = _run(tmp_path, _variant(tmp_path, "partial_bad", *bad), "-k", "default-prefill")
+    assert p.returncode == 1 and "layer 1: the attention reads another q than the rotation's output" in p.stdout, \
+        p.stdout[-3000:]
+
+
+def test_a_pinned_vocabulary_entry_sets_no_logits_scale(tmp_path):
+    """A token suppressed at -1e9 in every row made the logits bound 1e9-wide: an honest model with one
+    passes, and the same model attending to pads fails left-pad as it does without the pin."""
+    pin = [("        return x @ self.out, (new", "        out = x @ self.out\n        out[..., 1] = -1e9\n        return out, (new")]
+    honest, report = _run(tmp_path, _variant(tmp_path, "pinned", *pin))
+    assert honest.returncode == 0, honest.stdout[-3000:]
+    pads = pin + [("        keep = torch.ones(b, past + t, dtype=torch.bool) if attention_mask is None else "
+                   "torch.as_tensor(attention_mask) > 0", "        keep = torch.ones(b, past + t, dtype=torch.bool)"),
+                  *NO_ATTENTION]
+    p, report = _run(tmp_path, _variant(tmp_path, "pinned_pads", *pads), "-k", "left-pad")
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert _outcomes(report)["default-left-pad-mask-only"] == "failed"
+
+
+@pytest.mark.parametrize("edits,expect", [
+    ([("\"kind\": \"rope\", \"layer\": i,", "\"kind\": [\"rope\"], \"layer\": i,")], "unknown probe kind"),
+    ([("\"scaling\": D ** -0.5,\n                              \"probs\": att}", "}")],
+     "'scaling' must be the softmax scale (a positive number), required without 'probs'"),
+    ([("\"k\": kr, \"mask\": allowed, \"scaling\": D ** -0.5,\n                              \"probs\": att}",
+       "\"k\": kr[:, :, -4:], \"mask\": allowed[..., -4:], \"scaling\": D ** -0.5, \"probs\": att[..., -4:]}")],
+     "k must be every key attended"),
+], ids=["kind-list", "no-scaling", "few-keys"])
+def test_attention_and_kind_contract_breaks_are_the_models_failure(tmp_path, edits, expect):
+    """Probes outside the contract were kit errors ("a kit bug: report it") or silently checked nothing."""
+    p, report = _run(tmp_path, _variant(tmp_path, "contract", *edits), "-k", "packed or mask-only")
+    assert p.returncode == 1 and expect in p.stdout, p.stdout[-3000:]
+    assert "kit error" not in p.stdout and "a kit bug" not in p.stdout
+
+
+def test_nan_attention_probabilities_are_a_failure_not_a_pass(tmp_path):
+    edits = [("\"probs\": att}", "\"probs\": att * float('nan')}")]
+    p, _ = _run(tmp_path, _variant(tmp_path, "nan_probs", *edits), "-k", "packed")
+    assert p.returncode == 1 and "the attention probabilities of a real token are not finite" in p.stdout, \
+        p.stdout[-3000:]
+
+
+def test_a_twin_raising_a_base_exception_is_said_not_failed(tmp_path):
+    edits = [("    def float64_twin(self):", "    def float64_twin(self):\n        raise GeneratorExit('boom')\n\n"
+              "    def _unused_twin(self):")]
+    p, report = _run(tmp_path, _variant(tmp_path, "twin_boom", *edits), "-k", "batch")
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert "float64_twin() raised GeneratorExit: boom" in p.stdout
+
+
+def test_a_description_that_changes_when_the_scenario_runs_fails(tmp_path):
+    """encodings() that told the driver (in the worker) another story than the run's validated one."""
+    edits = [("    encodings = lambda self: {\"rope\": ROPE}  # noqa: E731",
+              "    def encodings(self):\n        import inspect\n"
+              "        if any(f.function == 'run_scenario' for f in inspect.stack()):\n"
+              "            return {\"rope\": RopeParams(head_dim=D, rope_theta=500000.0)}\n        return {\"rope\": ROPE}")]
+    p, _ = _run(tmp_path, _variant(tmp_path, "two_faced", *edits), "-k", "default-prefill")
+    assert p.returncode == 1 and "the model described itself" in p.stdout, p.stdout[-3000:]
+
+
+def test_a_model_error_names_the_pass_and_the_positions(tmp_path):
+    edits = [("        b, t, past =", "        if position_ids is not None and int(torch.as_tensor(position_ids).max()) > 2900:\n"
+              "            raise IndexError('index out of range in self')\n        b, t, past =")]
+    p, _ = _run(tmp_path, _variant(tmp_path, "short_table", *edits), "-k", "position-shift")
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert re.search(r"positions \d{4} \.\. \(positions up to \d{4}\): the model raised IndexError: index out of range "
+                     r"in self; a model that takes fewer positions declares max_positions", p.stdout), p.stdout[-3000:]
+
+
+def test_generate_steps_must_be_forward_passes_of_what_it_generated(tmp_path):
+    """Step logits made up after step 0 (all zero: any token is an argmax, with or without a cache alike)."""
+    edits = [*_GENERATE, ("        attention_mask[:] = 1  # WRITES\n", ""),
+             ("        return np.concatenate([ids, new], 1), np.stack(steps, 1)",
+              "        steps = [steps[0]] + [0 * s for s in steps[1:]]\n"
+              "        return np.concatenate([ids, new], 1), np.stack(steps, 1)")]
+    p, _ = _run(tmp_path, _variant(tmp_path, "made_up", *edits), "-k", "default-generate")
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert "every step == a forward pass of its prompt and the tokens generated before it" in p.stdout
+
+
+def test_what_a_model_without_attention_probes_leaves_unchecked_is_said(tmp_path):
+    p, report = _run(tmp_path, _variant(tmp_path, "no_attention", *NO_ATTENTION), "-k", "position-shift")
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert "whether every layer's attention reads its rotation" in p.stdout, p.stdout[-3000:]
+
+
+def test_the_table_gather_is_checked_where_the_probe_gives_the_table():
+    """A table probe whose output is not the table's row its rows name (wpe[pos + 1] added, rows saying pos)."""
+    from posenc.harness.model_oracles import oracle_table
+    from posenc.spec.params_absolute import GPT2EmbeddingParams
+    table = np.arange(40.0).reshape(10, 4)
+    rows = np.array([[0, 1, 2]])
+    call = {"label": "prefill", "positions": rows, "valid": np.ones((1, 3), bool)}
+    enc = {"embeddings": GPT2EmbeddingParams(vocab_size=16, n_positions=10, n_embd=4)}
+    good = {"kind": "table", "rows": rows, "output": table[rows], "table": table}
+    assert oracle_table(call, good, enc)[0] is None
+    bad = dict(good, output=table[rows + 1])
+    prob = oracle_table(call, bad, enc)[0]
+    assert prob is not None and "the gather itself is wrong" in prob.text, prob

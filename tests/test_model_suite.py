@@ -482,7 +482,7 @@ def test_the_example_with_a_greedy_generate_passes_generate(tmp_path):
     # generate whose step logits are made up (all zero: any token is an argmax) and probes empty
     ([*_GENERATE, ("        return np.concatenate([ids, new], 1), np.stack(steps, 1)",
                    "        self.passes = [[] for _ in steps]\n        return np.concatenate([ids, new], 1), 0 * np.stack(steps, 1)")],
-     "step 0 == a forward pass of its prompt"),
+     "every step == a forward pass of its prompt and the tokens generated before it"),
 ], ids=["inputs-modified", "nan-probes", "probes-dict", "system-exit", "last-logits-only", "nan-logits", "short-layer-types",
         "generate-lead-token", "generate-one-pass", "generate-not-argmax", "generate-made-up-logits"])
 def test_hostile_models_get_clean_named_failures(tmp_path, edits, expect):
