@@ -264,6 +264,8 @@ def _gather_problem(call: dict, rec: dict, rows: np.ndarray, valid: np.ndarray, 
     if table is None or out is None:
         return None
     table, out = np.asarray(table, np.float64), np.asarray(out, np.float64)
+    if table.ndim == 2 and out.ndim == 3 and out.shape[0] == 1 and out.shape[1:] == (rows.shape[1], table.shape[1]):
+        out = np.broadcast_to(out, (*rows.shape, table.shape[1]))  # one row of positions' vectors for the batch
     if table.ndim != 2 or out.shape != (*rows.shape, table.shape[1]):
         return Problem("probe", (clause,), f"{call['label']}: the table probe's table {list(table.shape)} and output "
                        f"{list(out.shape)} do not fit its rows {list(rows.shape)} ([N, E] and [B, T, E])")
@@ -392,6 +394,8 @@ def consistent(call: dict, recs: list, clause: str, enc: dict) -> Optional[Probl
         t = ko.shape[2]  # this pass's keys: the last T, or in a static cache's buffer after the cached ones
         start = call["cache_length"] if call.get("static") else k.shape[2] - t
         k_new = k[:, :, start:start + t]
+        if k_new.shape[:-1] != ko.shape[:-1]:  # a sliding window's buffer: this pass's keys are not where they'd be
+            continue
         for name, x, y in (("q", q, qo), ("k", k_new, ko)):
             if not any(_same_tensor(x[..., sl], y) for sl in _slices(x.shape[-1], w)):
                 return Problem("probe", (clause,), f"{call['label']}, layer {a.get('layer')}: the attention reads "
@@ -448,12 +452,14 @@ def _key_tokens(call: dict, tk: int) -> int:
     """How many keys precede this pass's tokens in the attention (its cache length)."""
     return tk - call["positions"].shape[-1]
 
-def cross_document_mass(call: dict, rec: dict) -> tuple[float, str]:
+def cross_document_mass(call: dict, rec: dict) -> tuple[Optional[float], str]:
     """The largest attention probability across documents, and where: ``token q (document d) on
-    token k (document e), head h``."""
+    token k (document e), head h``; None where the probe's keys are not the packed row's."""
     cu = call["documents"]
     probs = attention_probs(rec)
     tk = probs.shape[-1]
+    if tk != cu[-1]:  # not the packed row's keys (a sliding window's, a cross-attention's): not read
+        return None, ""
     doc = np.searchsorted(np.asarray(cu[1:]), np.arange(tk), side="right")
     off = _key_tokens(call, tk)
     qdoc = doc[off:]
@@ -462,12 +468,14 @@ def cross_document_mass(call: dict, rec: dict) -> tuple[float, str]:
     return float(across[b, h, q, k]), (f"token {q + off} (document {int(doc[q + off])}) on token {k} (document "
                                        f"{int(doc[k])}), row {b} head {h}")
 
-def pad_mass(call: dict, rec: dict) -> float:
+def pad_mass(call: dict, rec: dict) -> Optional[float]:
+    """The largest attention probability a real token gives a padded key; None where the probe's keys are
+    not the attention mask's (a sliding window's, a cross-attention's): not read."""
     m = call["attention_mask"]
     probs = attention_probs(rec)
     tk = probs.shape[-1]
     if m is None or np.asarray(m).shape[-1] != tk:
-        return 0.0
+        return None
     pad_key = np.asarray(m)[:, None, None, :] == 0
     real_query = np.asarray(call["valid"], bool)[:, None, :, None]
     return float(np.max(np.where(pad_key & real_query, probs, 0.0)))
