@@ -573,3 +573,55 @@ def test_one_long_line_is_read_in_linear_time(language):
 def test_a_hidden_character_in_the_leader_is_an_error_and_the_citation_still_read():
     got = [(f.column, f.severity, f.code, f.id) for f in cite_check.check_text("posenc\u200b: ROPE-PAIR-HALFX\n", "text")]
     assert got == [(1, "error", "hidden-character", "posenc:"), (10, "error", "unknown-id", "ROPE-PAIR-HALFX")]
+
+
+# ---- encodings any codec may name, folders of any depth, file names that are not printable ----------
+
+ENCODINGS = ["punycode", "idna", "undefined", "hex", "rot13", "zlib", "unicode_escape", "raw_unicode_escape",
+             "utf-7", "cp037", "charmap", "no-such-codec"]
+
+
+@pytest.mark.parametrize("enc", ENCODINGS)
+def test_any_declared_encoding_is_read_best_effort(tmp_path, capsys, enc):
+    """A coding line names any codec, which may raise anything on decoding: the file is still read (as UTF-8)
+    with a warning, the other findings stay, and --format json is JSON."""
+    (tmp_path / "a.py").write_bytes(f"# -*- coding: {enc} -*-\n# posenc: ROPE-PAIR-HALFX\n".encode())
+    (tmp_path / "b.py").write_text("# posenc: ROPE-PAIR-HALFY\n", encoding="utf-8")
+    rc, cap = _run(capsys, "--format", "json", str(tmp_path))
+    doc = json.loads(cap.out)
+    ids = {f["id"] for f in doc["findings"] if f["severity"] == "error"}
+    assert "ROPE-PAIR-HALFY" in ids and rc == 1 and "Traceback" not in cap.err
+    assert doc["summary"]["files_scanned"] == 2
+    mine = [f for f in doc["findings"] if f["file"].endswith("a.py")]
+    try:
+        (tmp_path / "a.py").read_bytes().decode(enc)
+        return  # the declared codec reads it (into whatever text it makes): Python would too
+    except Exception:  # noqa: BLE001 - any codec, any error
+        pass
+    assert [f["code"] for f in mine] == ["unparsed", "unknown-id"], (enc, mine)  # read as UTF-8, with a warning
+    assert "best-effort" in mine[0]["message"] and enc in mine[0]["message"]
+
+
+def test_a_folder_of_any_depth_is_walked(tmp_path, capsys):
+    import os
+    d = tmp_path
+    for _ in range(11):  # 1100 levels (a hundred at a time: a path of under 4096 bytes per call)
+        d = d / "/".join(["d"] * 100)
+        os.makedirs(d)
+    (d / "deep.py").write_text("# posenc: ROPE-PAIR-HALFX\n", encoding="utf-8")
+    rep = cite_check.check_paths([tmp_path])
+    assert [f.id for f in rep.findings] == ["ROPE-PAIR-HALFX"] and rep.files_scanned == 1
+
+
+@pytest.mark.parametrize("name", ["a\x1b[31mRED\x1b[0m.py", "b\nfake.py:1:1: error[x] forged\n.py", "c\u202eyp.py",
+                                  "d\r.py", "e\x7f.py"])
+def test_file_names_are_printed_escaped(tmp_path, capsys, name):
+    """A file name cannot colour the terminal or forge a line of the text report."""
+    (tmp_path / name).write_text("# posenc: ROPE-PAIR-HALFX\n", encoding="utf-8")
+    rc, cap = _run(capsys, str(tmp_path))
+    assert rc == 1 and cap.out.isprintable() is False  # newlines between the report's lines only
+    lines = cap.out.splitlines()
+    assert all(line.isprintable() for line in lines), lines
+    assert len([line for line in lines if "error[" in line]) == 1 and "forged" not in lines[0].split(":")[0]
+    rc, cap = _run(capsys, str(tmp_path / name) + "-missing")
+    assert rc == 2 and cap.err.count("\n") == 1 and cap.err.rstrip("\n").isprintable()

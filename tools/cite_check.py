@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from posenc.tools.cite_hidden import hidden_ids
-from posenc.tools.cite_lexers import PIECES, Note, _decode, _display, _read_bytes, _Special, language_of
+from posenc.tools.cite_files import _display, _read_bytes, _Special, decode, printable, walk_files
+from posenc.tools.cite_lexers import PIECES, Note, language_of
 
 JSON_FORMAT = 1
 
@@ -103,7 +104,7 @@ class Finding:
 
     def text(self) -> str:
         cited = self.id + (f"@{self.version}" if self.version else "")
-        out = f"{self.file}:{self.line}:{self.column}: {self.severity}[{self.code}]" + (f" {cited}" if cited else "")
+        out = f"{printable(self.file)}:{self.line}:{self.column}: {self.severity}[{self.code}]" + (f" {cited}" if cited else "")
         out += f": {self.message}"
         out += f"\n    hint: {self.hint}" if self.hint else ""
         return out + (f"\n    see: {self.url}" if self.url else "")
@@ -481,23 +482,12 @@ def _walk(path: Path) -> Iterator[tuple[Path, Optional[str]]]:
     if not path.is_dir():
         yield path, language_of(path, sniff=True)
         return
-    for root, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if d not in PRUNE_DIRS and not (Path(root, d) / "pyvenv.cfg").exists())
-        for name in sorted(files):
-            p = Path(root, name)
-            lang = language_of(p, sniff=True)
-            if lang is not None:
-                yield p, lang
-
-
-
-
-
-
-
-
-
-
+    def prune(d: Path) -> bool:
+        return d.name in PRUNE_DIRS or (d / "pyvenv.cfg").exists()
+    for p in walk_files(path, prune):
+        lang = language_of(p, sniff=True)
+        if lang is not None:
+            yield p, lang
 
 
 def check_paths(paths: Sequence[Path], warnings: bool = True) -> Report:
@@ -539,17 +529,21 @@ def check_paths(paths: Sequence[Path], warnings: bool = True) -> Report:
         except OSError:
             rep.skipped["unreadable"] += 1
             continue
-        decoded = _decode(data, lang)
+        decoded = decode(data, lang)
         if decoded is None:
             rep.skipped["binary"] += 1
             continue
-        text, how = decoded
+        text, how, problem = decoded
         rep.files_scanned += 1
         if how:
             rep.decoded[how] += 1
         found, partial = _check(text, lang, p.as_posix(), warnings, cache)
+        if problem is not None and warnings:
+            found.append(Finding(p.as_posix(), 1, 1, WARNING, "unparsed", "", None,
+                                 f"{problem}: the file was read best-effort as {how or 'UTF-8'}",
+                                 "declare a text encoding Python can decode the file with (or none: UTF-8)"))
         rep.findings += found
-        rep.partially_parsed += partial
+        rep.partially_parsed += partial or problem is not None
     rank = {ERROR: 0, WARNING: 1, INFO: 2}
     rep.findings.sort(key=lambda f: (f.file, f.line, f.column, rank[f.severity], f.code))
     return rep
@@ -576,7 +570,7 @@ def main(a) -> int:
     missing = [p for p in a.paths if not os.path.lexists(p) or not p.exists()]
     if missing:
         for p in missing:
-            print(f"error: posenc cite-check: {p}: no such file or directory", file=sys.stderr)
+            print(f"error: posenc cite-check: {printable(str(p))}: no such file or directory", file=sys.stderr)
         return 2
     try:
         _spec()
