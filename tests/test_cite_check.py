@@ -604,13 +604,19 @@ def test_any_declared_encoding_is_read_best_effort(tmp_path, capsys, enc):
 
 def test_a_folder_of_any_depth_is_walked(tmp_path, capsys):
     import os
-    d = tmp_path
+    d, made = tmp_path, []
     for _ in range(11):  # 1100 levels (a hundred at a time: a path of under 4096 bytes per call)
         d = d / "/".join(["d"] * 100)
         os.makedirs(d)
     (d / "deep.py").write_text("# posenc: ROPE-PAIR-HALFX\n", encoding="utf-8")
-    rep = cite_check.check_paths([tmp_path])
-    assert [f.id for f in rep.findings] == ["ROPE-PAIR-HALFX"] and rep.files_scanned == 1
+    try:
+        rep = cite_check.check_paths([tmp_path])
+        assert [f.id for f in rep.findings] == ["ROPE-PAIR-HALFX"] and rep.files_scanned == 1
+    finally:  # removed here, bottom up: pytest's own clean-up of old temporary folders recurses
+        (d / "deep.py").unlink()
+        while d != tmp_path:
+            os.rmdir(d)
+            d = d.parent
 
 
 @pytest.mark.parametrize("name", ["a\x1b[31mRED\x1b[0m.py", "b\nfake.py:1:1: error[x] forged\n.py", "c\u202eyp.py",
