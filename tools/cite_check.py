@@ -384,12 +384,16 @@ def _hidden(text: str, file: str, ln: int, col: int, out: list[Finding], cache: 
     spec = _spec()
     def known(ident: str) -> bool:  # an ID, or a near miss of one (as a bare token is judged)
         return ident in spec.ever or (_has_known_prefix(ident, spec) and bool(cache.near_misses(ident, spec)))
-    for c, tok, ident, what in list(hidden_ids(text, _ID_FULL, known)):
+    parts, last = [], 0
+    for c, tok, ident, what, plain in sorted(hidden_ids(text, _ID_FULL, known)):
+        if c < last:  # overlaps the one before
+            continue
         out.append(Finding(file, ln, col + c + 1, ERROR, "hidden-character", ident, None,
                            f"{tok!r} looks like {ident} but holds {what}: it is read as another token (and a search "
                            f"misses it)", "retype it in ASCII: upper-case letters, digits and '-'"))
-        text = text[:c] + ident.rjust(len(tok)) + text[c + len(tok):]
-    return text
+        parts += [text[last:c], plain]  # joined once: linear in the line, however many tokens it holds
+        last = c + len(tok)
+    return "".join(parts) + text[last:] if parts else text
 
 
 class _Spans:
