@@ -678,3 +678,32 @@ def test_an_at_look_alike_is_an_error_and_the_version_read(at):
 def test_a_disguised_leader_is_an_error_and_the_citation_read(leader):
     got = [(f.severity, f.code, f.id) for f in cite_check.check_text(f"{leader}ROPE-PAIR-HALFX\n", "text")]
     assert got == [("error", "hidden-character", "posenc:"), ("error", "unknown-id", "ROPE-PAIR-HALFX")], leader
+
+
+@pytest.mark.parametrize("language, source, lines", [
+    ("c", "// note \\\n   posenc: ROPE-PAIR-HALFX\nint x;\n", [2]),
+    ("c", "#define A 1 /* ok */ // \\\nposenc: ROPE-PAIR-HALFY\n", [2]),
+    ("c", "// a \\\r\n b \\\r\n posenc: ROPE-PAIR-HALFX\r\nint y;\r\n", [3]),
+    ("c", "// a\nx = \"// posenc: ROPE-PAIR-HALFZ\";\n", []),
+    ("c", "// a \\ b\nx = \"// posenc: ROPE-PAIR-HALFZ\";\n", []),
+    ("swift", 'let s = #"a"b"#  // posenc: ROPE-PAIR-HALFX\n', [1]),
+    ("swift", 'let s = #"a"b // posenc: ROPE-PAIR-HALFW"#\n', []),
+    ("swift", 'let s = ##"a"#b"## // posenc: ROPE-PAIR-HALFX\n', [1]),
+    ("swift", 'let s = #"""\n"""\n// posenc: ROPE-PAIR-HALFW\n"""#\n// posenc: ROPE-PAIR-HALFX\n', [5]),
+])
+def test_c_line_continuations_and_swift_raw_strings(language, source, lines):
+    """A C/C++ // comment ending in a backslash continues onto the next line (the preprocessor joins them
+    first); a Swift raw string #"..."# (any number of #) ends only at its own delimiter."""
+    assert [f.line for f in cite_check.check_text(source, language)] == lines
+
+
+def test_a_long_continued_c_comment_is_read_in_linear_time():
+    import time
+
+    def best(k: int) -> float:
+        src = "// a \\\n" * (20000 * k) + "posenc: ROPE-PAIR-HALFX\n"
+        t = time.perf_counter()
+        assert [f.line for f in cite_check.check_text(src, "c")] == [20000 * k + 1]
+        return time.perf_counter() - t
+    best(1)
+    assert best(8) / best(1) < 20
