@@ -707,3 +707,29 @@ def test_a_long_continued_c_comment_is_read_in_linear_time():
         return time.perf_counter() - t
     best(1)
     assert best(8) / best(1) < 20
+
+
+@pytest.mark.parametrize("language, source", [
+    ("markdown", "```\n<!-- cite-check: off -->\n```\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("markdown", "~~~~md\n<!-- cite-check: off -->\n~~~\n~~~~\nposenc: ROPE-PAIR-HALFX\n"),
+    ("markdown", "text\n\n    <!-- cite-check: off -->\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("markdown", "    <!-- cite-check: off -->\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("rst", "Example::\n\n    .. cite-check: off\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("rst", ".. code-block:: rst\n\n   .. cite-check: off\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("hash", "cat <<EOF\n# cite-check: off\nEOF\n# posenc: ROPE-PAIR-HALFX\n"),
+    ("hash", "cat <<-'END' > f\n\t# cite-check: off\n\tEND\n# posenc: ROPE-PAIR-HALFX\n"),
+])
+def test_an_off_marker_in_a_code_block_or_heredoc_is_an_example(language, source):
+    """A marker shown as an example (a Markdown code block, a reST literal block, a here-document's body)
+    does not switch checking off."""
+    assert [f.id for f in cite_check.check_text(source, language)] == ["ROPE-PAIR-HALFX"]
+
+
+@pytest.mark.parametrize("language, source", [
+    ("markdown", "<!-- cite-check: off -->\nposenc: ROPE-PAIR-HALFX\n"),
+    ("markdown", "```\ncode\n```\n<!-- cite-check: off -->\nposenc: ROPE-PAIR-HALFX\n"),
+    ("rst", "Example::\n\n    code\n\n.. cite-check: off\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("hash", "cat <<EOF\nx\nEOF\n# cite-check: off\n# posenc: ROPE-PAIR-HALFX\n"),
+])
+def test_an_off_marker_outside_code_blocks_still_works(language, source):
+    assert cite_check.check_text(source, language) == []

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from posenc.tools.cite_hidden import hidden_ids
+from posenc.tools.cite_blocks import example_lines
 from posenc.tools.cite_files import _display, _read_bytes, _Special, decode, printable, walk_files
 from posenc.tools.cite_lexers import PIECES, Note, language_of
 
@@ -422,8 +423,9 @@ def _check(source: str, language: str, file: str, warnings: bool, cache: _Cache)
     notes: list[Note] = []
     off = False
     spec_seen = False
+    examples = example_lines(source, language)  # a marker in a code block is an example, not a marker
     for ln, col, text in sorted(PIECES[language](source, notes)):
-        mark = _marker(text, language)
+        mark = None if ln in examples else _marker(text, language)
         if mark == "on":
             off = False
         skip = off or _ignored(text, language)
