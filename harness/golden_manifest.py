@@ -28,6 +28,7 @@ from typing import Annotated, Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, ValidationError, field_validator
 
 from posenc.spec.errors import GoldenError
+from posenc.spec.files import NotRegularFile, read_regular
 
 #: The most bytes a golden manifest may have (the kit's is about 0.5 MB).
 MANIFEST_LIMIT = 64 << 20
@@ -191,14 +192,11 @@ def read_bounded(path: Path, size: int, limit: int, what: str = "golden file") -
 def read_manifest_text(path: Path) -> str:
     """The manifest's text, read only when it is a regular file of at most :data:`MANIFEST_LIMIT` bytes."""
     try:
-        st = os.stat(path)
+        data = read_regular(path, MANIFEST_LIMIT, "manifest")
+    except NotRegularFile as e:
+        raise GoldenError(f"{path}: {e}") from None
     except OSError as e:
         raise GoldenError(f"{path}: cannot be read ({e.strerror or e})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise GoldenError(f"{path}: not a regular file")
-    if st.st_size > MANIFEST_LIMIT:
-        raise GoldenError(f"{path}: {st.st_size} bytes, over the manifest limit of {MANIFEST_LIMIT} bytes")
-    data = read_bounded(path, st.st_size, MANIFEST_LIMIT, "manifest")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from posenc.spec.errors import SpecError
+from posenc.spec.files import NotRegularFile, read_regular
 
 if TYPE_CHECKING:
     from posenc.hf.mrope import MRopeRule
@@ -181,6 +182,10 @@ def _named_errors(fn):
     return wrapper
 
 
+#: a config.json is a few kilobytes; a bigger file is not read
+CONFIG_LIMIT = 16 * 1024 * 1024
+
+
 def read_config(config: Union[dict, str, Path]) -> dict:
     """A ``config.json`` as a dict (a dict is returned as is).  :class:`SpecError` names an unreadable
     file, malformed JSON (where), JSON nested deeper than Python's reader goes, or a file that is not
@@ -188,8 +193,10 @@ def read_config(config: Union[dict, str, Path]) -> dict:
     if isinstance(config, dict):
         return config
     path = Path(config)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not an error
+    try:  # a regular file of at most CONFIG_LIMIT bytes: never a FIFO (a hang) nor /dev/zero (memory)
+        data = json.loads(read_regular(path, CONFIG_LIMIT, "config").decode("utf-8-sig"))  # a byte-order mark is fine
+    except NotRegularFile as e:
+        raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
     except (OSError, ValueError) as e:
         raise SpecError(f"{path}: cannot read a JSON config: {' '.join(str(e).split())}") from None
     except RecursionError:

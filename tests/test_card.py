@@ -682,3 +682,48 @@ def test_registry_provenance_credits_a_source_only_with_what_it_names():
     prov = {p.name: p.provenance for p in _comp(build_card("gpt-j-6b"), "rope").parameters}
     assert prov["rope_theta"] == "registry: huggingface/transformers [library-default]"  # "theta 10000 hard-coded"
     assert prov["rotary_dim"] == "registry: EleutherAI/gpt-j-6b config.json [published-config]"
+
+
+# ---- never through a symbolic link in --out (a link's target is not the tool's to write) ------------
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_out_never_writes_through_a_symlink(tmp_path, capsys, monkeypatch, fmt):
+    import os
+    pytest.importorskip("matplotlib")
+    if fmt == "html":
+        pytest.importorskip("sphinx")  # the real site generator: it copies the built page into DIR
+    cfg = _write(tmp_path, "llama", {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2})
+    victims = {n: tmp_path / f"victim-{n}" for n in ("marker", "md", "png", "html", "dir")}
+    for v in victims.values():
+        v.write_text("secret") if v.name != "victim-dir" else v.mkdir()
+    os.chmod(victims["marker"], 0o600)
+    # a symlinked marker: refused, one line, before anything is written; its target untouched
+    out = tmp_path / "o1"
+    out.mkdir()
+    (out / cardmod.OUT_MARKER).symlink_to(victims["marker"])
+    assert cardmod.main(_args(cfg, fmt=fmt, out=out)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and cardmod.OUT_MARKER in err and "link" in err
+    assert victims["marker"].read_text() == "secret" and oct(victims["marker"].stat().st_mode & 0o777) == "0o600"
+    assert sorted(p.name for p in out.iterdir()) == [cardmod.OUT_MARKER]
+    # a previous card's output whose files are links: the links are replaced, their targets untouched
+    out = tmp_path / "o2"
+    assert cardmod.main(_args(cfg, fmt=fmt, out=out)) == 0
+    capsys.readouterr()
+    written = [p for p in out.rglob("*") if p.is_file() and p.name != cardmod.OUT_MARKER]
+    assert written
+    for p in written:
+        p.unlink()
+        kind = {".md": "md", ".png": "png"}.get(p.suffix, "html")
+        p.symlink_to(victims[kind])
+    if (out / "_images").is_dir():
+        import shutil
+        shutil.rmtree(out / "_images")
+        (out / "_images").symlink_to(victims["dir"], target_is_directory=True)
+    assert cardmod.main(_args(cfg, fmt=fmt, out=out)) == 0
+    for n in ("marker", "md", "png", "html"):
+        assert victims[n].read_text() == "secret", n
+    assert not list(victims["dir"].iterdir())
+    assert not [p for p in out.rglob("*") if p.is_symlink()]
+    assert all(oct(p.stat().st_mode & 0o777) == "0o644" for p in out.rglob("*") if p.is_file())

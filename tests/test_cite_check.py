@@ -573,3 +573,163 @@ def test_one_long_line_is_read_in_linear_time(language):
 def test_a_hidden_character_in_the_leader_is_an_error_and_the_citation_still_read():
     got = [(f.column, f.severity, f.code, f.id) for f in cite_check.check_text("posenc\u200b: ROPE-PAIR-HALFX\n", "text")]
     assert got == [(1, "error", "hidden-character", "posenc:"), (10, "error", "unknown-id", "ROPE-PAIR-HALFX")]
+
+
+# ---- encodings any codec may name, folders of any depth, file names that are not printable ----------
+
+ENCODINGS = ["punycode", "idna", "undefined", "hex", "rot13", "zlib", "unicode_escape", "raw_unicode_escape",
+             "utf-7", "cp037", "charmap", "no-such-codec"]
+
+
+@pytest.mark.parametrize("enc", ENCODINGS)
+def test_any_declared_encoding_is_read_best_effort(tmp_path, capsys, enc):
+    """A coding line names any codec, which may raise anything on decoding: the file is still read (as UTF-8)
+    with a warning, the other findings stay, and --format json is JSON."""
+    (tmp_path / "a.py").write_bytes(f"# -*- coding: {enc} -*-\n# posenc: ROPE-PAIR-HALFX\n".encode())
+    (tmp_path / "b.py").write_text("# posenc: ROPE-PAIR-HALFY\n", encoding="utf-8")
+    rc, cap = _run(capsys, "--format", "json", str(tmp_path))
+    doc = json.loads(cap.out)
+    ids = {f["id"] for f in doc["findings"] if f["severity"] == "error"}
+    assert "ROPE-PAIR-HALFY" in ids and rc == 1 and "Traceback" not in cap.err
+    assert doc["summary"]["files_scanned"] == 2
+    mine = [f for f in doc["findings"] if f["file"].endswith("a.py")]
+    try:
+        (tmp_path / "a.py").read_bytes().decode(enc)
+        return  # the declared codec reads it (into whatever text it makes): Python would too
+    except Exception:  # noqa: BLE001 - any codec, any error
+        pass
+    assert [f["code"] for f in mine] == ["unparsed", "unknown-id"], (enc, mine)  # read as UTF-8, with a warning
+    assert "best-effort" in mine[0]["message"] and enc in mine[0]["message"]
+
+
+def test_a_folder_of_any_depth_is_walked(tmp_path, capsys):
+    import os
+    d, made = tmp_path, []
+    for _ in range(11):  # 1100 levels (a hundred at a time: a path of under 4096 bytes per call)
+        d = d / "/".join(["d"] * 100)
+        os.makedirs(d)
+    (d / "deep.py").write_text("# posenc: ROPE-PAIR-HALFX\n", encoding="utf-8")
+    try:
+        rep = cite_check.check_paths([tmp_path])
+        assert [f.id for f in rep.findings] == ["ROPE-PAIR-HALFX"] and rep.files_scanned == 1
+    finally:  # removed here, bottom up: pytest's own clean-up of old temporary folders recurses
+        (d / "deep.py").unlink()
+        while d != tmp_path:
+            os.rmdir(d)
+            d = d.parent
+
+
+@pytest.mark.parametrize("name", ["a\x1b[31mRED\x1b[0m.py", "b\nfake.py:1:1: error[x] forged\n.py", "c\u202eyp.py",
+                                  "d\r.py", "e\x7f.py"])
+def test_file_names_are_printed_escaped(tmp_path, capsys, name):
+    """A file name cannot colour the terminal or forge a line of the text report."""
+    (tmp_path / name).write_text("# posenc: ROPE-PAIR-HALFX\n", encoding="utf-8")
+    rc, cap = _run(capsys, str(tmp_path))
+    assert rc == 1 and cap.out.isprintable() is False  # newlines between the report's lines only
+    lines = cap.out.splitlines()
+    assert all(line.isprintable() for line in lines), lines
+    assert len([line for line in lines if "error[" in line]) == 1 and "forged" not in lines[0].split(":")[0]
+    rc, cap = _run(capsys, str(tmp_path / name) + "-missing")
+    assert rc == 2 and cap.err.count("\n") == 1 and cap.err.rstrip("\n").isprintable()
+
+
+def test_a_long_line_of_look_alike_ids_is_read_in_linear_time():
+    """Each hidden-character token is replaced in the line to be read on: once per line, not once per token
+    (8x the line: about 8x the time, not 64x; ratios of the best of three runs, in one process)."""
+    import time
+    line = "ROPE\u2011PAIR-HALF posenc: DIV\u2011ROPE-BF16-ANGLES\ufe0f@0.9.0 "
+    cite_check.check_text(line + "\n", "text")
+
+    def best(k: int) -> float:
+        src = line * (1000 * k) + "\n"
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            found = cite_check.check_text(src, "text")
+            times.append(time.perf_counter() - t)
+        assert sum(f.code == "hidden-character" for f in found) == 2000 * k
+        return min(times)
+    small, large = best(1), best(8)
+    assert large / small < 20, (small, large)
+
+
+# ---- every invisible character, an `@` look-alike, a disguised `posenc:` -----------------------------------
+
+INVISIBLE = ["\ufe00", "\ufe0f", "\u034f", "\u180b", "\u180f", "\u2800", "\u3164", "\uffa0", "\U000e0041",
+             "\U000e0100", "\u200b", "\u00ad", "\u2060", "\u115f", "\u17b4", "\U0001d173"]
+
+
+@pytest.mark.parametrize("ch", INVISIBLE, ids=lambda c: f"U+{ord(c):04X}")
+def test_an_invisible_character_before_the_version_is_an_error_and_the_version_read(ch):
+    got = [(f.code, f.id, f.version) for f in cite_check.check_text(f"posenc: ROPE-PAIR-HALF{ch}@0.9.0\n", "text")]
+    assert got == [("hidden-character", "ROPE-PAIR-HALF", None), ("unknown-version", "ROPE-PAIR-HALF", "0.9.0")]
+
+
+@pytest.mark.parametrize("at", ["\uff20", "\ufe6b"])
+def test_an_at_look_alike_is_an_error_and_the_version_read(at):
+    got = [(f.code, f.id, f.version) for f in cite_check.check_text(f"posenc: ROPE-PAIR-HALF{at}0.9.0\n", "text")]
+    assert got == [("hidden-character", "ROPE-PAIR-HALF", None), ("unknown-version", "ROPE-PAIR-HALF", "0.9.0")]
+
+
+@pytest.mark.parametrize("leader", ["p\u043esenc:", "\uff50osenc:", "\uff30\uff2f\uff33\uff25\uff2e\uff23:", "posenc\uff1a",
+                                    "posenc\ufe55", "posenc\u2236", "posenc\ua789", "posenc:\u00a0", "posenc:\u2003",
+                                    "posenc:\u3000", "posenc:\u202f", "posenc:\u1680", "posenc:\u200b", "pos\ufe0fenc:",
+                                    "\U0001d429osenc:"])
+def test_a_disguised_leader_is_an_error_and_the_citation_read(leader):
+    got = [(f.severity, f.code, f.id) for f in cite_check.check_text(f"{leader}ROPE-PAIR-HALFX\n", "text")]
+    assert got == [("error", "hidden-character", "posenc:"), ("error", "unknown-id", "ROPE-PAIR-HALFX")], leader
+
+
+@pytest.mark.parametrize("language, source, lines", [
+    ("c", "// note \\\n   posenc: ROPE-PAIR-HALFX\nint x;\n", [2]),
+    ("c", "#define A 1 /* ok */ // \\\nposenc: ROPE-PAIR-HALFY\n", [2]),
+    ("c", "// a \\\r\n b \\\r\n posenc: ROPE-PAIR-HALFX\r\nint y;\r\n", [3]),
+    ("c", "// a\nx = \"// posenc: ROPE-PAIR-HALFZ\";\n", []),
+    ("c", "// a \\ b\nx = \"// posenc: ROPE-PAIR-HALFZ\";\n", []),
+    ("swift", 'let s = #"a"b"#  // posenc: ROPE-PAIR-HALFX\n', [1]),
+    ("swift", 'let s = #"a"b // posenc: ROPE-PAIR-HALFW"#\n', []),
+    ("swift", 'let s = ##"a"#b"## // posenc: ROPE-PAIR-HALFX\n', [1]),
+    ("swift", 'let s = #"""\n"""\n// posenc: ROPE-PAIR-HALFW\n"""#\n// posenc: ROPE-PAIR-HALFX\n', [5]),
+])
+def test_c_line_continuations_and_swift_raw_strings(language, source, lines):
+    """A C/C++ // comment ending in a backslash continues onto the next line (the preprocessor joins them
+    first); a Swift raw string #"..."# (any number of #) ends only at its own delimiter."""
+    assert [f.line for f in cite_check.check_text(source, language)] == lines
+
+
+def test_a_long_continued_c_comment_is_read_in_linear_time():
+    import time
+
+    def best(k: int) -> float:
+        src = "// a \\\n" * (20000 * k) + "posenc: ROPE-PAIR-HALFX\n"
+        t = time.perf_counter()
+        assert [f.line for f in cite_check.check_text(src, "c")] == [20000 * k + 1]
+        return time.perf_counter() - t
+    best(1)
+    assert best(8) / best(1) < 20
+
+
+@pytest.mark.parametrize("language, source", [
+    ("markdown", "```\n<!-- cite-check: off -->\n```\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("markdown", "~~~~md\n<!-- cite-check: off -->\n~~~\n~~~~\nposenc: ROPE-PAIR-HALFX\n"),
+    ("markdown", "text\n\n    <!-- cite-check: off -->\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("markdown", "    <!-- cite-check: off -->\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("rst", "Example::\n\n    .. cite-check: off\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("rst", ".. code-block:: rst\n\n   .. cite-check: off\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("hash", "cat <<EOF\n# cite-check: off\nEOF\n# posenc: ROPE-PAIR-HALFX\n"),
+    ("hash", "cat <<-'END' > f\n\t# cite-check: off\n\tEND\n# posenc: ROPE-PAIR-HALFX\n"),
+])
+def test_an_off_marker_in_a_code_block_or_heredoc_is_an_example(language, source):
+    """A marker shown as an example (a Markdown code block, a reST literal block, a here-document's body)
+    does not switch checking off."""
+    assert [f.id for f in cite_check.check_text(source, language)] == ["ROPE-PAIR-HALFX"]
+
+
+@pytest.mark.parametrize("language, source", [
+    ("markdown", "<!-- cite-check: off -->\nposenc: ROPE-PAIR-HALFX\n"),
+    ("markdown", "```\ncode\n```\n<!-- cite-check: off -->\nposenc: ROPE-PAIR-HALFX\n"),
+    ("rst", "Example::\n\n    code\n\n.. cite-check: off\n\nposenc: ROPE-PAIR-HALFX\n"),
+    ("hash", "cat <<EOF\nx\nEOF\n# cite-check: off\n# posenc: ROPE-PAIR-HALFX\n"),
+])
+def test_an_off_marker_outside_code_blocks_still_works(language, source):
+    assert cite_check.check_text(source, language) == []

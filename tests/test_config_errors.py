@@ -143,3 +143,65 @@ def test_every_kit_model_is_under_the_memory_bound():
         check_memory(mt, arch.auto, tiny_config(mt))
     with pytest.raises(ValueError, match="GiB at float64"):
         check_memory("llama", ARCHS["llama"].auto, tiny_config("llama"), limit=1000)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge", "folder"])
+def test_only_a_regular_file_of_bounded_size_is_read(tmp_path, capsys, monkeypatch, command, kind):
+    """A FIFO (no writer: a blocking read would hang), a device (/dev/zero: endless), a file over the limit
+    (sparse: nothing is written), a folder: one line naming the path, nothing read."""
+    import os
+    from posenc.hf.tables import CONFIG_LIMIT
+    _no_suite(monkeypatch)
+    path = tmp_path / "config.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path = "/dev/zero"
+    elif kind == "huge":
+        with open(path, "wb") as f:
+            f.truncate(CONFIG_LIMIT + 1)
+    else:
+        path.mkdir()
+    _one_line_error(capsys, cli([*command, str(path)]), str(path))
+
+
+@pytest.mark.timeout(30)  # a blocking read of the FIFO would hang
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge"])
+def test_read_config_reads_only_a_regular_file_of_bounded_size(tmp_path, kind):
+    import os
+    from posenc.hf import read_config, tables
+    CONFIG_LIMIT = getattr(tables, "CONFIG_LIMIT", 16 * 1024 * 1024)
+    from posenc.spec.errors import SpecError
+    path = tmp_path / "config.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path = "/dev/zero"
+    else:
+        with open(path, "wb") as f:
+            f.truncate(CONFIG_LIMIT + 1)
+    with pytest.raises(SpecError, match="not a regular file|over the config limit"):
+        read_config(path)
+
+
+@pytest.mark.parametrize("key, bad", [("sliding_window", "abc"), ("sliding_window", [16]), ("partial_rotary_factor", "half"),
+                                      ("use_sliding_window", "yes"), ("max_window_layers", 2.5), ("layer_norm_eps", "small")])
+def test_model_check_names_a_wrongly_typed_field_its_class_does_not_declare(tmp_path, capsys, monkeypatch, key, bad):
+    """A field LlamaConfig does not declare is kept unchecked as an attribute that transformers' code may read:
+    it is checked against the type the config classes that declare it give it, before anything runs."""
+    from posenc.adapters.hf_model.architectures import tiny_config
+    _no_suite(monkeypatch)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**tiny_config("llama"), key: bad}), encoding="utf-8")
+    _one_line_error(capsys, cli(["model-check", str(cfg)]), "config.json", key, repr(bad))
+
+
+def test_the_kits_tiny_configs_and_nulls_pass_the_field_check():
+    from posenc.adapters.hf_model import ARCHS
+    from posenc.adapters.hf_model.architectures import tiny_config
+    from posenc.adapters.hf_model.config_checks import check_other_fields
+    for mt in ARCHS:
+        check_other_fields(mt, tiny_config(mt))
+        check_other_fields(mt, {**tiny_config(mt), "sliding_window": None, "sliding_window_pattern": None})
+    check_other_fields("llama", {**tiny_config("llama"), "sliding_window": 4096, "partial_rotary_factor": 0.5})

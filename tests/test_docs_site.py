@@ -198,15 +198,81 @@ def test_rebuild_keeps_the_files_it_did_not_write(tmp_path):
 
 
 def test_rebuild_over_an_older_marker_keeps_the_other_files(tmp_path):
-    """A site of an older build (a marker without a list) owns its version folders and index.html only."""
+    """A site of an older build (a marker without a list) owns index.html, the spec's own version folders
+    and, inside them, only what the new site writes: a user's file there stays, as does a folder named like a
+    version the spec never had."""
     out = tmp_path / "site"
     (out / "0.1.0").mkdir(parents=True)
-    (out / "0.1.0" / "old.html").write_text("old", encoding="utf-8")
+    (out / "0.1.0" / "rope.html").write_text("old", encoding="utf-8")
+    (out / "0.1.0" / ".htaccess").write_text("mine", encoding="utf-8")
+    (out / "7.1.0").mkdir()
+    (out / "7.1.0" / "page.html").write_text("mine", encoding="utf-8")
+    (out / "index.html").write_text("old", encoding="utf-8")
     (out / docs_site.site_files.MARKER).write_text("written by posenc docs build\n", encoding="utf-8")
     (out / "CNAME").write_text("spec.example.org\n", encoding="utf-8")
     docs_site.build(out, versions=["0.1.0"], cards=False)
     assert (out / "CNAME").read_text(encoding="utf-8") == "spec.example.org\n"
-    assert not (out / "0.1.0" / "old.html").exists() and (out / "0.1.0" / "rope.html").is_file()
+    assert (out / "0.1.0" / ".htaccess").read_text(encoding="utf-8") == "mine"
+    assert (out / "7.1.0" / "page.html").read_text(encoding="utf-8") == "mine"
+    assert (out / "0.1.0" / "rope.html").read_text(encoding="utf-8") != "old"
+    assert (out / "index.html").read_text(encoding="utf-8") != "old"
+
+
+@pytest.mark.parametrize("marker", ["written by some other tool\n", "written by posenc docs build v9\na\n", b"\xff\xfe\x00junk", None])
+def test_unreadable_marker_is_refused_before_the_build(tmp_path, monkeypatch, capsys, marker):
+    """A marker neither this build's nor an older build's (or a link, or not text): one line, before anything
+    is built, and nothing changes."""
+    built = []
+    monkeypatch.setattr(docs_site, "_build_into", lambda *a: built.append(a))
+    out = tmp_path / "site"
+    (out / "0.4.0").mkdir(parents=True)
+    (out / "0.4.0" / "mine.html").write_text("mine", encoding="utf-8")
+    m = out / docs_site.site_files.MARKER
+    if marker is None:
+        (tmp_path / "elsewhere").write_text("written by posenc docs build\n", encoding="utf-8")
+        m.symlink_to(tmp_path / "elsewhere")
+    elif isinstance(marker, bytes):
+        m.write_bytes(marker)
+    else:
+        m.write_text(marker, encoding="utf-8")
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert cli(["docs", "build", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {m}") and "refusing" in err and err.count("\n") == 1
+    assert not built and sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+
+
+def test_refusals_come_before_the_build(tmp_path, monkeypatch, capsys):
+    built = []
+    monkeypatch.setattr(docs_site, "_build_into", lambda *a: built.append(a))
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x", encoding="utf-8")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    (tmp_path / "link").symlink_to(tmp_path / "full")
+    for name in ("full", "afile", "link"):
+        assert cli(["docs", "build", "--out", str(tmp_path / name)]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
+    assert not built
+
+
+@pytest.mark.parametrize("where", ["empty", "dot", "dot-site"])
+def test_build_into_an_empty_folder_or_the_working_directory(tmp_path, monkeypatch, where):
+    """A new or empty folder is fine (its marker does not exist yet), and so is ``.``, empty or a site."""
+    target = tmp_path / "w"
+    target.mkdir()
+    if where == "dot-site":
+        docs_site.build(target, versions=["0.1.0"], cards=False)
+        (target / "CNAME").write_text("x", encoding="utf-8")
+    if where.startswith("dot"):
+        monkeypatch.chdir(target)
+    out = Path(".") if where.startswith("dot") else target
+    docs_site.build(out, versions=["0.1.0"], cards=False)
+    assert (target / "0.1.0" / "rope.html").is_file() and docs_site.site_files.is_site(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w"]  # nothing half-built left beside it
+    if where == "dot-site":
+        assert (target / "CNAME").read_text(encoding="utf-8") == "x"
+    if where.startswith("dot"):
+        assert Path(os.getcwd()) == target and Path(".").resolve() == target
 
 
 def test_rebuild_refuses_to_replace_a_file_it_did_not_write(tmp_path):

@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from posenc.tools.cite_hidden import hidden_ids
-from posenc.tools.cite_lexers import PIECES, Note, _decode, _display, _read_bytes, _Special, language_of
+from posenc.tools.cite_blocks import example_lines
+from posenc.tools.cite_files import _display, _read_bytes, _Special, decode, printable, walk_files
+from posenc.tools.cite_lexers import PIECES, Note, language_of
 
 JSON_FORMAT = 1
 
@@ -103,7 +105,7 @@ class Finding:
 
     def text(self) -> str:
         cited = self.id + (f"@{self.version}" if self.version else "")
-        out = f"{self.file}:{self.line}:{self.column}: {self.severity}[{self.code}]" + (f" {cited}" if cited else "")
+        out = f"{printable(self.file)}:{self.line}:{self.column}: {self.severity}[{self.code}]" + (f" {cited}" if cited else "")
         out += f": {self.message}"
         out += f"\n    hint: {self.hint}" if self.hint else ""
         return out + (f"\n    see: {self.url}" if self.url else "")
@@ -383,12 +385,16 @@ def _hidden(text: str, file: str, ln: int, col: int, out: list[Finding], cache: 
     spec = _spec()
     def known(ident: str) -> bool:  # an ID, or a near miss of one (as a bare token is judged)
         return ident in spec.ever or (_has_known_prefix(ident, spec) and bool(cache.near_misses(ident, spec)))
-    for c, tok, ident, what in list(hidden_ids(text, _ID_FULL, known)):
+    parts, last = [], 0
+    for c, tok, ident, what, plain in sorted(hidden_ids(text, _ID_FULL, known)):
+        if c < last:  # overlaps the one before
+            continue
         out.append(Finding(file, ln, col + c + 1, ERROR, "hidden-character", ident, None,
                            f"{tok!r} looks like {ident} but holds {what}: it is read as another token (and a search "
                            f"misses it)", "retype it in ASCII: upper-case letters, digits and '-'"))
-        text = text[:c] + ident.rjust(len(tok)) + text[c + len(tok):]
-    return text
+        parts += [text[last:c], plain]  # joined once: linear in the line, however many tokens it holds
+        last = c + len(tok)
+    return "".join(parts) + text[last:] if parts else text
 
 
 class _Spans:
@@ -417,8 +423,9 @@ def _check(source: str, language: str, file: str, warnings: bool, cache: _Cache)
     notes: list[Note] = []
     off = False
     spec_seen = False
+    examples = example_lines(source, language)  # a marker in a code block is an example, not a marker
     for ln, col, text in sorted(PIECES[language](source, notes)):
-        mark = _marker(text, language)
+        mark = None if ln in examples else _marker(text, language)
         if mark == "on":
             off = False
         skip = off or _ignored(text, language)
@@ -481,23 +488,12 @@ def _walk(path: Path) -> Iterator[tuple[Path, Optional[str]]]:
     if not path.is_dir():
         yield path, language_of(path, sniff=True)
         return
-    for root, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if d not in PRUNE_DIRS and not (Path(root, d) / "pyvenv.cfg").exists())
-        for name in sorted(files):
-            p = Path(root, name)
-            lang = language_of(p, sniff=True)
-            if lang is not None:
-                yield p, lang
-
-
-
-
-
-
-
-
-
-
+    def prune(d: Path) -> bool:
+        return d.name in PRUNE_DIRS or (d / "pyvenv.cfg").exists()
+    for p in walk_files(path, prune):
+        lang = language_of(p, sniff=True)
+        if lang is not None:
+            yield p, lang
 
 
 def check_paths(paths: Sequence[Path], warnings: bool = True) -> Report:
@@ -539,17 +535,21 @@ def check_paths(paths: Sequence[Path], warnings: bool = True) -> Report:
         except OSError:
             rep.skipped["unreadable"] += 1
             continue
-        decoded = _decode(data, lang)
+        decoded = decode(data, lang)
         if decoded is None:
             rep.skipped["binary"] += 1
             continue
-        text, how = decoded
+        text, how, problem = decoded
         rep.files_scanned += 1
         if how:
             rep.decoded[how] += 1
         found, partial = _check(text, lang, p.as_posix(), warnings, cache)
+        if problem is not None and warnings:
+            found.append(Finding(p.as_posix(), 1, 1, WARNING, "unparsed", "", None,
+                                 f"{problem}: the file was read best-effort as {how or 'UTF-8'}",
+                                 "declare a text encoding Python can decode the file with (or none: UTF-8)"))
         rep.findings += found
-        rep.partially_parsed += partial
+        rep.partially_parsed += partial or problem is not None
     rank = {ERROR: 0, WARNING: 1, INFO: 2}
     rep.findings.sort(key=lambda f: (f.file, f.line, f.column, rank[f.severity], f.code))
     return rep
@@ -576,7 +576,7 @@ def main(a) -> int:
     missing = [p for p in a.paths if not os.path.lexists(p) or not p.exists()]
     if missing:
         for p in missing:
-            print(f"error: posenc cite-check: {p}: no such file or directory", file=sys.stderr)
+            print(f"error: posenc cite-check: {printable(str(p))}: no such file or directory", file=sys.stderr)
         return 2
     try:
         _spec()

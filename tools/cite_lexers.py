@@ -149,6 +149,8 @@ class _CSyntax:
     dq_lines: bool = False    # "..." may span lines (Rust)
     triple: bool = False      # """...""" text blocks (Java, C#, Kotlin, Scala, Swift)
     rust_raw: bool = False    # r#"..."#
+    swift_raw: bool = False   # #"..."#, ##"""..."""## (Swift's extended delimiters)
+    line_cont: bool = False   # a `\` at the end of a line continues a // comment onto the next (C, C++)
     cpp_raw: bool = False     # R"delim(...)delim"
     verbatim: bool = False    # C# @"..." ("" escapes a quote, \ is literal, spans lines)
     nest: bool = False        # /* /* */ */ nests (Rust, Kotlin, Scala, Swift)
@@ -158,6 +160,8 @@ class _CSyntax:
         alts = [r"//", r"/\*"]
         if self.rust_raw:
             alts.append(r'(?<![\w])b?r\#*"')
+        if self.swift_raw:
+            alts.append(r'\#+"(?:"")?')
         if self.cpp_raw:
             alts.append(r'(?<![\w])(?:u8|[uUL])?R"[^()\\ \t\n"]{0,16}\(')
         if self.verbatim:
@@ -173,11 +177,11 @@ class _CSyntax:
 
 
 C_SYNTAX = {
-    "c": _CSyntax(triple=True, cpp_raw=True, verbatim=True),
+    "c": _CSyntax(triple=True, cpp_raw=True, verbatim=True, line_cont=True),
     "js": _CSyntax(sq="string", bt="template", regex=True),
     "rust": _CSyntax(bt="none", dq_lines=True, rust_raw=True, nest=True),
     "go": _CSyntax(bt="raw"),
-    "swift": _CSyntax(triple=True, nest=True),
+    "swift": _CSyntax(triple=True, nest=True, swift_raw=True),
 }
 
 _RX: dict[tuple[str, bool], re.Pattern] = {}
@@ -221,8 +225,7 @@ def _c_scan(src: str, i: int, syn: _CSyntax, out: list, braces: bool = False, le
             return n
         s, t = m.start(), m.group()
         if t == "//":
-            e = src.find("\n", s)
-            e = n if e < 0 else e
+            e = _line_comment_end(src, s, syn.line_cont)
             out.append((s, e))
             i = e
         elif t == "/*":
@@ -237,6 +240,15 @@ def _c_scan(src: str, i: int, syn: _CSyntax, out: list, braces: bool = False, le
             depth, i = depth - 1, s + 1
         else:
             i = _literal_end(src, m, syn, out, level)
+
+
+def _line_comment_end(src: str, s: int, cont: bool) -> int:
+    """Where the ``//`` comment at ``s`` ends: its line's end; with ``cont`` (C, C++: a backslash-newline
+    is removed before comments are), the end of the last line continued by a backslash at the end."""
+    e = src.find("\n", s)
+    while cont and e >= 0 and src[max(s + 2, e - 2):e].rstrip("\r").endswith("\\"):  # the line's tail only
+        e = src.find("\n", e + 1)
+    return len(src) if e < 0 else e
 
 
 def _block_comment_end(src: str, s: int, syn: _CSyntax) -> int:
@@ -299,7 +311,9 @@ def _literal_end(src: str, m, syn: _CSyntax, out: list, level: int) -> int:
                 j = e + 2
             else:
                 return e + 1
-    if t.endswith("("):  # C++ raw string R"delim(
+    if t.startswith("#"):  # Swift's #"..."# / #"""..."""#
+        close = t.lstrip("#") + "#" * t.count("#")
+    elif t.endswith("("):  # C++ raw string R"delim(
         close = ")" + t[t.index('"') + 1:-1] + '"'
     else:  # Rust raw string r#"
         close = '"' + "#" * t.count("#")
@@ -456,58 +470,3 @@ def language_of(path: Path, sniff: bool = False) -> Optional[str]:
             return _interpreter(fh.readline(256))
     except OSError:
         return None
-
-
-class _Special(Exception):
-    """Not a regular file (a FIFO, a socket, a device): never read."""
-
-
-def _read_bytes(path: Path) -> bytes:
-    """The bytes of a regular file; :class:`_Special` for anything else, which is never opened
-    blocking (a FIFO without a writer would hang a blocking open)."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise _Special(path)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the stat and the open
-            raise _Special(path)
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
-    finally:
-        os.close(fd)
-
-
-_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
-         (b"\xfe\xff", "utf-16"))
-
-
-def _decode(data: bytes, language: str) -> Optional[tuple[str, Optional[str]]]:
-    """``(text, decoding)``: ``decoding`` is ``None`` for UTF-8 (or a Python file's declared
-    encoding), else one of :data:`DECODINGS`.  ``None`` when binary: a NUL byte (outside UTF-16/32
-    with a BOM), or a BOM the rest does not decode under."""
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            try:
-                return data.decode(codec), codec
-            except UnicodeDecodeError:
-                return None
-    if b"\0" in data:
-        return None
-    if language == "python":
-        try:
-            enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-            return data.decode(enc).lstrip("\ufeff"), None
-        except (UnicodeDecodeError, LookupError, SyntaxError):
-            pass
-    try:
-        return data.decode("utf-8-sig"), None
-    except UnicodeDecodeError:
-        return data.decode("latin-1"), "latin-1"
-
-
-def _display(paths: list[Path]) -> Path:
-    """Of the paths naming one file, the real one (no symbolic link on the way), else the first."""
-    for p in paths:
-        if os.path.realpath(p) == os.path.abspath(p):
-            return p
-    return paths[0]

@@ -300,36 +300,57 @@ def build(out: Path = DEFAULT_OUT, base: Optional[str] = None, versions: Optiona
     """
     need_sphinx()
     from posenc.spec.versions import known_versions
-    versions = versions or known_versions()
+    own = known_versions()
+    versions = versions or own
     base = docs_base(base)
-    out = Path(out)
-    if out.is_symlink():
-        raise DocsError(f"{out} is a symbolic link: give the folder itself")
-    if out.exists() and not out.is_dir():
-        raise DocsError(f"{out} exists and is not a folder")
-    if out.exists() and not site_files.is_site(out) and any(out.iterdir()):
-        raise DocsError(f"{out} exists and is not a posenc site (no {site_files.MARKER}): refusing to write into it; "
-                        f"name a new or an empty folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    given = Path(out)
+    _check_out(given)  # every refusal before the build (minutes), not after
+    final = Path(os.path.abspath(given))  # "." has no name and is its own parent: build beside its real path
+    final.parent.mkdir(parents=True, exist_ok=True)
     # built beside the target and swapped in at the end: a failed build leaves the previous site as it was
-    final, out = out, Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    out = Path(tempfile.mkdtemp(prefix=f".{final.name}.building-", dir=final.parent))
     try:
         _build_into(out, versions, base, cards)
         site_files.write_manifest(out)
         site_files.make_readable(out)
-        if final.exists():
-            site_files.carry_foreign(final, out)
+        if site_files.is_site(final):
+            site_files.carry_foreign(final, out, own)
+        elif final.exists() and any(final.iterdir()):  # filled while the site was built
+            raise DocsError(f"{given} is no longer empty and is not a posenc site: refusing to write into it")
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
+    _swap(final, out)
+    return given
+
+
+def _check_out(out: Path) -> None:
+    """:class:`DocsError` (one line) where ``out`` may not receive the site: a link, a file, a non-empty
+    folder without the marker, a marker this posenc cannot read."""
+    if out.is_symlink():
+        raise DocsError(f"{out} is a symbolic link: give the folder itself")
+    if out.exists() and not out.is_dir():
+        raise DocsError(f"{out} exists and is not a folder")
+    if out.exists() and os.path.lexists(out / site_files.MARKER):
+        site_files.check_marker(out)
+    elif out.exists() and any(out.iterdir()):
+        raise DocsError(f"{out} exists and is not a posenc site (no {site_files.MARKER}): refusing to write into it; "
+                        f"name a new or an empty folder")
+
+
+def _swap(final: Path, built: Path) -> None:
+    """Put the folder ``built`` in place of ``final`` (which may be the working directory: it follows)."""
+    cwd = Path(os.getcwd())
+    here = cwd.relative_to(final) if cwd == final or final in cwd.parents else None
     if final.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
         final.rename(old / "site")
-        out.rename(final)
+        built.rename(final)
         shutil.rmtree(old, ignore_errors=True)
     else:
-        out.rename(final)
-    return final
+        built.rename(final)
+    if here is not None and (final / here).is_dir():
+        os.chdir(final / here)
 
 
 def _build_into(out: Path, versions: list[str], base: str, cards: bool) -> None:

@@ -6,12 +6,12 @@ divergence ID itself, found by the search), and a single card's page (:func:`bui
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
 from posenc.harness.failure_plots import EXTRA  # the [docs] extra
 from posenc.spec.errors import PosencError
+from posenc.tools.out_files import copy_tree_replacing
 
 DOCS_EXTRA = f"pip install '{EXTRA}'"
 
@@ -140,5 +140,5 @@ def build_card_page(card, out_dir: Path) -> Path:
         (src / "index.rst").write_text(card.to_rst(plot_prefix="plots/"), encoding="utf-8")
         run_sphinx(src, built)
         make_readable(built)
-        shutil.copytree(built, out_dir, dirs_exist_ok=True)  # the modes with the files
+        copy_tree_replacing(built, out_dir)  # the modes with the files; never through a link in out_dir
     return out_dir / "index.html"

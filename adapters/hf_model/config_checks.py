@@ -1,6 +1,8 @@
 """A user's ``config.json`` checked before a tiny model is built of it: every field's type as transformers'
 own config class declares it (:func:`check_fields`: its strict dataclass validation, on the config as
-written, before the sizes are shrunk), and the memory the model would take (:func:`check_memory`: the
+written, before the sizes are shrunk), and every other field -- one the class does not declare, which it
+keeps as an attribute that transformers' code may read (Llama's ``sliding_window``) -- against the type
+the config classes that declare it give it (:func:`check_other_fields`; ``null`` is always allowed), and the memory the model would take (:func:`check_memory`: the
 model built on torch's ``meta`` device, which allocates nothing, its parameters and buffers counted at
 float64).  Both raise ``ValueError`` with a one-line message naming the field.
 """
@@ -9,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import typing
+from functools import lru_cache
 
 #: the most a tiny model of a config may take, in bytes at float64 (its weights and buffers); the kit's
 #: own tiny models take a few MB, a learned position table of a million positions 0.5 GB
@@ -18,6 +22,54 @@ MAX_MODEL_BYTES = 2 * 2**30
 def _config_class(model_type: str):
     from transformers import CONFIG_MAPPING
     return CONFIG_MAPPING[model_type]
+
+
+def _hints(cls) -> dict:
+    """The annotated fields of a config class and their types (class variables left out)."""
+    import torch  # the annotations name torch.dtype
+    hints = typing.get_type_hints(cls, localns={"torch": torch})
+    return {k: v for k, v in hints.items() if typing.get_origin(v) is not typing.ClassVar and v is not typing.ClassVar}
+
+
+@lru_cache(maxsize=1)
+def _declared_types() -> dict[str, tuple]:
+    """Every field any of transformers' config classes declares, with the types they give it (read once:
+    a few seconds)."""
+    from transformers import CONFIG_MAPPING
+    out: dict[str, dict] = {}
+    for mt in list(CONFIG_MAPPING.keys()):
+        try:
+            hints = _hints(CONFIG_MAPPING[mt])
+        except Exception:  # noqa: BLE001 -- a class transformers cannot load here declares nothing to us
+            continue
+        for k, v in hints.items():
+            out.setdefault(k, {})[repr(v)] = v
+    return {k: tuple(v.values()) for k, v in out.items()}
+
+
+def _fits(key: str, value, hint) -> bool:
+    from huggingface_hub.dataclasses import type_validator
+    try:
+        type_validator(key, value, hint)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def check_other_fields(model_type: str, config: dict) -> None:
+    """``ValueError`` naming the first field of ``config`` that the config class of ``model_type`` does not
+    declare and whose value (not ``null``) fits none of the types transformers' other config classes give it."""
+    cls = _config_class(model_type)
+    own = _hints(cls)
+    for key, value in _kwargs(config).items():
+        if key in own or value is None or key in cls.attribute_map:
+            continue
+        types = _declared_types().get(key)
+        if types and not any(_fits(key, value, t) for t in types):
+            names = " or ".join(sorted({str(t).replace("typing.", "").replace("<class '", "").replace("'>", "")
+                                        for t in types}))
+            raise ValueError(f"{key}: {value!r} is not of the type transformers' config classes give it ({names}); "
+                             f"{cls.__name__} keeps it unchecked and the model would fail on it")
 
 
 def _kwargs(config: dict) -> dict:
@@ -38,6 +90,7 @@ def check_fields(model_type: str, config: dict) -> None:
             why = why.split(" Errors: ")[0]
             raise ValueError(f"{field}: transformers' {cls.__name__} rejects it: {why}") from None
         raise ValueError(f"transformers' {cls.__name__} rejects the config: {' '.join(text.split())[:300]}") from None
+    check_other_fields(model_type, config)
 
 
 def _sized_fields(config: dict, shape: tuple) -> list[str]:

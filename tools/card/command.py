@@ -4,6 +4,7 @@ previous card's output (it holds :data:`OUT_MARKER`).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from posenc.tools.card.build import build_card
 from posenc.tools.card.model import MATPLOTLIB_MISSING, MissingExtra
 from posenc.tools.card.plots import _pyplot
 from posenc.tools.card.render import Card
+from posenc.tools.out_files import is_regular, write_replacing
 
 #: the file a card's output folder carries: ``--out`` writes into a folder that has it (a previous
 #: card's), a new or an empty one, and refuses any other
@@ -31,16 +33,19 @@ def _check_out(directory: Path) -> None:
         return
     if not directory.is_dir():
         raise SpecError(f"{directory}: exists and is not a folder (--out names the folder the card is written into)")
-    if not (directory / OUT_MARKER).is_file() and any(directory.iterdir()):
+    marker = directory / OUT_MARKER
+    if os.path.lexists(marker) and not is_regular(marker):
+        raise SpecError(f"{marker}: not a regular file (a symbolic link or a special file): refusing to write "
+                        f"into {directory}; remove it, or name a new or an empty folder")
+    if not is_regular(marker) and any(directory.iterdir()):
         raise SpecError(f"{directory}: the folder exists, is not empty and is not a previous card's output (it has no "
                         f"{OUT_MARKER}): refusing to overwrite its files; name a new or an empty folder")
 
 
 def _mark(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / OUT_MARKER).write_text("written by posenc card: a later posenc card may overwrite this folder\n",
-                                        encoding="utf-8")
-    (directory / OUT_MARKER).chmod(0o644)  # as the page and plots: readable by all, whatever the umask
+    # a new regular file renamed onto the marker: never through a link; readable by all, whatever the umask
+    write_replacing(directory / OUT_MARKER, b"written by posenc card: a later posenc card may overwrite this folder\n")
 
 
 def _plots_or_note(card: Card) -> Card:
@@ -88,7 +93,7 @@ def main(a) -> int:
         plots = card.write_plots(directory)
         _mark(directory)
         md = directory / f"{card.name}.md"
-        md.write_text(card.to_markdown(), encoding="utf-8")
+        write_replacing(md, card.to_markdown().encode("utf-8"))
         print(f"wrote {md} and {len(plots)} plot(s) in {directory}")
         return 0
     except PosencError as e:

@@ -4,6 +4,7 @@ reStructuredText, every string from outside the kit plain text (escaped, one lin
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from typing import Any, Optional, Union
 
 from posenc.tools.card.model import Component, PlotSpec, RopeFigures
 from posenc.tools.card.plots import _draw, _pyplot
+from posenc.tools.out_files import write_replacing
 from posenc.tools.card.text import _BREAKS, _U0, _U1, _UNTRUSTED, _num, _plain, _spans
 
 
@@ -478,8 +480,10 @@ class Card:
         for s in specs:
             fig = _draw(plt, s, comps[s.component], self)
             path = directory / s.filename
-            fig.savefig(path, dpi=100)
+            png = io.BytesIO()
+            fig.savefig(png, format="png", dpi=100)
             plt.close(fig)
+            write_replacing(path, png.getvalue())  # a link at path is replaced, never written through
             written.append(path)
         return written
 
