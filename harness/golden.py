@@ -266,6 +266,9 @@ def read_manifest(directory: Optional[Path] = None) -> dict:
         raise GoldenError(f"{path}: cannot be read: {type(e).__name__}: {exception_text(e)}") from None
     if m["format"] != FORMAT or m["generator"] != GENERATOR:
         raise GoldenError(f"{path}: format {m['format']}/{m['generator']} is not {FORMAT}/{GENERATOR}")
+    if m.get("store_limit") not in (None, STORE_LIMIT):
+        raise GoldenError(f"{path}: store_limit {m['store_limit']!r} is not the kit's {STORE_LIMIT} (inputs with more "
+                          "elements are regenerated, not stored)")
     if m["spec_version"] != SPEC_VERSION:
         raise GoldenError(f"{path}: spec_version {m['spec_version']} != {SPEC_VERSION}; regenerate the goldens")
     return m
@@ -403,9 +406,17 @@ def _verified_inputs(case: Case, path: Path, entry: gm.Entry, arrays: dict, seed
     inputs = {}
     for name, meta in meta_inputs.items():
         want = expected_inputs[name]
+        gen = case.inputs[name]
+        described = json.loads(json.dumps(gen.describe())) if isinstance(gen, Gen) else None
+        if meta.generated is not None and meta.generated != described:
+            raise GoldenError(f"{path}: input {name!r}: the manifest's 'generated' {meta.generated!r} is not the "
+                              f"case's generator {described!r}")
         a = arrays.get(f"input/{name}", want if meta.generated is not None else None)
         if a is None:
             raise GoldenError(f"{path}: input {name!r} neither stored nor generated")
+        if meta.shape != list(a.shape) or meta.dtype != str(a.dtype):
+            raise GoldenError(f"{path}: input {name!r} is {a.dtype}{list(a.shape)}, the manifest says "
+                              f"{meta.dtype}{meta.shape}")
         if not (sha256_array(a) == meta.sha256 == sha256_array(want)):
             raise GoldenError(f"{path}: input {name!r} differs from the case definition or its manifest sha256")
         inputs[name] = a

@@ -228,3 +228,27 @@ def test_any_failure_reading_the_expectation_file_is_named_in_one_line(run_suite
     assert (f"posenc kit error reading expectation file {p}: TypeError: 'NoneType' object is not subscriptable"
             in err), err
     assert "INTERNALERROR" not in err + r.stdout.str() and "Traceback" not in err + r.stdout.str()
+
+
+@pytest.mark.parametrize("edit,says", [
+    (lambda e: e["inputs"]["q"].update(dtype="object"), "input 'q' is float64[1, 1, 1, 8], the manifest says object"),
+    (lambda e: e["inputs"]["q"].update(shape=[1000000, 1000000, 1000000]), "the manifest says float64[1000000, 1000000"),
+], ids=["input-dtype", "input-shape"])
+def test_the_manifests_input_shapes_and_dtypes_are_the_arrays(folder, edit, says):
+    """The hostile review: an input's declared dtype or shape was never compared with the array."""
+    _edit(folder, edit)
+    assert says in _only_problem(folder)
+
+
+def test_a_generated_inputs_description_and_the_store_limit_are_the_kits(folder):
+    m = json.loads((folder / "manifest.json").read_text())
+    case_id, name = next((e["id"], n) for e in m["cases"] for n, i in e["inputs"].items() if i.get("generated"))
+    _edit(folder, lambda e: e["inputs"][name]["generated"].update(shape=[1, 2, 3]), case_id)
+    assert "the manifest's 'generated'" in _only_problem(folder, case_id)
+    shutil.rmtree(folder)
+    shutil.copytree(golden.GOLDEN_DIR, folder)
+    m = json.loads((folder / "manifest.json").read_text())
+    m["store_limit"] = 0
+    (folder / "manifest.json").write_text(json.dumps(m))
+    problems = golden.check(folder)
+    assert len(problems) == 1 and "store_limit 0 is not the kit's" in problems[0], problems
