@@ -727,3 +727,13 @@ def test_out_never_writes_through_a_symlink(tmp_path, capsys, monkeypatch, fmt):
     assert not list(victims["dir"].iterdir())
     assert not [p for p in out.rglob("*") if p.is_symlink()]
     assert all(oct(p.stat().st_mode & 0o777) == "0o644" for p in out.rglob("*") if p.is_file())
+
+
+def test_markdown_never_makes_math_or_autolinks_of_outside_text(tmp_path):
+    """The tools review: `$x$` in a config's name was live TeX on GitHub, GitLab and Jupyter, and a bare
+    http:// or www. text an autolink (GFM): escaped, they stay text."""
+    c = build_card(_hostile_llama(tmp_path, "org/$\\href{javascript:alert(1)}{x}$ see http://evil.example www.evil.example "
+                                            "me@evil.example"))
+    title = c.to_markdown().splitlines()[0]
+    assert "\\$\\\\href" in title and "$\\" not in title.replace("\\$", ""), title
+    assert "http\\://evil" in title and "www\\.evil" in title and "me\\@evil" in title, title

@@ -218,7 +218,7 @@ def _scaling_blocks(r: RopeFigures, H, P, T) -> None:
            [f"> {_num(b.low_freq_wavelen)}", _spans(b.divided) or "none", f"divided by {b.factor:g}"]])
 
 
-_MD_SPECIAL = frozenset("\\`*_[]<>|#~&!{}")
+_MD_SPECIAL = frozenset("\\`*_[]<>|#~&!{}$@")  # $: math (GitHub, GitLab, Jupyter); @: an e-mail autolink
 
 _PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
@@ -252,7 +252,11 @@ def _md_escape(s: str) -> str:
         # (CommonMark's flanking rules): n_positions stays readable
         inert = ch == "_" and 0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()
         out.append("\\" + ch if ch in _MD_SPECIAL and not inert else ch)
-    return "".join(out)
+    # GFM's extended autolinks (a bare scheme://, www.): the colon or the dot escaped, no link is made
+    return _AUTOLINK.sub(lambda m: m.group(1) + "\\" + m.group(2), "".join(out))
+
+
+_AUTOLINK = re.compile(r"(?i)(\b(?:https?|ftp|mailto|xmpp)|\bwww)([:.])")
 
 
 def _md_text(x, cell: bool = False) -> str:
