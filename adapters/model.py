@@ -30,6 +30,8 @@ Attributes (read once at the start; a raising or ill-typed one is a usage error)
                        table's rows, a precomputed rotation table's length), or ``None`` where it declares
                        no limit; no scenario feeds a position beyond it (MODEL-POSITION-SHIFT's far positions
                        stop at its last ``T``); at least 64
+``num_layers``         the number of attention layers (the decoder's), or ``None``; with it, every layer that
+                       rotates (its index below it, not a NoPE layer) must report a rope probe
 ``attn_implementations`` the attention implementations it can build (``("default",)`` for one);
                        ``attn_extra``: others ``--attn`` may name (not run by default)
 ``devices``, ``dtypes`` as for operation adapters
@@ -120,6 +122,7 @@ class ModelAdapter:
     pad_token_id: Any = None
     reserved_token_ids: tuple[int, ...] = ()
     max_positions: Optional[int] = None
+    num_layers: Optional[int] = None
     capabilities: tuple[str, ...] = ()
     probes: tuple[str, ...] = ()
     attn_implementations: tuple[str, ...] = ("default",)
@@ -145,7 +148,7 @@ class ModelAdapter:
         return {"name": self.name, "architecture": self.architecture, "kind": self.kind,
                 "vocab_size": int(self.vocab_size), "pad_token_id": self.pad_token_id,
                 "reserved_token_ids": tuple(int(t) for t in self.reserved_token_ids),
-                "max_positions": self.max_positions,
+                "max_positions": self.max_positions, "num_layers": self.num_layers,
                 "capabilities": tuple(self.capabilities), "probes": tuple(self.probes),
                 "encodings": self.encodings()}
 

@@ -64,8 +64,5 @@ def new_ledger() -> str:
 
 
 def drop_ledger(path: Optional[str]) -> None:
-    if path:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+    from posenc.conformance.reaping import remove_quietly
+    remove_quietly(path)

@@ -151,6 +151,9 @@ def model_info(adapter) -> dict:
     top = info.get("max_positions")
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 64):
         bad(f"max_positions must be None or an integer of at least 64 (the scenarios' positions), got {top!r}")
+    n = info.get("num_layers")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        bad(f"num_layers must be None or a positive integer, got {n!r}")
     problem = encodings_problem(info.get("encodings"), info["probes"])
     if problem:
         bad(problem)

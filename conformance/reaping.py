@@ -103,7 +103,7 @@ def sweep(folder: str, kind: str) -> None:
         if os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
         else:
-            _unlink(path)
+            remove_quietly(path)
 
 
 def _exists(pid: int) -> bool:
@@ -116,7 +116,8 @@ def _exists(pid: int) -> bool:
     return True
 
 
-def _unlink(path: Optional[str]) -> None:
+def remove_quietly(path: Optional[str]) -> None:
+    """Remove the file at ``path`` (if any), whatever is in the way (gone already, no permission)."""
     if path:
         try:
             os.unlink(path)
@@ -152,7 +153,7 @@ def guard(watch_fd: int, spill: Optional[str], log: Optional[str], fork: Optiona
             pass
         if spill:
             shutil.rmtree(spill, ignore_errors=True)
-        _unlink(log)
+        remove_quietly(log)
         try:
             os.killpg(0, signal.SIGKILL)  # whatever the adapter started, and this guard
         finally:

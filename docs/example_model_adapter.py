@@ -65,7 +65,7 @@ class TinyDecoder:
 class TinyModelAdapter(ModelAdapter):
     name, framework, architecture, kind, vocab_size, pad_token_id = "tiny-decoder", "torch", "tiny", "decoder", V, 0
     capabilities = ("cache", "position_ids", "inputs_embeds", "attention_mask")  # no generate, no static cache
-    probes, dtypes = ("rope", "attention"), ("float64", "float32")
+    probes, dtypes, num_layers = ("rope", "attention"), ("float64", "float32"), L
     versions = lambda self: {"torch": torch.__version__}  # noqa: E731
     encodings = lambda self: {"rope": ROPE}  # noqa: E731
 

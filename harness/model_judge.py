@@ -217,6 +217,7 @@ class _Judging:
         self.calls, self.pairs, self.changes = trace["calls"], trace["pairs"], trace.get("changes", [])
         self.twin_pairs, self.twin_note = trace.get("twin_pairs"), trace.get("twin_note")
         self.probes_of = set(info.get("probes", ()))
+        self.num_layers = info.get("num_layers")
         self.problems: list[Problem] = []
         self.unsupported: list[str] = list(trace.get("unchecked", ()))  # what the driver could not ask the model
         self.used: list[Optional[np.ndarray]] = []
@@ -237,6 +238,15 @@ class _Judging:
         enc, probes = self.enc_all, [r for c in self.calls for r in c["probes"]]
         if self.needs_rope and not self.rope_layers:
             self.unsupported.append("oracle: the model reported no rope probe (q and k before and after the rotation)")
+        n = self.num_layers
+        if self.needs_rope and self.rope_layers and n:
+            beyond = sorted(x for x in self.rope_layers if x is not None and x >= n)
+            missing = sorted(i for i in range(n) if layer_rotates(enc, i) and i not in self.rope_layers)
+            if beyond or missing:
+                self.problems.append(Problem("probe", (self.scenario.clause,), (
+                    f"rope probes of layer(s) {beyond}, but the model has {n} (num_layers)" if beyond else
+                    f"layer(s) {missing} of the model's {n} rotate q and k (encodings()) but reported no rope probe "
+                    "in any forward pass: the oracle cannot check them")))
         if self.needs_table and not any(r["kind"] == "table" for r in probes):
             self.unsupported.append("oracle: the model reported no table probe (the rows its positions selected)")
         if alibi_params(enc) is not None and not any(r["kind"] == "bias" for r in probes):

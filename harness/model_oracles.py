@@ -494,13 +494,21 @@ def logit_scale(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(np.abs(a[..., keep]).max(axis=-1), np.abs(b[..., keep]).max(axis=-1))
 
 
-def pair_problem(clause: str, pair: dict, dtype: str) -> Optional[Problem]:
+def _differences(clause: str, pair: dict, dtype: str):
+    """Per row of a pair of logits (``a``, ``b`` ``[n, V]``): ``(max |a - b|, the logits bound)``, or the
+    problem that their shapes differ."""
     a, b = pair["a"], pair["b"]
     if a.shape != b.shape:
         return Problem("logits", (clause,), f"{pair['label']}: logits of shapes {list(a.shape)} and {list(b.shape)}")
-    scale = logit_scale(a, b)
-    bound = logits_bound(dtype, scale)
-    err = np.abs(a - b).max(axis=-1)
+    return np.abs(a - b).max(axis=-1), logits_bound(dtype, logit_scale(a, b))
+
+
+def pair_problem(clause: str, pair: dict, dtype: str) -> Optional[Problem]:
+    a, b = pair["a"], pair["b"]
+    measured = _differences(clause, pair, dtype)
+    if isinstance(measured, Problem):
+        return measured
+    err, bound = measured
     finite = np.isfinite(a).all(axis=-1) & np.isfinite(b).all(axis=-1)
     bad = (err > bound) | ~finite
     if not bad.any():
@@ -519,12 +527,10 @@ def change_problem(clause: str, change: dict, dtype: str) -> Optional[Problem]:
     position changed between them) and that differ at no row by more than the logits bound: the model's
     attention does not use what its encoding produced.  A row within the bound alone proves nothing (a
     token whose attention the change barely moves, rounding at a low dtype); every row within it does."""
-    a, b = change["a"], change["b"]
-    if a.shape != b.shape:
-        return Problem("logits", (clause,), f"{change['label']}: logits of shapes {list(a.shape)} and {list(b.shape)}")
-    scale = logit_scale(a, b)
-    bound = logits_bound(dtype, scale)
-    err = np.abs(a - b).max(axis=-1)
+    measured = _differences(clause, change, dtype)
+    if isinstance(measured, Problem):
+        return measured
+    err, bound = measured
     if (err > bound).any():  # NaN never counts as a change: nothing shows the positions were used
         return None
     i = int(np.nanargmax(err / np.where(bound > 0, bound, np.inf))) if np.isfinite(err).any() else 0

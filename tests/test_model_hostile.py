@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -18,13 +19,16 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "docs" / "example_model_adapter.py"
+
+
+_variants = runpy.run_path(str(ROOT / "tests" / "example_variants.py"))  # the example's edited variants
+_variant = _variants["variant"]
 
 #: no attention probe: only the rope probes tell the kit anything, so the logits must show the rotation's use
 NO_ATTENTION = [
     ("            self.seen.append({\"kind\": \"attention\", \"layer\": i, \"q\": qr, \"k\": kr, \"mask\": allowed, "
      "\"scaling\": D ** -0.5,\n                              \"probs\": att})\n", ""),
-    ("probes, dtypes = (\"rope\", \"attention\")", "probes, dtypes = (\"rope\",)"),
+    ("probes, dtypes, num_layers = (\"rope\", \"attention\")", "probes, dtypes, num_layers = (\"rope\",)"),
 ]
 #: the attention reads q and k before the rotation its probes report
 IGNORES_ROTATION = [("            if cache is not None:\n                kr, v",
@@ -33,16 +37,6 @@ IGNORES_ROTATION = [("            if cache is not None:\n                kr, v",
 #: the attention reads the rotated q and the unrotated k (cached unrotated too)
 K_UNROTATED = [("            if cache is not None:\n                kr, v",
                 "            kr = k  # k is left unrotated\n            if cache is not None:\n                kr, v")]
-
-
-def _variant(tmp_path: Path, name: str, *edits) -> Path:
-    src = EXAMPLE.read_text()
-    for old, new in edits:
-        assert old in src, old
-        src = src.replace(old, new)
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    return path
 
 
 def _run(tmp_path: Path, model: Path, *args: str):
@@ -94,7 +88,7 @@ def test_a_rotation_wrong_from_a_far_position_on_fails(tmp_path, start, with_pro
               f"        ang = pos.clamp(max={start - 1})[:, None, :, None].double() * self.inv")]
     if not with_probes:
         edits += [*NO_ATTENTION, ("            self.seen.append({\"kind\": \"rope\", \"layer\": i, \"q_in\": q, \"k_in\": k, "
-                                  "\"q_out\": qr, \"k_out\": kr})\n", ""), ("probes, dtypes = (\"rope\",)", "probes, dtypes = ()")]
+                                  "\"q_out\": qr, \"k_out\": kr})\n", ""), ("probes, dtypes, num_layers = (\"rope\",)", "probes, dtypes, num_layers = ()")]
     p, report = _run(tmp_path, _variant(tmp_path, "clamped", *edits), "-k", "position-shift")
     assert p.returncode == 1, p.stdout[-3000:]
     assert _outcomes(report) == {"default-position-shift": "failed"}
@@ -137,28 +131,9 @@ def test_a_numpy_or_tensor_integer_layer_index_is_a_layer_index(tmp_path, index)
     assert "failed" not in outcomes.values() and outcomes["default-decode"] == "passed", outcomes
 
 
-_GENERATE = [  # a greedy generate through the example's own cache (as tests/test_model_suite.py's)
-    ("import torch\n", "import numpy as np\nimport torch\n"),
-    ("    def embed(self, input_ids):", """    def generate(self, input_ids, *, attention_mask, max_new_tokens, use_cache):
-        ids, mask, steps, passes, cache = np.asarray(input_ids), np.asarray(attention_mask), [], [], None
-        new, feed = np.zeros((ids.shape[0], 0), np.int64), ids
-        for s in range(max_new_tokens):
-            full = np.concatenate([mask, np.ones((ids.shape[0], s), np.int64)], 1)
-            pos = (full.cumsum(-1) - 1).clip(min=0)[:, -feed.shape[1]:]
-            logits, cache = self.forward(feed, attention_mask=full, position_ids=pos, cache=cache, use_cache=True)
-            passes.append(self.seen)
-            steps.append(np.asarray(logits[:, -1], np.float64))
-            feed = steps[-1].argmax(-1)[:, None]
-            new = np.concatenate([new, feed], 1)
-        self.passes = passes
-        attention_mask[:] = 1  # WRITES
-        return np.concatenate([ids, new], 1), np.stack(steps, 1)
-
-    def embed(self, input_ids):"""),
-    ("        return [self.seen] if all_passes else self.seen", "        return self.passes if all_passes else self.seen"),
-    ("(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\")",
-     "(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\", \"generate\")"),
-]
+#: a greedy generate through the example's own cache that writes into the mask it was handed
+_GENERATE = [(old, new.replace("        self.passes = passes\n", "        self.passes = passes\n        attention_mask[:] = 1  # WRITES\n"))
+             for old, new in _variants["GENERATE"]]
 
 
 @pytest.mark.parametrize("edits,select,expect", [
@@ -317,3 +292,20 @@ def test_the_table_gather_is_checked_where_the_probe_gives_the_table():
     bad = dict(good, output=table[rows + 1])
     prob = oracle_table(call, bad, enc)[0]
     assert prob is not None and "the gather itself is wrong" in prob.text, prob
+
+
+def test_a_layer_that_reports_no_rope_probe_fails_where_the_model_says_how_many_it_has(tmp_path):
+    """Rope probes of layer 0 only, layer 1 rotating with another theta: nothing checked layer 1.  With
+    num_layers (the example declares it) the missing layer fails the run; without it, as before."""
+    edits = [("            self.seen.append({\"kind\": \"rope\", \"layer\": i,",
+              "            if i == 0:\n                self.seen.append({\"kind\": \"rope\", \"layer\": i,"),
+             ("\"q_in\": q, \"k_in\": k, \"q_out\": qr, \"k_out\": kr})\n",
+              "\"q_in\": q, \"k_in\": k, \"q_out\": qr, \"k_out\": kr})\n            if i == 1:\n                qr, kr = q, k\n"),
+             *NO_ATTENTION]
+    p, _ = _run(tmp_path, _variant(tmp_path, "layer0_only", *edits), "-k", "default-prefill")
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert "layer(s) [1] of the model's 2 rotate q and k (encodings()) but reported no rope probe" in p.stdout
+    undeclared = [*edits, ("probes, dtypes, num_layers = (\"rope\",), (\"float64\", \"float32\"), L",
+                           "probes, dtypes = (\"rope\",), (\"float64\", \"float32\")")]
+    p, _ = _run(tmp_path, _variant(tmp_path, "layer0_undeclared", *undeclared), "-k", "default-prefill")
+    assert p.returncode == 0, p.stdout[-3000:]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -348,40 +349,8 @@ def test_probes_that_describe_other_tensors_than_the_model_used_fail(tmp_path):
     assert "the attention reads another q than the rotation's output its rope probe reports" in p.stdout
 
 
-def _variant(tmp_path, name: str, *edits) -> Path:
-    """The example model adapter with ``(old, new)`` text edits, written to ``tmp_path/name.py``."""
-    src = EXAMPLE.read_text()
-    for old, new in edits:
-        assert old in src, old
-        src = src.replace(old, new)
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    return path
-
-
-#: the example with a greedy generate through its own KV cache (one forward pass a step, probes kept per pass)
-_GENERATE = [
-    ("import torch\n", "import numpy as np\nimport torch\n"),
-    ("    def embed(self, input_ids):", """    def generate(self, input_ids, *, attention_mask, max_new_tokens, use_cache):
-        ids, mask, steps, passes, cache = np.asarray(input_ids), np.asarray(attention_mask), [], [], None
-        new = np.zeros((ids.shape[0], 0), np.int64)
-        feed = ids
-        for s in range(max_new_tokens):
-            full = np.concatenate([mask, np.ones((ids.shape[0], s), np.int64)], 1)
-            pos = (full.cumsum(-1) - 1).clip(min=0)[:, -feed.shape[1]:]
-            logits, cache = self.forward(feed, attention_mask=full, position_ids=pos, cache=cache, use_cache=True)
-            passes.append(self.seen)
-            steps.append(np.asarray(logits[:, -1], np.float64))
-            feed = steps[-1].argmax(-1)[:, None]
-            new = np.concatenate([new, feed], 1)
-        self.passes = passes
-        return np.concatenate([ids, new], 1), np.stack(steps, 1)
-
-    def embed(self, input_ids):"""),
-    ("        return [self.seen] if all_passes else self.seen", "        return self.passes if all_passes else self.seen"),
-    ("(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\")",
-     "(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\", \"generate\")"),
-]
+_variants = runpy.run_path(str(ROOT / "tests" / "example_variants.py"))  # the example's edited variants
+_variant, _GENERATE = _variants["variant"], _variants["GENERATE"]
 
 
 def test_correct_variants_pass_and_seed_and_expectations_are_the_kits(tmp_path):

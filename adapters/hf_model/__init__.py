@@ -102,6 +102,15 @@ class HFModelAdapter(ModelAdapter):
                 return v
         return None
 
+    @property
+    def num_layers(self) -> int | None:
+        """The (text, decoder) config's ``num_hidden_layers``, the config class's default where it omits it."""
+        from transformers import CONFIG_MAPPING
+        cfg = CONFIG_MAPPING[self.architecture](**{k: v for k, v in self.config.items() if k != "model_type"})
+        text = cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
+        v = getattr(text, "num_hidden_layers", None)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
     def build(self, *, dtype: str, device: str, attn_implementation: str, seed: int = 0):
         """The tiny model at ``dtype`` on ``device``.  ``attn_implementation``: ``eager``, ``sdpa``, or
         (``--attn``, CUDA only) ``sdpa-flash`` / ``sdpa-efficient``: sdpa with torch's flash or
