@@ -285,3 +285,19 @@ def test_the_dynamic_import_check_can_fail():
     tree = ast.parse("import importlib\nPKG = 'posenc.families'\ndef f(x):\n"
                      "    importlib.import_module(f'{PKG}.{x}')\n    importlib.import_module('posenc.harness.runner')\n")
     assert _dynamic_targets(tree) == [(4, "posenc.families.{}"), (5, "posenc.harness.runner")]
+
+
+def test_every_package_folder_is_in_the_wheel():
+    """Every folder of the kit with an ``__init__.py`` is a package of pyproject.toml, at its folder:
+    ``posenc.tools.card`` was missing, so an installed wheel had no ``posenc card``."""
+    import tomllib
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    dirs = conf["package-dir"]
+    folders = {str(p.parent.relative_to(ROOT)) for p in ROOT.rglob("__init__.py")
+               if p.parent.relative_to(ROOT).parts[0] not in ("tests", "docs", "bench", "scripts", "build")
+               and not any(part.startswith(".") or part.endswith(".egg-info") for part in p.parent.relative_to(ROOT).parts)}
+    def folder(pkg: str) -> str:  # its own package-dir entry, or its parent's folder and its name
+        parent, _, name = pkg.rpartition(".")
+        return dirs[pkg] if pkg in dirs else f"{folder(parent)}/{name}"
+    packaged = {folder(p) for p in conf["packages"]}
+    assert folders == packaged, sorted(folders ^ packaged)
