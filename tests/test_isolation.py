@@ -334,8 +334,11 @@ def test_a_run_ended_from_outside_leaves_no_process_and_no_spill_folder(tmp_path
     cmd = [sys.executable, "-m", "pytest", str(CONFORMANCE_DIR), "--adapter", f"{BROKEN}:HangsWithAChild",
            "-p", "no:cacheprovider", "--import-mode=importlib", "--posenc-timeout", "0", "--report-json", str(report),
            "-k", "test_golden and float32 and sin-concat-d10", "-q", *(("-n", str(n)) if n else ("-p", "no:xdist"))]
+    def default_signals():  # as a scheduler starts a run: a test run under nohup must not pass SIGHUP on ignored
+        for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+            signal.signal(s, signal.SIG_DFL)
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_signals)
     try:
         child = _poll(lambda: [p for p in _marked(marker.encode()) if b"time.sleep(600)" in _cmdline(p)], 240)
         assert child, "the adapter never started hanging: " + proc.stdout.read1(20000).decode(errors="replace")
