@@ -14,6 +14,8 @@ transformers' rotary modules.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from posenc.adapters.model import ModelAdapter, Unsupported
@@ -93,22 +95,24 @@ class HFModelAdapter(ModelAdapter):
         the scaling (dynamic NTK's growth starts there), not a limit transformers holds the positions to."""
         if self.arch.table is None and "rotation_table" not in self.arch.extra:
             return None
-        from transformers import CONFIG_MAPPING
-        cfg = CONFIG_MAPPING[self.architecture](**{k: v for k, v in self.config.items() if k != "model_type"})
-        text = cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
-        for key in ("max_target_positions", "max_position_embeddings"):
-            v = getattr(text, key, None)
-            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                return v
-        return None
+        return next(filter(None, (self._text_int(k) for k in ("max_target_positions", "max_position_embeddings"))),
+                    None)
 
     @property
     def num_layers(self) -> int | None:
         """The (text, decoder) config's ``num_hidden_layers``, the config class's default where it omits it."""
+        return self._text_int("num_hidden_layers")
+
+    @functools.cached_property
+    def _text_config(self):
+        """transformers' config object of the model (its text, decoder part), built once from ``config``."""
         from transformers import CONFIG_MAPPING
         cfg = CONFIG_MAPPING[self.architecture](**{k: v for k, v in self.config.items() if k != "model_type"})
-        text = cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
-        v = getattr(text, "num_hidden_layers", None)
+        return cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
+
+    def _text_int(self, key: str) -> int | None:
+        """A positive integer field of :attr:`_text_config`, or None."""
+        v = getattr(self._text_config, key, None)
         return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
     def build(self, *, dtype: str, device: str, attn_implementation: str, seed: int = 0):
