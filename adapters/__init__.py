@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -132,6 +133,9 @@ def _load(spec: str, base: type, option: str, default_attr: str):
         attr = attr.lstrip(":") or default_attr
         if not path.is_file():
             raise UsageError(f"{option} {spec!r}: file {path} does not exist")
+        folder = str(path.resolve().parent)  # its own modules beside it import, as a script's do
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
         modspec = importlib.util.spec_from_file_location(f"posenc_user_adapter_{path.stem}", path)
         module = importlib.util.module_from_spec(modspec)
         _import(f"{option} {spec!r}: importing {path} raised", lambda: modspec.loader.exec_module(module))

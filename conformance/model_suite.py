@@ -23,7 +23,8 @@ from typing import Optional
 from posenc import registry
 from posenc.adapters import Unsupported
 from posenc.harness.failure import ConformanceFailure, is_timeout
-from posenc.harness.model_judge import judge, positions_used
+from posenc.harness.model_judge import judge
+from posenc.harness.model_words import positions_used
 from posenc.harness.model_oracles import encodings_problem
 from posenc.harness.model_run import CAPABILITIES, MODEL_KINDS, Run
 from posenc.spec.errors import AdapterError, KitError, UsageError, exception_text
@@ -184,8 +185,9 @@ def check(adapter, info: dict, attn: str, sc, dtype: str, device: str, run) -> O
         raise NotApplicable(why)
     missing = sc.missing(info)
     if missing:
-        raise Unsupported(f"{sc.clause} needs {', '.join(f'{c} ({CAPABILITIES[c]})' for c in missing)}; "
-                          f"model {info['name']} does not declare it" + (f": {sc.unchecked}" if sc.unchecked else ""))
+        need = ", ".join(" or ".join(f"{c} ({CAPABILITIES[c]})" for c in m.split("|")) for m in missing)
+        raise Unsupported(f"{sc.clause} needs {need}; model {info['name']} does not declare it" +
+                          (f": {sc.unchecked}" if sc.unchecked else ""))
     if dtype not in adapter.dtypes:
         raise Unsupported(f"model {info['name']!r} does not support dtype {dtype}")
     v = _judged(info, attn, sc, dtype, device, run)

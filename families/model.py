@@ -29,8 +29,9 @@ from typing import Optional
 import numpy as np
 
 from posenc import families
-from posenc.harness.checks import CAUSAL, MODEL_KINDS, Facts, Run, Scenario, cached_real
+from posenc.harness.checks import CAPABILITIES, CAUSAL, MODEL_KINDS, Facts, Run, Scenario, cached_real
 from posenc.reference import position_ids as pos
+from posenc.spec.errors import Unsupported
 from posenc.spec.models import MRopeParams, NopeParams, RopeParams, SoftmaxScaleParams
 
 #: Sizes the scenarios use (rows, lengths): small enough for 2 CPU cores, long enough that every
@@ -152,28 +153,34 @@ def _left_pad_mask_only(r: Run) -> None:
                [f"row {b} position {t}" for t in range(len(row))])
 
 
-@_scenario("MODEL-RIGHT-PAD", "right-pad", kinds=MODEL_KINDS, needs=("attention_mask",), implies=("POS-PREFILL",))
+@_scenario("MODEL-RIGHT-PAD", "right-pad", kinds=MODEL_KINDS, implies=("POS-PREFILL",))
 def _right_pad(r: Run) -> None:
     rows = _mixed_rows(r)
     ids, mask = r.padded(rows, "right")
     positions = np.where(mask == 1, pos.prefill(*ids.shape), 0)
-    logits, _ = r.forward("right-padded forward", input_ids=ids, attention_mask=mask, positions=positions,
-                          valid=mask == 1)
+    given = {"attention_mask": mask} if "attention_mask" in r.info["capabilities"] else {}
+    if not given and r.info["kind"] == "encoder":  # a causal model's real tokens never see the pads after them
+        raise Unsupported(f"MODEL-RIGHT-PAD needs attention_mask ({CAPABILITIES['attention_mask']}) for an encoder, "
+                          f"whose tokens attend to the pads; model {r.info['name']} does not declare it")
+    logits, _ = r.forward("right-padded forward" + ("" if given else ", no attention_mask (causal: the pads come after "
+                                                    "every real token)"), input_ids=ids, positions=positions,
+                          valid=mask == 1, **given)
     for b, row in enumerate(rows):
         alone = _alone(r, row, b)
         r.same(f"row {b} of the right-padded batch == row {b} alone", logits[b, :len(row)], alone,
                [f"row {b} position {t}" for t in range(len(row))])
 
 
-@_scenario("MODEL-PACKED", "packed", kinds=("decoder",), needs=("position_ids",), implies=("POS-PACKED",))
+@_scenario("MODEL-PACKED", "packed", kinds=("decoder",), needs=("position_ids|cu_seqlens",), implies=("POS-PACKED",))
 def _packed(r: Run) -> None:
     docs = [r.tokens(1, n)[0] for n in DOCS]
     cu = np.concatenate([[0], np.cumsum(DOCS)]).astype(np.int64)
     ids = np.concatenate(docs)[None]
     positions = pos.packed(cu)
     varlen = {"cu_seqlens": cu.astype(np.int32)} if "cu_seqlens" in r.info["capabilities"] else {}
-    logits, _ = r.forward("packed documents", input_ids=ids, position_ids=positions, positions=positions,
-                          documents=cu.tolist(), **varlen)
+    if "position_ids" in r.info["capabilities"]:
+        varlen["position_ids"] = positions
+    logits, _ = r.forward("packed documents", input_ids=ids, positions=positions, documents=cu.tolist(), **varlen)
     for d, doc in enumerate(docs):
         alone = _alone(r, doc, d, what="document")
         r.same(f"document {d} in the pack == document {d} alone", logits[0, cu[d]:cu[d + 1]], alone,
@@ -211,12 +218,25 @@ def _generate(r: Run) -> None:
     # an encoder-decoder's decoder prompts are not left-padded: rows of one length there
     rows = _mixed_rows(r) if r.info["kind"] == "decoder" else [r.tokens(1, LENGTHS[-1])[0] for _ in LENGTHS]
     ids, mask = r.padded(rows, "left")
+    _generated(r, rows, ids, mask, "")
+
+
+@_scenario("MODEL-GENERATE-EQUAL", "generate-equal", kinds=CAUSAL, needs=("generate",), implies=("POS-DECODE",))
+def _generate_equal(r: Run) -> None:
+    ids = r.tokens(len(LENGTHS), LENGTHS[0])
+    _generated(r, list(ids), ids, None, ", no attention_mask")
+
+
+def _generated(r: Run, rows: list, ids: np.ndarray, mask: Optional[np.ndarray], how: str) -> None:
+    """Greedy generation of a batch with a cache == without == each row generated alone; a decoder's every
+    step == a forward pass of its prompt and the tokens generated before it."""
     n = DECODE_STEPS
-    with_cache = r.generate("generate with a cache", ids, mask, n, use_cache=True)
-    without = r.generate("generate without a cache", ids, mask, n, use_cache=False)
+    with_cache = r.generate(f"generate with a cache{how}", ids, mask, n, use_cache=True)
+    without = r.generate(f"generate without a cache{how}", ids, mask, n, use_cache=False)
     r.same_steps("generate with a cache == without (step logits)", with_cache, without, list(range(len(rows))))
     for b, row in enumerate(rows):
-        alone = r.generate(f"row {b} generated alone", row[None], np.ones((1, len(row)), np.int64), n, use_cache=True)
+        alone = r.generate(f"row {b} generated alone{how}", row[None], None if mask is None else
+                           np.ones((1, len(row)), np.int64), n, use_cache=True)
         r.same_steps(f"row {b} in the batch == row {b} generated alone (step logits)", with_cache, alone, [b])
         if r.info["kind"] == "decoder":  # step s is a forward pass of the prompt and the s tokens generated before it
             m = len(row)
@@ -500,5 +520,7 @@ def _m_dynamic_length(f: Facts) -> Optional[bool]:
     return bool(f.extra.get("passes_right") and f.extra.get("logits_differ") and len(thetas) > 1) or None
 
 
-# the M-RoPE scenarios (their own module; registered after the others, in this order)
+# the M-RoPE scenarios, then those of positions per row, far and past the maximum (their own modules;
+# registered after the others, in this order)
 from posenc.families.model_mrope import mrope_positions  # noqa: E402,F401 (re-exported)
+from posenc.families import model_far  # noqa: E402,F401

@@ -47,11 +47,11 @@ from posenc.harness.model_oracles import (
     pad_mass,
     pair_problem,
     rope_params,
-    same_positions,
     t5_params,
     table_offset,
 )
-from posenc.harness.model_run import Facts, cached_real
+from posenc.harness.model_run import Facts, beyond_used
+from posenc.harness.model_words import infer
 from posenc.harness.runner import compare_outputs
 from posenc.reference import rope as rope_ref
 from posenc.reference import rope_scaling
@@ -215,6 +215,7 @@ class _Judging:
         self.scenario, self.dtype = scenario, dtype
         self.enc_all = enc = info["encodings"]
         self.calls, self.pairs, self.changes = trace["calls"], trace["pairs"], trace.get("changes", [])
+        self.refusals = trace.get("refusals", [])  # passes beyond max_positions: each must have raised
         self.twin_pairs, self.twin_note = trace.get("twin_pairs"), trace.get("twin_note")
         self.probes_of = set(info.get("probes", ()))
         self.num_layers = info.get("num_layers")
@@ -376,6 +377,11 @@ class _Judging:
                     self.problems.append(prob)
                     logits_differ = True
             non_finite |= not (np.isfinite(pair["a"]).all() and np.isfinite(pair["b"]).all())
+        for x in self.refusals:
+            self.checked += 1
+            if x["raised"] is None:
+                self.problems.append(Problem("limit", (self.scenario.clause,), x["text"] + beyond_used(self.calls,
+                                                                                                        self.used, x)))
         for change in self.changes:  # logits that must differ: at the run's dtype (rounding only makes them equal)
             self.checked += 1
             prob = change_problem(self.scenario.clause, change, self.dtype)
@@ -403,8 +409,10 @@ class _Judging:
 
     def verdict(self) -> Verdict:
         passes_right = not any(p.kind == "oracle" for p in self.problems)  # every pass's encoding as the rule gives
-        if "attention" not in self.probes_of and any(c["documents"] for c in self.calls):
-            self.unsupported.append("attention mass across documents: the model reports no attention probe")
+        for what, has in (("across documents", lambda c: c["documents"]), ("on padded keys", lambda c: c[
+                "attention_mask"] is not None and (np.asarray(c["attention_mask"]) == 0).any())):
+            if "attention" not in self.probes_of and any(has(c) for c in self.calls):
+                self.unsupported.append(f"attention mass {what}: the model reports no attention probe")
         if self.unread_mass and self.cross is None and self.pads is None:
             self.unsupported.append(f"attention mass across documents and on pads: no attention probe of the run holds "
                                     f"the pass's keys ({self.unread_mass} hold others: a window's, a source's)")
@@ -420,7 +428,10 @@ class _Judging:
             # the plumbing bugs the run's facts match, then the encoding bugs the probes' outputs match
             matches = _model_matches(self.scenario, facts)
             seen = {m.divergence for m in matches}
-            matches += [m for m in dict.fromkeys(m for p in self.problems for m in p.matches) if m.divergence not in seen]
+            for m in (m for p in self.problems for m in p.matches):  # once each (the first probe's ratio)
+                if m.divergence not in seen:
+                    seen.add(m.divergence)
+                    matches.append(m)
             inferred = infer(facts)
         return Verdict(self.problems, facts, matches, inferred, self.unsupported, self.checked)
 
@@ -507,86 +518,4 @@ def _model_matches(scenario, facts: Facts) -> list[Match]:
             hit = None
         if hit:
             out.append(Match(d.id, tuple(d.violates), d.description, 0.0))
-    return out
-
-
-def positions_used(facts: Facts, limit: int = 3) -> list[str]:
-    """Per forward pass whose encoding used other positions than the rule's (at most ``limit``):
-    each wrong row's positions from its first wrong token against the rule's (``none``: nothing
-    encoded; ``?``: not a rotation by an integer position); M-RoPE's as (t, h, w)."""
-    out = []
-    used3 = facts.extra.get("used3") or [None] * len(facts.calls)
-    for call, u, u3 in zip(facts.calls, facts.used, used3):
-        if u is None:
-            continue
-        v = np.broadcast_to(call["valid"], u.shape)
-        e = call["positions"]
-        if u3 is not None and call.get("mrope") is not None:  # [3, B, T]: every axis, shown as triples
-            got_of, want_of = u3, np.asarray(call["mrope"])
-            ok = same_positions(u3, want_of).all(axis=0)
-        else:
-            got_of, want_of = u[None], e[None]
-            ok = same_positions(u, e)
-        if ok[v].all():
-            continue
-
-        def fmt(x):
-            s = [{-1: "none", -2: "?"}.get(int(a), str(int(a))) for a in x]
-            return s[0] if len(s) == 1 else f"({', '.join(s)})"
-        rows = []
-        for b in range(u.shape[0]):
-            idx = np.flatnonzero(v[b])
-            bad = np.flatnonzero(~ok[b][idx])
-            if not bad.size:
-                continue
-            first = max(int(bad[0]) - 1, 0)  # one right token before the first wrong one
-            window = idx[first:first + 6]
-            lead = f"from token {int(window[0])}: " if first else ""
-            more = " ..." if idx.size > first + 6 else ""
-            got = ", ".join(fmt(got_of[:, b, t]) for t in window)
-            want = ", ".join(fmt(want_of[:, b, t]) for t in window)
-            rows.append(f"row {b}: {lead}{got}{more} (rule: {want}{more})")
-        out.append(f"{call['label']}: {'; '.join(rows)}")
-        if len(out) >= limit:
-            break
-    return out
-
-
-def infer(facts: Facts) -> list[str]:
-    """What the positions the encoding used are, in words, where a simple rule explains every
-    forward pass whose positions are known: they restart at 0 after the cache, are shifted by k
-    after it (or everywhere), count the pads, are row 0's on every row, or are missing on
-    one-token steps."""
-    known = [(c, u) for c, u in zip(facts.calls, facts.used) if u is not None]
-    if not known:
-        return []
-    every = facts.positions_are
-    from posenc.reference import position_ids as pos
-    out = []
-    restart = every(lambda c: c["positions"] - cached_real(c)[:, None] if c["cache_length"] else None)
-    if restart:
-        out.append("positions restart at 0 after the cache (each forward pass counts from 0)")
-    if every(lambda c: np.full_like(c["positions"], -1) if c["positions"].shape[-1] == 1 and c["cache_length"] else None):
-        out.append("no position is encoded on one-token steps")
-        if restart:  # a rotation by 0 is none: one-token steps cannot tell them apart
-            out.append("(on one-token steps position 0 and no position look alike: MODEL-CHUNKED-PREFILL, whose "
-                       "chunks are longer than one token, tells the two apart)")
-    after = [u[np.broadcast_to(c["valid"], u.shape)] for c, u in known if c["cache_length"]]
-    stuck = {int(x) for a in after for x in a.ravel()}
-    if after and len(stuck) == 1 and len(after) > 1 and min(stuck) >= 0:
-        k = stuck.pop()
-        if every(lambda c, k=k: np.full_like(c["positions"], k) if c["cache_length"] else None):
-            out.append(f"every forward pass after the cache at one position, {k}")
-    for k in sorted({int(x) for c, u in known if c["cache_length"] for x in (u - c["positions"]).ravel()} - {0})[:4]:
-        if every(lambda c, k=k: c["positions"] + k if c["cache_length"] else None):
-            out.append(f"{k:+d} on the forward passes after the cache")
-    if every(lambda c: pos.decode(*c["positions"].shape, c["cache_length"]) if c["attention_mask"] is not None
-             and (np.asarray(c["attention_mask"]) == 0).any() else None):
-        out.append("positions count the pads (cache length + arange over the padded row, every row the same)")
-    if not out and every(lambda c: np.broadcast_to(c["positions"][:1], c["positions"].shape)
-                         if c["positions"].shape[0] > 1 else None):
-        out.append("row 1 and the others use row 0's positions")
-    deltas = {int(x) for c, u in known for x in (u - c["positions"])[np.broadcast_to(c["valid"], u.shape)].ravel()}
-    if len(deltas) == 1 and deltas != {0}:
-        out.append(f"positions shifted by {deltas.pop():+d} everywhere")
     return out

@@ -29,7 +29,7 @@ _TABLE_OFFSETS = {"GPT2EmbeddingParams": 0, "BertEmbeddingParams": 0, "OPTEmbedd
 
 @dataclass
 class Problem:
-    """One thing wrong in a run: ``kind`` (``oracle``, ``logits``, ``attention``, ``probe``), the
+    """One thing wrong in a run: ``kind`` (``oracle``, ``logits``, ``attention``, ``probe``, ``limit``), the
     clauses it breaks, a one-line ``text`` and detail lines."""
 
     kind: str

@@ -61,6 +61,7 @@ class Scenario:
     name: str
     run: Callable = field(compare=False)
     kinds: tuple[str, ...] = ("decoder",)
+    #: ``"a|b"``: either capability will do
     needs: tuple[str, ...] = ()
     applies: Optional[Callable] = field(default=None, compare=False)
     implies: tuple[str, ...] = ()
@@ -74,8 +75,9 @@ class Scenario:
         return self.applies(info) if self.applies else None
 
     def missing(self, info: dict) -> list[str]:
-        """The capabilities this scenario needs that the model does not declare."""
-        return [c for c in self.needs if c not in info["capabilities"]]
+        """The capabilities this scenario needs that the model does not declare (an ``"a|b"`` need: when
+        it declares neither)."""
+        return [c for c in self.needs if not any(x in info["capabilities"] for x in c.split("|"))]
 
 
 # ---- the driver ---------------------------------------------------------------------------------
@@ -99,6 +101,7 @@ class Run:
         self.pairs: list[dict] = []
         self.changes: list[dict] = []  # logits that must differ (Run.changed)
         self.notes: list[str] = []  # checks the model cannot take (Run.unchecked)
+        self.refusals: list[dict] = []  # passes the model must refuse (Run.refused)
         self.static_capacity = 0  # the allocated length of the static cache in use (0: none)
 
     # inputs
@@ -129,11 +132,12 @@ class Run:
     # model calls
     def forward(self, label: str, *, positions: np.ndarray, valid: Optional[np.ndarray] = None,
                 cache_length: int = 0, documents: Optional[list] = None, mrope: Optional[np.ndarray] = None,
-                **kwargs):
+                record: bool = True, **kwargs):
         """One forward pass; ``positions``: what the clause says each token's encoding sees (``mrope``:
         M-RoPE's ``[3, B, T]``, its temporal axis being ``positions``).  Other keyword arguments go to
         the model (``input_ids``, ..., an image's ``pixel_values``, ``image_grid_thw``,
-        ``mm_token_type_ids``).  Returns ``(logits float64 [B, T, V], cache)``."""
+        ``mm_token_type_ids``).  Returns ``(logits float64 [B, T, V], cache)``.  ``record`` False: the
+        pass is not judged (a cache being filled: its probes are not kept), its logits still checked."""
         positions = np.array(positions, np.int64)  # the rule's, kept apart from what the model is handed
         handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
         try:
@@ -150,11 +154,38 @@ class Run:
         fed = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
         logits, cache = _unpack(out, "forward", tuple(np.shape(fed)[:2]), int(self.info["vocab_size"]))
         real = np.ones(logits.shape[:2], bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), logits.shape[:2])
+        if not record:
+            if not np.isfinite(logits[real]).all():
+                raise AdapterError(f"{label}: the logits are not finite at real tokens (inf or NaN)")
+            return logits, cache
         self._record(label, positions, valid, cache_length, kwargs.get("attention_mask"), self.model.probes(),
                      documents=documents, static=self.static_capacity if kwargs.get("cache") is not None else 0,
                      mrope=mrope, image="pixel_values" in kwargs, finite=bool(np.isfinite(logits).all()),
                      finite_real=bool(np.isfinite(logits[real]).all()))
         return logits, cache
+
+    def refused(self, label: str, *, positions: np.ndarray, limit: int, cache_length: int = 0, **kwargs) -> None:
+        """A forward pass the model must refuse: it feeds ``positions`` past the ``limit`` the model declares
+        (``max_positions``), and a model that returns logits wrapped or clamped them (recorded, its probes
+        then say which positions it used); an exception is the refusal the clause asks for."""
+        positions = np.array(positions, np.int64)
+        handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        try:
+            out = self.model.forward(**handed)
+        except (Unsupported, PosencError):
+            raise
+        except Exception as e:  # noqa: BLE001 - the refusal asked for, whatever its type
+            self.refusals.append({"label": label, "raised": f"{type(e).__name__}: {exception_text(e)}"})
+            return
+        top = int(np.max(positions))
+        fed = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
+        logits, _ = _unpack(out, "forward", tuple(np.shape(fed)[:2]), int(self.info["vocab_size"]))
+        finite = bool(np.isfinite(logits).all())  # every position judged: the oracle's rule extends past the limit
+        self._record(label, positions, None, cache_length, kwargs.get("attention_mask"), self.model.probes(),
+                     finite=finite, finite_real=finite)
+        self.refusals.append({"label": label, "raised": None, "limit": int(limit), "text": (
+            f"{label}: positions up to {top}, beyond the model's last position {limit - 1} (max_positions {limit}), "
+            "gave logits instead of an error: the model wraps or clamps positions it has no encoding for")})
 
     def embed(self, input_ids: np.ndarray) -> np.ndarray:
         """The model's token embeddings ``[B, T, E]`` of ``input_ids`` (``embed`` is handed a copy, which it
@@ -173,9 +204,10 @@ class Run:
         self.static_capacity = max_length if kind == "static" else 0
         return self.model.new_cache(kind, batch=batch, max_length=max_length)
 
-    def generate(self, label: str, input_ids: np.ndarray, attention_mask: np.ndarray, max_new_tokens: int,
+    def generate(self, label: str, input_ids: np.ndarray, attention_mask: Optional[np.ndarray], max_new_tokens: int,
                  use_cache: bool, mrope: Optional[np.ndarray] = None, **extra) -> tuple[np.ndarray, np.ndarray]:
         """Greedy generation; returns ``(sequences int [B, T + N], step logits float64 [B, N, V])``.
+        ``attention_mask`` None: the model is handed none (rows of one length, every token real).
         Every forward pass it made is recorded, its expected positions read from the full
         sequence's mask (``cumsum - 1`` at real tokens) at the tokens that pass fed; with ``mrope``
         (the prompt's ``[3, B, T]``), M-RoPE's: the prompt's, then the largest + 1 + step on every axis.
@@ -211,7 +243,8 @@ class Run:
                                "the prompt then the new tokens (only an encoder-decoder's start with a decoder start "
                                "token)")
         _greedy(seqs[:, -max_new_tokens:], logits, self.info.get("reserved_token_ids") or ())
-        full_mask = np.concatenate([np.ones((b, max(lead, 0)), np.int64), attention_mask,
+        given_mask = np.ones((b, t), np.int64) if attention_mask is None else attention_mask
+        full_mask = np.concatenate([np.ones((b, max(lead, 0)), np.int64), given_mask,
                                     np.ones((b, max_new_tokens), np.int64)], axis=1)
         t += max(lead, 0)
         full_pos, full_valid = pos.left_pad(full_mask)
@@ -225,7 +258,7 @@ class Run:
             n = _pass_length(probes, end)
             sl = slice(end - n, end)
             self._record(f"{label}: forward pass {i}", full_pos[:, sl], full_valid[:, sl], end - n,
-                         full_mask[:, :end], probes, step=i, mrope=None if full3 is None else full3[..., sl],
+                         None if attention_mask is None else full_mask[:, :end], probes, step=i, mrope=None if full3 is None else full3[..., sl],
                          image=i == 0 and "pixel_values" in extra or (not use_cache and "pixel_values" in extra),
                          finite=bool(np.isfinite(logits[:, i]).all()), finite_real=bool(np.isfinite(logits[:, i]).all()))
         return seqs, logits
@@ -277,7 +310,8 @@ class Run:
         self.same(label, np.stack(xs), np.stack(ys), where)
 
     def trace(self) -> dict:
-        return {"calls": self.calls, "pairs": self.pairs, "changes": self.changes, "unchecked": self.notes}
+        return {"calls": self.calls, "pairs": self.pairs, "changes": self.changes, "unchecked": self.notes,
+                "refusals": self.refusals}
 
 
 def _pass_length(probes: list, end: int) -> int:
@@ -426,3 +460,23 @@ def cached_real(call: dict) -> np.ndarray:
     if m is None or c == 0:
         return np.full(b, c, np.int64)
     return np.asarray(m)[:, :c].sum(axis=1).astype(np.int64)
+
+
+def beyond_used(calls: list[dict], used: list, refusal: dict) -> str:
+    """What a pass that should have raised (:meth:`Run.refused`) did with its positions past the limit, in words,
+    where its probes tell (``used``: the positions recovered per pass): clamped to the last one, wrapped
+    modulo the limit, or the positions themselves (an encoding computed past the declared end)."""
+    for call, u in zip(calls, used):
+        if call["label"] != refusal["label"] or u is None:
+            continue
+        p, limit = call["positions"], refusal["limit"]
+        over = np.broadcast_to(p >= limit, u.shape)
+        got, want = u[over], p[np.broadcast_to(over, p.shape)]
+        got = np.where(got == -1, 0, got)  # -1: q and k unrotated, which is position 0's rotation
+        for words, rule in (("clamped to the last position", np.minimum(want, limit - 1)),
+                            (f"wrapped (position mod {limit})", want % limit),
+                            ("encoded as any other position would be (an encoding past the declared end)", want)):
+            if got.size and np.array_equal(got, rule):
+                return f"; its probes show the positions past the end {words}: {', '.join(map(str, got[:6]))}"
+        return f"; its probes show positions {', '.join(map(str, got[:6]))} there"
+    return ""

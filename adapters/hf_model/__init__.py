@@ -19,7 +19,7 @@ import functools
 import numpy as np
 
 from posenc.adapters.model import ModelAdapter, Unsupported
-from posenc.spec.models import DTYPES
+from posenc.spec.models import DTYPES, RobertaEmbeddingParams
 
 from .architectures import ARCHS, architectures, tiny_config, tiny_from_config
 
@@ -89,14 +89,21 @@ class HFModelAdapter(ModelAdapter):
     @property
     def max_positions(self) -> int | None:
         """The positions the built model takes where it holds a table of them (a learned or sinusoid table,
-        GPT-J's sin and cos table): its (text) config's ``max_target_positions`` (a decoder's, as Whisper's)
-        or ``max_position_embeddings`` (``n_positions``), the config class's default where the config omits
-        it.  None for a rotation computed at each call: there ``max_position_embeddings`` is a parameter of
-        the scaling (dynamic NTK's growth starts there), not a limit transformers holds the positions to."""
-        if self.arch.table is None and "rotation_table" not in self.arch.extra:
+        GPT-J's sin and cos table, MPT's ALiBi bias): its (text) config's ``max_target_positions`` (a decoder's,
+        as Whisper's), ``max_position_embeddings`` (``n_positions``) or ``max_seq_len``, the config class's
+        default where the config omits it.  None for a rotation computed at each call: there ``max_position_embeddings`` is a parameter of
+        the scaling (dynamic NTK's growth starts there), not a limit transformers holds the positions to; None
+        for a sinusoid table rebuilt longer for a longer sequence (M2M-100's). RoBERTa's count includes the
+        rows below its first position (padding_idx + 1 + position): those are left out."""
+        if (self.arch.table is None and not {"rotation_table", "bias_table"} & set(self.arch.extra)) or \
+                "table_grows" in self.arch.extra:
             return None
-        return next(filter(None, (self._text_int(k) for k in ("max_target_positions", "max_position_embeddings"))),
-                    None)
+        top = next(filter(None, (self._text_int(k) for k in ("max_target_positions", "max_position_embeddings",
+                                                            "max_seq_len"))), None)
+        emb = self.encodings().get("embeddings")
+        if top is not None and isinstance(emb, RobertaEmbeddingParams):  # its count includes rows 0 .. padding_idx
+            top -= emb.padding_idx + 1
+        return top
 
     @property
     def num_layers(self) -> int | None:
@@ -161,6 +168,9 @@ class HFModel:
         self.dtype = next(model.parameters()).dtype
         self.seq2seq = arch.kind == "encoder-decoder"
         self._encoded: dict[int, object] = {}
+        #: what transformers' ``position_ids`` add to the kit's positions: RoBERTa's are its table's rows,
+        #: ``padding_idx + 1 + position`` (``RobertaEmbeddings.forward``); the others' are positions
+        self.row_offset = model.config.pad_token_id + 1 if arch.extra.get("position_ids_are_rows") else 0
 
     def float64_twin(self) -> "HFModel":
         """This model's float64 twin: its weights (as rounded to its dtype) and its code, computing in
@@ -241,6 +251,7 @@ class HFModel:
               "attention_mask": self._t(attention_mask), "use_cache": bool(use_cache or cache is not None),
               **self._extra(extra)}
         if position_ids is not None:
+            position_ids = np.asarray(position_ids) + self.row_offset
             if self.arch.extra.get("text_position_row"):
                 # Qwen2-VL's own convention for positions a caller gives: [4, B, T], the text positions
                 # (what its mask reads packing from) on top of the t, h, w rows; text tokens' rows are equal
@@ -293,6 +304,7 @@ class HFModel:
             kw = {"decoder_input_ids": kw["input_ids"], "decoder_attention_mask": kw["attention_mask"],
                   "encoder_outputs": self._encoder_outputs(input_ids.shape[0]),
                   **{k: v for k, v in self._source(input_ids.shape[0]).items() if k == "input_features"}}
+        kw = {k: v for k, v in kw.items() if v is not None}  # no mask given: generate makes its own
         with torch.no_grad(), self._kernel(), self.recorder.capture():
             reserved = list(self.arch.extra.get("reserved", ()))  # never generated (an image placeholder)
             out = self.model.generate(**kw, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,

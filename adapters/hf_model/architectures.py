@@ -192,6 +192,7 @@ ARCHS: dict[str, Arch] = {a.model_type: a for a in (
           "attn_config": {"alibi": True, "alibi_bias_max": 8}, "tie_word_embeddings": False},
          registry="mpt-7b", bias=("position_bias", "mpt"), attn=("eager",), attention=False,
          capabilities=("cache", "inputs_embeds", "generate", "attention_mask"),
+         extra={"bias_table": "MptModel.alibi, built once for max_seq_len keys: a longer sequence raises"},
          notes="ALiBi over MPT-7B's 32 heads (width 2 each), relative to the last key; no position_ids"),
     Arch("bart", "AutoModelForSeq2SeqLM",
          _seq2seq(max_position_embeddings=128, pad_token_id=1, bos_token_id=0, eos_token_id=2,
@@ -204,6 +205,8 @@ ARCHS: dict[str, Arch] = {a.model_type: a for a in (
                   decoder_start_token_id=2),
          registry="m2m100-418m", kind="encoder-decoder", table="model.decoder.embed_positions",
          capabilities=("cache", "inputs_embeds", "generate", "static_cache", "attention_mask"),
+         extra={"table_grows": "M2M100SinusoidalPositionalEmbedding.forward rebuilds its sinusoids longer for a longer "
+                               "sequence (positions from the cache length: no position_ids)"},
          notes="the decoder's fairseq sinusoids (rows padding_idx + 1 + position, padding-aware); a fixed source"),
     Arch("whisper", "AutoModelForSpeechSeq2Seq",
          _seq2seq(num_mel_bins=8, max_source_positions=16, max_target_positions=128, pad_token_id=0, bos_token_id=1,
@@ -233,6 +236,8 @@ ARCHS: dict[str, Arch] = {a.model_type: a for a in (
           "layer_norm_eps": 1e-5},
          registry="roberta-base", kind="encoder", table="roberta.embeddings.position_embeddings",
          capabilities=("position_ids", "inputs_embeds", "attention_mask"),
+         extra={"position_ids_are_rows": "RobertaEmbeddings.forward indexes its table with position_ids as given "
+                                         "(rows padding_idx + 1 + position)"},
          notes="padding-aware rows padding_idx + 1 + position (128 + 2 rows)"),
 )}
 
