@@ -146,11 +146,18 @@ class ModelAdapter:
     def info(self) -> dict[str, Any]:
         """What a scenario needs to know of the model (plain data but the encodings' models)."""
         return {"name": self.name, "architecture": self.architecture, "kind": self.kind,
-                "vocab_size": int(self.vocab_size), "pad_token_id": self.pad_token_id,
-                "reserved_token_ids": tuple(int(t) for t in self.reserved_token_ids),
-                "max_positions": self.max_positions, "num_layers": self.num_layers,
+                "vocab_size": _int(self.vocab_size), "pad_token_id": _int(self.pad_token_id),
+                "reserved_token_ids": tuple(_int(t) for t in self.reserved_token_ids),
+                "max_positions": _int(self.max_positions), "num_layers": _int(self.num_layers),
                 "capabilities": tuple(self.capabilities), "probes": tuple(self.probes),
                 "encodings": self.encodings()}
+
+
+def _int(x):
+    """An integer field as a Python int where it is one (a NumPy integer too); anything else as given, for
+    the run's check to refuse by name (a float is never truncated)."""
+    import numbers
+    return int(x) if isinstance(x, numbers.Integral) and not isinstance(x, bool) else x
 
 
 __all__ = ["ModelAdapter", "PROBE_KINDS", "Unsupported"]

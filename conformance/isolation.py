@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Any, Optional
 
 import numpy as np
@@ -167,7 +168,8 @@ class RemoteMethod:
 class Worker:
     """The worker process and its connection; restarted after a crash, up to :data:`MAX_CRASHES`."""
 
-    def __init__(self, spec: str, root: "RemoteAdapter", ledger: Optional[str] = None):
+    def __init__(self, spec: str, root: "RemoteAdapter", ledger: Optional[str] = None,
+                 startup_limit: Optional[float] = None):
         self.spec, self.root = spec, root
         self.proc: Optional[subprocess.Popen] = None
         self.gen = 0
@@ -180,6 +182,7 @@ class Worker:
         self.seq = 0  # the last request's number (its reply echoes it)
         self.log_start = 0
         self.current = "(start-up)"  # the test running, for the crash messages
+        self.startup_limit = startup_limit  # seconds a request may take before any test runs (--posenc-timeout)
         self.watch: Optional[int] = None  # the write end of the guard's pipe (reaping.guard)
         shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
         reaping.sweep(tempfile.gettempdir(), "worker")  # what runs that died left behind
@@ -355,9 +358,15 @@ class Worker:
         proc = self.proc
         self.seq += 1
         req["seq"] = self.seq
+        limit = self.startup_limit if self.current == "(start-up)" else None  # in a test: --posenc-timeout's alarm
+        self.reader.deadline = time.monotonic() + limit if limit else None
         try:
             wire.write_frame(proc.stdin, req, blobs or [])
             reply, rblobs = wire.read_frame(self.reader)
+        except TimeoutError:  # loading or describing the adapter hung: no test to fail, the run cannot start
+            self._kill()
+            raise UsageError(f"{self._option()}: no answer within {limit:g} s (--posenc-timeout) while loading or "
+                             f"describing it ({what}): the adapter hangs there") from None
         except (EOFError, OSError, ValueError) as e:
             broken = isinstance(e, ValueError)  # bytes that are no reply: it is ended, not dead
             rc = self._kill(grace=0.0 if broken else 2.0)
@@ -395,9 +404,8 @@ class Worker:
 
     def _option(self) -> str:
         """The command-line option and value the worker was started for (``--model`` for a model)."""
-        if self.spec.startswith("model:"):
-            return f"--model {self.spec[len('model:'):]!r}"
-        return f"--adapter {self.spec!r}"
+        model = self.spec.startswith("model:")
+        return f"--model {self.spec[len('model:'):]!r}" if model else f"--adapter {self.spec!r}"
 
     def _handle(self, d: dict):
         if d.get("unsent"):
@@ -499,8 +507,8 @@ class RemoteAdapter(Remote):
     copies and the output contract of the step-by-step checks (one round trip each).
     """
 
-    def __init__(self, spec: str, ledger: Optional[str] = None):
-        object.__setattr__(self, "_w", Worker(spec, self, ledger))
+    def __init__(self, spec: str, ledger: Optional[str] = None, startup_limit: Optional[float] = None):
+        object.__setattr__(self, "_w", Worker(spec, self, ledger, startup_limit))
         object.__setattr__(self, "_attrs", {})
         self._w.start()
 

@@ -64,7 +64,7 @@ def run_scenario(adapter, name: str, dtype: str, attn: str, device: str, seed: i
         try:
             rt = Run(twin, info, seed=seed)
             sc.run(rt)
-            trace["twin_pairs"] = rt.pairs
+            trace["twin_pairs"], trace["twin_changes"] = rt.pairs, rt.changes
         except KeyboardInterrupt:
             raise
         except BaseException as e:  # noqa: BLE001 - the twin is optional: its check is left out, said
@@ -120,6 +120,8 @@ def model_info(adapter) -> dict:
         info = adapter.info()
     except Unsupported as e:
         raise UsageError(f"model {getattr(adapter, 'name', adapter)!r}: {e.reason}") from None
+    except UsageError:  # the worker's own (a hang while describing it): said as it is
+        raise
     except BaseException as e:  # noqa: BLE001
         if isinstance(e, KeyboardInterrupt):
             raise

@@ -123,15 +123,16 @@ def pytest_configure(config):
     try:
         registry.load_checks()  # every registered family, validated: a broken one is named here
         ledger = getattr(config, "workerinput", {}).get(LEDGER_KEY)  # -n N: the run's crash credits
+        limit = config.getoption("--posenc-timeout") or None  # loading and describing it, too
         if model:
             from posenc.adapters import load_model_adapter
             from posenc.conformance.model_suite import model_info
-            adapter = RemoteAdapter(f"model:{model}", ledger) if isolated(config) else load_model_adapter(model)
+            adapter = RemoteAdapter(f"model:{model}", ledger, limit) if isolated(config) else load_model_adapter(model)
             check_adapter_attributes(adapter)
             info = model_info(adapter)
             check_attns(config, adapter)
         else:
-            adapter = RemoteAdapter(name, ledger) if isolated(config) else load_adapter(name)
+            adapter = RemoteAdapter(name, ledger, limit) if isolated(config) else load_adapter(name)
             check_adapter_attributes(adapter)
     except PosencError as e:
         raise pytest.UsageError(str(e))

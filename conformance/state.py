@@ -53,9 +53,10 @@ def check_adapter_attributes(adapter: Adapter) -> None:
         if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
             raise
         raise UsageError(f"adapter {type(adapter).__name__}: reading its attributes raised {type(e).__name__}: {exception_text(e)}") from None
-    for key in ("name", "framework"):
-        if not isinstance(checks[key], str) or not checks[key]:
-            raise UsageError(f"adapter {type(adapter).__name__}: {key} must be a non-empty string, got {checks[key]!r}")
+    for key in ("name", "framework"):  # one printable line: they head the report
+        if not isinstance(checks[key], str) or not checks[key] or not checks[key].isprintable():
+            raise UsageError(f"adapter {type(adapter).__name__}: {key} must be a non-empty printable string (no line "
+                             f"break or control character), got {checks[key]!r}")
     ge = checks["generated_examples"]
     if ge is not None and (isinstance(ge, bool) or not isinstance(ge, int)):
         raise UsageError(f"adapter {checks['name']!r}: generated_examples must be an integer, got {ge!r}")
@@ -132,8 +133,9 @@ def check_attns(config, adapter) -> None:
     from posenc.spec.errors import UsageError
     own = adapter.attn_implementations
     if isinstance(own, str) or not isinstance(own, (tuple, list)) or not own or \
-            not all(isinstance(a, str) and a for a in own):
-        raise UsageError(f"model {adapter.name!r}: attn_implementations must be a non-empty tuple of names, got {own!r}")
+            not all(isinstance(a, str) and a and a.isprintable() for a in own) or len(set(own)) < len(own):
+        raise UsageError(f"model {adapter.name!r}: attn_implementations must be a non-empty tuple of distinct names, "
+                         f"got {own!r}")
     given = config.getoption("--attn")
     if given is None:
         return

@@ -243,11 +243,22 @@ class Reader:
             except OSError:
                 pass
 
+    #: ``time.monotonic()`` by which the next frame must have come (None: no limit); past it a read raises
+    #: ``TimeoutError``
+    deadline: Optional[float] = None
+
     def _wait(self) -> None:
         import select
+        import time
         fds = [self.fd] if self.pidfd is None else [self.fd, self.pidfd]
         while True:
-            ready, _, _ = select.select(fds, [], [], None if self.pidfd is not None else 0.25)
+            wait = None if self.pidfd is not None else 0.25
+            if self.deadline is not None:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no reply within the limit")
+                wait = left if wait is None else min(wait, left)
+            ready, _, _ = select.select(fds, [], [], wait)
             if self.fd in ready:
                 return
             if self.proc.poll() is not None:

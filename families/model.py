@@ -29,27 +29,14 @@ from typing import Optional
 import numpy as np
 
 from posenc import families
-from posenc.harness.checks import CAPABILITIES, CAUSAL, MODEL_KINDS, Facts, Run, Scenario, cached_real
+from posenc.families.model_common import DECODE_STEPS, DOCS, LENGTHS, PROMPT
+from posenc.families.model_common import scenario as _scenario
+from posenc.harness.checks import CAPABILITIES, CAUSAL, MODEL_KINDS, Facts, Run, cached_real
 from posenc.reference import position_ids as pos
 from posenc.spec.errors import Unsupported
-from posenc.spec.models import MRopeParams, NopeParams, RopeParams, SoftmaxScaleParams
-
-#: Sizes the scenarios use (rows, lengths): small enough for 2 CPU cores, long enough that every
-#: row of a mixed batch has real tokens after its padding.
-PROMPT = 20
-DECODE_STEPS = 6
-LENGTHS = (13, 20, 7)  # a mixed batch: row 1 unpadded, rows 0 and 2 padded (row 0 padded: its positions
-#                          differ from a count over the padded width, so "every row uses row 0's" and "the
-#                          pads are counted" are told apart)
-DOCS = (9, 12, 7)  # packed document lengths
-
-
-def _scenario(clause: str, name: str, **kw):
-    def deco(fn):
-        families.scenario(Scenario(clause, name, fn, **kw))
-        return fn
-    return deco
-
+from posenc.spec.models import (BartEmbeddingParams, BertEmbeddingParams, GPT2EmbeddingParams, LookupParams, MRopeParams,
+                                NopeParams, OPTEmbeddingParams, RobertaEmbeddingParams, RopeParams, SinusoidalParams,
+                                SoftmaxScaleParams)
 
 # ---- scenarios -----------------------------------------------------------------------------------
 # Each driver: the clause's calls, the positions its rule gives, the logits it says are equal.
@@ -224,7 +211,10 @@ def _generate(r: Run) -> None:
 @_scenario("MODEL-GENERATE-EQUAL", "generate-equal", kinds=CAUSAL, needs=("generate",), implies=("POS-DECODE",))
 def _generate_equal(r: Run) -> None:
     ids = r.tokens(len(LENGTHS), LENGTHS[0])
-    _generated(r, list(ids), ids, None, ", no attention_mask")
+    if "attention_mask" in r.info["capabilities"]:  # all ones: a model that takes a mask may require one
+        _generated(r, list(ids), ids, np.ones_like(ids), ", rows of one length")
+    else:
+        _generated(r, list(ids), ids, None, ", no attention_mask")
 
 
 def _generated(r: Run, rows: list, ids: np.ndarray, mask: Optional[np.ndarray], how: str) -> None:
@@ -264,46 +254,67 @@ def _static_cache(r: Run) -> None:
            [f"row {b} position {p - 1 + s}" for s in range(n + 1) for b in range(2)])
 
 
-#: MODEL-POSITION-SHIFT's draws (``[low, high)``, from the run's seed: no value a model could memorise): the
-#: shift, within what the calibrated logits bound covers and past position 48; the gap; the far start (or
-#: the last positions a model declaring fewer takes: ``max_positions``)
-SHIFT, GAP, FAR = (29, 45), (13, 41), (3000, 6000)
+#: MODEL-POSITION-SHIFT's draws (``[low, high)``, from the run's seed): the shift, within what the calibrated
+#: logits bound covers and past position 48; the gap; the far starts, one in each octave from 64 to 8192 (or
+#: up to the last positions of a model declaring fewer: ``max_positions``).  The default seed draws the same
+#: values every run (``--posenc-seed`` others): a model can still be written to pass them; the octaves leave
+#: no range of positions unvisited where a rounding or a table's end would show.
+SHIFT, GAP = (29, 45), (13, 41)
+OCTAVES = tuple((1 << k, 1 << (k + 1)) for k in range(6, 13))
+
+#: The parameter models of an absolute position term: a table added to the embeddings (learned or sinusoid)
+_TABLES = (GPT2EmbeddingParams, BertEmbeddingParams, OPTEmbeddingParams, BartEmbeddingParams, RobertaEmbeddingParams,
+           SinusoidalParams, LookupParams)
 
 
 def _rope_sets(info: dict) -> list:
     return [v for v in info["encodings"].values() if isinstance(v, (RopeParams, MRopeParams))]
 
 
-def _is_rotary(info: dict) -> Optional[str]:
-    return None if _rope_sets(info) else "MODEL-POSITION-SHIFT applies to models with RoPE or M-RoPE"
+def _shifted(info: dict) -> Optional[str]:
+    if _rope_sets(info) or any(isinstance(v, _TABLES) for v in info["encodings"].values()):
+        return None
+    return "MODEL-POSITION-SHIFT applies to models with RoPE, M-RoPE or a position table (positions the model is handed)"
 
 
-def _relative_only(info: dict) -> bool:
-    """Whether every positional term the model has depends on relative positions only: RoPE sets whose
-    frequencies do not depend on the call (not dynamic NTK, not LongRoPE's per-call switch), NoPE layers,
-    a softmax scale; nothing absolute (a table, a query scale by position)."""
+def _shift_rule(info: dict, top: int) -> Optional[str]:
+    """What every position + s does to the logits of a pass whose largest position + 1 is ``top``: ``equal``
+    where every positional term is relative there (RoPE sets whose frequencies do not change below ``top``:
+    dynamic NTK below its context, LongRoPE's per-call switch below its original context; NoPE layers, a
+    softmax scale), ``changed`` where an absolute table adds the positions, None where neither holds (the
+    frequencies depend on the pass's length)."""
+    rule = "equal"
     for v in info["encodings"].values():
         rope = v.rope if isinstance(v, MRopeParams) else v
+        if isinstance(v, _TABLES):
+            return "changed"
         if isinstance(rope, RopeParams):
-            if rope.rope_type == "dynamic" or (rope.rope_type == "longrope" and rope.longrope_policy != "at_init"):
-                return False
+            if (rope.rope_type == "dynamic" and top > rope.max_position_embeddings) or (
+                    rope.rope_type == "longrope" and rope.longrope_policy != "at_init"
+                    and top > rope.original_max_position_embeddings):
+                rule = None
         elif not isinstance(v, (NopeParams, SoftmaxScaleParams, tuple)):  # (tuple: layer_types)
-            return False
-    return True
+            rule = None
+    return rule
 
 
-@_scenario("MODEL-POSITION-SHIFT", "position-shift", kinds=MODEL_KINDS, needs=("position_ids",), applies=_is_rotary,
-           implies=("POS-PREFILL",), unchecked="whether the attention uses the rotation, and positions in the "
-           "thousands, are not checked")
+@_scenario("MODEL-POSITION-SHIFT", "position-shift", kinds=MODEL_KINDS, needs=("position_ids",), applies=_shifted,
+           implies=("POS-PREFILL",), unchecked="whether the attention uses its positional encoding, and positions in "
+           "the thousands handed in, are not checked")
 def _position_shift(r: Run) -> None:
     t, b = PROMPT, 2
     ids, base = r.tokens(b, t), pos.prefill(b, t)
-    shift, gap_, far_ = (int(r.rng.integers(*x)) for x in (SHIFT, GAP, FAR))
+    shift, gap_ = (int(r.rng.integers(*x)) for x in (SHIFT, GAP))
     ref, _ = r.forward("positions 0 ..", input_ids=ids, position_ids=base, positions=base)
-    if _relative_only(r.info):
+    rule, rows = _shift_rule(r.info, t + shift), [f"row {x} token {j}" for x in range(b) for j in range(t)]
+    if rule is not None:
         shifted, _ = r.forward(f"positions {shift} ..", input_ids=ids, position_ids=base + shift, positions=base + shift)
-        r.same(f"every position + {shift} == positions 0 ..", shifted.reshape(-1, shifted.shape[-1]),
-               ref.reshape(-1, ref.shape[-1]), [f"row {x} token {j}" for x in range(b) for j in range(t)])
+        (r.same if rule == "equal" else r.changed)(
+            f"every position + {shift} {'==' if rule == 'equal' else '!='} positions 0 .." +
+            ("" if rule == "equal" else " (an absolute position term)"), shifted.reshape(-1, shifted.shape[-1]),
+            ref.reshape(-1, ref.shape[-1]), rows)
+    else:
+        r.unchecked(f"every position + {shift} (the model's frequencies depend on the pass's length past its context)")
     k = t // 2  # a gap through the cache: in one pass a jump in position_ids may mean a new packed document
     if "cache" in r.info["capabilities"]:
         chunks = []
@@ -320,12 +331,17 @@ def _position_shift(r: Run) -> None:
         r.unchecked("whether the attention uses the rotation (the logits after a gap in the positions, through a "
                     "cache: the model has none)")
     top = r.info.get("max_positions")
-    far = base + (far_ if top is None else min(far_, int(top) - t))
-    r.forward(f"positions {int(far[0, 0])} ..", input_ids=ids, position_ids=far, positions=far)
-    if "rope" not in r.info["probes"]:
-        r.unchecked(f"positions {int(far[0, 0])} .. (the model reports no rope probe; their logits are not compared: "
-                    "a float32 rotation's rounding there exceeds the logits bound)")
-    elif "attention" not in r.info["probes"]:
+    drawn = [(lo, int(r.rng.integers(lo, hi))) for lo, hi in OCTAVES]  # every octave drawn: the same draws
+    starts = sorted({s if top is None else min(s, int(top) - t) for lo, s in drawn if top is None or lo < int(top)})
+    for s in starts:
+        far = base + s
+        r.forward(f"positions {s} ..", input_ids=ids, position_ids=far, positions=far)
+    if top is not None and int(top) < OCTAVES[-1][1]:
+        r.unchecked(f"positions from {int(top)} on (the model takes {int(top)}: max_positions)")
+    if "rope" not in r.info["probes"] and _rope_sets(r.info):
+        r.unchecked(f"positions {', '.join(map(str, starts))} .. (the model reports no rope probe; their logits are not "
+                    "compared: a float32 rotation's rounding there exceeds the logits bound)")
+    elif "attention" not in r.info["probes"] and _rope_sets(r.info):
         r.unchecked("whether every layer's attention reads its rotation (no attention probe: the logits show that "
                     "the model uses it, not that each layer does)")
 

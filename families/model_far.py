@@ -19,13 +19,14 @@ from typing import Optional
 import numpy as np
 
 from posenc import families
-from posenc.families.model import DECODE_STEPS, FAR, MODEL_KINDS, PROMPT, _scenario
-from posenc.harness.checks import CAUSAL, Facts, Run
+from posenc.families.model_common import DECODE_STEPS, FAR, PROMPT
+from posenc.families.model_common import scenario as _scenario
+from posenc.harness.checks import CAUSAL, MODEL_KINDS, Facts, Run
 from posenc.reference import position_ids as pos
 
 #: MODEL-DECODE-PER-ROW's row offsets, drawn distinct from ``[0, high)`` (from the run's seed)
 ROW_OFFSETS = 60
-#: MODEL-FAR-DECODE without position_ids: the cache filled with this many tokens first (``[low, high)``,
+#: MODEL-FAR-DECODE's positions counted by the cache: it is filled with this many tokens first (``[low, high)``,
 #: drawn), in chunks of FILL_CHUNK tokens (one row: the attention of a chunk over the whole cache stays small)
 FAR_SLOTS, FILL_CHUNK = (1024, 1536), 256
 
@@ -36,15 +37,16 @@ def _start(r: Run, want: int, length: int) -> int:
     return want if top is None else max(0, min(want, int(top) - length))
 
 
-def _decode_steps(r: Run, ids: np.ndarray, at: np.ndarray, cache, start: int, cached: int = 0) -> list:
+def _decode_steps(r: Run, ids: np.ndarray, at: np.ndarray, cache, start: int, how: str = "", cached: int = 0,
+                  ids_given: bool = True) -> list:
     """Decode steps of ``ids[:, start:]`` one token at a time through ``cache``, which holds ``cached`` tokens
-    before ``ids`` (positions ``at[:, start + s]``, handed as position_ids where the model takes them); each
-    step's logits ``[B, V]``."""
+    before ``ids`` (positions ``at[:, start + s]``, handed as position_ids where ``ids_given`` and the model takes
+    them); each step's logits ``[B, V]``."""
     steps = []
     for s in range(ids.shape[1] - start):
         q = at[:, start + s:start + s + 1]
-        given = {"position_ids": q} if "position_ids" in r.info["capabilities"] else {}
-        step, cache = r.forward(f"decode step {s} (positions {', '.join(map(str, q[:, 0]))})",
+        given = {"position_ids": q} if ids_given and "position_ids" in r.info["capabilities"] else {}
+        step, cache = r.forward(f"{how}decode step {s} (positions {', '.join(map(str, q[:, 0]))})",
                                 input_ids=ids[:, start + s:start + s + 1], cache=cache, use_cache=True, positions=q,
                                 cache_length=cached + start + s, **given)
         steps.append(step[:, 0])
@@ -71,42 +73,47 @@ def _decode_per_row(r: Run) -> None:
 
 def _filled(r: Run, filler: np.ndarray, what: str):
     """A cache holding ``filler`` (``[1, F]``), fed in chunks: positions 0 .. F-1, the chunked prefill's rule
-    (MODEL-CHUNKED-PREFILL); the chunks' probes are not kept (their attention over the whole cache is large)."""
+    (MODEL-CHUNKED-PREFILL), every chunk's rotation or table rows checked; its attention and bias probes are not
+    kept (a chunk's over the whole cache is large)."""
     cache = None
     for c in range(0, filler.shape[1], FILL_CHUNK):
         chunk = filler[:, c:c + FILL_CHUNK]
-        _, cache = r.forward(f"{what}: filler tokens {c} .. {c + chunk.shape[1] - 1}", input_ids=chunk, cache=cache,
-                             use_cache=True, positions=pos.decode(1, chunk.shape[1], c), cache_length=c, record=False)
+        _, cache = r.forward(f"{what}: tokens {c} .. {c + chunk.shape[1] - 1} into the cache", input_ids=chunk,
+                             cache=cache, use_cache=True, positions=pos.decode(1, chunk.shape[1], c), cache_length=c,
+                             keep=("rope", "table"))
     return cache
 
 
 @_scenario("MODEL-FAR-DECODE", "far-decode", kinds=CAUSAL, needs=("cache",), implies=("POS-DECODE",))
 def _far_decode(r: Run) -> None:
     p, n = PROMPT, DECODE_STEPS
-    if "position_ids" in r.info["capabilities"]:
+    if "position_ids" in r.info["capabilities"]:  # positions handed in
         ids = r.tokens(2, p + n)
         start = _start(r, int(r.rng.integers(*FAR)), p + n)
         at = start + pos.prefill(2, p + n)
-        full, _ = r.forward(f"one pass at positions {start} ..", input_ids=ids, position_ids=at, positions=at)
-        _, cache = r.forward(f"prefill at positions {start} ..", input_ids=ids[:, :p], position_ids=at[:, :p],
-                             use_cache=True, positions=at[:, :p])
-        steps = _decode_steps(r, ids, at, cache, p)
-    else:  # positions are the cache's slots: fill it first
-        ids = r.tokens(1, p + n)
-        start = _start(r, int(r.rng.integers(*FAR_SLOTS)), p + n)
-        filler = r.tokens(1, start)
-        at = start + pos.prefill(1, p + n)
-        full, _ = r.forward(f"one pass at positions {start} .. after {start} cached tokens", input_ids=ids,
-                            cache=_filled(r, filler, "the one pass"), use_cache=True, positions=at, cache_length=start)
-        _, cache = r.forward(f"prefill at positions {start} .. after {start} cached tokens", input_ids=ids[:, :p],
-                             cache=_filled(r, filler, "the decode"), use_cache=True, positions=at[:, :p],
-                             cache_length=start)
-        steps = _decode_steps(r, ids, at, cache, p, cached=start)
-    if r.info.get("max_positions") is not None and start < FAR[0]:
-        r.unchecked(f"positions from {FAR[0]} on (the model takes {r.info['max_positions']}: max_positions)")
+        full, _ = r.forward(f"position_ids: one pass at positions {start} ..", input_ids=ids, position_ids=at,
+                            positions=at)
+        _, cache = r.forward(f"position_ids: prefill at positions {start} ..", input_ids=ids[:, :p],
+                             position_ids=at[:, :p], use_cache=True, positions=at[:, :p])
+        _same_steps(r, _decode_steps(r, ids, at, cache, p, "position_ids: "), full, at, p)
+    # positions counted by the cache (no position_ids handed): its slots filled first
+    ids = r.tokens(1, p + n)
+    start = _start(r, int(r.rng.integers(*FAR_SLOTS)), p + n)
+    filler = r.tokens(1, start)
+    at = start + pos.prefill(1, p + n)
+    full, _ = r.forward(f"one pass at positions {start} .. after {start} cached tokens", input_ids=ids,
+                        cache=_filled(r, filler, "the one pass"), use_cache=True, positions=at, cache_length=start)
+    _, cache = r.forward(f"prefill at positions {start} .. after {start} cached tokens", input_ids=ids[:, :p],
+                         cache=_filled(r, filler, "the decode"), use_cache=True, positions=at[:, :p], cache_length=start)
+    _same_steps(r, _decode_steps(r, ids, at, cache, p, "", cached=start, ids_given=False), full, at, p)
+    if r.info.get("max_positions") is not None and start < FAR_SLOTS[0]:
+        r.unchecked(f"positions from {FAR_SLOTS[0]} on (the model takes {r.info['max_positions']}: max_positions)")
+
+
+def _same_steps(r: Run, steps: list, full: np.ndarray, at: np.ndarray, p: int) -> None:
     for s, step in enumerate(steps):
         r.same(f"decode step {s} == one pass at position {int(at[0, p + s])}", step, full[:, p + s],
-               [f"row {x} position {int(at[x, p + s])}" for x in range(ids.shape[0])])
+               [f"row {x} position {int(at[x, p + s])}" for x in range(full.shape[0])])
 
 
 def _has_limit(info: dict) -> Optional[str]:

@@ -83,6 +83,12 @@ def validate(trace: dict, enc: Optional[dict] = None) -> None:
     enc = enc or {}
     for call in trace["calls"]:
         b, t = call["positions"].shape[-2:]
+        rotated = [r.get("layer") for r in call["probes"] if isinstance(r, dict) and r.get("kind") == "rope"]
+        twice = sorted({x for x in rotated if x is not None and rotated.count(x) > 1}, key=str)
+        if twice:  # a second rotation rotates the rotated q and k: each probe alone looks right
+            raise AdapterError(f"{call['label']}: layer(s) {twice} reported {max(rotated.count(x) for x in twice)} rope "
+                               "probes in one forward pass: a layer rotates q and k once (a second rotation would "
+                               "rotate them by twice the angle, which no one probe shows)")
         for i, rec in enumerate(call["probes"]):
             where = f"{call['label']}: probe {i}"
             kind = rec.get("kind")
@@ -112,6 +118,15 @@ def validate(trace: dict, enc: Optional[dict] = None) -> None:
                                    f"numeric [buckets, H]), got {type(rec.get('table')).__name__}")
             if kind == "table" and rec["rows"].shape[-1] != t:
                 raise AdapterError(f"{where} (table): rows {list(rec['rows'].shape)} must cover the pass's {t} tokens")
+            if kind == "bias" and (rec["bias"].shape[-2] != t or rec["bias"].shape[-1] < t or
+                                   rec["bias"].shape[0] not in (1, b)):
+                raise AdapterError(f"{where} (bias): bias {list(rec['bias'].shape)} must be [B or 1, H, Tq, Tk] with "
+                                   f"B = {b}, Tq = {t} (the pass's tokens) and Tk >= Tq (the keys read include them)")
+    # one token's zero q and k is real (a pad id's zero embedding); a whole run's is an unfilled buffer
+    rope = [r for c in trace["calls"] for r in c["probes"] if r.get("kind") == "rope"]
+    if rope and not any(np.any(r["q_in"]) or np.any(r["k_in"]) for r in rope):
+        raise AdapterError("every rope probe of the run has q and k in all zero: rotating zeros checks nothing (an "
+                           "unfilled buffer?); a probe must report what the layer computed")
 
 
 def _validate_attention(where: str, rec: dict, b: int, t: int) -> None:
@@ -147,7 +162,7 @@ def _validate_rope(where: str, rec: dict, b: int, t: int, enc: dict, layer) -> N
     shapes = {k: rec[k].shape for k in ("q_in", "q_out")}, {k: rec[k].shape for k in ("k_in", "k_out")}
     if len(set(shapes[0].values())) > 1 or len(set(shapes[1].values())) > 1:
         raise AdapterError(f"{where} (rope): q and k in and out must keep their shapes, got {shapes}")
-    if rec["q_in"].shape[0] != b or rec["q_in"].shape[2] != t or rec["k_in"].shape[2] != t:
+    if rec["q_in"].shape[0] != b or rec["q_in"].shape[2] != t or rec["k_in"].shape[2] != t or rec["k_in"].shape[0] != b:
         raise AdapterError(f"{where} (rope): q {list(rec['q_in'].shape)} and k {list(rec['k_in'].shape)} "
                            f"must be [B, H, T, D] with B, T = {b}, {t} (the pass's tokens)")
     p = mrope_params(enc) or rope_params(enc, layer)
@@ -217,6 +232,7 @@ class _Judging:
         self.calls, self.pairs, self.changes = trace["calls"], trace["pairs"], trace.get("changes", [])
         self.refusals = trace.get("refusals", [])  # passes beyond max_positions: each must have raised
         self.twin_pairs, self.twin_note = trace.get("twin_pairs"), trace.get("twin_note")
+        self.twin_changes = trace.get("twin_changes")
         self.probes_of = set(info.get("probes", ()))
         self.num_layers = info.get("num_layers")
         self.problems: list[Problem] = []
@@ -240,6 +256,14 @@ class _Judging:
         if self.needs_rope and not self.rope_layers:
             self.unsupported.append("oracle: the model reported no rope probe (q and k before and after the rotation)")
         n = self.num_layers
+        att = {r.get("layer") for r in probes if r["kind"] == "attention" and r.get("layer") is not None}
+        if n and any(x >= n for x in att):
+            self.problems.append(Problem("probe", (self.scenario.clause,), f"attention probes of layer(s) "
+                                         f"{sorted(x for x in att if x >= n)}, but the model has {n} (num_layers)"))
+        if self.needs_rope and self.rope_layers and not n:
+            self.unsupported.append(f"layers that report no probe (num_layers not declared: the rope probes of layer(s) "
+                                    f"{sorted(self.rope_layers, key=str)} were checked, and whether others rotate is "
+                                    "not known)")
         if self.needs_rope and self.rope_layers and n:
             beyond = sorted(x for x in self.rope_layers if x is not None and x >= n)
             missing = sorted(i for i in range(n) if layer_rotates(enc, i) and i not in self.rope_layers)
@@ -382,11 +406,20 @@ class _Judging:
             if x["raised"] is None:
                 self.problems.append(Problem("limit", (self.scenario.clause,), x["text"] + beyond_used(self.calls,
                                                                                                         self.used, x)))
-        for change in self.changes:  # logits that must differ: at the run's dtype (rounding only makes them equal)
-            self.checked += 1
-            prob = change_problem(self.scenario.clause, change, self.dtype)
-            if prob is not None:
-                self.problems.append(prob)
+        twin_changes = {t.get("label"): t for t in (self.twin_changes or ())}
+        for change in self.changes:  # logits that must differ: at the run's dtype, and on the float64 twin
+            twin = twin_changes.get(change["label"])
+            judged = [] if self.dtype in ("bfloat16", "float16") else [(change, self.dtype)]  # a coarse bound: a
+            if twin is not None and np.isfinite(twin["a"]).all() and np.isfinite(twin["b"]).all():  # change as
+                judged.append(({**twin, "label": f"{twin['label']} (float64 twin)"}, "float64"))  # large passes
+            elif not judged:
+                self.unsupported.append(f"{change['label']}: not compared at {self.dtype} without a float64 twin (its "
+                                        "logits bound is as large as the change a correct model's logits show)")
+            for c, dt in judged:
+                self.checked += 1
+                prob = change_problem(self.scenario.clause, c, dt)
+                if prob is not None:
+                    self.problems.append(prob)
         why = [self.twin_note] if self.twin_note else []
         why += missed[:2] + ([f"{len(missed) - 2} more pairs"] if len(missed) > 2 else [])
         if why:

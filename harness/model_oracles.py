@@ -388,7 +388,11 @@ def consistent(call: dict, recs: list, clause: str, enc: dict) -> Optional[Probl
         qo, ko = np.asarray(r["q_out"], np.float64), np.asarray(r["k_out"], np.float64)
         w = qo.shape[-1]  # the rope probe may cover the rotated slice only: the head's first w dims (a partial
         #                   rotary) or its last w (MLA's q and k, the rope part after the nope part)
-        if q.shape[:-1] != qo.shape[:-1] or q.shape[-1] < w or k.shape[:2] != ko.shape[:2] or k.shape[-1] != q.shape[-1] \
+        if q.shape[:-1] != qo.shape[:-1]:  # batch, heads, tokens: one q, read by the attention and rotated
+            return Problem("probe", (clause,), f"{call['label']}, layer {a.get('layer')}: the rope probe's q "
+                           f"{list(qo.shape)} and the attention's {list(q.shape)} differ in batch, heads or tokens: "
+                           "the rope probe must cover every head the attention reads")
+        if q.shape[-1] < w or k.shape[:2] != ko.shape[:2] or k.shape[-1] != q.shape[-1] \
                 or ko.shape[-1] != w or k.shape[2] < ko.shape[2]:
             continue
         t = ko.shape[2]  # this pass's keys: the last T, or in a static cache's buffer after the cached ones

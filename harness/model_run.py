@@ -132,19 +132,19 @@ class Run:
     # model calls
     def forward(self, label: str, *, positions: np.ndarray, valid: Optional[np.ndarray] = None,
                 cache_length: int = 0, documents: Optional[list] = None, mrope: Optional[np.ndarray] = None,
-                record: bool = True, **kwargs):
+                keep: Optional[tuple] = None, **kwargs):
         """One forward pass; ``positions``: what the clause says each token's encoding sees (``mrope``:
         M-RoPE's ``[3, B, T]``, its temporal axis being ``positions``).  Other keyword arguments go to
         the model (``input_ids``, ..., an image's ``pixel_values``, ``image_grid_thw``,
-        ``mm_token_type_ids``).  Returns ``(logits float64 [B, T, V], cache)``.  ``record`` False: the
-        pass is not judged (a cache being filled: its probes are not kept), its logits still checked."""
+        ``mm_token_type_ids``).  Returns ``(logits float64 [B, T, V], cache)``.  ``keep``: the probe kinds
+        kept (the others, large, dropped: a long cache's attention)."""
         positions = np.array(positions, np.int64)  # the rule's, kept apart from what the model is handed
         handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
         try:
             out = self.model.forward(**handed)
         except (Unsupported, PosencError):
             raise
-        except Exception as e:  # noqa: BLE001 - the model's error, named with the pass that raised it
+        except (Exception, SystemExit, GeneratorExit) as e:  # noqa: BLE001 - the model's, named with the pass
             top = int(positions.max()) if positions.size else 0
             hint = ("; a model that takes fewer positions declares max_positions" if top >= 64 and
                     self.info.get("max_positions") is None else "")
@@ -154,11 +154,10 @@ class Run:
         fed = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
         logits, cache = _unpack(out, "forward", tuple(np.shape(fed)[:2]), int(self.info["vocab_size"]))
         real = np.ones(logits.shape[:2], bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), logits.shape[:2])
-        if not record:
-            if not np.isfinite(logits[real]).all():
-                raise AdapterError(f"{label}: the logits are not finite at real tokens (inf or NaN)")
-            return logits, cache
-        self._record(label, positions, valid, cache_length, kwargs.get("attention_mask"), self.model.probes(),
+        probes = self.model.probes()
+        if keep is not None and isinstance(probes, (list, tuple)):
+            probes = [p for p in probes if not isinstance(p, dict) or p.get("kind") in keep]
+        self._record(label, positions, valid, cache_length, kwargs.get("attention_mask"), probes,
                      documents=documents, static=self.static_capacity if kwargs.get("cache") is not None else 0,
                      mrope=mrope, image="pixel_values" in kwargs, finite=bool(np.isfinite(logits).all()),
                      finite_real=bool(np.isfinite(logits[real]).all()))
@@ -184,8 +183,9 @@ class Run:
         self._record(label, positions, None, cache_length, kwargs.get("attention_mask"), self.model.probes(),
                      finite=finite, finite_real=finite)
         self.refusals.append({"label": label, "raised": None, "limit": int(limit), "text": (
-            f"{label}: positions up to {top}, beyond the model's last position {limit - 1} (max_positions {limit}), "
-            "gave logits instead of an error: the model wraps or clamps positions it has no encoding for")})
+            f"{label}: positions up to {top}, past the model's last position {limit - 1} (max_positions {limit}), "
+            "gave logits instead of an error (a model that declares its last position raises past it: a wrapped or "
+            "clamped position encodes another token's)")})
 
     def embed(self, input_ids: np.ndarray) -> np.ndarray:
         """The model's token embeddings ``[B, T, E]`` of ``input_ids`` (``embed`` is handed a copy, which it
@@ -389,19 +389,31 @@ def _plain_probes(probes) -> list[dict]:
                            f"{type(probes).__name__}" + (f" of {type(probes[0]).__name__}" if isinstance(probes, (list, tuple))
                                                          and probes else ""))
     out = []
-    for p in probes:
+    for i, p in enumerate(probes):
         d = {}
         for k, v in p.items():
+            if not isinstance(k, str):
+                raise AdapterError(f"probe {i} ({p.get('kind')!r}): its keys must be strings, got {type(k).__name__} "
+                                   f"{k!r}")
+            if k == "kind" and not isinstance(v, str):
+                raise AdapterError(f"probe {i}: unknown probe kind {v!r} (a string: rope, table, bias, attention)")
             if isinstance(v, np.generic) and v.dtype.kind in "biuf":  # a NumPy scalar (a layer index as np.int64)
                 v = v.item()
             if isinstance(v, (str, int, float, bool)) or v is None:
                 d[k] = v
-            else:  # a copy, whatever its dtype: a model may reuse its buffers on the next pass
+                continue
+            try:  # a copy, whatever its dtype: a model may reuse its buffers on the next pass
                 a = as_array(v)
-                if a.ndim == 0 and a.dtype.kind in "biuf":  # a 0-d tensor: a layer as torch.tensor(3), a scale
-                    d[k] = a.item()
-                else:
-                    d[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else np.array(a, copy=True)
+            except Exception as e:  # noqa: BLE001 - what the model put there: named
+                raise AdapterError(f"probe {i} ({p.get('kind')!r}): {k!r} is a {type(v).__name__} that is no array "
+                                   f"({type(e).__name__}: {exception_text(e)})") from None
+            if a.dtype.kind not in "biuf":
+                raise AdapterError(f"probe {i} ({p.get('kind')!r}): {k!r} is an array of {a.dtype}: probes hold "
+                                   "numbers (integer, floating or boolean arrays)")
+            if a.ndim == 0:  # a 0-d tensor: a layer as torch.tensor(3), a scale
+                d[k] = a.item()
+            else:
+                d[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else np.array(a, copy=True)
         out.append(d)
     return out
 
