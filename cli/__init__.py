@@ -164,13 +164,38 @@ def _expectations_parser(sub) -> None:
                    help="write the draft here (refuses to overwrite); default: print it")
 
 
+#: What a terminal would act on rather than show, in text from files and arguments the kit echoes on stderr:
+#: C0 controls but tab and line feed, DEL, C1 controls, bidirectional overrides and isolates, the Unicode
+#: line and paragraph separators -- shown escaped (``\x1b``, ``\u202e``)
+_CONTROLS = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in
+             [*range(0, 9), *range(11, 32), *range(0x7f, 0xa0), *range(0x202a, 0x202f), *range(0x2066, 0x206a),
+              0x2028, 0x2029]}
+
+
+class _Shown:
+    """stderr with :data:`_CONTROLS` escaped: an error that quotes a hostile file name or config key cannot
+    clear the screen, colour the rest of the output or reverse a line."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(text.translate(_CONTROLS))
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 def main(argv=None) -> int:
+    err, sys.stderr = sys.stderr, _Shown(sys.stderr)
     try:
         return _main(argv)
     except BrokenPipeError:  # `posenc spec show ... | head`: the reader stopped; not an error of ours
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        sys.stderr = err
 
 
 def _main(argv=None) -> int:

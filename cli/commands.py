@@ -6,6 +6,7 @@ divergence's mutant resolves, for ``spec validate``).
 from __future__ import annotations
 
 import difflib
+import os
 import sys
 from pathlib import Path
 
@@ -119,11 +120,14 @@ def expectations(a) -> int:
             print(f"not drafted: {line}", file=sys.stderr)
         if a.out is None:
             sys.stdout.write(text)
-        elif a.out.exists():
-            raise exp.ExpectationError(f"{a.out} exists: not overwritten (choose another --out)")
+        elif a.out.exists() or a.out.is_symlink():  # a link, dangling too: never written through
+            raise exp.ExpectationError(f"{a.out} exists{' (a link)' if a.out.is_symlink() else ''}: not overwritten "
+                                       "(choose another --out)")
         else:
-            try:
-                a.out.write_text(text, encoding="utf-8")
+            try:  # created, never opened if it appeared meanwhile (O_EXCL; a link is not followed)
+                fd = os.open(a.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
             except OSError as e:  # a missing folder, no permission: one line, no traceback
                 raise exp.ExpectationError(f"--out {a.out}: cannot write it ({e.strerror})") from None
             print(f"wrote {a.out}: {n} draft line(s); fill in every evidence before using it")

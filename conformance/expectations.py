@@ -62,6 +62,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import reprlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Optional, Union
 
@@ -145,8 +146,7 @@ class Expectation(BaseModel):
                 raise ValueError(f"{k!r} is not a parameter name (a field name, dotted for a nested one)")
             vals = tuple(val) if isinstance(val, list) else (val,)
             if not vals or any(x is not None and not isinstance(x, (str, int, float)) for x in vals):
-                raise ValueError(f"{k}: a value (string, number, true / false, null) or a non-empty list of them, "
-                                 f"got {val!r}")
+                raise ValueError(f"{k}: a value (string, number, true / false, null) or a non-empty list, got {reprlib.repr(val)}")
             if any(isinstance(x, float) and x != x for x in vals):
                 raise ValueError(f"{k}: NaN equals no value, so the line would cover nothing")
             out.append((k, vals))

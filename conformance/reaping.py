@@ -4,7 +4,8 @@ Three ways the run can end without its ``atexit`` hooks, and what ends the worke
 
 - **SIGTERM or SIGHUP to pytest** (``timeout``, a CI runner, a scheduler, a closed terminal):
   :func:`install` puts a handler in front of the default action that kills every live worker's
-  process group (the adapter's own children with it) and removes its spill folder and log, then
+  process group (the adapter's own children with it) and removes its spill folder and log, passes
+  the signal on to pytest's children (pytest-xdist's workers, which do the same), then
   lets the signal do what it did before (the default action: pytest dies of it, exit status
   128 + N; a handler someone else installed is called).  A signal that was ignored (``nohup``)
   stays ignored.
@@ -74,12 +75,31 @@ def _on_signal(signum, frame) -> None:
             w.abandon()
         except Exception:  # noqa: BLE001, S110 - the others and the signal's own action still follow
             pass
+    for pid in _children():  # pytest-xdist's workers (a controller's children): ended now, each by its own
+        try:  # handler (its adapter's worker with it), not when they notice the controller is gone
+            os.kill(pid, signum)
+        except OSError:
+            pass
     _PREVIOUS.pop(signum, None)
     signal.signal(signum, prev if prev is not None else signal.SIG_DFL)
     if callable(prev):
         prev(signum, frame)
         return
     os.kill(os.getpid(), signum)  # the default action: this process ends of the signal
+
+
+def _children() -> list[int]:
+    """The IDs of this process's live children (Linux's /proc; none elsewhere)."""
+    me, out = os.getpid(), []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[1] == str(me):
+            out.append(int(stat.split("/")[2]))
+    return out
 
 
 def owned_name(kind: str) -> str:

@@ -150,10 +150,46 @@ class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml wh
         return super().construct_mapping(node, deep)
 
 
+#: The values a YAML document may hold once its aliases are expanded: far above any file the kit reads (the
+#: spec's largest, with its anchors, is a few thousand); a few hundred bytes of nested aliases (an "alias
+#: bomb") expand past it, and reading, validating or printing them would take all the memory there is
+MAX_YAML_VALUES = 1_000_000
+
+
 def read_yaml(text: str):
     """``yaml.safe_load`` with libyaml's loader where PyYAML has it, refusing duplicate keys
-    (:class:`DuplicateKeyError`, a ``yaml.YAMLError`` naming the line and the key)."""
-    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader
+    (:class:`DuplicateKeyError`, a ``yaml.YAMLError`` naming the line and the key) and a document
+    whose aliases expand to more than :data:`MAX_YAML_VALUES` values (a ``yaml.YAMLError``)."""
+    loader = StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_YAML_VALUES:
+            raise yaml.YAMLError(f"the document's aliases expand it to more than {MAX_YAML_VALUES} values (nested "
+                                 "anchors: an alias bomb): refused")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(root) -> int:
+    """The values a composed YAML node holds with every alias expanded (a node reached twice counts twice),
+    counted over the node graph once (linear in the document), capped just past :data:`MAX_YAML_VALUES`."""
+    size: dict[int, int] = {}
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size:
+            continue
+        kids = [x for pair in node.value for x in pair] if isinstance(node, yaml.MappingNode) else \
+            list(node.value) if isinstance(node, yaml.SequenceNode) else []
+        if done or not kids:
+            size[id(node)] = min(1 + sum(size[id(k)] for k in kids), MAX_YAML_VALUES + 1)
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in size)
+    return size[id(root)]
 
 
 def load_family(path: Path) -> FamilyFile:

@@ -205,3 +205,26 @@ def test_the_kits_tiny_configs_and_nulls_pass_the_field_check():
         check_other_fields(mt, tiny_config(mt))
         check_other_fields(mt, {**tiny_config(mt), "sliding_window": None, "sliding_window_pattern": None})
     check_other_fields("llama", {**tiny_config("llama"), "sliding_window": 4096, "partial_rotary_factor": 0.5})
+
+
+def test_model_check_refuses_an_unknown_rope_type_and_a_billion_layers_before_building(tmp_path, capsys, monkeypatch):
+    """An unknown rope_type reached transformers (its KeyError, a traceback) before the kit's config import
+    read it; 10**9 layers hung in transformers' config class, which lists a type per layer."""
+    _no_suite(monkeypatch)
+    for name, extra, needle in (("rope", {"rope_scaling": {"rope_type": "ntk-frob", "factor": 2}},
+                                 "unknown rope_type 'ntk-frob'"),
+                                ("layers", {"num_hidden_layers": 10 ** 9}, "num_hidden_layers: 1000000000 layers")):
+        cfg = tmp_path / f"{name}.json"
+        cfg.write_text(json.dumps({**LLAMA, **extra}))
+        _one_line_error(capsys, cli(["model-check", str(cfg)]), needle)
+
+
+def test_control_characters_from_a_file_are_shown_escaped(tmp_path, capsys):
+    """A config key, a layer type or a file name quoted in an error cannot drive the terminal (clear it,
+    colour what follows, reverse a line): every control character is shown escaped on stderr."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**LLAMA, "layer_types": ["\x1b[2Jfull_attention\u202e", "full_attention"]}))
+    rc = cli(["config", "import", str(cfg)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "\\x1b[2J" in err and "\\u202e" in err, err
+    assert "\x1b" not in err and "\u202e" not in err

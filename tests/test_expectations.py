@@ -426,3 +426,29 @@ def test_a_contradicted_diagnosis_is_in_the_report_and_fits_the_schema(run_suite
     c = {x["divergence"]: x for x in rep["contradicted"]}["DIV-ROPE-POSITIONS-OFF-BY-ONE"]
     assert (c["dtype"], c["case"], c["golden"]) == ("float32", "rope-tiny-half", "passed") and c["failures"] > 1
     _check_schema(rep)
+
+
+def test_init_never_writes_through_a_link(tmp_path, capsys):
+    """--out naming a dangling link created the link's target (it "exists" only through the link)."""
+    report = tmp_path / "report.json"
+    rec = {"outcome": "failed", "case": "c", "check": "golden", "dtype": "float32", "clauses": ["A"], "violated": ["A"],
+           "raised": False, "reason": "x", "test_id": "test_golden[float32-c@A]",
+           "diagnosis": [{"divergence": "DIV-Y", "violates": ["A"], "ratio": 0.2}]}
+    report.write_text(json.dumps({"report_format": 1, "adapter": "a", "framework": "torch", "spec_version": "0.5.0",
+                                  "versions": {"torch": "2.13.0"}, "results": [rec]}))
+    target, link = tmp_path / "elsewhere.yaml", tmp_path / "draft.yaml"
+    link.symlink_to(target)
+    rc = cli.main(["expectations", "init", "--from-report", str(report), "--out", str(link)])
+    assert rc == 2 and "(a link): not overwritten" in capsys.readouterr().err
+    assert not target.exists()
+
+
+def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
+    """600 bytes of nested YAML aliases expand to 10**7 values: reading, validating or quoting them in an
+    error took 4.6 GB and ended in SIGABRT.  The strict reader counts the expanded values first."""
+    from posenc.spec import read_yaml
+    lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 8)]
+    with pytest.raises(yaml.YAMLError, match="alias bomb"):  # refused from the node graph, never expanded
+        read_yaml("\n".join(lines))
+    assert read_yaml("a: &x [1, 2]\nb: *x\n") == {"a": [1, 2], "b": [1, 2]}  # an alias or two: read as before

@@ -329,7 +329,8 @@ def from_config_file(path) -> HFModelAdapter:
     (:func:`.config_checks.check_memory`)."""
     from pathlib import Path
 
-    from posenc.hf import read_config
+    from posenc.hf import params_from_hf_config, read_config
+    from posenc.spec.errors import SpecError
 
     from .config_checks import check_fields, check_memory
     try:
@@ -339,6 +340,10 @@ def from_config_file(path) -> HFModelAdapter:
     mt = cfg.get("model_type")
     if isinstance(mt, str) and mt in ARCHS:
         check_fields(mt, cfg)
+        try:  # the kit's own reading of its positional keys first: transformers' would raise its KeyError
+            params_from_hf_config(cfg)
+        except SpecError as e:
+            raise ValueError(str(e).split(": ", 1)[-1]) from None
     tiny = tiny_from_config(cfg)
     check_memory(tiny["model_type"], ARCHS[tiny["model_type"]].auto, tiny)
     kind, s, ctx = tiny.pop("_posenc_context_shrink", (None, 1, 0))

@@ -76,9 +76,20 @@ def _kwargs(config: dict) -> dict:
     return {k: v for k, v in config.items() if k != "model_type" and not k.startswith("_posenc")}
 
 
+#: Layers a config may declare: transformers' config classes build per-layer lists (layer types, windows)
+#: of that length before anything is shrunk, so a count of 10**9 hangs there; the deepest published model
+#: has a few hundred
+MAX_LAYERS = 10_000
+
+
 def check_fields(model_type: str, config: dict) -> None:
     """``ValueError`` naming the first field of ``config`` whose value transformers' config class of
     ``model_type`` rejects (a list where it takes an integer, a string where it takes a number, ...)."""
+    for scope, d in (("", config), ("text_config.", config.get("text_config"))):
+        for k in ("num_hidden_layers", "n_layer", "num_layers", "num_decoder_layers"):
+            n = d.get(k) if isinstance(d, dict) else None
+            if isinstance(n, int) and not isinstance(n, bool) and n > MAX_LAYERS:  # before transformers lists them
+                raise ValueError(f"{scope}{k}: {n} layers, more than any model has (over {MAX_LAYERS}): refused")
     cls = _config_class(model_type)
     try:
         cls(**_kwargs(config))
