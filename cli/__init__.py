@@ -59,7 +59,8 @@ def _golden_parser(sub) -> None:
     for name, text in (("regenerate", "recompute every golden case with the reference"),
                        ("check", "detect tampering (sha256) and staleness (recomputation)")):
         p = g.add_parser(name, help=text)
-        p.add_argument("--dir", type=Path, default=None, help="golden folder (default: the family's, or the kit's)")
+        p.add_argument("--dir", type=Path, default=None, help="golden folder (default: the family's, or the kit's); "
+                       "regenerate writes only into a new or empty folder or one holding a golden manifest.json")
         p.add_argument("--family", default=None, help="the golden folder of this registered family (every case "
                        "stored there); default: the kit's")
 

@@ -6,6 +6,10 @@ Layout (the kit's: package data of ``posenc.families``; a family outside the kit
                              the file's size and sha256: validated and read as posenc.harness.golden_manifest says)
     golden/<case-id>.npz     outputs (float64 / int64), error scales, and the small inputs
 
+A golden folder is new, empty, or holds a golden ``manifest.json``: :func:`regenerate` writes into no
+other, removes only the files its previous manifest lists, never writes through a symlink and writes
+each file atomically (:func:`posenc.harness.golden_manifest.golden_folder`, ``write_atomic``).
+
 ``.npz`` members are plain ``.npy`` arrays, read with ``allow_pickle=False``.  Inputs marked
 ``generated`` in the manifest are not stored: they are regenerated from the manifest seed by
 the stream-stable rule below, and their sha256 is kept in the manifest.
@@ -30,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -203,50 +208,61 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
+def _golden_file(case: Case, seed: int) -> tuple[bytes, dict]:
+    """The npz bytes of ``case`` (recomputed with the reference) and its manifest entry."""
+    inputs = case_inputs(case, seed)
+    outs, scl = _compute(case, inputs)
+    arrays: dict[str, np.ndarray] = {}
+    in_meta = {}
+    for name, a in inputs.items():
+        gen = case.inputs[name]
+        meta = {"shape": list(a.shape), "dtype": str(a.dtype), "sha256": sha256_array(a)}
+        if isinstance(gen, Gen) and a.size > STORE_LIMIT:
+            meta["generated"] = gen.describe()
+        else:
+            arrays[f"input/{name}"] = a
+            if isinstance(gen, Gen):
+                meta["generated"] = gen.describe()
+        in_meta[name] = meta
+    out_meta = {}
+    for name, a in outs.items():
+        arrays[f"output/{name}"] = np.asarray(a)
+        out_meta[name] = {"shape": list(np.shape(a)), "dtype": str(np.asarray(a).dtype)}
+    for name, terms in scl.items():  # per output: its dtype, angle (and accumulation) scales
+        for kind, v in zip(SCALE_KINDS, terms):
+            arrays[f"{kind}/{name}"] = np.broadcast_to(v, np.shape(outs[name])).astype(np.float64)
+    data = _npz_bytes(arrays)
+    return data, {
+        "id": case.id, "op": case.op, "clauses": list(case.clauses), "note": case.note,
+        "params": {"model": type(case.params).__name__, "values": case.params.model_dump(mode="json")},
+        "inputs": in_meta, "outputs": out_meta, "file": f"{case.id}.npz", "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+
+
 def regenerate(directory: Optional[Path] = None, seed: int = SEED, cases: Optional[list[Case]] = None) -> list[str]:
     """Recompute ``cases`` (default: the kit's families') with the reference; rewrite the npz
-    files and the manifest of ``directory`` (default: the kit's golden folder)."""
+    files and the manifest of ``directory`` (default: the kit's golden folder).
+
+    Only into a golden folder (:func:`posenc.harness.golden_manifest.golden_folder`, checked before anything
+    is written): one that does not exist yet, is empty, or holds a golden ``manifest.json``; no symlink (or
+    anything but a regular file) where a file is written or removed.  Each file is written atomically
+    (a temporary file renamed over the old one); afterwards the files the previous manifest listed that no
+    case writes now are removed -- and nothing else."""
     directory = Path(directory or registry.kit_golden_dir())
-    directory.mkdir(parents=True, exist_ok=True)
-    entries, written = [], []
-    for case in family_cases()[1] if cases is None else cases:
-        inputs = case_inputs(case, seed)
-        outs, scl = _compute(case, inputs)
-        arrays: dict[str, np.ndarray] = {}
-        in_meta = {}
-        for name, a in inputs.items():
-            gen = case.inputs[name]
-            meta = {"shape": list(a.shape), "dtype": str(a.dtype), "sha256": sha256_array(a)}
-            if isinstance(gen, Gen) and a.size > STORE_LIMIT:
-                meta["generated"] = gen.describe()
-            else:
-                arrays[f"input/{name}"] = a
-                if isinstance(gen, Gen):
-                    meta["generated"] = gen.describe()
-            in_meta[name] = meta
-        out_meta = {}
-        for name, a in outs.items():
-            arrays[f"output/{name}"] = np.asarray(a)
-            out_meta[name] = {"shape": list(np.shape(a)), "dtype": str(np.asarray(a).dtype)}
-        for name, terms in scl.items():  # per output: its dtype, angle (and accumulation) scales
-            for kind, v in zip(SCALE_KINDS, terms):
-                arrays[f"{kind}/{name}"] = np.broadcast_to(v, np.shape(outs[name])).astype(np.float64)
-        data = _npz_bytes(arrays)
-        fname = f"{case.id}.npz"
-        (directory / fname).write_bytes(data)
-        written.append(fname)
-        entries.append({
-            "id": case.id, "op": case.op, "clauses": list(case.clauses), "note": case.note,
-            "params": {"model": type(case.params).__name__, "values": case.params.model_dump(mode="json")},
-            "inputs": in_meta, "outputs": out_meta, "file": fname, "size": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        })
+    cases = family_cases()[1] if cases is None else cases
+    written = [f"{case.id}.npz" for case in cases]
+    previous = gm.golden_folder(directory, written + [MANIFEST], MANIFEST)
+    entries = []
+    for case in cases:
+        data, entry = _golden_file(case, seed)
+        gm.write_atomic(directory, entry["file"], data)
+        entries.append(entry)
     manifest = {"format": FORMAT, "spec_version": SPEC_VERSION, "seed": seed, "generator": GENERATOR,
                 "store_limit": STORE_LIMIT, "cases": entries}
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
-    for stale in directory.glob("*.npz"):
-        if stale.name not in written:
-            stale.unlink()
+    gm.write_atomic(directory, MANIFEST, (json.dumps(manifest, indent=1, sort_keys=False) + "\n").encode("utf-8"))
+    for stale in sorted(previous - set(written) - {MANIFEST}):
+        gm.remove_listed(directory, stale)
     return written
 
 
@@ -256,7 +272,7 @@ def read_manifest(directory: Optional[Path] = None) -> dict:
     whatever the exception, is a :class:`GoldenError` naming the file."""
     directory = Path(directory or registry.kit_golden_dir())
     path = directory / MANIFEST
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise GoldenError(f"{path}: golden manifest missing; run `posenc golden regenerate`")
     try:
         m = gm.manifest(path, gm.read_manifest_text(path))
@@ -372,8 +388,6 @@ def _read_entry(case: Case, directory: Path, m: dict) -> tuple[Path, gm.Entry, d
     if entry is None:
         raise GoldenError(f"{directory / MANIFEST}: no entry for case {case.id!r}; `{regenerate_hint(case)}`")
     path = gm.confined(directory, entry.file)
-    if not path.is_file():
-        raise GoldenError(f"{path}: golden file missing")
     data = gm.read_bounded(path, entry.size, gm.FILE_LIMIT)
     if hashlib.sha256(data).hexdigest() != entry.sha256:
         raise GoldenError(f"{path}: sha256 does not match the manifest (file tampered with or corrupt)")

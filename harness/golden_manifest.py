@@ -13,22 +13,36 @@ memory that the manifest does not declare:
   no symlink that resolves outside it);
 * its ``size`` (bytes) is at most :data:`FILE_LIMIT` and equals the file's before a byte is read, and no
   more than that is read; the arrays it holds are at most :data:`ARRAYS_LIMIT` bytes uncompressed (a small
-  compressed file cannot unpack to gigabytes).
+  compressed file cannot unpack to gigabytes);
+* only regular files are read: a FIFO, a folder, a socket or a device is named as what it is and never
+  opened blocking; the manifest itself is never a symlink (a link is refused, naming it, never followed);
+* a key written twice in one JSON object of the manifest is refused, naming the key and its lines
+  (:func:`loads_strict`: JSON readers disagree on which of the two wins).
+
+Writing (``posenc golden regenerate``, :func:`golden_folder`, :func:`write_atomic`): a golden folder is an
+empty folder or one holding a golden ``manifest.json`` (a regular file the :class:`Manifest` format
+validates).  Regenerate writes into no other folder, removes only the files its previous manifest lists,
+refuses a symlink (or anything but a regular file) where it would write or remove, and writes each file
+to a temporary file in the same folder renamed over the old one (a link there is replaced, never written
+through; a reader sees the old file or the new one, never half of one).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import stat
+import tempfile
 import zipfile
+from json.decoder import WHITESPACE, scanstring
+from json.scanner import py_make_scanner
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, ValidationError, field_validator
 
 from posenc.spec.errors import GoldenError
-from posenc.spec.files import NotRegularFile, read_regular
 
 #: The most bytes a golden manifest may have (the kit's is about 0.5 MB).
 MANIFEST_LIMIT = 64 << 20
@@ -113,11 +127,12 @@ def validation_text(e: ValidationError) -> str:
 
 def manifest(path: Path, text: str) -> dict:
     """The manifest at ``path`` (its ``text``, already read) validated: a plain dict, ``cases`` unvalidated."""
-    import json
     try:
-        raw = json.loads(text)
+        raw = loads_strict(text)
     except json.JSONDecodeError as e:
         raise GoldenError(f"{path}: not valid JSON: {e}") from None
+    except DuplicateKey as e:
+        raise GoldenError(f"{path}: {e}") from None
     if not isinstance(raw, dict):
         raise GoldenError(f"{path}: not a JSON object (a {type(raw).__name__})")
     try:
@@ -169,19 +184,126 @@ def entry_problems(path: Path, m: dict) -> tuple[set[str], list[str]]:
     return ids, problems
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice: ``line N column C: duplicate key 'K' (first at line M column D)``."""
+
+    def __init__(self, key: str, at: Optional[tuple[int, int]] = None, first: Optional[tuple[int, int]] = None):
+        self.key, self.at, self.first = key, at, first
+        where = f"line {at[0]} column {at[1]}: " if at else ""
+        since = f" (first at line {first[0]} column {first[1]})" if first else ""
+        super().__init__(f"{where}duplicate key {key!r}{since}: a key written twice is refused (JSON readers "
+                         "disagree on which one wins)")
+
+
+def _no_duplicates(pairs: list) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` refusing a key written twice in one object, at any depth (:class:`DuplicateKey`, naming
+    the key and its lines; the lines are found by a second, position-keeping pass, only then)."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except DuplicateKey as e:
+        raise _located(text) or e from None
+
+
+def _located(text: str) -> Optional[DuplicateKey]:
+    """The first duplicate key of ``text`` (valid JSON) with its lines, by the pure-Python scanner."""
+    def skip(s: str, i: int) -> int:
+        return WHITESPACE.match(s, i).end()
+
+    def parse_object(s_and_end, strict, scan_once, *_):
+        s, end = s_and_end
+        seen: dict[str, tuple[int, int]] = {}
+        end = skip(s, end)
+        while s[end] != "}":
+            at = (s.count("\n", 0, end) + 1, end - s.rfind("\n", 0, end))  # 1-based line and column
+            key, end = scanstring(s, end + 1, strict)
+            if key in seen:
+                raise DuplicateKey(key, at, seen[key])
+            seen[key] = at
+            _, end = scan_once(s, skip(s, skip(s, end) + 1))  # past the ':'
+            end = skip(s, end)
+            end = skip(s, end + 1) if s[end] == "," else end
+        return None, end + 1
+
+    decoder = json.JSONDecoder()
+    decoder.parse_object = parse_object
+    decoder.scan_once = py_make_scanner(decoder)
+    try:
+        decoder.decode(text)
+    except DuplicateKey as e:
+        return e
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
+_KINDS = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words ("a FIFO", "a folder", ...)."""
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def _link_text(path: Path) -> str:
+    try:
+        return f"a symlink (to {os.readlink(path)})"
+    except OSError:
+        return "a symlink"
+
+
+def open_regular(path: Path, what: str, follow: bool = True) -> tuple[int, os.stat_result]:
+    """An open descriptor of regular file ``path`` and its stat: anything else is a :class:`GoldenError` saying
+    what it is (a FIFO is never opened: stat first, then a non-blocking open checked again by fstat);
+    ``follow=False``: a symlink is refused too, never followed."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except FileNotFoundError:
+        dangling = os.path.islink(path)
+        raise GoldenError(f"{path}: {what} missing" + (f" ({_link_text(path)}, dangling)" if dangling else "")) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise GoldenError(f"{path}: the {what} is {_link_text(path)}: refused, never followed (it must be a regular "
+                          "file in the golden folder)")
+    if not stat.S_ISREG(st.st_mode):
+        raise GoldenError(f"{path}: not a regular file: {file_kind(st.st_mode)} (the {what} is never read from it)")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # swapped after the stat: still never read
+        os.close(fd)
+        raise GoldenError(f"{path}: not a regular file: {file_kind(st.st_mode)} (the {what} is never read from it)")
+    return fd, st
+
+
+def _read_fd(fd: int, n: int) -> bytes:
+    with os.fdopen(fd, "rb") as f:
+        return f.read(n)
+
+
 def read_bounded(path: Path, size: int, limit: int, what: str = "golden file") -> bytes:
     """The bytes of regular file ``path``, which must have ``size`` bytes (at most ``limit``): checked
     before anything is read, and no more than ``size`` bytes are read even if it grows meanwhile."""
-    if size > limit:
-        raise GoldenError(f"{path}: the manifest declares {size} bytes, over the {what} limit of {limit} bytes")
     try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            raise GoldenError(f"{path}: not a regular file")
-        if st.st_size != size:
-            raise GoldenError(f"{path}: {st.st_size} bytes, the manifest says {size} (file tampered with or corrupt)")
-        with open(path, "rb") as f:
-            data = f.read(size + 1)
+        fd, st = open_regular(path, what)
+        try:
+            if size > limit:
+                raise GoldenError(f"{path}: the manifest declares {size} bytes, over the {what} limit of {limit} bytes")
+            if st.st_size != size:
+                raise GoldenError(f"{path}: {st.st_size} bytes, the manifest says {size} (file tampered with or "
+                                  "corrupt)")
+        except GoldenError:
+            os.close(fd)
+            raise
+        data = _read_fd(fd, size + 1)
     except OSError as e:
         raise GoldenError(f"{path}: cannot be read ({e.strerror or e})") from None
     if len(data) != size:
@@ -190,13 +312,18 @@ def read_bounded(path: Path, size: int, limit: int, what: str = "golden file") -
 
 
 def read_manifest_text(path: Path) -> str:
-    """The manifest's text, read only when it is a regular file of at most :data:`MANIFEST_LIMIT` bytes."""
+    """The manifest's text, read only when it is a regular file (never a symlink, never a FIFO) of at most
+    :data:`MANIFEST_LIMIT` bytes."""
     try:
-        data = read_regular(path, MANIFEST_LIMIT, "manifest")
-    except NotRegularFile as e:
-        raise GoldenError(f"{path}: {e}") from None
+        fd, st = open_regular(path, "manifest", follow=False)
+        if st.st_size > MANIFEST_LIMIT:
+            os.close(fd)
+            raise GoldenError(f"{path}: {st.st_size} bytes, over the manifest limit of {MANIFEST_LIMIT} bytes")
+        data = _read_fd(fd, MANIFEST_LIMIT + 1)
     except OSError as e:
         raise GoldenError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if len(data) > MANIFEST_LIMIT:
+        raise GoldenError(f"{path}: over the manifest limit of {MANIFEST_LIMIT} bytes (it grew while it was read)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -224,3 +351,87 @@ def check_arrays_size(path: Path, data: bytes) -> None:
         raise GoldenError(f"{path}: not a readable npz of plain arrays: {e}") from None
     if total > ARRAYS_LIMIT:
         raise GoldenError(f"{path}: its arrays take {total} bytes uncompressed, over the limit of {ARRAYS_LIMIT}")
+
+
+def _listed_files(m: dict) -> set[str]:
+    """The files a (validated) manifest lists that regenerate may remove: plain ``.npz`` names in the folder."""
+    names = {e.get("file") for e in m["cases"] if isinstance(e, dict)}
+    return {n for n in names if isinstance(n, str) and n.endswith(".npz") and "/" not in n and "\\" not in n
+            and "\0" not in n}
+
+
+def golden_folder(directory: Path, writes: list[str], manifest_name: str = "manifest.json") -> set[str]:
+    """Make sure ``directory`` may be (re)written by ``posenc golden regenerate`` before anything is written:
+    it does not exist (created), is empty, or holds a golden manifest (a regular file that :func:`manifest`
+    validates); and no name it will write (``writes``) or remove (the files its manifest lists) is a symlink
+    or anything but a regular file.  Returns the files the previous manifest lists (empty for a new folder)."""
+    try:
+        if not os.path.lexists(directory):
+            directory.mkdir(parents=True)
+            return set()
+        if not directory.is_dir():
+            raise GoldenError(f"{directory}: not a folder; `posenc golden regenerate` writes into a golden folder")
+        if not any(directory.iterdir()):
+            return set()
+    except OSError as e:
+        raise GoldenError(f"{directory}: cannot be made or listed ({e.strerror or e})") from None
+    path = directory / manifest_name
+    if not os.path.lexists(path):
+        raise GoldenError(f"{directory}: not a golden folder (no {manifest_name}) and not empty: `posenc golden "
+                          f"regenerate` writes only into an empty folder or one holding a golden {manifest_name}; "
+                          "nothing was written or removed")
+    try:
+        listed = _listed_files(manifest(path, read_manifest_text(path)))
+    except GoldenError as e:
+        raise GoldenError(f"{e}; `posenc golden regenerate` rewrites only a folder whose {manifest_name} is a golden "
+                          "manifest (or an empty folder); nothing was written or removed") from None
+    bad = []
+    for name in sorted(set(writes) | listed):
+        try:
+            mode = os.lstat(directory / name).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            bad.append(f"{name} is {_link_text(directory / name) if stat.S_ISLNK(mode) else file_kind(mode)}")
+    if bad:
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise GoldenError(f"{directory}: {'; '.join(bad[:3])}{more}: `posenc golden regenerate` replaces or removes only "
+                          "regular files (never writes through a link); remove them first; nothing was written or removed")
+    return listed
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(directory: Path, name: str, data: bytes) -> None:
+    """Write ``directory / name`` whole or not at all: a temporary file in the same folder, renamed over the
+    old one (a symlink of that name is replaced, never written through).  A :class:`GoldenError` where it
+    cannot be written (the old file left as it was, the temporary file removed)."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, directory / name)
+    except OSError as e:
+        raise GoldenError(f"{directory / name}: cannot be written ({e.strerror or e}); the old file is left as "
+                          "it was") from None
+    finally:
+        if tmp is not None and os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def remove_listed(directory: Path, name: str) -> None:
+    """Remove a file the previous manifest listed (a regular file; anything else was refused before writing)."""
+    path = directory / name
+    try:
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            path.unlink()
+    except FileNotFoundError:
+        pass

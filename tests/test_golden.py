@@ -188,12 +188,17 @@ def test_regenerate_cli_then_check(tmp_path, capsys):
     capsys.readouterr()
 
 
-def test_regenerate_removes_orphans(tmp_path):
-    d = tmp_path / "g"
-    d.mkdir()
-    (d / "old-case.npz").write_bytes(b"x")
-    golden.regenerate(d)
-    assert not (d / "old-case.npz").exists()
+def test_regenerate_removes_orphans(regenerated):
+    """An orphan is a file the previous manifest lists that no case writes now; a file it does not list
+    is not the kit's and stays (tests/test_golden_folder.py)."""
+    m = json.loads((regenerated / "manifest.json").read_text())
+    m["cases"].append({"id": "old-case", "file": "old-case.npz"})
+    (regenerated / "manifest.json").write_text(json.dumps(m))
+    (regenerated / "old-case.npz").write_bytes(b"x")
+    (regenerated / "unlisted.npz").write_bytes(b"y")
+    golden.regenerate(regenerated)
+    assert not (regenerated / "old-case.npz").exists()
+    assert (regenerated / "unlisted.npz").read_bytes() == b"y"
 
 
 def test_check_on_empty_dir_reports_missing_manifest(tmp_path):

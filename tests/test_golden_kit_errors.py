@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -252,3 +253,103 @@ def test_a_generated_inputs_description_and_the_store_limit_are_the_kits(folder)
     (folder / "manifest.json").write_text(json.dumps(m))
     problems = golden.check(folder)
     assert len(problems) == 1 and "store_limit 0 is not the kit's" in problems[0], problems
+
+
+@pytest.fixture
+def never_opened(monkeypatch):
+    """Fail a test that opens any path in ``paths`` (a FIFO opened blocking would hang the run)."""
+    paths: list[Path] = []
+    real = os.open
+
+    def guarded(path, *a, **k):
+        if any(os.path.abspath(path) == os.path.abspath(p) for p in paths):
+            raise AssertionError(f"opened {path}")
+        return real(path, *a, **k)
+    monkeypatch.setattr(os, "open", guarded)
+    return paths
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_golden_file_that_is_a_fifo_or_a_folder_is_named_never_opened(folder, never_opened, kind):
+    """The hostile review: both were reported as "golden file missing"."""
+    path = folder / f"{CASE}.npz"
+    path.unlink()
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    never_opened.append(path)
+    what = "a FIFO" if kind == "fifo" else "a folder"
+    with pytest.raises(GoldenError, match=rf"{CASE}.npz: not a regular file: {what} \(the golden file is never read"):
+        golden.load(by_id()[CASE], folder)
+    assert f"not a regular file: {what}" in _only_problem(folder)
+
+
+def test_a_missing_golden_file_and_a_dangling_link_are_missing(folder):
+    (folder / f"{CASE}.npz").unlink()
+    with pytest.raises(GoldenError, match=rf"{CASE}.npz: golden file missing$"):
+        golden.load(by_id()[CASE], folder)
+    os.symlink(folder / "gone.npz", folder / f"{CASE}.npz")
+    with pytest.raises(GoldenError, match=rf"{CASE}.npz: golden file missing \(a symlink \(to .*gone.npz\), dangling\)"):
+        golden.load(by_id()[CASE], folder)
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "copy"])
+def test_a_manifest_that_is_a_symlink_is_refused(folder, tmp_path, never_opened, target):
+    """Refused, naming the file -- even a link to a valid golden manifest (never followed out of the folder)."""
+    manifest = folder / "manifest.json"
+    if target == "copy":
+        target = str(tmp_path / "elsewhere.json")
+        shutil.copy(manifest, target)
+    manifest.unlink()
+    os.symlink(target, manifest)
+    never_opened.append(target)
+    with pytest.raises(GoldenError, match=rf"manifest.json: the manifest is a symlink \(to {target}\): refused, never "
+                                          r"followed"):
+        golden.read_manifest(folder)
+    assert golden.check(folder) == [str(pytest.raises(GoldenError, golden.read_manifest, folder).value)]
+    with pytest.raises(GoldenError, match=r"manifest.json: the manifest is a symlink"):
+        golden.load(by_id()[CASE], folder)
+
+
+def test_a_manifest_that_is_a_fifo_is_named_never_opened(folder, never_opened):
+    manifest = folder / "manifest.json"
+    manifest.unlink()
+    os.mkfifo(manifest)
+    never_opened.append(manifest)
+    with pytest.raises(GoldenError, match=r"manifest.json: not a regular file: a FIFO"):
+        golden.read_manifest(folder)
+
+
+def test_a_duplicate_cases_key_is_refused_naming_key_and_line(folder):
+    """The hostile review: a second ``"cases": []`` gave 288 "no golden; regenerate" lines, the duplicate unsaid."""
+    text = (folder / "manifest.json").read_text().rstrip()
+    assert text.endswith("}")
+    lines = text.count("\n") + 1
+    (folder / "manifest.json").write_text(text[:-1].rstrip() + ',\n "cases": []\n}\n')
+    problems = golden.check(folder)
+    assert len(problems) == 1, problems[:3]
+    assert re.search(rf"manifest.json: line {lines} column 2: duplicate key 'cases' \(first at line \d+ column 2\)",
+                     problems[0]), problems
+
+
+def test_a_duplicate_key_inside_an_entry_is_refused(folder):
+    """The last of two ``sha256`` keys won silently: the manifest said one thing to one reader, another to another."""
+    text = (folder / "manifest.json").read_text()
+    m = json.loads(text)
+    good = m["cases"][0]["sha256"]
+    (folder / "manifest.json").write_text(text.replace(f'"sha256": "{good}"', f'"sha256": "{"0" * 64}",\n'
+                                                      f'  "sha256": "{good}"', 1))
+    line = text[:text.index(good)].count("\n") + 2
+    with pytest.raises(GoldenError, match=rf"manifest.json: line {line} column 3: duplicate key 'sha256' \(first at "
+                                          rf"line {line - 1} column \d+\)"):
+        golden.read_manifest(folder)
+
+
+@pytest.mark.parametrize("text, says", [
+    ('{"a": 1, "a": 2}', "line 1 column 10: duplicate key 'a' (first at line 1 column 2)"),
+    ('{"a": {"b": [1, {"c": 1,\n "c": 2}]}}', "line 2 column 2: duplicate key 'c' (first at line 1 column 18)"),
+    ('{"\\u0061": 1, "a": 2}', "line 1 column 15: duplicate key 'a' (first at line 1 column 2)"),
+])
+def test_the_strict_json_reader_names_the_duplicate(text, says):
+    with pytest.raises(gm.DuplicateKey) as ei:
+        gm.loads_strict(text)
+    assert str(ei.value).startswith(says), str(ei.value)
+    assert gm.loads_strict('{"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]}') == {"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]}
