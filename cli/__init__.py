@@ -138,7 +138,8 @@ def _docs_parsers(sub) -> None:
     p = d.add_parser("serve", help="serve a built site on localhost (build it first when absent)")
     p.add_argument("--dir", type=Path, default=None, help="the built site (default: ./posenc-site)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; any other than a loopback "
+                   "address makes the site reachable from the network, and warns)")
     p = sub.add_parser("cite-check", help="check the spec IDs cited in source files: strict `posenc: ID@VERSION` "
                        "citations are errors when unknown, superseded, of a version that does not exist or changed "
                        "in meaning since; bare IDs are warnings")

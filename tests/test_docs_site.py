@@ -368,6 +368,86 @@ def test_spec_text_cannot_inject_markup():
     assert "system-message" not in body  # every generated construct parsed cleanly
 
 
+#: an RST link that a ````literal```` around the string would let out: the backquotes close the literal
+EVIL_RST = "rope_theta`` `clickme <javascript:alert(document.domain)>`__ ``x"
+
+
+def _publish(rst: str) -> str:
+    """The generated RST of a family page as HTML by plain docutils (the site's directives replaced by
+    docutils' own), every problem reported in the page."""
+    import re
+    from docutils.core import publish_parts
+    rst = re.sub(r"\.\. posenc-entry:: \S+\n   :kind: .*\n   :heading: .*\n", ".. container::\n", rst)
+    rst = rst.replace(".. code-block:: none", "::")
+    return publish_parts(rst, writer="html", settings_overrides={"report_level": 2, "halt_level": 5,
+                                                                 "warning_stream": False})["body"]
+
+
+def test_spec_strings_shown_as_code_cannot_inject_markup(monkeypatch):
+    """A parameter's, a tensor's, an invariant's, a branch's, an operation's name, a shape, an ID prefix, a
+    dtype, a divergence's level, a source's version and the matrix's strings reach the page as text: a
+    backquote in them cannot close a literal and make a ``javascript:`` link (or any markup)."""
+    from posenc.spec.versions import Snapshot
+    from posenc.tools import matrix_status
+    evil = EVIL_RST
+    clause = {"id": "X-A", "kind": "clause", "family": "x", "title": "t", "statement": "s", "tolerance": "exact",
+              "since": "0.1.0", "parameters": [{"name": evil, "type": evil, "default": evil, "constraints": evil}],
+              "inputs": [{"name": evil, "shape": evil, "dtype": evil}], "outputs": [{"name": evil, "shape": evil}],
+              "invariants": [evil, "ok"], "branches": [{"name": evil, "description": evil}],
+              "sources": [{"citation": "huggingface/transformers", "location": "models/llama/modeling_llama.py",
+                           "version": evil, "kind": evil, "provenance": evil}]}
+    div = {"id": "DIV-X-B", "kind": "divergence", "family": "x", "violates": ["X-A"], "description": "d",
+           "mutant": "m", "since": "0.1.0", "level": evil, "dtypes": [evil]}
+    fam = {"family": "x", "description": "f", "id_prefixes": [evil], "clauses": [clause], "divergences": [div],
+           "operations": [{"name": evil, "title": evil, "method": evil, "clauses": ["X-A", evil]}]}
+    snap = Snapshot("0.1.0", True, {"x": fam}, {"X-A": clause, "DIV-X-B": div})
+    row = matrix_status.ImplementationStatus(evil, evil, {evil: evil, "float32": "pass"}, ("DIV-X-B", evil), evil)
+    monkeypatch.setattr(matrix_status, "clause_status", lambda ident: [row])
+    body = _publish(docs_site._family_rst(snap, "x", "https://b.example", "0.1.0", True))
+    assert 'href="javascript' not in body and "javascript:alert" in body
+    assert "system-message" not in body  # every generated construct parsed cleanly
+    shown = _text(body)
+    assert shown.count("clickme <javascript:alert(document.domain)>") >= 24, shown  # every one, as text
+    assert shown.count(evil) >= 10  # a name shown as code keeps its text exactly
+
+
+@pytest.mark.parametrize("where, value", [
+    ("ID", "X-A <javascript:alert(1)>"), ("ID", "X-A\n\n.. raw:: html\n\n   <script>alert(1)</script>"),
+    ("family", "x <javascript:alert(1)>"), ("family", "../x"), ("family", "search"), ("version", "0.1.0`x`"),
+])
+def test_spec_names_that_become_links_are_refused(where, value):
+    """An ID, a family or a version becomes a page, an anchor, a link's target: one that is not a plain name
+    is refused (one line), never written into the page."""
+    from posenc.spec.versions import Snapshot
+    given = {"ID": "X-A", "family": "x", "version": "0.1.0", where: value}
+    ident, fam, version = given["ID"], given["family"], given["version"]
+    clause = {"id": ident, "kind": "clause", "family": fam, "title": "t", "statement": "s", "since": "0.1.0"}
+    snap = Snapshot(version, True, {fam: {"family": fam, "clauses": [clause]}}, {ident: clause})
+    with pytest.raises(docs_site.DocsError, match=f"the spec's {where} .* is not a name") as err:
+        docs_site._family_rst(snap, fam, "https://b.example", version, False)
+    assert "\n" not in str(err.value)
+
+
+def test_site_conf_is_python_literals_whatever_the_name():
+    """A card's name (from a config) or a version in the site's conf.py is a Python string literal: a quote
+    and a line break in it cannot add code."""
+    from posenc.tools.sphinx_build import conf
+    hostile = 'x"\nimport os; os.environ["POSENC_PWNED"] = "1"\n#'
+    ns: dict = {}
+    exec(compile(conf(f"card {hostile}"), "conf.py", "exec"), ns)  # noqa: S102 - the generated file
+    assert ns["project"] == f"posenc spec card {hostile}" and "POSENC_PWNED" not in os.environ
+
+
+def test_linked_urls_are_safe_targets():
+    """A URL ending in ``_`` is linked to itself (not read as a reference name); one with a character RST or
+    HTML would read otherwise is left as text."""
+    from posenc.tools.site_text import linked, uri
+    body = _publish("Title\n=====\n\n" + linked("see https://example.org/path_ for details") + "\n")
+    assert 'href="https://example.org/path_"' in body and "system-message" not in body
+    assert uri("https://example.org/a`b") is None and uri("javascript:alert(1)") is None
+    assert uri("https://github.com/o/r/blob/v1> `x <javascript:1>`__/a.py") is None
+
+
 # ---------------------------------------------------------------------------------------- built site
 
 @pytest.fixture(scope="module")
@@ -573,7 +653,9 @@ HOSTILE_TEX = (r"\(\href{javascript:alert(1)}{x}\) $$\href{javascript:alert(2)}{
 @pytest.fixture(scope="module")
 def hostile_pages(tmp_path_factory):
     """A card page built from a config whose name holds TeX links, given a formula of its own (so MathJax
-    runs on it, as on any card page with math), and a site whose clauses' titles and statements hold them."""
+    runs on it, as on any card page with math), and a site whose clauses' titles and statements hold them,
+    and whose clauses' parameter names, tensor names and shapes, invariants and branch names, and divergences'
+    dtypes, hold an RST link (:data:`EVIL_RST`)."""
     from posenc.spec import versions
     from posenc.tools.card import Card, build_card
     from posenc.tools.sphinx_build import build_card_page
@@ -584,12 +666,21 @@ def hostile_pages(tmp_path_factory):
     real = versions.snapshot
 
     def hostile_snapshot(v):
+        import copy
         snap = real(v)
-        for raw in snap.families.values():
+        families, entries = copy.deepcopy(snap.families), copy.deepcopy(snap.entries)
+        for raw in families.values():
             for clause in raw.get("clauses") or []:
                 clause["title"] = HOSTILE_TEX
                 clause["statement"] = HOSTILE_TEX + " " + str(clause.get("statement", ""))
-        return snap
+        for e in entries.values():
+            e["statement"] = HOSTILE_TEX + " " + str(e.get("statement", ""))
+            e["parameters"] = [{"name": EVIL_RST, "type": "float"}, *(e.get("parameters") or [])]
+            e["inputs"] = [{"name": EVIL_RST, "shape": EVIL_RST, "dtype": "float32"}]
+            e["invariants"] = [EVIL_RST]
+            e["branches"] = [{"name": EVIL_RST, "description": "both sides"}]
+            e["dtypes"] = [EVIL_RST]
+        return versions.Snapshot(snap.version, snap.released, families, entries)
     with pytest.MonkeyPatch.context() as mp:
         to_rst = Card.to_rst
         mp.setattr(Card, "to_rst", lambda self, **kw: to_rst(self, **kw) + "\n.. math:: x^2 + y_{k}\n")
@@ -625,7 +716,12 @@ def _tex_never_live(browser, url: str) -> None:
         browser.execute_script("return document.querySelectorAll('.math mjx-container').length")
     links = browser.execute_script("return Array.from(document.querySelectorAll('[href]')).map(a => a.getAttribute('href'))")
     assert not [h for h in links if "javascript:" in h.lower().replace(" ", "")], links
-    assert r"\href{javascript:alert(1)}{x}" in browser.find_element("tag name", "body").text  # shown, as text
+    shown = browser.find_element("tag name", "body").text
+    assert r"\href{javascript:alert(1)}{x}" in shown  # shown, as text
+    if "/site/" in url:  # the RST link in a name, a shape, an invariant, ...: shown, as text
+        assert shown.count("clickme <javascript:alert(document.domain)>") >= 5, shown[:2000]
+        protocols = browser.execute_script("return Array.from(document.links).map(a => a.protocol)")
+        assert set(protocols) <= {"http:", "https:"}, protocols  # as the browser reads the links
     assert browser.execute_script("return !!(MathJax._.ui && MathJax._.ui.safe)")  # the safe extension is loaded
     for tex in (r"\href{javascript:alert(1)}{x}", r"\require{html}\href{javascript:alert(1)}{x}",
                 r"\class{c}{x}\cssId{i}{y}\style{color:red}{z}"):

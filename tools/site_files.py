@@ -15,7 +15,9 @@ whatever the umask (and ``tempfile.mkdtemp``'s 0700).
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
 from pathlib import Path
 
 from posenc.tools.sphinx_build import DocsError, make_readable  # noqa: F401 - make_readable: re-exported
@@ -103,16 +105,20 @@ def foreign(root: Path, new: Path | None = None, versions: tuple[str, ...] | lis
     return out
 
 
-def carry_foreign(old: Path, new: Path, versions: tuple[str, ...] | list[str] = ()) -> list[str]:
+def carry_foreign(old: Path, new: Path, versions: tuple[str, ...] | list[str] = (), nested_only: bool = False
+                  ) -> list[str]:
     """Move the paths of site ``old`` its build did not write into ``new`` (same place); returns them.
-    ``versions``: the spec's own versions (what an older marker owns).
+    ``versions``: the spec's own versions (what an older marker owns); ``nested_only``: move only those inside
+    a folder the build wrote (the ones at the top stay where they are).  The build's own temporary folders
+    (:func:`is_temporary`) are never moved.
 
     Raises :class:`~posenc.tools.sphinx_build.DocsError` naming the first one ``new`` already has, before moving anything."""
-    keep = foreign(old, new, versions)
+    keep = [rel for rel in foreign(old, new, versions) if not is_temporary(rel)]
     for rel in keep:
         if os.path.lexists(new / rel):
             raise DocsError(f"{old / rel} was not written by posenc docs build and the new site writes "
                                    f"{rel}: refusing to replace it (move it away, or build into another folder)")
+    keep = [rel for rel in keep if "/" in rel] if nested_only else keep
     moved: list[str] = []
     try:
         for rel in keep:
@@ -120,7 +126,145 @@ def carry_foreign(old: Path, new: Path, versions: tuple[str, ...] | list[str] = 
             os.rename(old / rel, new / rel)
             moved.append(rel)
     except BaseException:
-        for rel in reversed(moved):  # put them back: the caller removes ``new``
-            os.rename(new / rel, old / rel)
+        _move_back(old, new, moved)  # the caller removes ``new``
         raise
     return keep
+
+
+def _move_back(old: Path, new: Path, moved: list[str]) -> None:
+    for rel in reversed(moved):
+        os.rename(new / rel, old / rel)
+
+
+#: the prefixes of the build's temporary folders inside the output folder (the new site, the old one's paths)
+BUILDING, OLD = ".posenc-site.building-", ".posenc-site.old-"
+
+
+def is_temporary(rel: str) -> bool:
+    """Whether ``rel`` (relative to the output folder) is one of the build's temporary folders."""
+    return rel.startswith((BUILDING, OLD)) and "/" not in rel
+
+
+def install(final: Path, new: Path, versions: tuple[str, ...] | list[str] = ()) -> None:
+    """Put the site built in ``new`` (a folder inside ``final``) into ``final``, which stays the same folder
+    (a mount point, its owner, group and mode are kept): the paths the previous build wrote (its marker) are
+    replaced, a path it did not write stays (one inside a folder it wrote is moved into the new one).  On any
+    error everything moved is put back, and the error raised; ``new`` is then the caller's to remove.
+
+    Raises :class:`DocsError` where ``final`` is no longer empty and holds no site, or holds a path the build did
+    not write where the new site writes one (nothing is changed then)."""
+    entries = [n for n in os.listdir(final) if not is_temporary(n)]
+    if is_site(final):
+        mine = {p.split("/")[0] for p in owned(final, new, versions)}
+        carried = carry_foreign(final, new, versions, nested_only=True)
+        old = [n for n in entries if n in mine]
+    elif entries:  # filled while the site was built
+        raise DocsError(f"{final} is no longer empty and is not a posenc site: refusing to write into it")
+    else:
+        carried, old = [], []
+    done: list[tuple[Path, Path]] = []
+    trash = Path(tempfile.mkdtemp(prefix=OLD, dir=final))
+    try:
+        for n in old:
+            os.rename(final / n, trash / n)
+            done.append((final / n, trash / n))
+        for n in sorted(os.listdir(new), key=lambda n: n == MARKER):  # the marker last
+            os.rename(new / n, final / n)
+            done.append((new / n, final / n))
+    except BaseException:
+        for src, dst in reversed(done):
+            os.rename(dst, src)
+        _move_back(final, new, carried)
+        os.rmdir(trash)  # empty again (were a path not put back, it would stay there, and this fail)
+        raise
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------- serving
+
+#: what :func:`site_target` answers for a folder named without its trailing ``/`` (a redirect to it)
+REDIRECT = "redirect"
+
+
+def _inside(root: str, path: str) -> str | None:
+    """``path`` with every link resolved, where that is a path inside ``root`` (itself resolved) none of whose
+    parts below ``root`` starts with a dot; else None."""
+    real = os.path.realpath(path)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    rel = os.path.relpath(real, root)
+    return None if rel != "." and any(p.startswith(".") for p in rel.split(os.sep)) else real
+
+
+def site_target(root: Path | str, request_path: str) -> str | None:
+    """The regular file to answer the HTTP request path ``request_path`` with, from the site folder ``root``:
+    a file inside it (links resolved, never one leading out), none of whose parts starts with a dot; for a
+    folder, its ``index.html`` (never a listing); :data:`REDIRECT` for a folder named without its trailing
+    ``/``; None otherwise (404)."""
+    from urllib.parse import unquote
+    path = unquote(request_path.split("?", 1)[0].split("#", 1)[0], errors="strict")
+    parts = [p for p in path.split("/") if p]
+    if any(p.startswith(".") or "\\" in p or "\0" in p for p in parts):
+        return None
+    base = os.path.realpath(root)
+    real = _inside(base, os.path.join(base, *parts))
+    if real is None or not os.path.exists(real):
+        return None
+    if os.path.isdir(real):
+        index = _inside(base, os.path.join(real, "index.html"))
+        if index is None or not os.path.isfile(index):
+            return None
+        return index if path.endswith("/") or not parts else REDIRECT
+    if path.endswith("/"):  # a file named as a folder
+        return None
+    return real if os.path.isfile(real) else None
+
+
+def handler(root: Path):
+    """The request handler class of ``posenc docs serve`` for the site folder ``root`` (GET and HEAD):
+    :func:`site_target`'s file, a redirect to a folder's ``/``, or 404; no access log."""
+    from http import HTTPStatus
+    from http.server import SimpleHTTPRequestHandler
+    from urllib.parse import quote, unquote
+
+    class SiteHandler(SimpleHTTPRequestHandler):
+        def send_head(self):
+            try:
+                found = site_target(root, self.path)
+            except (OSError, UnicodeDecodeError, ValueError):
+                found = None
+            if found == REDIRECT:
+                parts = [p for p in unquote(self.path.split("?", 1)[0].split("#", 1)[0]).split("/") if p]
+                self.send_response(HTTPStatus.MOVED_PERMANENTLY)
+                self.send_header("Location", "/" + "/".join(quote(p) for p in parts) + "/")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
+            try:
+                fd = os.open(found, os.O_RDONLY | os.O_NOFOLLOW) if found else -1
+            except OSError:
+                fd = -1
+            if fd < 0:
+                self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+                return None
+            f = os.fdopen(fd, "rb")
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                f.close()
+                self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+                return None
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-type", self.guess_type(found))
+            self.send_header("Content-Length", str(st.st_size))
+            self.send_header("Last-Modified", self.date_time_string(st.st_mtime))
+            self.end_headers()
+            return f
+
+        def list_directory(self, path):  # never a listing
+            self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+            return None
+
+        def log_message(self, *args):  # no access log on stderr
+            pass
+
+    return SiteHandler

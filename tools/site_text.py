@@ -1,6 +1,13 @@
 """The spec's text on the site: a formula as TeX for MathJax (:func:`formula_tex`, prose formulas kept as
-written), every spec string escaped on its way into reStructuredText (:func:`esc`), issue references and
-URLs linked, sources linked to their upstream file at its tag, tables.
+written), every spec string escaped on its way into reStructuredText, issue references and URLs linked,
+sources linked to their upstream file at its tag, tables.
+
+Every string from a spec, a matrix or a config reaches the generated reStructuredText through one of:
+:func:`esc` (text; every ASCII punctuation character backslash-escaped, so no markup can start), the
+wrappers over it -- :func:`lit` (inline code: the ``:literal:`` role, whose escapes are processed; never a
+````literal````, which a backquote in the text would close), :func:`strong`, a link's label --, or, where it
+becomes a page name, an anchor or a directive's argument, :func:`name` (a name of letters, digits, ``-``,
+``_`` and ``.``, else :class:`~posenc.tools.sphinx_build.DocsError`); a URL only through :func:`uri`.
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ import re
 from typing import Iterable, Optional
 
 from posenc.tools.card.render import rst_escape
+from posenc.tools.sphinx_build import DocsError
 
 _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "theta", "lambda", "mu", "pi", "rho", "sigma", "tau",
           "phi", "psi", "omega", "eta", "kappa", "nu", "xi", "zeta", "chi", "Phi", "Theta", "Lambda", "Omega"}
@@ -109,9 +117,60 @@ def formula_tex(formula: str) -> str:
     # unbalanced parentheses would swallow the rest of a superscript: leave them as written
     return _tex(toks)
 
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\ufeff]")
+
+
+def plain(text) -> str:
+    """One line of text: control characters as blanks, runs of whitespace as one blank, stripped."""
+    return " ".join(_CONTROLS.sub(" ", str(text)).split())
+
+
 def esc(text) -> str:
-    """Plain text for reStructuredText: :func:`posenc.tools.card.rst_escape`, on one line."""
-    return rst_escape(" ".join(str(text).split()))
+    """Plain text for reStructuredText: :func:`posenc.tools.card.rst_escape` of :func:`plain`."""
+    return rst_escape(plain(text))
+
+
+def lit(text) -> str:
+    """Text shown as inline code: the ``:literal:`` role over :func:`esc` (a blank cell when empty)."""
+    s = esc(text)
+    return f":literal:`{s}`" if s else "\\ "
+
+
+def strong(text) -> str:
+    """Text in bold: :func:`esc` between ``**`` (nothing when empty)."""
+    s = esc(text)
+    return f"**{s}**" if s else ""
+
+
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?")
+
+#: page names Sphinx writes itself: no family (nor card) may take one
+RESERVED = frozenset({"index", "search", "genindex", "py-modindex", "cards"})
+
+
+def name(text, what: str = "name") -> str:
+    """``text`` where it becomes a page name, an anchor, a link's target or a directive's argument (an ID, a
+    family, a version): letters, digits, ``-``, ``_`` and ``.`` (no ``..``), starting and ending with a letter or
+    digit; else :class:`DocsError` (one line) -- such a string cannot be escaped there, only refused."""
+    s = text if isinstance(text, str) else str(text)
+    if not _NAME.fullmatch(s) or ".." in s:
+        raise DocsError(f"the spec's {what} {plain(s)[:80]!r} is not a name of letters, digits, '-', '_' and '.': "
+                        f"refusing to build the site")
+    if what == "family" and s in RESERVED:
+        raise DocsError(f"the spec's family {s!r} is not a name a family page may have (Sphinx writes "
+                        f"{', '.join(sorted(RESERVED))}): refusing to build the site")
+    return s
+
+
+_SAFE_URI = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]+)?(?:[/?#][A-Za-z0-9._~!$&()*+,;=:@%/?#\[\]-]*)?")
+
+
+def uri(url) -> Optional[str]:
+    """``url`` as the target of an RST link: an ``http(s)://`` URL of URL characters only (no quote, backquote,
+    backslash, angle bracket or blank), a trailing ``_`` escaped (else RST reads a reference name); else None."""
+    if not isinstance(url, str) or not _SAFE_URI.fullmatch(url):
+        return None
+    return url[:-1] + "\\_" if url.endswith("_") else url
 
 _URL = re.compile(r"https?://[^\s)\]<>`,;\"'\\]+")
 
@@ -121,7 +180,7 @@ _SHORT = {"transformers": "huggingface/transformers", "vllm": "vllm-project/vllm
 
 def linked(text) -> str:
     """Escaped text with URLs and ``owner/repo#N`` / ``transformers#N`` references as links."""
-    text = " ".join(str(text).split())
+    text = plain(text)
     out, pos = [], 0
     marks = sorted([(m.start(), m.end(), m.group(0), m.group(0)) for m in _URL.finditer(text)] +
                    [(m.start(), m.end(), m.group(0),
@@ -130,8 +189,11 @@ def linked(text) -> str:
     for start, end, label, url in marks:
         if start < pos:
             continue
+        target = uri(url)
+        if target is None:
+            continue
         out.append(esc(text[pos:start]))
-        out.append(f" `{esc(label)} <{url}>`__ ")
+        out.append(f" `{esc(label)} <{target}>`__ ")
         pos = end
     out.append(esc(text[pos:]))
     return "".join(out).strip()
@@ -168,8 +230,11 @@ def rst_table(header: list[str], rows: Iterable[list[str]], widths: Optional[str
     return out
 
 def rst_ref(ident: str, snap, here: str) -> str:
-    e = snap.entry(ident)
+    """A link to the entry ``ident`` of ``snap`` (on the page of family ``here``: its anchor only); the ID
+    as text when ``snap`` has no such entry."""
+    e = snap.entry(ident) if isinstance(ident, str) else None
     if e is None:
         return esc(ident)
-    page = "" if e["family"] == here else f"{e['family']}.html"
+    ident = name(ident, "ID")
+    page = "" if e["family"] == here else f"{name(e['family'], 'family')}.html"
     return f"`{ident} <{page}#{ident}>`__"
