@@ -108,7 +108,7 @@ def release() -> str:
         shutil.copyfile(path, target / path.name)
         man[SPEC_VERSION][path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
     (VERSIONS_DIR / MANIFEST_NAME).write_text(json.dumps(man, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    snapshot.cache_clear()
+    clear_caches()
     return SPEC_VERSION
 
 
@@ -246,12 +246,13 @@ def resolve(ident: str, version: Optional[str] = None) -> Resolution:
         registered = now is not None
     problems: list[tuple[str, str, str]] = []
     notes: list[str] = []
-    if version is not None and version not in known_versions():
+    known = known_versions()  # read once per call (it reads the manifest)
+    if version is not None and version not in known:
         problems.append(("unknown-version", f"spec version {version} does not exist",
-                         f"known versions: {', '.join(known_versions())}"))
+                         f"known versions: {', '.join(known)}"))
         version = None  # the ID itself is still checked against the current spec
     if now is None:
-        older = [v for v in known_versions() if snapshot(v).entry(ident) is not None]
+        older = [v for v in known if snapshot(v).entry(ident) is not None]
         if older:
             problems.append(("unknown-id", f"{ident} is not in the current spec {SPEC_VERSION} "
                              f"(last in {older[-1]})", f"see spec/CHANGELOG.md ({older[-1]})"))
@@ -284,11 +285,37 @@ def resolve(ident: str, version: Optional[str] = None) -> Resolution:
     return Resolution(ident, version, now, tuple(problems), tuple(notes))
 
 
+#: ``[(key, spec)]``: :func:`_loaded_spec`'s last load (the spec or ``None``) and what it was loaded from
+_LOADED: list = []
+
+
+def _loaded_spec():
+    """``load_spec()`` -- the kit's spec files and those of the families registered so far -- or ``None``
+    when it does not load.  Like :func:`snapshot`, read once per process for what it is read from (the spec
+    version, the spec folder, the registered files): resolving many IDs outside the kit's snapshots (each
+    distinct ID cite-check finds) loads the YAML once, not once per ID.  :func:`release` and a family
+    registered later start it afresh; :func:`clear_caches` too."""
+    from . import loader
+    key = (SPEC_VERSION, str(loader.SPEC_DIR), tuple(loader._REGISTERED_FILES), load_spec)
+    if not _LOADED or _LOADED[0][0] != key:
+        try:
+            spec = load_spec()
+        except SpecError:
+            spec = None
+        _LOADED[:] = [(key, spec)]
+    return _LOADED[0][1]
+
+
+def clear_caches() -> None:
+    """Forget what was read of the spec (the snapshots, the loaded current spec): read again on next use."""
+    snapshot.cache_clear()
+    _LOADED.clear()
+
+
 def _registered_entry(ident: str) -> Optional[dict]:
     """A clause or divergence of a family registered outside the kit, as a snapshot entry (or None)."""
-    try:
-        spec = load_spec()
-    except SpecError:
+    spec = _loaded_spec()
+    if spec is None:
         return None
     item = spec.clauses.get(ident) or spec.divergences.get(ident)
     if item is None:
@@ -318,5 +345,9 @@ def citable_since(ident: str) -> str:
 
 def _near(ident: str, current: Snapshot) -> str:
     import difflib
-    close = difflib.get_close_matches(ident, list(current.entries), n=3, cutoff=0.7)
+    # only IDs whose length allows the cutoff (difflib's own first test, real_quick_ratio, done here once per
+    # length instead of once per ID): the same matches, without a Python loop over every ID per unknown token
+    n = len(ident)
+    cands = [e for e in current.entries if 2.0 * min(n, len(e)) / (n + len(e)) >= 0.7]
+    close = difflib.get_close_matches(ident, cands, n=3, cutoff=0.7)
     return f"did you mean {' or '.join(close)}?" if close else "posenc spec list shows every ID"

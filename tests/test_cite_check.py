@@ -135,7 +135,12 @@ def test_exit_codes(capsys, tmp_path):
     missing = tmp_path / "nope.py"
     rc, cap = _run(capsys, str(FIX / "good"), str(missing))
     assert rc == 2
-    assert f"{missing}: no such file or directory" in cap.err and cap.out == ""
+    # named on stderr (one line), reported as an error, and the other paths are still read and reported
+    assert cap.err == f"error: posenc cite-check: {missing}: no such file or directory\n"
+    assert f"{missing}:1:1: error[unreadable]: no such file or directory" in cap.out
+    assert cap.out.rstrip().endswith("1 error(s), 0 warning(s) in 5 file(s) (2 skipped: 1 binary, 1 unreadable)")
+    rc, cap = _run(capsys, str(FIX / "bad"), str(missing))
+    assert rc == 2 and "error[unknown-id]" in cap.out  # a missing path outranks citation errors
 
 
 def test_unsupported_and_unreadable_files_are_counted(capsys, tmp_path):

@@ -14,13 +14,15 @@ counts as a comment per language is :data:`LANGUAGES`.
 
 Entry points: :func:`main` (the CLI, given the parsed arguments), :func:`check_paths` (a
 :class:`Report`), :func:`check_text` (the findings of one text).  Nothing here writes files or
-reaches the network; only regular files are opened.
+reaches the network; only regular files are opened, none over :data:`~.cite_files.MAX_BYTES`.  The
+grammar's pieces are :mod:`.cite_grammar`, the look-alike IDs :mod:`.cite_hidden`, the comments per
+language :mod:`.cite_lexers`, the files :mod:`.cite_files`.
 """
 
 from __future__ import annotations
 
-import bisect
 import difflib
+import errno
 import json
 import os
 import re
@@ -31,9 +33,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from posenc.tools.cite_hidden import hidden_ids
 from posenc.tools.cite_blocks import example_lines
-from posenc.tools.cite_files import _display, _read_bytes, _Special, decode, printable, walk_files
+from posenc.tools.cite_grammar import (BARE, ID_RE, LEADER, MARK_IGNORE, MARK_OFF, MARK_ON, URL,  # noqa: F401
+                                       _citation, _ignored, _item, _marker, _Spans, blanks, continuation,
+                                       one_newline)
+from posenc.tools.cite_hidden import hidden_ids
+from posenc.tools.cite_files import (MAX_BYTES, TooLarge, _display, _read_bytes, _Special, decode, printable,
+                                     walk_files, why_unreadable)
 from posenc.tools.cite_lexers import PIECES, Note, language_of
 
 JSON_FORMAT = 1
@@ -49,36 +55,6 @@ NEAR_LENGTH = 3
 """... and only about IDs of the same prefix whose length differs from the token's by at most this."""
 
 ERROR, WARNING, INFO = "error", "warning", "info"
-
-ID_RE = r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+"
-
-VERSION_FULL = re.compile(r"[0-9]+(?:\.[0-9]+)*")
-
-# an ID, then (optionally) `@` and the whole version token: up to a blank, a list separator, a bracket,
-# a quote or Markdown emphasis; trailing sentence punctuation is not part of it
-ID_AT = re.compile(rf"(?P<id>{ID_RE})(?![\w-])")
-
-VTOKEN = re.compile(r"@(?P<tok>[^\s,;/()\[\]{}<>\"'`*|]*)")
-
-_SENTENCE_END = re.compile(r"[.:!?]+$")
-
-LEADER = re.compile(r"(?<![\w.:-])posenc:(?!:)", re.IGNORECASE)
-
-SEP = re.compile(r"[ \t]*[,;/][ \t]*|[ \t]+")
-
-BARE = re.compile(rf"(?<![\w@/.-]){ID_RE}(?![\w-])")
-
-URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://\S*|\bwww\.\S+")  # a scheme of at most 32 characters
-
-# the token after `posenc:` is an attempted citation (not prose) when it holds `@`, starts like an ID,
-# or is a lower-case ID of a known prefix (`rope-pair-half`; checked in `_attempt`)
-ATTEMPT = re.compile(r"[^\s,;()`'\"*]*@|[A-Z][A-Za-z0-9]*[-_]")
-
-_LOWER_ID = re.compile(r"(?:div[-_])?([a-z][a-z0-9]*)(?:[-_][a-zA-Z0-9]+)+")
-
-_WORD = re.compile(r"[^\s,;()`'\"*]+")
-
-MARK_IGNORE, MARK_OFF, MARK_ON = "cite-check: ignore", "cite-check: off", "cite-check: on"
 
 PRUNE_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", "venv", ".venv", ".tox", ".nox",
                         ".mypy_cache", ".pytest_cache", ".ruff_cache"})
@@ -104,11 +80,14 @@ class Finding:
     url: Optional[str] = None
 
     def text(self) -> str:
+        """The finding's block of the text report; every character that is not printable (ESC, a bidi
+        control, a line separator ...), wherever it comes from, written as its Python escape."""
         cited = self.id + (f"@{self.version}" if self.version else "")
-        out = f"{printable(self.file)}:{self.line}:{self.column}: {self.severity}[{self.code}]" + (f" {cited}" if cited else "")
-        out += f": {self.message}"
-        out += f"\n    hint: {self.hint}" if self.hint else ""
-        return out + (f"\n    see: {self.url}" if self.url else "")
+        lines = [f"{self.file}:{self.line}:{self.column}: {self.severity}[{self.code}]" + (f" {cited}" if cited else "")
+                 + f": {self.message}"]
+        lines += [f"    hint: {self.hint}"] if self.hint else []
+        lines += [f"    see: {self.url}"] if self.url else []
+        return "\n".join(printable(line) for line in lines)
 
 
 DECODINGS = ("utf-16", "utf-32", "latin-1")
@@ -126,9 +105,35 @@ class Report:
                                                              "special": 0})
     partially_parsed: int = 0
     decoded: dict[str, int] = field(default_factory=lambda: {d: 0 for d in DECODINGS})
+    unread: list[tuple[str, str, bool]] = field(default_factory=list)  # (file, why, it does not exist)
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
+
+    def could_not_read(self, path: Path, e: OSError, named: bool) -> None:
+        """A file (``named`` on the command line, or found in a folder) that could not be read: counted as
+        ``unreadable`` and reported as an error of that code -- except a dangling symbolic link found in a
+        folder, which names no file (counted only)."""
+        self.skipped["unreadable"] += 1
+        why = why_unreadable(e)
+        missing = not isinstance(e, TooLarge) and e.errno in (errno.ENOENT, errno.ENOTDIR)
+        if missing and not named:
+            return
+        file = path.as_posix()
+        self.unread.append((file, why, missing))
+        hint = ("check the path" if missing else
+                f"cite-check reads files of up to {MAX_BYTES // 2**20} MiB: leave it out of the paths (or split it)"
+                if isinstance(e, TooLarge) else "fix the file (its permissions, the link) or leave it out of the paths")
+        self.findings.append(Finding(file, 1, 1, ERROR, "unreadable", "", None, why, hint))
+
+    def status(self) -> int:
+        """The exit status (docs/citing.md): 2 a named path does not exist, 3 a file could not be read,
+        1 a citation error, else 0."""
+        if any(missing for _, _, missing in self.unread):
+            return 2
+        if self.unread:
+            return 3
+        return 1 if self.count(ERROR) else 0
 
     def to_json(self) -> dict:
         """The ``--format json`` document (documented in ``docs/citing.md``)."""
@@ -284,98 +289,6 @@ def _bare(cache: _Cache, file: str, ln: int, col: int, ident: str, ver: Optional
             for code, msg, hint in r.problems]
 
 
-Item = tuple[int, str, Optional[str], Optional[str], int]  # (column, id, version, malformed token, end)
-
-
-def _item(text: str, pos: int) -> Optional[Item]:
-    """``ID`` or ``ID@TOKEN`` at ``pos``: the version is the whole token after ``@`` (less trailing
-    sentence punctuation); a token that is not digits and dots makes the item malformed."""
-    m = ID_AT.match(text, pos)
-    if not m:
-        return None
-    v = VTOKEN.match(text, m.end())
-    if not v:
-        return (pos, m.group("id"), None, None, m.end())
-    tok = v.group("tok")
-    core = _SENTENCE_END.sub("", tok)
-    end = v.start("tok") + len(core)
-    if VERSION_FULL.fullmatch(core):
-        return (pos, m.group("id"), core, None, end)
-    return (pos, m.group("id"), None, text[pos:end], end)
-
-
-def _attempt(word: str) -> bool:
-    """Whether a word after ``posenc:`` is an attempted citation rather than prose."""
-    if ATTEMPT.match(word):
-        return True
-    low = _LOWER_ID.fullmatch(_SENTENCE_END.sub("", word))
-    return bool(low) and low.group(1).upper() in _spec().prefixes
-
-
-def _citation(text: str, start: int) -> tuple[list[Item], list[tuple[int, str]], int]:
-    """Parse the items after ``posenc:`` at ``start``: ``(items, malformed, end)``; ``malformed``
-    lists ``(column, token)`` of the words that attempt a citation and do not parse (none for prose
-    such as ``posenc: the kit``).  Items are separated by blanks, or by ``,`` ``;`` ``/``."""
-    pos = re.compile(r"[ \t]*").match(text, start).end()
-    items: list[Item] = []
-    bad: list[tuple[int, str]] = []
-    punct = True  # the first word after `posenc:` is judged like a word after a `,`
-    while True:
-        it = _item(text, pos)
-        if it is None:
-            w = _WORD.match(text, pos)
-            if w and ("@" in w.group() or (punct and _attempt(w.group()))):
-                bad.append((w.start(), w.group()))
-                pos = w.end()
-            break
-        if it[3] is not None:
-            bad.append((it[0], it[3]))
-        else:
-            items.append(it)
-        pos = it[4]
-        sep = SEP.match(text, pos)
-        if not sep:
-            break
-        punct = sep.group().strip() != ""
-        pos = sep.end()
-    return items, bad, pos
-
-
-# `cite-check:` markers: the whole content of a comment (after its leader; in Markdown of an HTML
-# comment, in reST of a `..` comment), optionally followed by a reason
-_LEAD = {"markdown": re.compile(r"\s*<!--\s*"), "rst": re.compile(r"\s*\.\.\s+"), "text": re.compile(r"\s*"),
-         "hash": re.compile(r"\s*#+\s*"),
-         "python": re.compile(r"\s*(?:#+|[rRuUbBfF]{0,2}(?:\"\"\"|'''|\"|'))?\s*")}
-
-_LEAD_C = re.compile(r"\s*(?://+!?|/\*+!?|\*+(?!/))?\s*")
-
-_ON_OFF = re.compile(r"cite-check: (off|on)(?=$|[\s(]|-->|\*/)")
-
-_IGNORE_TAIL = re.compile(r"(?:^|(?<=\s)|(?<=<!--)|(?<=#)|(?<=//)|(?<=/\*))cite-check: ignore(?:\s+\([^()]*\))?"
-                          r"\s*(?:-->|\*+/|\"\"\"|''')?\s*$")
-
-_IGNORE_MD = re.compile(r"<!--\s*cite-check: ignore(?:\s+\([^()]*\))?\s*-->")
-
-
-def _marker(text: str, language: str) -> Optional[str]:
-    """``"off"`` / ``"on"`` when the piece is a marker comment, else ``None``."""
-    if "cite-check:" not in text:
-        return None
-    lead = _LEAD.get(language, _LEAD_C).match(text)
-    if not lead or (language in ("markdown", "rst") and not lead.group().strip()):
-        return None
-    m = _ON_OFF.match(text, lead.end())
-    return m.group(1) if m else None
-
-
-def _ignored(text: str, language: str) -> bool:
-    if "cite-check: ignore" not in text:
-        return False
-    if language == "markdown":
-        return bool(_IGNORE_MD.search(text))
-    return bool(_IGNORE_TAIL.search(text))
-
-
 _ID_FULL = re.compile(ID_RE)
 
 
@@ -386,35 +299,73 @@ def _hidden(text: str, file: str, ln: int, col: int, out: list[Finding], cache: 
     def known(ident: str) -> bool:  # an ID, or a near miss of one (as a bare token is judged)
         return ident in spec.ever or (_has_known_prefix(ident, spec) and bool(cache.near_misses(ident, spec)))
     parts, last = [], 0
-    for c, tok, ident, what, plain in sorted(hidden_ids(text, _ID_FULL, known)):
+    for c, tok, ident, what, plain in sorted(hidden_ids(text, _ID_FULL, known, spec.prefixes)):
         if c < last:  # overlaps the one before
             continue
+        like = f"looks like {ident}" if ident == "posenc:" or (_ID_FULL.fullmatch(ident) and known(ident)) else \
+            "is written like an ID"
         out.append(Finding(file, ln, col + c + 1, ERROR, "hidden-character", ident, None,
-                           f"{tok!r} looks like {ident} but holds {what}: it is read as another token (and a search "
+                           f"{tok!r} {like} but holds {what}: it is read as another token (and a search "
                            f"misses it)", "retype it in ASCII: upper-case letters, digits and '-'"))
         parts += [text[last:c], plain]  # joined once: linear in the line, however many tokens it holds
         last = c + len(tok)
     return "".join(parts) + text[last:] if parts else text
 
 
-class _Spans:
-    """Spans of a line (URLs, citations), asked in increasing order whether they cover a position: each
-    question costs O(log n) (a line of a million citations and URLs is read in linear time)."""
+@dataclass
+class _Line:
+    """One piece of a file being read: where it is, its text, and where its findings go."""
 
-    def __init__(self, spans: Sequence[tuple[int, int]] = ()):
-        self.starts: list[int] = []
-        self.ends: list[int] = []  # the furthest end of the spans that start at or before starts[i]
-        for a, b in spans:
-            self.add(a, b)
+    file: str
+    ln: int
+    col: int
+    text: str
+    warnings: bool
+    cache: _Cache
+    out: list
 
-    def add(self, a: int, b: int) -> None:
-        """A span starting at or after every span added so far."""
-        self.starts.append(a)
-        self.ends.append(max(b, self.ends[-1]) if self.ends else b)
+    def strict(self, items, bad) -> None:
+        for c, ident, ver, _, _ in items:
+            self.out += _strict(self.cache, self.file, self.ln, self.col + c, ident, ver, self.warnings)
+        for c, tok in bad:
+            self.out.append(_malformed(self.file, self.ln, self.col + c, tok))
 
-    def covers(self, pos: int) -> bool:
-        i = bisect.bisect_right(self.starts, pos)
-        return bool(i) and pos < self.ends[i - 1]
+
+def _read_line(line: _Line, cont: bool) -> bool:
+    """Check one piece (``cont``: it continues the citation list of the line before); whether a citation
+    list is still open at its end (it goes on on the next line)."""
+    text = line.text
+    if not text.isascii():
+        text = line.text = _hidden(text, line.file, line.ln, line.col, line.out, line.cache)
+    leaders = list(LEADER.finditer(text)) if ":" in text else []
+    bares = list(BARE.finditer(text)) if line.warnings and "-" in text else []
+    if not leaders and not bares and not cont:
+        return False
+    spec = _spec()
+    urls = [m.span() for m in URL.finditer(text)] if "/" in text or "www." in text else []
+    in_url, cited = _Spans(urls), _Spans()
+    is_open = False
+    if cont:
+        start = continuation(text)
+        items, bad, end, is_open = _citation(text, start, spec.prefixes, continued=True)
+        cited.add(start, end)
+        line.strict(items, bad)
+    for lead in leaders:
+        if in_url.covers(lead.start()) or cited.covers(lead.start()):
+            continue
+        items, bad, end, is_open = _citation(text, lead.end(), spec.prefixes)
+        cited.add(lead.start(), end)
+        line.strict(items, bad)
+    for m in bares:
+        if in_url.covers(m.start()) or cited.covers(m.start()):
+            continue
+        it = _item(text, m.start())
+        if it[3] is not None:
+            if _has_known_prefix(it[1], spec):
+                line.out.append(_malformed(line.file, line.ln, line.col + m.start(), it[3], WARNING))
+            continue
+        line.out += _bare(line.cache, line.file, line.ln, line.col + m.start(), it[1], it[2])
+    return is_open
 
 
 def _check(source: str, language: str, file: str, warnings: bool, cache: _Cache) -> tuple[list[Finding], bool]:
@@ -422,9 +373,14 @@ def _check(source: str, language: str, file: str, warnings: bool, cache: _Cache)
     out: list[Finding] = []
     notes: list[Note] = []
     off = False
-    spec_seen = False
+    source = one_newline(source)  # a lone CR is a line break too (a CR-only file's lines are counted)
     examples = example_lines(source, language)  # a marker in a code block is an example, not a marker
+    pending, last_ln = None, None  # the line on which a citation list continues (its line ended with `,` ...)
     for ln, col, text in sorted(PIECES[language](source, notes)):
+        first, last_ln = ln != last_ln, ln
+        cont = first and ln == pending
+        if first:
+            pending = None
         mark = None if ln in examples else _marker(text, language)
         if mark == "on":
             off = False
@@ -433,35 +389,8 @@ def _check(source: str, language: str, file: str, warnings: bool, cache: _Cache)
             off = True  # from the next line on; the marker's own line is checked like any other
         if skip:
             continue
-        if not text.isascii():
-            text = _hidden(text, file, ln, col, out, cache)
-        leaders = list(LEADER.finditer(text)) if ":" in text else []
-        bares = list(BARE.finditer(text)) if warnings and "-" in text else []
-        if not leaders and not bares:
-            continue
-        if not spec_seen:
-            _spec()
-            spec_seen = True
-        urls = [m.span() for m in URL.finditer(text)] if "/" in text or "www." in text else []
-        in_url, cited = _Spans(urls), _Spans()
-        for lead in leaders:
-            if in_url.covers(lead.start()):
-                continue
-            items, bad, end = _citation(text, lead.end())
-            cited.add(lead.start(), end)
-            for c, ident, ver, _, _ in items:
-                out += _strict(cache, file, ln, col + c, ident, ver, warnings)
-            for c, tok in bad:
-                out.append(_malformed(file, ln, col + c, tok))
-        for m in bares:
-            if in_url.covers(m.start()) or cited.covers(m.start()):
-                continue
-            it = _item(text, m.start())
-            if it[3] is not None:
-                if _has_known_prefix(it[1], _spec()):
-                    out.append(_malformed(file, ln, col + m.start(), it[3], WARNING))
-                continue
-            out += _bare(cache, file, ln, col + m.start(), it[1], it[2])
+        if _read_line(_Line(file, ln, col, blanks(text), warnings, cache, out), cont):
+            pending = ln + 1
     if notes and warnings:
         for ln, col, msg in notes:
             out.append(Finding(file, ln, col + 1, WARNING, "unparsed", "", None,
@@ -482,32 +411,34 @@ def check_text(source: str, language: str, file: str = "<text>", warnings: bool 
     return _check(source, language, file, warnings, _Cache())[0]
 
 
-def _walk(path: Path) -> Iterator[tuple[Path, Optional[str]]]:
+def _walk(path: Path, rep: Report) -> Iterator[tuple[Path, Optional[str]]]:
     """``(file, language)`` of a path: a named file as it is (its language may be ``None``), a
-    folder's files of a supported type (by extension or ``#!`` line) recursively."""
+    folder's files of a supported type (by extension or ``#!`` line) recursively (a folder that cannot
+    be listed is reported in ``rep``)."""
     if not path.is_dir():
         yield path, language_of(path, sniff=True)
         return
     def prune(d: Path) -> bool:
         return d.name in PRUNE_DIRS or (d / "pyvenv.cfg").exists()
-    for p in walk_files(path, prune):
+    for p in walk_files(path, prune, lambda d, e: rep.could_not_read(d, e, named=d == Path(path))):
         lang = language_of(p, sniff=True)
         if lang is not None:
             yield p, lang
 
 
-def check_paths(paths: Sequence[Path], warnings: bool = True) -> Report:
-    """Scan files and folders (folders recursively, supported file types only, without ``.git``,
-    ``__pycache__``, ``node_modules`` and virtual environments).  Binary, unreadable and special
-    (not regular) files, and a named file of an unsupported type, are skipped and counted, never
-    reported.  A file reached by several paths (a symbolic link and its target) is scanned once,
-    under its real path.  The caller checks that the paths exist (a missing one is skipped as
-    unreadable here).  Raises :class:`posenc.spec.errors.SpecError` when the spec cannot be read."""
-    rep = Report()
+def _collect(paths: Sequence[Path], rep: Report) -> tuple[list, dict]:
+    """The files to read, each once: ``(order, names)``, ``order`` the ``(real path, language)`` of each file
+    in the order found, ``names`` the paths that reach each.  A named path that cannot be reached (it does
+    not exist, a symbolic-link loop ...) is reported in ``rep``."""
     order: list = []
     names: dict = {}
     for top in paths:
-        for p, lang in _walk(top):
+        try:
+            os.stat(top)
+        except OSError as e:
+            rep.could_not_read(Path(top), e, named=True)
+            continue
+        for p, lang in _walk(Path(top), rep):
             try:
                 key = os.path.realpath(p) if os.path.lexists(p) else p
             except OSError:
@@ -517,39 +448,57 @@ def check_paths(paths: Sequence[Path], warnings: bool = True) -> Report:
                 order.append((key, lang))
             if p not in names[key]:
                 names[key].append(p)
+    return order, names
+
+
+def _scan(rep: Report, p: Path, lang: Optional[str], warnings: bool, cache: _Cache) -> None:
+    """Read one file into ``rep``: its findings, or why it was skipped."""
+    if lang is None:
+        try:
+            special = not stat.S_ISREG(os.stat(p).st_mode)
+        except OSError:
+            special = False
+        rep.skipped["special" if special else "unsupported"] += 1
+        return
+    try:
+        data = _read_bytes(p)
+    except _Special:
+        rep.skipped["special"] += 1
+        return
+    except OSError as e:
+        rep.could_not_read(p, e, named=False)
+        return
+    decoded = decode(data, lang)
+    if decoded is None:
+        rep.skipped["binary"] += 1
+        return
+    text, how, problem = decoded
+    rep.files_scanned += 1
+    if how:
+        rep.decoded[how] += 1
+    found, partial = _check(text, lang, p.as_posix(), warnings, cache)
+    if problem is not None and warnings:
+        found.append(Finding(p.as_posix(), 1, 1, WARNING, "unparsed", "", None,
+                             f"{problem}: the file was read best-effort as {how or 'UTF-8'}",
+                             "declare a text encoding Python can decode the file with (or none: UTF-8)"))
+    rep.findings += found
+    rep.partially_parsed += partial or problem is not None
+
+
+def check_paths(paths: Sequence[Path], warnings: bool = True) -> Report:
+    """Scan files and folders (folders recursively, supported file types only, without ``.git``,
+    ``__pycache__``, ``node_modules`` and virtual environments).  Binary and special (not regular) files,
+    and a named file of an unsupported type, are skipped and counted, never reported.  A file that cannot
+    be read -- a named path that does not exist, a symbolic-link loop, no permission, over
+    :data:`MAX_BYTES` -- is counted as ``unreadable`` and reported as an error ``unreadable`` (not a
+    dangling symbolic link found in a folder: counted only); the others are read all the same.  A file
+    reached by several paths (a symbolic link and its target) is scanned once, under its real path.
+    Raises :class:`posenc.spec.errors.SpecError` when the spec cannot be read."""
+    rep = Report()
+    order, names = _collect(paths, rep)
     cache = _Cache()
     for key, lang in order:
-        p = _display(names[key])
-        if lang is None:
-            try:
-                special = not stat.S_ISREG(os.stat(p).st_mode)
-            except OSError:
-                special = False
-            rep.skipped["special" if special else "unsupported"] += 1
-            continue
-        try:
-            data = _read_bytes(p)
-        except _Special:
-            rep.skipped["special"] += 1
-            continue
-        except OSError:
-            rep.skipped["unreadable"] += 1
-            continue
-        decoded = decode(data, lang)
-        if decoded is None:
-            rep.skipped["binary"] += 1
-            continue
-        text, how, problem = decoded
-        rep.files_scanned += 1
-        if how:
-            rep.decoded[how] += 1
-        found, partial = _check(text, lang, p.as_posix(), warnings, cache)
-        if problem is not None and warnings:
-            found.append(Finding(p.as_posix(), 1, 1, WARNING, "unparsed", "", None,
-                                 f"{problem}: the file was read best-effort as {how or 'UTF-8'}",
-                                 "declare a text encoding Python can decode the file with (or none: UTF-8)"))
-        rep.findings += found
-        rep.partially_parsed += partial or problem is not None
+        _scan(rep, _display(names[key]), lang, warnings, cache)
     rank = {ERROR: 0, WARNING: 1, INFO: 2}
     rep.findings.sort(key=lambda f: (f.file, f.line, f.column, rank[f.severity], f.code))
     return rep
@@ -568,30 +517,29 @@ def main(a) -> int:
     """The CLI: ``a.paths`` (list of Path), ``a.fmt`` (``text`` / ``json``), ``a.no_warnings`` (bool).
 
     Prints the findings (text: one ``file:line:col: severity[code] ID@V: message`` block each, then a
-    summary line; json: the document of :meth:`Report.to_json`).  Returns 0 without errors, 1 with
-    at least one error, 2 when a path does not exist (nothing is scanned then; the message names it
-    on stderr) or the spec cannot be read (``error: <message>`` on stderr; with ``--format json``
-    also ``{"error": "<message>"}`` on stdout).
+    summary line; json: the document of :meth:`Report.to_json`, always).  Returns (:meth:`Report.status`)
+    0 without errors, 1 with at least one citation error, 2 when a path named does not exist, 3 when a
+    file could not be read (each such path is named on stderr, one line each, and reported as an error
+    ``unreadable``; the other paths are read all the same), and 2 when the spec cannot be read (nothing is
+    scanned then: ``error: <message>`` on stderr; with ``--format json`` ``{"error": "<message>"}`` on
+    stdout).
     """
-    missing = [p for p in a.paths if not os.path.lexists(p) or not p.exists()]
-    if missing:
-        for p in missing:
-            print(f"error: posenc cite-check: {printable(str(p))}: no such file or directory", file=sys.stderr)
-        return 2
     try:
         _spec()
         rep = check_paths(a.paths, warnings=not a.no_warnings)
         doc = rep.to_json() if a.fmt == "json" else None
     except _spec_errors() as e:
         msg = f"posenc cite-check: the spec cannot be read: {e}"
-        print(f"error: {msg}", file=sys.stderr)
+        print(f"error: {printable(msg)}", file=sys.stderr)
         if a.fmt == "json":
             print(json.dumps({"error": msg}, indent=2))
         return 2
+    for file, why, _ in rep.unread:
+        print(printable(f"error: posenc cite-check: {file}: {why}"), file=sys.stderr)
     if doc is not None:
         print(json.dumps(doc, indent=2))
     else:
         for f in rep.findings:
             print(f.text())
         print(rep.summary_line())
-    return 1 if rep.count(ERROR) else 0
+    return rep.status()

@@ -12,23 +12,51 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 
+MAX_BYTES = 16 * 1024 * 1024
+
+"""The largest file cite-check reads (16 MiB): a larger one is refused unread (an error ``unreadable``)."""
+
+
 class _Special(Exception):
     """Not a regular file (a FIFO, a socket, a device): never read."""
 
 
-def _read_bytes(path: Path) -> bytes:
+class TooLarge(OSError):
+    """A file over :data:`MAX_BYTES` (by its size, or by what it gave when read: ``/proc`` files say 0)."""
+
+
+def _read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
     """The bytes of a regular file; :class:`_Special` for anything else, which is never opened
-    blocking (a FIFO without a writer would hang a blocking open)."""
+    blocking (a FIFO without a writer would hang a blocking open); :class:`TooLarge` for a file over
+    ``limit`` bytes, never read whole (at most ``limit + 1`` bytes are read)."""
     if not stat.S_ISREG(os.stat(path).st_mode):
         raise _Special(path)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the stat and the open
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # replaced between the stat and the open
             raise _Special(path)
+        if st.st_size > limit:
+            raise TooLarge(f"{st.st_size} bytes, over the limit of {limit} bytes ({limit // 2**20} MiB)")
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise TooLarge(f"over the limit of {limit} bytes ({limit // 2**20} MiB)")
+        return data
     finally:
         os.close(fd)
+
+
+def why_unreadable(e: OSError) -> str:
+    """What an error of reading a file says, in words (``symbolic link loop``, ``permission denied`` ...)."""
+    import errno
+    if isinstance(e, TooLarge):
+        return f"file too large: {e}"
+    if e.errno == errno.ELOOP:
+        return "cannot be read: a loop of symbolic links"
+    if e.errno in (errno.ENOENT, errno.ENOTDIR):
+        return "no such file or directory"
+    return f"cannot be read: {(e.strerror or type(e).__name__).lower()}"
 
 
 _BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
@@ -82,16 +110,20 @@ def _display(paths: list[Path]) -> Path:
     return paths[0]
 
 
-def walk_files(top: Path, prune: Callable[[Path], bool]) -> Iterator[Path]:
+def walk_files(top: Path, prune: Callable[[Path], bool],
+               on_error: Optional[Callable[[Path, OSError], None]] = None) -> Iterator[Path]:
     """The files under the folder ``top`` (and links that are not to folders), top-down, sorted, folders
-    ``prune`` rejects left out; a link to a folder is not followed.  A stack, not recursion: any depth."""
+    ``prune`` rejects left out; a link to a folder is not followed.  A stack, not recursion: any depth.
+    A folder that cannot be listed is left out and given to ``on_error``."""
     stack = [Path(top)]
     while stack:
         folder = stack.pop()
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as e:
+            if on_error is not None:
+                on_error(folder, e)
             continue
         dirs = []
         for e in entries:

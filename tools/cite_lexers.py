@@ -155,6 +155,7 @@ class _CSyntax:
     verbatim: bool = False    # C# @"..." ("" escapes a quote, \ is literal, spans lines)
     nest: bool = False        # /* /* */ */ nests (Rust, Kotlin, Scala, Swift)
     regex: bool = False       # /.../flags regular-expression literals (JS, TS), where an operand may start
+    include: bool = False     # #include <a//b.h>: a header name, not a comment (C, C++)
 
     def lexer(self, braces: bool) -> re.Pattern:
         alts = [r"//", r"/\*"]
@@ -166,6 +167,8 @@ class _CSyntax:
             alts.append(r'(?<![\w])(?:u8|[uUL])?R"[^()\\ \t\n"]{0,16}\(')
         if self.verbatim:
             alts.append(r'@"')
+        if self.include:  # a directive's header name, at the start of a line
+            alts.append(r"(?<![^\n])[ \t]*\#[ \t]*(?:include|include_next|import)[ \t]*<[^>\n]*>")
         if self.triple:
             alts.append(r'"""')
         alts += ['"', "'", "`"]
@@ -177,7 +180,7 @@ class _CSyntax:
 
 
 C_SYNTAX = {
-    "c": _CSyntax(triple=True, cpp_raw=True, verbatim=True, line_cont=True),
+    "c": _CSyntax(triple=True, cpp_raw=True, verbatim=True, line_cont=True, include=True),
     "js": _CSyntax(sq="string", bt="template", regex=True),
     "rust": _CSyntax(bt="none", dq_lines=True, rust_raw=True, nest=True),
     "go": _CSyntax(bt="raw"),
@@ -273,6 +276,8 @@ def _literal_end(src: str, m, syn: _CSyntax, out: list, level: int) -> int:
     resumes there, so nothing inside a literal is taken for a comment."""
     n = len(src)
     s, t = m.start(), m.group()
+    if t.endswith(">"):  # `#include <...>`: a header name, read as a whole
+        return m.end()
     if t == "/":
         return _regex_end(src, s, out.memo)
     if t == "`":
