@@ -3,6 +3,10 @@ variants the model suite's tests run (tests/test_model_suite.py, tests/test_mode
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "example_model_adapter.py"
@@ -42,3 +46,18 @@ GENERATE = [
     ("(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\")",
      "(\"cache\", \"position_ids\", \"inputs_embeds\", \"attention_mask\", \"generate\")"),
 ]
+
+
+def run_model(tmp_path, model: Path, *args: str, dtype: str = "float32"):
+    """``pytest conformance --model MODEL`` in a real process (``args`` added): ``(completed process, report
+    JSON or None)``."""
+    report = tmp_path / f"{model.stem}.json"
+    cmd = [sys.executable, "-m", "pytest", str(EXAMPLE.parents[1] / "conformance"), "--model", str(model), "--dtype",
+           dtype, "-q", "-p", "no:cacheprovider", "--report-json", str(report), *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ), timeout=900)
+    return p, json.loads(report.read_text()) if report.exists() else None
+
+
+def outcomes(report: dict, prefix: str = "") -> dict[str, str]:
+    """``{case: outcome}`` of a report, ``prefix`` (an attention implementation's ``default-``) taken off."""
+    return {r["case"].removeprefix(prefix): r["outcome"] for r in report["results"]}

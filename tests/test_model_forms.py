@@ -8,11 +8,7 @@ Each model is the example model adapter (docs/example_model_adapter.py) with tex
 
 from __future__ import annotations
 
-import json
-import os
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -38,16 +34,12 @@ LIMIT = [("    probes, dtypes, num_layers =", "    max_positions = 256\n    prob
 ANGLE = "        ang = pos[:, None, :, None].double() * self.inv"
 
 
-def _run(tmp_path: Path, model: Path, *args: str):
-    report = tmp_path / f"{model.stem}.json"
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "conformance"), "--model", str(model), "--dtype", "float32",
-           "-q", "-p", "no:cacheprovider", "--report-json", str(report), *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ))
-    return p, json.loads(report.read_text()) if report.exists() else None
+def _run(tmp_path: Path, model: Path, *args: str, dtype: str = "float32"):
+    return _variants["run_model"](tmp_path, model, *args, dtype=dtype)
 
 
 def _outcomes(report: dict) -> dict[str, str]:
-    return {r["case"].removeprefix("default-"): r["outcome"] for r in report["results"]}
+    return _variants["outcomes"](report, "default-")
 
 
 def test_a_model_without_mask_or_position_ids_runs_what_it_can_express(tmp_path):

@@ -7,12 +7,8 @@ Each is the example model adapter (docs/example_model_adapter.py) with text edit
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -39,16 +35,12 @@ K_UNROTATED = [("            if cache is not None:\n                kr, v",
                 "            kr = k  # k is left unrotated\n            if cache is not None:\n                kr, v")]
 
 
-def _run(tmp_path: Path, model: Path, *args: str):
-    report = tmp_path / f"{model.stem}.json"
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "conformance"), "--model", str(model), "--dtype", "float32",
-           "-q", "-p", "no:cacheprovider", "--report-json", str(report), *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ))
-    return p, json.loads(report.read_text()) if report.exists() else None
+def _run(tmp_path: Path, model: Path, *args: str, dtype: str = "float32"):
+    return _variants["run_model"](tmp_path, model, *args, dtype=dtype)
 
 
 def _outcomes(report: dict) -> dict[str, str]:
-    return {r["case"]: r["outcome"] for r in report["results"]}
+    return _variants["outcomes"](report, "")
 
 
 @pytest.mark.parametrize("edits,expect", [

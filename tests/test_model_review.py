@@ -9,17 +9,14 @@ honest one passes."""
 
 from __future__ import annotations
 
-import json
-import os
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-_variant = runpy.run_path(str(ROOT / "tests" / "example_variants.py"))["variant"]
+_variants = runpy.run_path(str(ROOT / "tests" / "example_variants.py"))
+_variant = _variants["variant"]
 
 ROT = "            qr, kr = self.rope(q, pos), self.rope(k, pos)"
 PROBE = ("            self.seen.append({\"kind\": \"rope\", \"layer\": i, \"q_in\": q, \"k_in\": k, \"q_out\": qr, "
@@ -45,15 +42,11 @@ TABLE = [
 
 
 def _run(tmp_path: Path, model: Path, *args: str, dtype: str = "float64"):
-    report = tmp_path / f"{model.stem}.json"
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "conformance"), "--model", str(model), "--dtype", dtype,
-           "-q", "-p", "no:cacheprovider", "--report-json", str(report), *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ), timeout=600)
-    return p, json.loads(report.read_text()) if report.exists() else None
+    return _variants["run_model"](tmp_path, model, *args, dtype=dtype)
 
 
 def _outcomes(report: dict) -> dict[str, str]:
-    return {r["case"].removeprefix("default-"): r["outcome"] for r in report["results"]}
+    return _variants["outcomes"](report, "default-")
 
 
 @pytest.mark.parametrize("edits,says", [
