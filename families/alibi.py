@@ -123,6 +123,14 @@ def alibi_slopes_compute_dtype(op, p, x, dtype=None):
     return _alibi_with_slopes(op, p, x, round_to_dtype(alibi.slopes(p), dtype))
 
 
+@mutant("alibi_bias_max_ignored", *_ALIBI_OPS)
+def alibi_bias_max_ignored(op, p, x, dtype=None):
+    """The slopes of alibi_bias_max 8 whatever the parameter (transformers' MptModel.forward)."""
+    if p.alibi_bias_max == 8:
+        return None
+    return _alibi_with_slopes(op, p, x, alibi.slopes(p.model_copy(update={"alibi_bias_max": 8.0})))
+
+
 @mutant("alibi_sign_flipped", "alibi.bias")
 def alibi_sign_flipped(op, p, x, dtype=None):
     out = run(op, p, x)

@@ -532,3 +532,21 @@ def test_attn_selects_and_is_validated_and_a_rerun_line_runs():
     p = subprocess.run([sys.executable, "-m", "pytest", node, "--model", "hf:llama", "-q", "-p", "no:cacheprovider"],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+
+
+@pytest.mark.parametrize("bias_max", [16, 8])
+def test_transformers_mpt_ignores_alibi_bias_max_and_the_run_names_it(tmp_path, bias_max):
+    """A published-shape MPT config with attn_config.alibi_bias_max 16: transformers 5.24's MptModel.forward
+    builds its ALiBi tensor with the default 8 (DIV-ALIBI-BIAS-MAX-IGNORED, named from the bias probes); at 8
+    the same config passes."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "mpt", "d_model": 2048, "n_heads": 16, "n_layers": 24, "expansion_ratio": 4,
+                               "max_seq_len": 2048, "vocab_size": 50432,
+                               "attn_config": {"alibi": True, "alibi_bias_max": bias_max}}))
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "conformance"), "--model", str(cfg), "--dtype", "float32", "-q",
+           "-p", "no:cacheprovider", "-k", "prefill and not chunked", "--expectations", "none"]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ), timeout=600)
+    if bias_max == 8:
+        assert p.returncode == 0, p.stdout[-3000:]
+    else:
+        assert p.returncode == 1 and "DIV-ALIBI-BIAS-MAX-IGNORED" in p.stdout, p.stdout[-3000:]

@@ -366,8 +366,8 @@ def expected_encoding(model_type: str) -> dict:
 
 #: Size keys of a user's config.json that ``tiny_from_config`` replaces (every other key, the
 #: positional ones among them, is kept as written).
-_LAYERS = ("num_hidden_layers", "n_layer", "num_layers")
-_HEADS = ("num_attention_heads", "n_head", "num_heads")
+_LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
 _WIDTH = ("hidden_size", "n_embd", "d_model")
 _FFN = ("intermediate_size", "ffn_dim", "n_inner")
 _DROP = ("architectures", "auto_map", "quantization_config", "torch_dtype", "dtype", "transformers_version",
