@@ -39,7 +39,7 @@ from posenc.cli.commands import (
 )
 from posenc.cli.show import list_ids, show
 from posenc.spec import load_spec
-from posenc.spec.errors import PosencError, SpecError
+from posenc.spec.errors import PosencError, SpecError, printable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -166,23 +166,16 @@ def _expectations_parser(sub) -> None:
                    help="write the draft here (refuses to overwrite); default: print it")
 
 
-#: What a terminal would act on rather than show, in text from files and arguments the kit echoes on stderr:
-#: C0 controls but tab and line feed, DEL, C1 controls, bidirectional overrides and isolates, the Unicode
-#: line and paragraph separators -- shown escaped (``\x1b``, ``\u202e``)
-_CONTROLS = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in
-             [*range(0, 9), *range(11, 32), *range(0x7f, 0xa0), *range(0x202a, 0x202f), *range(0x2066, 0x206a),
-              0x2028, 0x2029]}
-
-
 class _Shown:
-    """stderr with :data:`_CONTROLS` escaped: an error that quotes a hostile file name or config key cannot
-    clear the screen, colour the rest of the output or reverse a line."""
+    """stderr with every character that is not printable escaped, line by line (:func:`posenc.spec.errors.printable`):
+    an error that quotes a hostile file name or config key cannot clear the screen, colour the rest of the
+    output or reverse a line."""
 
     def __init__(self, stream):
         self.stream = stream
 
     def write(self, text: str) -> int:
-        return self.stream.write(text.translate(_CONTROLS))
+        return self.stream.write("\n".join(printable(line) for line in text.split("\n")))
 
     def __getattr__(self, name):
         return getattr(self.stream, name)

@@ -92,3 +92,12 @@ def exception_text(e: BaseException) -> str:
         return text
     head, tail = EXCEPTION_TEXT_LIMIT * 3 // 4, EXCEPTION_TEXT_LIMIT // 4
     return f"{text[:head]} [... {len(text) - head - tail} characters cut ...] {text[-tail:]}"
+
+
+def printable(text: str) -> str:
+    """``text`` with each character that is not printable (ESC, a newline, a bidi control, a line separator
+    ...) written as its Python escape: text quoted from a file or an argument cannot colour a terminal,
+    clear it, reverse a line or forge a line of a report."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

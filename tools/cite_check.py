@@ -38,8 +38,9 @@ from posenc.tools.cite_grammar import (BARE, ID_RE, LEADER, MARK_IGNORE, MARK_OF
                                        _citation, _ignored, _item, _marker, _Spans, blanks, continuation,
                                        one_newline)
 from posenc.tools.cite_hidden import hidden_ids
-from posenc.tools.cite_files import (MAX_BYTES, TooLarge, _display, _read_bytes, _Special, decode, printable,
-                                     walk_files, why_unreadable)
+from posenc.spec.errors import printable
+from posenc.tools.cite_files import (MAX_BYTES, TooLarge, _display, _read_bytes, _Special, decode, walk_files,
+                                     why_unreadable)
 from posenc.tools.cite_lexers import PIECES, Note, language_of
 
 JSON_FORMAT = 1

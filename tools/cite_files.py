@@ -1,5 +1,5 @@
 """cite-check's files: which files a folder holds (walked without recursion: any depth), reading only
-regular files, decoding them best-effort, and a file name made printable for the text report.
+regular files, decoding them best-effort (a name is shown through ``posenc.spec.errors.printable``).
 """
 
 from __future__ import annotations
@@ -136,11 +136,3 @@ def walk_files(top: Path, prune: Callable[[Path], bool],
             elif not e.is_symlink() and not prune(Path(e.path)):
                 dirs.append(Path(e.path))
         stack.extend(reversed(dirs))
-
-
-def printable(name: str) -> str:
-    """``name`` with each character that is not printable (ESC, a newline, a bidi control ...) written as
-    its Python escape: a file name cannot colour a terminal or forge a line of the report."""
-    if name.isprintable():
-        return name
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in name)
