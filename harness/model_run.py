@@ -139,18 +139,48 @@ class Run:
         ``mm_token_type_ids``).  Returns ``(logits float64 [B, T, V], cache)``.  ``keep``: the probe kinds
         kept (the others, large, dropped: a long cache's attention)."""
         positions = np.array(positions, np.int64)  # the rule's, kept apart from what the model is handed
+        out, _ = self._call(label, positions, kwargs)
+        return self._recorded(label, positions, out, kwargs, valid, cache_length, keep, documents=documents,
+                              mrope=mrope)
+
+    def refused(self, label: str, *, positions: np.ndarray, limit: int, cache_length: int = 0, **kwargs) -> None:
+        """A forward pass the model must refuse: it feeds ``positions`` past the ``limit`` the model declares
+        (``max_positions``), and a model that returns logits wrapped or clamped them (recorded, every position
+        judged: its probes then say which positions it used); an exception is the refusal the clause asks for."""
+        positions = np.array(positions, np.int64)
+        out, raised = self._call(label, positions, kwargs, refusing=True)
+        if raised is not None:
+            self.refusals.append({"label": label, "raised": f"{type(raised).__name__}: {exception_text(raised)}"})
+            return
+        self._recorded(label, positions, out, kwargs, None, cache_length)
+        self.refusals.append({"label": label, "raised": None, "limit": int(limit), "text": (
+            f"{label}: positions up to {int(positions.max())}, past the model's last position {limit - 1} "
+            f"(max_positions {limit}), gave logits instead of an error (a model that declares its last position "
+            "raises past it: a wrapped or clamped position encodes another token's)")})
+
+    def _call(self, label: str, positions: np.ndarray, kwargs: dict, refusing: bool = False):
+        """The model's ``forward`` on copies of ``kwargs``, compared with them afterwards: ``(output, None)``; an
+        exception it raised named with the pass (an ``AdapterError``), or, ``refusing``, ``(None, exception)``."""
         handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
         try:
             out = self.model.forward(**handed)
         except (Unsupported, PosencError):
             raise
         except (Exception, SystemExit, GeneratorExit) as e:  # noqa: BLE001 - the model's, named with the pass
+            if refusing and isinstance(e, Exception):  # the refusal asked for, whatever its type
+                return None, e
             top = int(positions.max()) if positions.size else 0
             hint = ("; a model that takes fewer positions declares max_positions" if top >= 64 and
                     self.info.get("max_positions") is None else "")
             raise AdapterError(f"{label} (positions up to {top}): the model raised {type(e).__name__}: "
                                f"{exception_text(e)}{hint}") from e
         _unchanged(kwargs, handed, "forward")
+        return out, None
+
+    def _recorded(self, label: str, positions: np.ndarray, out, kwargs: dict, valid, cache_length: int,
+                  keep: Optional[tuple] = None, **record):
+        """A forward pass's output checked and recorded (its probes but those ``keep`` leaves out):
+        ``(logits float64 [B, T, V], cache)``."""
         fed = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
         logits, cache = _unpack(out, "forward", tuple(np.shape(fed)[:2]), int(self.info["vocab_size"]))
         real = np.ones(logits.shape[:2], bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), logits.shape[:2])
@@ -158,34 +188,10 @@ class Run:
         if keep is not None and isinstance(probes, (list, tuple)):
             probes = [p for p in probes if not isinstance(p, dict) or p.get("kind") in keep]
         self._record(label, positions, valid, cache_length, kwargs.get("attention_mask"), probes,
-                     documents=documents, static=self.static_capacity if kwargs.get("cache") is not None else 0,
-                     mrope=mrope, image="pixel_values" in kwargs, finite=bool(np.isfinite(logits).all()),
-                     finite_real=bool(np.isfinite(logits[real]).all()))
+                     static=self.static_capacity if kwargs.get("cache") is not None else 0,
+                     image="pixel_values" in kwargs, finite=bool(np.isfinite(logits).all()),
+                     finite_real=bool(np.isfinite(logits[real]).all()), **record)
         return logits, cache
-
-    def refused(self, label: str, *, positions: np.ndarray, limit: int, cache_length: int = 0, **kwargs) -> None:
-        """A forward pass the model must refuse: it feeds ``positions`` past the ``limit`` the model declares
-        (``max_positions``), and a model that returns logits wrapped or clamped them (recorded, its probes
-        then say which positions it used); an exception is the refusal the clause asks for."""
-        positions = np.array(positions, np.int64)
-        handed = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
-        try:
-            out = self.model.forward(**handed)
-        except (Unsupported, PosencError):
-            raise
-        except Exception as e:  # noqa: BLE001 - the refusal asked for, whatever its type
-            self.refusals.append({"label": label, "raised": f"{type(e).__name__}: {exception_text(e)}"})
-            return
-        top = int(np.max(positions))
-        fed = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
-        logits, _ = _unpack(out, "forward", tuple(np.shape(fed)[:2]), int(self.info["vocab_size"]))
-        finite = bool(np.isfinite(logits).all())  # every position judged: the oracle's rule extends past the limit
-        self._record(label, positions, None, cache_length, kwargs.get("attention_mask"), self.model.probes(),
-                     finite=finite, finite_real=finite)
-        self.refusals.append({"label": label, "raised": None, "limit": int(limit), "text": (
-            f"{label}: positions up to {top}, past the model's last position {limit - 1} (max_positions {limit}), "
-            "gave logits instead of an error (a model that declares its last position raises past it: a wrapped or "
-            "clamped position encodes another token's)")})
 
     def embed(self, input_ids: np.ndarray) -> np.ndarray:
         """The model's token embeddings ``[B, T, E]`` of ``input_ids`` (``embed`` is handed a copy, which it
