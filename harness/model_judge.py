@@ -388,11 +388,11 @@ class _Judging:
         missed = []
         for pair in self.pairs:
             judged = [(pair, self.dtype)]
-            twin = twins.get(pair["label"])
-            if twin is not None and np.isfinite(twin["a"]).all() and np.isfinite(twin["b"]).all():
-                judged.append(({**twin, "label": f"{twin['label']} (float64 twin)"}, "float64"))
+            twin = _twin_of(twins, pair)
+            if twin is not None:
+                judged.append(twin)
             elif self.twin_pairs is not None:
-                missed.append(f"{pair['label']}: " + ("no twin pair of that label" if twin is None else
+                missed.append(f"{pair['label']}: " + ("no twin pair of that label" if pair["label"] not in twins else
                                                       "the twin's logits are not finite"))
             for p, dt in judged:
                 self.checked += 1
@@ -401,17 +401,30 @@ class _Judging:
                     self.problems.append(prob)
                     logits_differ = True
             non_finite |= not (np.isfinite(pair["a"]).all() and np.isfinite(pair["b"]).all())
+        why = [self.twin_note] if self.twin_note else []
+        why += missed[:2] + ([f"{len(missed) - 2} more pairs"] if len(missed) > 2 else [])
+        if why:
+            self.unsupported.append(f"the float64 twin's check of the logit pairs ({len(missed) or len(self.pairs)} of "
+                                    f"{len(self.pairs)} pairs: {'; '.join(why)})")
+        return non_finite, logits_differ
+
+    def refusals_judged(self) -> None:
+        """Every pass the scenario says must raise (a position past ``max_positions``) and returned logits."""
         for x in self.refusals:
             self.checked += 1
             if x["raised"] is None:
                 self.problems.append(Problem("limit", (self.scenario.clause,), x["text"] + beyond_used(self.calls,
                                                                                                         self.used, x)))
-        twin_changes = {t.get("label"): t for t in (self.twin_changes or ())}
-        for change in self.changes:  # logits that must differ: at the run's dtype, and on the float64 twin
-            twin = twin_changes.get(change["label"])
-            judged = [] if self.dtype in ("bfloat16", "float16") else [(change, self.dtype)]  # a coarse bound: a
-            if twin is not None and np.isfinite(twin["a"]).all() and np.isfinite(twin["b"]).all():  # change as
-                judged.append(({**twin, "label": f"{twin['label']} (float64 twin)"}, "float64"))  # large passes
+
+    def must_differ(self) -> None:
+        """Every pair of logits the scenario says must differ (:meth:`Run.changed`): at the run's dtype down to
+        float32 (below it the bound is as large as the change a correct model shows), and on the float64 twin."""
+        twins = {t.get("label"): t for t in (self.twin_changes or ())}
+        for change in self.changes:
+            judged = [] if self.dtype in ("bfloat16", "float16") else [(change, self.dtype)]
+            twin = _twin_of(twins, change)
+            if twin is not None:
+                judged.append(twin)
             elif not judged:
                 self.unsupported.append(f"{change['label']}: not compared at {self.dtype} without a float64 twin (its "
                                         "logits bound is as large as the change a correct model's logits show)")
@@ -420,12 +433,6 @@ class _Judging:
                 prob = change_problem(self.scenario.clause, c, dt)
                 if prob is not None:
                     self.problems.append(prob)
-        why = [self.twin_note] if self.twin_note else []
-        why += missed[:2] + ([f"{len(missed) - 2} more pairs"] if len(missed) > 2 else [])
-        if why:
-            self.unsupported.append(f"the float64 twin's check of the logit pairs ({len(missed) or len(self.pairs)} of "
-                                    f"{len(self.pairs)} pairs: {'; '.join(why)})")
-        return non_finite, logits_differ
 
     def stale_keys(self) -> Optional[str]:
         """The cached keys against the reference at the positions they were cached at; the rope type whose
@@ -450,6 +457,8 @@ class _Judging:
             self.unsupported.append(f"attention mass across documents and on pads: no attention probe of the run holds "
                                     f"the pass's keys ({self.unread_mass} hold others: a window's, a source's)")
         non_finite, logits_differ = self.logit_pairs()
+        self.refusals_judged()
+        self.must_differ()
         stale = self.stale_keys()
         facts = Facts(calls=self.calls, used=self.used, used_from=self.used_from, cross_document=self.cross,
                       on_pads=self.pads,
@@ -467,6 +476,14 @@ class _Judging:
                     matches.append(m)
             inferred = infer(facts)
         return Verdict(self.problems, facts, matches, inferred, self.unsupported, self.checked)
+
+
+def _twin_of(twins: dict, item: dict) -> Optional[tuple[dict, str]]:
+    """``(the float64 twin's record of item's label, "float64")`` where the twin has one with finite logits."""
+    twin = twins.get(item["label"])
+    if twin is None or not (np.isfinite(twin["a"]).all() and np.isfinite(twin["b"]).all()):
+        return None
+    return {**twin, "label": f"{twin['label']} (float64 twin)"}, "float64"
 
 
 def _not_finite(call: dict, rec: dict, what: str, clause: str) -> Problem:
