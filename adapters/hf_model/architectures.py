@@ -366,7 +366,7 @@ def expected_encoding(model_type: str) -> dict:
 
 #: Size keys of a user's config.json that ``tiny_from_config`` replaces (every other key, the
 #: positional ones among them, is kept as written).
-_LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 _HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
 _WIDTH = ("hidden_size", "n_embd", "d_model")
 _FFN = ("intermediate_size", "ffn_dim", "n_inner")
@@ -426,7 +426,7 @@ def _shrink_sizes(cfg: dict, mt: str, sizes: dict) -> None:
     kv = cfg.get("num_key_value_heads")
     layers = 4 if any(cfg.get(k) is not None for k in ("no_rope_layers", "no_rope_layer_interval", "layer_types")) else 2
     tiny_heads, tiny_width = 2, 2 * hd
-    for keys, value in ((_LAYERS, layers), (_HEADS, tiny_heads), (_WIDTH, tiny_width), (_FFN, 2 * tiny_width)):
+    for keys, value in ((LAYER_KEYS, layers), (_HEADS, tiny_heads), (_WIDTH, tiny_width), (_FFN, 2 * tiny_width)):
         present = [k for k in keys if k in cfg] or [k for k in keys if k in sizes][:1]
         for k in present:
             cfg[k] = value

@@ -14,6 +14,8 @@ import re
 import typing
 from functools import lru_cache
 
+from .architectures import LAYER_KEYS
+
 #: the most a tiny model of a config may take, in bytes at float64 (its weights and buffers); the kit's
 #: own tiny models take a few MB, a learned position table of a million positions 0.5 GB
 MAX_MODEL_BYTES = 2 * 2**30
@@ -86,7 +88,7 @@ def check_fields(model_type: str, config: dict) -> None:
     """``ValueError`` naming the first field of ``config`` whose value transformers' config class of
     ``model_type`` rejects (a list where it takes an integer, a string where it takes a number, ...)."""
     for scope, d in (("", config), ("text_config.", config.get("text_config"))):
-        for k in ("num_hidden_layers", "n_layer", "num_layers", "num_decoder_layers"):
+        for k in (*LAYER_KEYS, "num_decoder_layers"):
             n = d.get(k) if isinstance(d, dict) else None
             if isinstance(n, int) and not isinstance(n, bool) and n > MAX_LAYERS:  # before transformers lists them
                 raise ValueError(f"{scope}{k}: {n} layers, more than any model has (over {MAX_LAYERS}): refused")
