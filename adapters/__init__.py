@@ -21,7 +21,7 @@ from pathlib import Path
 
 from posenc.spec.errors import UsageError, exception_text
 
-from .base import Adapter, RopeOp, Unsupported, family_ports, for_rotation, positive_rotation_only  # noqa: F401
+from .base import Adapter, RopeOp, Unsupported, family_ports, for_rotation, forms_unsupported, positive_rotation_only  # noqa: F401
 from .reference_adapter import MutantAdapter, ReferenceAdapter
 
 ENTRY_POINT_GROUP = "posenc.adapters"

@@ -156,6 +156,19 @@ def positive_rotation_only(params, library: str) -> None:
         raise Unsupported(_one_way(library))
 
 
+def forms_unsupported(params, library: str, *, fraction: bool = False, condense: bool = False) -> None:
+    """Raise :class:`Unsupported` for a parameter form (spec 0.5.0) ``library`` has no argument for: a
+    rotated width stated as a fraction (ROPE-ROTARY-FRACTION) unless ``fraction``, positions condensed
+    before the angle (ROPE-CONDENSE) unless ``condense``.  A wrapper that sized the width or divided the
+    positions itself would pass the library on what only the wrapper did."""
+    if not fraction and getattr(params, "partial_rotary_factor", None) is not None:
+        raise Unsupported(f"{library} takes the rotated width, not a fraction of the head: the width of "
+                          f"partial_rotary_factor {params.partial_rotary_factor!r} would be the wrapper's sizing")
+    if not condense and getattr(params, "condense_ratio", None) is not None:
+        raise Unsupported(f"{library} has no condensing of positions (condense_ratio "
+                          f"{params.condense_ratio!r}): dividing the positions would be the wrapper's")
+
+
 class PositiveRotationRope:
     """A prepared RoPE operation of a library that rotates by +phi only, for a ``rotation:
     negative`` case: its tables (``inv_freq``, ``cos_sin``) are served as they are (the rotation

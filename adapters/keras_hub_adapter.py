@@ -99,7 +99,7 @@ import numpy as np
 from posenc.spec.errors import AdapterError, UsageError
 from posenc.spec.tolerance import EPS
 
-from .base import Adapter, Unsupported, for_rotation, positive_rotation_only
+from .base import Adapter, Unsupported, for_rotation, forms_unsupported, positive_rotation_only
 
 BACKENDS = ("tensorflow", "jax", "torch")
 #: ``GPTNeoXAttention.call`` slices the rotary part and concatenates the pass-through tail.
@@ -166,6 +166,9 @@ def _check_rope(p) -> None:
     """Raise :class:`Unsupported` for what keras-hub's RoPE layers cannot express."""
     if p.pairing != "half":
         raise Unsupported(INTERLEAVED)
+    # Gemma4TextAttention sizes its share from rope_partial_rotary_factor; RotaryEmbedding takes no fraction,
+    # and its linear scaling_factor divides the frequencies, not the positions
+    forms_unsupported(p, "keras-hub RotaryEmbedding", fraction=p.rope_type == "proportional")
     t = p.rope_type
     if p.attention_factor is not None:
         if t == "yarn":
@@ -184,7 +187,7 @@ def _check_rope(p) -> None:
         raise Unsupported("keras-hub RotaryEmbedding implements rope_type linear, dynamic and yarn only; LongRoPE "
                           "exists only as models/phi3 Phi3SuScaledRotaryEmbedding, which takes 1-D positions and "
                           "switches factors on start_index + seq_len (not wrapped)")
-    if t == "proportional":
+    if t == "proportional" and p.partial_rotary_factor is None:
         raw = int(p.rdim / p.head_dim * p.head_dim)  # Gemma4TextAttention.__init__'s rotary_dim rule
         if max(2, raw - raw % 2) != p.rdim:
             raise Unsupported(f"Gemma4TextAttention sizes the rotated share as int(partial_rotary_factor * head_dim) "
@@ -213,7 +216,8 @@ class _KerasRope:
                 attn = Gemma4TextAttention(
                     head_dim=p.head_dim, num_query_heads=1, num_key_value_heads=1,
                     rope_wavelength=float(p.rope_theta), rope_scaling_factor=float(p.factor or 1.0),
-                    rope_partial_rotary_factor=p.rdim / p.head_dim, dtype=dtype)
+                    rope_partial_rotary_factor=(p.partial_rotary_factor if p.partial_rotary_factor is not None
+                                                else p.rdim / p.head_dim), dtype=dtype)
                 attn.build((None, None, 8))  # creates rope_layer (and tiny projections, unused)
             if attn.rotary_dim != p.rdim or attn.rope_layer.denominator_dim != p.head_dim:
                 raise AdapterError(f"keras-hub: Gemma4TextAttention built rotary_dim {attn.rotary_dim} / denominator "

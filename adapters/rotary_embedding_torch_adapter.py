@@ -17,6 +17,8 @@ pairing                                interleaved only (``rotate_half`` pairs `
                                        ``freqs`` repeated ``'... n -> ... (n r)', r=2``)
 ``rope_type`` linear, ``factor``       ``interpolate_factor=factor`` (``get_seq_pos`` divides
                                        the positions by it; ``factor >= 1`` is asserted)
+``condense_ratio`` (ROPE-CONDENSE)     ``interpolate_factor=condense_ratio``: the same division of
+                                       the positions, the library's own condensing
 ``attention_factor``                   the ``scale`` argument of ``rotate_queries_or_keys``
                                        (``apply_rotary_emb`` multiplies cos and sin by it)
 ``RopeOp.apply``                       ``rotate_queries_or_keys(x, seq_dim=-2, offset=o,
@@ -44,7 +46,9 @@ Not expressible (``Unsupported``): half pairing in ``apply``; positions that are
 (``theta_rescale_factor`` is a static NTK rescale fixed at construction, not the per-call
 dynamic rule); ``factor < 1``; a linear ``inv_freq`` / ``cos_sin`` (the library scales
 positions, never its ``freqs``, and ``forward(t)`` takes positions as given); rotation with
-given cos/sin (``apply_rotary_emb`` takes angles).  ``inv_freq`` and ``cos_sin`` do not depend
+given cos/sin (``apply_rotary_emb`` takes angles); a rotated width given as a fraction
+(``RotaryEmbedding`` takes ``dim``, a width); cos/sin of condensed positions (``forward(t)`` takes
+positions as given).  ``inv_freq`` and ``cos_sin`` do not depend
 on the pairing and are served for half-pairing parameters too.  Devices: ``cpu``, and ``cuda``
 when present.
 """
@@ -56,7 +60,7 @@ import importlib.metadata
 import torch
 import rotary_embedding_torch.rotary_embedding_torch as rer  # module attributes: patchable, as the library calls them
 
-from .base import Adapter, Unsupported, for_rotation
+from .base import Adapter, Unsupported, for_rotation, forms_unsupported
 from .torch_adapter import DTYPES, TorchAdapter, torch_device_available
 
 _ROPE_TYPES = ("default", "linear")
@@ -73,11 +77,14 @@ class _LucidrainsRope:
     def __init__(self, params, dtype: torch.dtype, device):
         self.p, self.dtype = params, dtype
         self.af = params.attention_factor
-        factor = params.factor if params.rope_type == "linear" else 1.0
+        factor = params.factor if params.rope_type == "linear" else (params.condense_ratio or 1.0)
         self.rotary = rer.RotaryEmbedding(dim=params.rdim, theta=float(params.rope_theta),
                                       interpolate_factor=float(factor)).to(device)
 
     def _linear(self, what: str) -> None:
+        if self.p.condense_ratio is not None and what != "scaled inv_freq":
+            raise Unsupported(f"condensed positions have no {what} in rotary-embedding-torch: interpolate_factor divides "
+                              "the positions inside get_seq_pos (offset + arange only); forward(t) takes positions as given")
         if self.p.rope_type == "linear":
             raise Unsupported(f"linear scaling has no {what} in rotary-embedding-torch: interpolate_factor divides "
                               "the positions inside get_seq_pos (offset + arange only); freqs stay unscaled and "
@@ -144,6 +151,7 @@ class RotaryEmbeddingTorchAdapter(Adapter):
 
     def rope(self, params, *, dtype, device):
         """ROPE-*, SCALE-LINEAR: a ``RotaryEmbedding`` for the parameters (see the module docstring)."""
+        forms_unsupported(params, "rotary-embedding-torch", condense=True)
         t = params.rope_type
         if t not in _ROPE_TYPES:
             raise Unsupported(f"rope_type {t!r}: RotaryEmbedding has plain RoPE, linear position interpolation "

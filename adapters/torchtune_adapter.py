@@ -78,7 +78,7 @@ from torchtune.modules import RotaryPositionalEmbeddings
 
 from posenc.spec.errors import AdapterError
 
-from .base import Adapter, Unsupported, for_rotation
+from .base import Adapter, Unsupported, for_rotation, forms_unsupported
 from .torch_adapter import DTYPES, TorchAdapter, torch_device_available
 
 #: torchtune's default ``max_seq_len`` of every rotary module.
@@ -89,6 +89,7 @@ _ROPE_TYPES = ("default", "llama3")
 
 def _check_expressible(p) -> None:
     """Raise :class:`Unsupported` for RoPE parameters no torchtune module implements."""
+    forms_unsupported(p, "torchtune 0.6.1")
     if p.rope_type not in _ROPE_TYPES:
         raise Unsupported(f"torchtune 0.6.1 has no rope_type {p.rope_type!r}: its rotary modules are plain RoPE "
                           "(RotaryPositionalEmbeddings, Qwen2/Phi-3 variants) and Llama3ScaledRoPE (llama3)")

@@ -121,7 +121,7 @@ def mrope_partial_whole_head(op, p, x, dtype=None):
     D = p.head_dim
     axes = mrope_axes(D // 2, p.mrope_section, p.layout)
     axes = axes + [0] * (D // 2 - len(axes))  # contiguous: the sections end at rotary_dim/2
-    full = p.rope.model_copy(update={"rotary_dim": None})
+    full = p.rope.with_width()
     w, a = rope.inv_freq(full, mrope.seq_len_of(x["position_ids"]))
     pos = np.asarray(x["position_ids"])
     ap = np.moveaxis(pos[np.asarray(axes)], 0, -1)

@@ -38,27 +38,29 @@ def call_keys(x, prefix: str = "position_ids.") -> list[str]:
     return [prefix + k for k in call_suffixes(x, prefix.rstrip("."))]
 
 
-def _per_call(fn, p, x, freq) -> dict:
+def _per_call(fn, p, x, freq, **kw) -> dict:
     """``rope.cos_sin_calls``: ``fn('rope.cos_sin', ...)`` for each call in order, one ``freq``
     (so a stateful provider sees the sequence), keyed ``cos.<k>`` / ``sin.<k>``."""
     out = {}
     for key in call_keys(x):
         k = key.rsplit(".", 1)[1]
-        r = fn("rope.cos_sin", p, {"position_ids": x[key]}, freq)
+        r = fn("rope.cos_sin", p, {"position_ids": x[key]}, freq, **kw)
         out[f"cos.{k}"], out[f"sin.{k}"] = r["cos"], r["sin"]
     return out
 
 
-def rope_outputs(op, p, x, freq) -> Outputs:
-    """Outputs of a RoPE operation given a frequency provider (the reference's or a mutant's)."""
+def rope_outputs(op, p, x, freq, positions: Callable | None = None) -> Outputs:
+    """Outputs of a RoPE operation given a frequency provider (the reference's or a mutant's) and
+    ``positions``, ``(position_ids, p) -> float64 positions`` the angles multiply (the reference's
+    :func:`posenc.reference.rope.angle_positions`, or a mutant's)."""
     if op == "rope.inv_freq":
         w, a = freq(None)
         return {"inv_freq": w, "attention_factor": np.float64(a)}
     if op == "rope.cos_sin_calls":
-        return _per_call(rope_outputs, p, x, freq)
+        return _per_call(rope_outputs, p, x, freq, positions=positions)
     pid = np.asarray(x["position_ids"])
     w, a = freq(rope.seq_len_of(pid))
-    phi = pid.astype(np.float64)[..., None] * w
+    phi = (positions or rope.angle_positions)(pid, p)[..., None] * w
     c, s = a * np.cos(phi), a * np.sin(phi)
     if op == "rope.cos_sin":
         return {"cos": c, "sin": s}
@@ -76,7 +78,7 @@ def rope_scales(op, p, x, freq) -> dict:
         return _per_call(rope_scales, p, x, freq)
     pid = np.asarray(x["position_ids"])
     w, a = freq(rope.seq_len_of(pid))
-    phi = np.abs(pid.astype(np.float64)[..., None] * w) * exponent_amplification(w, p.rope_theta, p.pair_dim,
+    phi = np.abs(rope.angle_positions(pid, p)[..., None] * w) * exponent_amplification(w, p.rope_theta, p.pair_dim,
                                                                                  p.rope_type == "dynamic")
     if op == "rope.cos_sin":
         sc = (np.full_like(phi, a), a * phi)
@@ -124,8 +126,8 @@ def _rope_apply_cs_scales(p, x):
 
 
 def _reference(op):
-    def fn(p, x, freq=None):
-        return rope_outputs(op, p, x, freq or freq_provider(p))
+    def fn(p, x, freq=None, positions=None):
+        return rope_outputs(op, p, x, freq or freq_provider(p), positions)
 
     def sc(p, x):
         return rope_scales(op, p, x, freq_provider(p))
@@ -210,7 +212,7 @@ def rope_position_offset_rounded(op, p, x, dtype=None):
 
 @mutant("rope_tail_rotated", "rope.apply")
 def rope_tail_rotated(op, p, x, dtype=None):
-    full = p.model_copy(update={"rotary_dim": None})
+    full = p.with_width()
     return run(op, full, x)
 
 
@@ -372,7 +374,8 @@ def _angles_form(op, p, x, w_round=_ident, pos_round=_ident, phi_round=_ident, i
     """The rope outputs with inv_freq, the positions and the angle rounded by the given functions
     (cos/sin and the rotation then exact); may hold inf/NaN where a rounding overflows.
     ``interpolate``: linear scaling applied as position interpolation (positions / factor, rounded
-    again, rotary-embedding-torch's ``interpolate_factor``).  One frequency provider for a whole
+    again, rotary-embedding-torch's ``interpolate_factor``); condensed positions (ROPE-CONDENSE) are
+    divided the same way, always.  One frequency provider for a whole
     ``rope.cos_sin_calls`` sequence, as the reference (SCALE-DYNAMIC-GROW keeps its state)."""
     freq = freq or freq_provider(p)
     if op == "rope.cos_sin_calls":
@@ -391,6 +394,8 @@ def _angles_form(op, p, x, w_round=_ident, pos_round=_ident, phi_round=_ident, i
     pos = np.asarray(x["position_ids"], np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         pos = pos_round(pos)
+        if p.condense_ratio is not None:  # ROPE-CONDENSE: divided where the positions are held
+            pos = pos_round(pos / p.condense_ratio)
         if interpolate and p.rope_type == "linear":
             pos, w = pos_round(pos / p.factor), w * p.factor
         phi = phi_round(pos[..., None] * w)
@@ -575,3 +580,6 @@ add_cases(
           "position_ids.2": pos([6], [106])},
          "prefill of 5 tokens, then two single-token decode steps, on one prepared RoPE"),
 )
+
+# ---- the parameter forms (ROPE-ROTARY-FRACTION, ROPE-CONDENSE): families/rope_forms.py ---------
+from . import rope_forms  # noqa: E402,F401  (registers their mutants and cases)

@@ -36,7 +36,7 @@ def rope_clauses(p, op: str) -> list[str]:
     """The clauses a RoPE case of ``op`` with parameters ``p`` exercises (``add_cases``'s and the
     generated cases' rule; the registry keeps those ``op`` serves): the inverse frequencies and the
     angles of every operation that builds them, the pairing and the rotation's sign of those that
-    rotate, the partial slice, the attention factor (explicit or the scaling's), the scaling's clauses
+    rotate, the partial slice, its width from a fraction, the condensing of the angles, the attention factor (explicit or the scaling's), the scaling's clauses
     and ROPE-PRECISION.  Proportional rope's zero-frequency pairs are not a partial slice (ROPE-PARTIAL)."""
     if not isinstance(p, RopeParams):
         return []
@@ -46,6 +46,10 @@ def rope_clauses(p, op: str) -> list[str]:
         cl += ["ROPE-ROTATION-NEGATIVE"] if p.rotation == "negative" else []
     if p.pair_dim < p.head_dim:
         cl.append("ROPE-PARTIAL")
+    if p.partial_rotary_factor is not None and op in _TABLE_OPS:
+        cl.append("ROPE-ROTARY-FRACTION")  # the width (proportional's share too) sized from a fraction
+    if p.condense_ratio is not None and op in _TABLE_OPS and op != "rope.inv_freq":
+        cl.append("ROPE-CONDENSE")
     if p.attention_factor is not None or p.rope_type in ("yarn", "longrope"):
         cl.append("ROPE-ATTENTION-FACTOR")  # explicit, or YaRN's and LongRoPE's own
     return cl + list(scale_clauses(p)) + ["ROPE-PRECISION"]

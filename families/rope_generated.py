@@ -1,5 +1,6 @@
 """Generated-case strategies of the RoPE family's operations (``rope.*``): every pairing, both
-rotation directions (the rotating operations), full and partial rotary, an optional attention factor, every ``rope_type`` with its scaling fields at
+rotation directions (the rotating operations), full and partial rotary (a width or a fraction), condensed
+positions, an optional attention factor, every ``rope_type`` with its scaling fields at
 random valid values (:mod:`posenc.families.rope_scaling_generated`), θ from 1e2 to 1e8, and
 positions anywhere up to 2^17 (near powers of two, above 65504, scattered, after a cache)."""
 
@@ -9,7 +10,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from posenc.harness import generators as g
-from posenc.spec.models import RopeParams
+from posenc.spec.models import RopeParams, rotary_width
 from posenc.spec.ranges import domain
 
 from . import branch, generator, spec
@@ -21,8 +22,12 @@ OPS = ("rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply", "rop
 
 def rope_params(draw, *, scaled: bool = True, favour: tuple[str, ...] = ()) -> RopeParams:
     """A valid :class:`RopeParams`: head_dim, rotary_dim, θ, pairing, attention factor and
-    (when ``scaled``) a rope_type with its fields, all from the declared domains."""
+    (when ``scaled``) a rope_type with its fields, all from the declared domains; one case in six the
+    plain RoPE every kernel has (full width, half pairing, no factor or scaling), so that a simple
+    kernel's generated check is not left to the chance of drawing every field at its default."""
     head = g.size(draw, M, "head_dim")
+    if draw(st.integers(0, 5)) == 0:
+        return RopeParams(head_dim=head, rope_theta=g.field(draw, M, "rope_theta"))
     rotary = None if draw(st.booleans()) else g.size(draw, M, "rotary_dim", hi=head)
     types = list(domain(spec(), M, "rope_type").values)
     rt = draw(st.sampled_from(types + list(favour) * 2)) if scaled else "default"
@@ -42,6 +47,37 @@ def with_rotation(draw, p: RopeParams) -> RopeParams:
     return p.model_copy(update={"rotation": "negative"}) if draw(st.integers(0, 3)) == 0 else p
 
 
+#: fractions of published configs (GPT-NeoX 0.25, Phi-2 0.4, Phi-1.5 0.5, Phi-4-mini 0.75) and ones whose
+#: float64 product truncates below the exact one at some widths (0.29, 0.57, 0.58, 0.35)
+FRACTIONS = (0.25, 0.4, 0.5, 0.75, 0.29, 0.57, 0.58, 0.35, 0.3)
+#: condensing ratios: LLaMA-2-7B-32K's 8, powers of two and not (3, 4.5: dividing the positions and the
+#: frequencies round differently in float32)
+RATIOS = (2.0, 3.0, 4.5, 8.0)
+
+
+def with_forms(draw, p: RopeParams, keep_width: bool = False) -> RopeParams:
+    """``p`` with the parameter forms (spec 0.5.0), drawn after the rest of the case so that the other
+    fields' draws are those of before: one case in four states its rotary_dim as the fraction that
+    sizes it back (ROPE-ROTARY-FRACTION), one in four (unless ``keep_width``) a fraction of its own --
+    a published one, one that truncates, or one from the declared domain -- where the width it gives is
+    valid; one default-type case in four condenses its positions (ROPE-CONDENSE)."""
+    k = draw(st.integers(0, 3))
+    h, proportional = p.head_dim, p.rope_type == "proportional"
+    if k == 0 and p.rotary_dim is not None and rotary_width(h, p.rotary_dim / h, proportional) == p.rotary_dim:
+        p = p.model_copy(update={"rotary_dim": None, "partial_rotary_factor": p.rotary_dim / h})
+    elif k == 1 and not keep_width and p.rope_type != "longrope":  # LongRoPE's factor lists are sized by the width
+        f = draw(st.sampled_from(FRACTIONS)) if draw(st.booleans()) else \
+            round(g.field(draw, M, "partial_rotary_factor"), 2)
+        w = rotary_width(h, f, proportional)
+        if w % 2 == 0 and w >= (4 if p.rope_type == "dynamic" else 2):
+            p = p.model_copy(update={"rotary_dim": None, "partial_rotary_factor": f})
+    if not keep_width and p.rope_type == "default" and draw(st.integers(0, 3)) == 0:
+        c = draw(st.sampled_from(RATIOS + (None,)))
+        c = g.field(draw, M, "condense_ratio") if c is None else c
+        p = p.model_copy(update={"condense_ratio": c})
+    return RopeParams(**p.model_dump(exclude_none=True))  # validated
+
+
 def _qk(draw, p: RopeParams, b: int, t: int) -> dict:
     hq, hk = g.shape(draw, (1, 2, 4), (1, 2))
     return {"q": g.values((b, hq, t, p.head_dim)), "k": g.values((b, hk, t, p.head_dim))}
@@ -50,7 +86,7 @@ def _qk(draw, p: RopeParams, b: int, t: int) -> dict:
 @generator("rope.inv_freq")
 def gen_inv_freq(draw):
     p = rope_params(draw)
-    return g.case("rope.inv_freq", p, {}, [])
+    return g.case("rope.inv_freq", with_forms(draw, p), {}, [])
 
 
 @generator("rope.cos_sin")
@@ -59,7 +95,7 @@ def gen_cos_sin(draw):
     b, t = g.shape(draw, (1, 2, 3), (1, 2, 5))
     x = {"position_ids": g.positions(draw, b, t, g.MAX_POSITION)}
     p = with_rotation(draw, p)  # the tables do not depend on it (ROPE-ROTATION-NEGATIVE)
-    return g.case("rope.cos_sin", p, x, [])
+    return g.case("rope.cos_sin", with_forms(draw, p), x, [])
 
 
 @generator("rope.apply")
@@ -68,7 +104,7 @@ def gen_apply(draw):
     b, t = g.shape(draw, (1, 2, 3), (1, 3, 5))
     x = {**_qk(draw, p, b, t), "position_ids": g.positions(draw, b, t, g.MAX_POSITION)}
     p = with_rotation(draw, p)
-    return g.case("rope.apply", p, x, [])
+    return g.case("rope.apply", with_forms(draw, p), x, [])
 
 
 @generator("rope.cos_sin_calls")
@@ -95,7 +131,7 @@ def gen_cos_sin_calls(draw):
         p = RopeParams(**{**p.model_dump(exclude_defaults=True),
                           "max_position_embeddings": max(128, draw(st.sampled_from(lens[:-1] + [n - 1 for n in lens[:-1]])))})
     x = {f"position_ids.{i}": c for i, c in enumerate(calls)}
-    return g.case("rope.cos_sin_calls", p, x, [])
+    return g.case("rope.cos_sin_calls", with_forms(draw, p), x, [])
 
 
 @generator("rope.apply_with_cos_sin")
@@ -114,6 +150,12 @@ def gen_apply_with_cos_sin(draw):
 @branch("ROPE-PARTIAL", "partial")
 def _partial(p, x):
     return p.rdim < p.head_dim
+
+
+@branch("ROPE-ROTARY-FRACTION", "truncated")
+def _truncated(p, x):
+    f = getattr(p, "partial_rotary_factor", None)
+    return None if f is None else p.head_dim * f != int(p.head_dim * f)
 
 
 @branch("ROPE-PRECISION", "beyond-float16-range")

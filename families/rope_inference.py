@@ -472,7 +472,7 @@ def _theta_models(ctx: InferenceContext, calls: list[_Call], phe, prefix: str) -
         return []
     cands: list[Candidate] = []
     if p.rope_type != "default":  # a scaled type with plain θ frequencies
-        plain = RopeParams(head_dim=p.head_dim, rotary_dim=p.rotary_dim, rope_theta=p.rope_theta,
+        plain = RopeParams(head_dim=p.head_dim, rotary_dim=p.rdim, rope_theta=p.rope_theta,
                            pairing=p.pairing, rotation=p.rotation, attention_factor=ctx.found.get("attention_factor") or p.attention_factor)
         cands.append((prefix + f"the rope_type {p.rope_type!r} scaling is not applied (plain θ "
                       f"{sig(p.rope_theta, 6)} frequencies)", lambda: ctx.ref(plain)))

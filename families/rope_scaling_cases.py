@@ -173,6 +173,12 @@ add_cases(
          "Llama 3.2 1B shape (head 64, theta 5e5, factor 32, low 1, high 4, original 8192): factor != 8"),
     Case("scale-llama3.2-1b-inv-freq", "rope.inv_freq", ("SCALE-LLAMA3",), _LLAMA32_1B,
          note="factor 32: the divided band is inv_freq / 32"),
+    Case("scale-llama3-no-scaled-band", "rope.cos_sin", ("SCALE-LLAMA3",),
+         RopeParams(head_dim=8, rope_theta=100.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                    high_freq_factor=4.0, original_max_position_embeddings=8192),
+         {"position_ids": pos([0, 1, 4095, 70000])},
+         "derivation case: every wavelength (at most 2 pi 100^(6/8) = 199) is below 8192 / 4: no pair is divided "
+         "or blended, the plain frequencies"),
     Case("scale-llama3-bands-2-8", "rope.inv_freq", ("SCALE-LLAMA3",), _LLAMA3_2_8,
          note="derivation case: low 2, high 8, original 4096, factor 8; bands: pairs 0-21 unchanged, 22-28 "
               "blended, 29-63 divided (all three non-empty)"),

@@ -148,7 +148,7 @@ def oracle_rope(call: dict, rec: dict, enc: dict, dtype: str):
         return None, None
     d = np.shape(rec["q_in"])[-1]
     if d == p.rdim and p.rdim < p.head_dim:  # the probe sees the rotated part only (GPT-J)
-        p = p.model_copy(update={"head_dim": p.rdim, "rotary_dim": None})
+        p = p.with_width(head_dim=p.rdim)
     positions, valid = call["positions"], call["valid"]
     if not layer_rotates(enc, layer):
         used = recovered_rope_positions(p, rec, positions)

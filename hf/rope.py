@@ -60,7 +60,7 @@ class RopeImport:
                             f"holds full_attention and sliding_attention only")
         full, sliding = self.sets.get("full_attention"), self.sets.get("sliding_attention")
         present = [p for p in (full, sliding) if p is not None]
-        if {(p.head_dim, p.rotary_dim, p.pairing) for p in present}.__len__() > 1:
+        if {(p.head_dim, p.rdim, p.pairing) for p in present}.__len__() > 1:
             raise SpecError(f"{self.model_type}: the layer types' sets differ in head width, rotary width or pairing "
                             f"(LayerRopeParams shares them)")
         if any(p.rotation != "positive" for p in present):
@@ -68,7 +68,7 @@ class RopeImport:
                             f"rotates by +phi only")
         for name, p, allowed in (("full_attention", full, ("default", "linear")), ("sliding_attention", sliding,
                                                                                     ("default",))):
-            if p is not None and (p.rope_type not in allowed or p.rotary_dim not in (None, p.head_dim)
+            if p is not None and (p.rope_type not in allowed or p.rdim != p.head_dim
                                   or p.attention_factor is not None):
                 raise SpecError(f"{self.model_type}: the {name} set (rope_type {p.rope_type}) is not one "
                                 f"LayerRopeParams holds ({' or '.join(allowed)}, whole head)")
@@ -363,10 +363,12 @@ def _set_values(config: dict, rope: dict, rope_type: str, rule: ModelRule, model
     scaling keys (transformers' standardisation of the original context), dynamic NTK's policy."""
     theta = _theta(config, rope, rule, model_type)
     head_dim = _head_dim(config, rule, model_type, row, provenance, label)
-    rotary_dim = _rotary_dim(config, rope, rule, head_dim)
+    rotary_dim, fraction = _rotary_width(config, rope, rule, head_dim)
     pairing = _pairing(config, rule)
     values: dict[str, Any] = {"head_dim": head_dim, "rotary_dim": None if rotary_dim == head_dim else rotary_dim,
                               "rope_theta": float(theta), "pairing": pairing, "rope_type": rope_type}
+    if fraction is not None:  # the config's fraction, sized by the spec's rule (ROPE-ROTARY-FRACTION)
+        values["partial_rotary_factor"] = fraction
     if rule.rotation != "positive":
         values["rotation"] = rule.rotation
     required, optional = ROPE_TYPE_FIELDS[rope_type]
@@ -434,19 +436,20 @@ def _theta(config: dict, rope: dict, rule, model_type) -> float:
     return theta
 
 
-def _rotary_dim(config: dict, rope: dict, rule, head_dim: int) -> int:
-    """The rotated width: the rule's key (GPT-J's rotary_dim), else head_dim x partial_rotary_factor."""
+def _rotary_width(config: dict, rope: dict, rule, head_dim: int) -> tuple[int, Optional[float]]:
+    """The rotated width as the config states it: ``(rotary_dim, None)`` from the rule's key (GPT-J's
+    rotary_dim), else ``(head_dim, fraction)`` with the config's ``partial_rotary_factor`` (or the
+    rule's keys, e.g. GPT-NeoX's rotary_pct, or its default), which :class:`RopeParams` sizes
+    (ROPE-ROTARY-FRACTION); a fraction of 1 is the whole head, ``(head_dim, None)``."""
     if rule.rotary_dim_key:
         v = config.get(rule.rotary_dim_key)
-        rotary_dim = head_dim if v is None else _positive_int(v, rule.rotary_dim_key)
-    else:
-        factor = rope.pop("partial_rotary_factor", None)
-        for k in rule.partial_keys:
-            factor = factor if factor is not None else config.get(k)
-        factor = rule.partial_default if factor is None else float(factor)
-        rotary_dim = int(head_dim * factor)
-    rope.pop("partial_rotary_factor", None)
-    return rotary_dim
+        rope.pop("partial_rotary_factor", None)
+        return (head_dim if v is None else _positive_int(v, rule.rotary_dim_key)), None
+    factor = rope.pop("partial_rotary_factor", None)
+    for k in rule.partial_keys:
+        factor = factor if factor is not None else config.get(k)
+    factor = rule.partial_default if factor is None else factor  # a number: the config's keys are checked first
+    return head_dim, (None if float(factor) == 1.0 else float(factor))
 
 
 def _pairing(config: dict, rule) -> str:

@@ -56,8 +56,18 @@ def seq_len_of(position_ids) -> int:
     return int(pos.max()) + 1 if pos.size else 0
 
 
+def angle_positions(position_ids, params: RopeParams) -> np.ndarray:
+    """The positions the angles multiply, float64 ``[B, T]``: ``position_ids / condense_ratio``
+    (ROPE-CONDENSE: LitGPT ``model.py::build_rope_cache``, ``arange(seq_len) / condense_ratio``),
+    else ``position_ids`` (ROPE-ANGLE)."""
+    pos = np.asarray(position_ids).astype(np.float64)
+    c = getattr(params, "condense_ratio", None)
+    return pos if c is None else pos / c
+
+
 def angles(position_ids, params: RopeParams) -> np.ndarray:
-    """Angles ``phi[b, t, i] = position_ids[b, t] * inv_freq[i]`` in radians, float64.
+    """Angles ``phi[b, t, i] = (position_ids[b, t] / c) * inv_freq[i]`` in radians, float64, with
+    ``c`` the condensing ratio (ROPE-CONDENSE; 1 when unset).
 
     Clause ROPE-ANGLE.  ``position_ids``: integer ``[B, T]``, any values (never assumed arange).
     """
@@ -65,13 +75,13 @@ def angles(position_ids, params: RopeParams) -> np.ndarray:
     if not np.issubdtype(pos.dtype, np.integer):
         raise TypeError(f"ROPE-ANGLE: position_ids must be integers, got {pos.dtype}")
     w, _ = inv_freq(params, seq_len_of(pos))
-    return pos.astype(np.float64)[..., None] * w
+    return angle_positions(pos, params)[..., None] * w
 
 
 def cos_sin(position_ids, params: RopeParams) -> tuple[np.ndarray, np.ndarray]:
     """``attention_factor * cos(phi)`` and ``attention_factor * sin(phi)``, ``[B, T, rotary_dim/2]``.
 
-    Clauses: ROPE-ANGLE, ROPE-ATTENTION-FACTOR.
+    Clauses: ROPE-ANGLE, ROPE-CONDENSE, ROPE-ATTENTION-FACTOR.
     """
     phi = angles(position_ids, params)
     a = inv_freq(params, seq_len_of(position_ids))[1]
@@ -127,7 +137,8 @@ def apply_with_cos_sin(x, cos, sin, rotary_dim: int, pairing: str, rotation: str
 def apply(q, k, position_ids, params: RopeParams) -> tuple[np.ndarray, np.ndarray]:
     """End-to-end RoPE on ``q [B, Hq, T, D]`` and ``k [B, Hk, T, D]``.
 
-    Clauses: ROPE-INV-FREQ, ROPE-ANGLE, ROPE-PAIR-*, ROPE-PARTIAL, ROPE-ATTENTION-FACTOR.
+    Clauses: ROPE-INV-FREQ, ROPE-ANGLE, ROPE-CONDENSE, ROPE-PAIR-*, ROPE-PARTIAL, ROPE-ROTARY-FRACTION (the
+    width ``params.rdim``), ROPE-ATTENTION-FACTOR.
     Raises ``ValueError`` when q/k are not ``[B, H, T, head_dim]`` or position_ids not ``[B, T]``.
     """
     q, k = _f64(q), _f64(k)
@@ -159,7 +170,8 @@ def apply_complex(x, position_ids, params: RopeParams) -> np.ndarray:
     oa, ob = output_indices(r, params.pairing)
     w = params.rope_theta ** (-np.arange(0, r, 2, dtype=np.float64) / r)
     af = 1.0 if params.attention_factor is None else params.attention_factor
-    rot = af * np.exp(params.sin_sign * 1j * np.multiply.outer(np.asarray(position_ids, dtype=np.float64), w))
+    pos = np.asarray(position_ids, dtype=np.float64) / (params.condense_ratio or 1.0)
+    rot = af * np.exp(params.sin_sign * 1j * np.multiply.outer(pos, w))
     z = (x[..., a] + 1j * x[..., b]) * rot[:, None]
     y = x.copy()
     y[..., oa], y[..., ob] = z.real, z.imag

@@ -58,6 +58,17 @@ from .document import (  # noqa: F401  (the document models are part of posenc.s
 # --------------------------------------------------------------------------------------------
 
 
+def rotary_width(head_dim: int, fraction: float, proportional: bool = False) -> int:
+    """ROPE-ROTARY-FRACTION: ``int(head_dim * fraction)``, the float64 product truncated toward zero
+    (transformers ``modeling_rope_utils.py::_compute_default_rope_parameters``, vLLM ``get_rope``,
+    LitGPT ``Config.__post_init__``: ``int(...)``; 100 x 0.29 = 28.999999999999996 gives 28); for
+    proportional rope ``2 * int(fraction * head_dim // 2)`` (SCALE-PROPORTIONAL: transformers
+    ``_compute_proportional_rope_parameters``), rounded down to even."""
+    if proportional:
+        return 2 * int(fraction * head_dim // 2)
+    return int(head_dim * fraction)
+
+
 RopeType = Literal["default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional"]
 
 #: For each rope_type: the scaling fields it requires, and the ones it accepts (HF 5.24
@@ -83,6 +94,14 @@ class RopeParams(_Strict):
 
     ``rotary_dim`` defaults to ``head_dim`` (no partial rotary); for ``proportional`` it is the
     rotated share of a head whose pairs still span ``head_dim`` (SCALE-PROPORTIONAL).
+    ``partial_rotary_factor``: the rotated width as a fraction of ``head_dim`` instead (never both):
+    ``int(head_dim * partial_rotary_factor)``, the float64 product truncated, as every library sizes it
+    (ROPE-ROTARY-FRACTION: 100 x 0.29 gives 28); for ``proportional``
+    ``2 * int(partial_rotary_factor * head_dim // 2)``, rounded down to even (SCALE-PROPORTIONAL).  A
+    fraction giving an odd or zero width is refused (a ``ValueError`` naming the clause).
+    ``condense_ratio``: positions divided by it before the angle, ``phi = (p / c) inv_freq``
+    (ROPE-CONDENSE; LitGPT ``rope_condense_ratio``, Megatron-Core ``seq_len_interpolation_factor``);
+    rope_type ``default`` only.
     ``rotation``: ``positive`` turns every pair by +phi (ROPE-PAIR-*); ``negative`` by -phi
     (ROPE-ROTATION-NEGATIVE: NanoChat's ``rotate_half`` returns ``cat(x2, -x1)``); the cos/sin
     tables are the same either way, only the rotations (``rope.apply``, ``rope.apply_with_cos_sin``)
@@ -95,6 +114,11 @@ class RopeParams(_Strict):
 
     head_dim: int = Field(gt=0)
     rotary_dim: Optional[int] = Field(None, gt=0)
+    partial_rotary_factor: Optional[float] = Field(
+        None, gt=0, le=1, description="the rotated share of head_dim: width int(head_dim * f) in float64 "
+                                      "(ROPE-ROTARY-FRACTION); exclusive with rotary_dim")
+    condense_ratio: Optional[float] = Field(
+        None, ge=1, description="positions divided by it before the angle (ROPE-CONDENSE); rope_type default")
     rope_theta: float = Field(10000.0, gt=0)
     pairing: Literal["half", "interleaved", "deinterleave"] = "half"
     rotation: Literal["positive", "negative"] = Field(
@@ -124,7 +148,8 @@ class RopeParams(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "RopeParams":
-        r = self.rotary_dim if self.rotary_dim is not None else self.head_dim
+        self._check_forms()
+        r = self.rdim
         if r % 2:
             what = "rotary_dim" if self.rotary_dim is not None else "head_dim (the default rotary_dim)"
             raise ValueError(f"{what} must be even, got {r}")
@@ -156,10 +181,41 @@ class RopeParams(_Strict):
                              "SCALE-LLAMA3)")
         return self
 
+    def _check_forms(self) -> None:
+        """The rotary fraction and the condensing ratio (ROPE-ROTARY-FRACTION, ROPE-CONDENSE)."""
+        f = self.partial_rotary_factor
+        if f is not None and self.rotary_dim is not None:
+            raise ValueError(f"give rotary_dim ({self.rotary_dim}) or partial_rotary_factor ({f!r}), not both")
+        if f is not None:
+            w, rule = self.rdim, ("2 * int(f * head_dim // 2)" if self.rope_type == "proportional"
+                                  else "int(head_dim * f)")
+            if w == 0 or w % 2:
+                raise ValueError(f"ROPE-ROTARY-FRACTION: partial_rotary_factor {f!r} of head_dim {self.head_dim} "
+                                 f"gives the rotary width {rule} = {w}, which is {'zero' if w == 0 else 'odd'}: "
+                                 f"the spec rotates an even width (transformers' GPT-NeoX would rotate "
+                                 f"{w + 1 if w % 2 else 2} dims, its Phi raises, LitGPT's rotation is no rotation)")
+        if self.condense_ratio is not None and self.rope_type != "default":
+            raise ValueError(f"ROPE-CONDENSE: condense_ratio applies to rope_type 'default' (got "
+                             f"{self.rope_type!r}: express the condensing as its factor)")
+
     @property
     def rdim(self) -> int:
-        """The rotated width: ``rotary_dim`` or, when unset, ``head_dim``."""
-        return self.rotary_dim if self.rotary_dim is not None else self.head_dim
+        """The rotated width: ``rotary_dim``; else the width of ``partial_rotary_factor``
+        (:func:`rotary_width`); else ``head_dim``."""
+        if self.rotary_dim is not None:
+            return self.rotary_dim
+        if self.partial_rotary_factor is not None:
+            return rotary_width(self.head_dim, self.partial_rotary_factor, self.rope_type == "proportional")
+        return self.head_dim
+
+    def with_width(self, head_dim: int | None = None, rotary_dim: int | None = None) -> "RopeParams":
+        """A copy with ``head_dim`` (when given) and the rotated width ``rotary_dim`` (None: the whole
+        head), the fraction cleared: the one way to change a set's widths (a copy that set only
+        ``rotary_dim`` would keep a fraction that sizes the width again)."""
+        update = {"rotary_dim": rotary_dim, "partial_rotary_factor": None}
+        if head_dim is not None:
+            update["head_dim"] = head_dim
+        return self.model_copy(update=update)
 
     @property
     def pair_dim(self) -> int:

@@ -65,7 +65,9 @@ def test_import_matches_transformers_config_classes(name):
 
 def test_published_values_come_through():
     p = imp(CONFIGS["gpt-neox-20b (rotary_pct, rotary_emb_base)"])
-    assert (p.head_dim, p.rotary_dim, p.rope_theta, p.pairing) == (96, 24, 10000.0, "half")
+    # the config's fraction is kept, and sized by the spec's rule (ROPE-ROTARY-FRACTION): int(96 * 0.25) = 24
+    assert (p.head_dim, p.rotary_dim, p.partial_rotary_factor, p.rdim, p.rope_theta, p.pairing) == \
+        (96, None, 0.25, 24, 10000.0, "half")
     g = imp({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64})
     assert (g.head_dim, g.rotary_dim, g.rope_theta, g.pairing) == (256, 64, 10000.0, "interleaved")
     phi = imp(CONFIGS["phi-3 'su' with a top-level original_max_position_embeddings"])
@@ -123,8 +125,8 @@ def test_cli_prints_the_params(tmp_path, capsys):
     f.write_text(json.dumps(CONFIGS["gpt-neox-20b (rotary_pct, rotary_emb_base)"]))
     assert cli.main(["config", "import", str(f)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["sets"] == {"all_layers": {"head_dim": 96, "rotary_dim": 24, "rope_theta": 10000.0, "pairing": "half",
-                                          "rope_type": "default"}}
+    assert out["sets"] == {"all_layers": {"head_dim": 96, "partial_rotary_factor": 0.25, "rope_theta": 10000.0,
+                                          "pairing": "half", "rope_type": "default"}}
     assert out["model_type"] == "gpt_neox" and "configuration_gpt_neox.py" in out["rule"]
     assert "hand rule" in out["provenance"]["pairing"]
     (tmp_path / "unknown.json").write_text(json.dumps({"model_type": "not_a_model"}))

@@ -481,12 +481,12 @@ def test_a_partial_factor_the_config_class_derives_is_derived():
     d = hf_coverage.default_config("dots3_note_text")
     d["rope_parameters"]["sliding_attention"]["partial_rotary_factor"] = 0.5
     imp = rope_import(d)
-    assert {lt: s.rotary_dim for lt, s in imp.sets.items()} == {"sliding_attention": 64, "indexed_attention": 64}
+    assert {lt: s.rdim for lt, s in imp.sets.items()} == {"sliding_attention": 64, "indexed_attention": 64}
     assert imp.provenance["sliding_attention.partial_rotary_factor"].startswith("0.5 stated, overwritten")
     for width in (32, 96):
         assert hf_agreement.agreement("dots3_note_text", config={"qk_rope_head_dim": width})[0] == "agrees"
         d["qk_rope_head_dim"] = width
-        assert {s.rotary_dim for s in rope_import(d).sets.values()} == {width}
+        assert {s.rdim for s in rope_import(d).sets.values()} == {width}
     assert ROWS["dots3_note_text"].get("ignores_partial_rotary_factor") is None
     from transformers import CONFIG_MAPPING
     from posenc.hf.rope import DERIVED_PARTIAL

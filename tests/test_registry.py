@@ -42,7 +42,9 @@ def test_entries_agree_with_the_hf_config_import():
     assert llama31 == registry.model_params("llama-3.1-8b")
     neox = rope_params_from_hf_config({"model_type": "gpt_neox", "hidden_size": 6144, "num_attention_heads": 64,
                                        "rotary_pct": 0.25, "rotary_emb_base": 10000})
-    assert neox == registry.model_params("gpt-neox-20b")
+    # the import keeps the config's fraction (ROPE-ROTARY-FRACTION), the registry states its width: one set
+    assert (neox.partial_rotary_factor, neox.rdim) == (0.25, 24)
+    assert neox.with_width(rotary_dim=neox.rdim) == registry.model_params("gpt-neox-20b")
     gptj = rope_params_from_hf_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64})
     assert gptj == registry.model_params("gpt-j-6b")
 

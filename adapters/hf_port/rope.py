@@ -16,7 +16,7 @@ from transformers.models.nanochat import modeling_nanochat as hf_nanochat
 
 from posenc.spec.errors import AdapterError
 
-from ..base import Unsupported, for_rotation
+from ..base import Unsupported, for_rotation, forms_unsupported
 from ..torch_adapter import DTYPES
 from ._common import HF_FIXED_BASE, _dedup_half, _probe
 from .rope_scaling import _check_scaling_expressible, _config_extra, _rope_parameters, _set_attention_factor
@@ -152,6 +152,8 @@ def _partial_rotary_extra(params) -> dict:
     proportional RoPE, as extra ``rope_parameters`` (``{}`` otherwise); raises
     :class:`Unsupported` where HF's sizing of the rotated part cannot give rotary_dim."""
     D, r = params.head_dim, params.rdim
+    if params.partial_rotary_factor is not None:  # transformers sizes the width itself (ROPE-ROTARY-FRACTION)
+        return {"partial_rotary_factor": params.partial_rotary_factor}
     extra = {}
     if r != D or params.rope_type == "proportional":
         factor = r / D
@@ -163,6 +165,14 @@ def _partial_rotary_extra(params) -> dict:
             raise Unsupported(f"{who}; rotary_dim {r} of head_dim {D} is not expressible")
         extra["partial_rotary_factor"] = factor
     return extra
+
+
+def _check_forms(params) -> None:
+    """The parameter forms (spec 0.5.0): a fraction goes to transformers as partial_rotary_factor, which it
+    sizes itself -- except GPT-J's interleaved partial module, which takes rotary_dim, a width; condensed
+    positions have no transformers form (its linear rule divides the frequencies, not the positions)."""
+    gptj = params.pairing == "interleaved" and params.rdim != params.head_dim and params.rope_type != "proportional"
+    forms_unsupported(params, "transformers' GPT-J (rotary_dim, a width)" if gptj else "transformers", fraction=not gptj)
 
 
 class Ops:
@@ -182,6 +192,7 @@ class Ops:
         (Llama for half pairing, Llama 4 for interleaved) with ``partial_rotary_factor =
         rotary_dim / head_dim`` inside ``rope_parameters``, as Gemma 4 configures it.
         """
+        _check_forms(params)
         _check_scaling_expressible(params)
         dt, D, r = DTYPES[dtype], params.head_dim, params.rdim
         full = r == D or params.rope_type == "proportional"
@@ -234,7 +245,8 @@ class Ops:
         if rotary.rope_type != params.rope_type:
             raise AdapterError(f"hf-transformers: HF built rope_type {rotary.rope_type!r}, "
                                f"expected {params.rope_type!r}")
-        if rotary.inv_freq.shape[-1] * 2 != params.pair_dim:
+        # a fraction's width is transformers' own sizing: what is checked, never the wrapper's error
+        if params.partial_rotary_factor is None and rotary.inv_freq.shape[-1] * 2 != params.pair_dim:
             raise AdapterError(f"hf-transformers: HF built {rotary.inv_freq.shape[-1]} frequencies, "
                                f"expected {params.pair_dim // 2} (pair_dim / 2)")
 

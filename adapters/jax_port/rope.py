@@ -20,7 +20,10 @@ def _rope_angles(position_ids, theta, p, cd):
     """``(af cos, af sin, inv_freq)`` in ``cd``; seq_len is taken from the (traced) positions."""
     seq_len = jnp.max(position_ids, initial=-1) + 1
     w = scaled_inv_freq(p, seq_len, theta).astype(cd)
-    phi = position_ids.astype(cd)[..., None] * w
+    pos = position_ids.astype(cd)
+    if p.condense_ratio is not None:  # ROPE-CONDENSE: the positions divided before the angle
+        pos = pos / jnp.asarray(p.condense_ratio, cd)
+    phi = pos[..., None] * w
     af = jnp.asarray(attention_factor(p), cd)
     return af * jnp.cos(phi), af * jnp.sin(phi), w
 

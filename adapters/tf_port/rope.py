@@ -18,8 +18,11 @@ def _seq_len(position_ids):
     return tf.where(tf.size(pos) > 0, tf.reduce_max(pos) + 1, tf.constant(0, I64))
 
 
-def _angles_cos_sin(position_ids, w, af: float, cd):
-    phi = tf.cast(position_ids, cd)[..., None] * tf.cast(w, cd)
+def _angles_cos_sin(position_ids, w, af: float, cd, condense=None):
+    pos = tf.cast(position_ids, cd)
+    if condense is not None:  # ROPE-CONDENSE: the positions divided before the angle
+        pos = pos / tf.constant(condense, cd)
+    phi = pos[..., None] * tf.cast(w, cd)
     return af * tf.cos(phi), af * tf.sin(phi)
 
 
@@ -32,14 +35,14 @@ def k_rope_inv_freq(seq_len, cached, theta, *, p, cd):
 def k_rope_cos_sin(position_ids, cached, theta, *, p, cd, dt, af):
     """ROPE-ANGLE: ``af * (cos, sin)`` ``[B, T, pair_dim/2]`` in ``dt``, plus the new state."""
     w, cached, theta = k_rope_inv_freq(_seq_len(position_ids), cached, theta, p=p, cd=cd)
-    c, s = _angles_cos_sin(position_ids, w, af, cd)
+    c, s = _angles_cos_sin(position_ids, w, af, cd, p.condense_ratio)
     return tf.cast(c, dt), tf.cast(s, dt), w, cached, theta
 
 
 def k_rope_apply(q, k, position_ids, cached, theta, *, p, cd, af):
     """ROPE-PAIR-*, ROPE-PARTIAL: rotated q, k in their dtype, plus the new state."""
     w, cached, theta = k_rope_inv_freq(_seq_len(position_ids), cached, theta, p=p, cd=cd)
-    c, s = _angles_cos_sin(position_ids, w, af, cd)
+    c, s = _angles_cos_sin(position_ids, w, af, cd, p.condense_ratio)
     r, pr = p.pair_dim, p.pairing
     s = s * p.sin_sign  # a turn by -phi is sin negated (ROPE-ROTATION-NEGATIVE)
     return _rotate(q, c, s, r, pr), _rotate(k, c, s, r, pr), w, cached, theta

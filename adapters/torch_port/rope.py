@@ -46,7 +46,10 @@ class TorchRope:
 
     def _cos_sin(self, position_ids):
         self._update(position_ids)
-        phi = position_ids.to(self.compute)[..., None] * self._inv_freq
+        pos = position_ids.to(self.compute)
+        if self.p.condense_ratio is not None:  # ROPE-CONDENSE: the positions divided before the angle
+            pos = pos / self.p.condense_ratio
+        phi = pos[..., None] * self._inv_freq
         return self._af * torch.cos(phi), self._af * torch.sin(phi)
 
     def cos_sin(self, position_ids):

@@ -62,11 +62,11 @@ def _rope_provenance(name: str, value, label: str, cfg: dict, rope_dict: dict, r
         if hid and heads:
             return f"config: {prefix}{hid} / {prefix}{heads}"
         return prov.get("head_dim", f"the import rule ({source})")
-    if name == "rotary_dim":
+    if name in ("rotary_dim", "partial_rotary_factor"):  # the width, or the fraction that sizes it
         for k in ("rotary_dim", "partial_rotary_factor", "rotary_pct"):
             if cfg.get(k) is not None or rope_dict.get(k) is not None:
-                return f"head_dim x config: {prefix}{k}" if k != "rotary_dim" else f"config: {prefix}{k}"
-        return prov.get(f"{label}partial_rotary_factor", f"head_dim x the model's partial_rotary_factor ({source})")
+                return f"head_dim x config: {prefix}{k}" if name == "rotary_dim" != k else f"config: {prefix}{k}"
+        return prov.get(f"{label}partial_rotary_factor", f"the model's partial_rotary_factor ({source})")
     if name == "dynamic_policy":
         return "grow_until_reset: what transformers' dynamic_rope_update does (the import's rule)"
     if name in _ROPE_DICT_FIELDS and "rope_parameters" in prov:

@@ -29,7 +29,8 @@ _FAMILY = {"RopeParams": "rope", "MRopeParams": "mrope", "AxialRopeParams": "axi
 def _unscaled(p):
     """The same RoPE without its scaling (proportional keeps its pair layout, factor 1)."""
     from posenc.spec.models import RopeParams
-    keep = {"head_dim": p.head_dim, "rotary_dim": p.rotary_dim, "rope_theta": p.rope_theta, "pairing": p.pairing,
+    keep = {"head_dim": p.head_dim, "rotary_dim": p.rotary_dim, "partial_rotary_factor": p.partial_rotary_factor,
+            "rope_theta": p.rope_theta, "pairing": p.pairing,
             "rotation": p.rotation}
     if p.rope_type == "proportional":
         keep["rope_type"] = "proportional"
