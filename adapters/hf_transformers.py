@@ -15,7 +15,9 @@ Which HF code backs each operation (all paths under ``transformers/models/``):
 (and proportional, any rotary_dim)      (from a ``LlamaConfig``) + ``apply_rotary_pos_emb``
 ``rope`` half, partial rotary           ``gpt_neox/modeling_gpt_neox.py``:
                                         ``GPTNeoXRotaryEmbedding`` (``partial_rotary_factor``)
-                                        + ``apply_rotary_pos_emb`` (rotates the first dims)
+                                        + ``apply_rotary_pos_emb`` (rotates the first dims);
+                                        a case's own fraction (ROPE-ROTARY-FRACTION) is passed
+                                        as is: transformers sizes the width itself
 ``rope`` interleaved, full              ``llama4/modeling_llama4.py``:
 (and proportional, any rotary_dim)      ``Llama4TextRotaryEmbedding`` + ``apply_rotary_emb``
                                         (complex ``freqs_cis``; layout ``[B, T, H, D]``)
@@ -93,7 +95,7 @@ rope_type          HF 5.24 code (``transformers/modeling_rope_utils.py``)
                    SCALE-LONGROPE-ATTENTION-FACTOR)
 ``proportional``   ``_compute_proportional_rope_parameters`` (SCALE-PROPORTIONAL, as Gemma 4's
                    full-attention layers use it) with ``partial_rotary_factor = rotary_dim /
-                   head_dim``: always the full-width module (``LlamaRotaryEmbedding`` + Llama's
+                   head_dim`` (or the case's own fraction): always the full-width module (``LlamaRotaryEmbedding`` + Llama's
                    ``apply_rotary_pos_emb`` for half pairing, ``Llama4TextRotaryEmbedding`` for
                    interleaved), since its head_dim/2 frequencies end in zeros and the whole head
                    is rotated; cos/sin come back ``[B, T, head_dim/2]`` (``pair_dim/2``)
@@ -104,7 +106,9 @@ Scaled cases HF cannot express raise :class:`Unsupported`: ``dynamic`` with
 ``attention_factor`` with linear, dynamic, llama3 or proportional (their init functions return
 1.0, read no such key, and a dynamic update would reset ``attention_scaling`` from it); any
 scaling with interleaved partial RoPE (GPT-J's table has none); longrope with neither
-``factor`` nor ``max_position_embeddings`` (HF would take the model class's default length).
+``factor`` nor ``max_position_embeddings`` (HF would take the model class's default length);
+condensed positions (ROPE-CONDENSE: transformers has no such key, its linear rule divides the
+frequencies) and a fraction for GPT-J's interleaved partial module (it takes ``rotary_dim``, a width).
 
 Dtype policy (clauses ROPE-PRECISION, SIN-PRECISION): inputs reach the library in the
 requested dtype -- the wrapper never upcasts before a library call -- so the library's own
