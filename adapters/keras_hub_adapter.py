@@ -142,12 +142,14 @@ def _dedup_half(full, what: str, ops):
     return ``c`` ``[..., r/2]`` after checking that both halves hold the same values.  The same
     angle may come back a few ulps apart in the two halves (TensorFlow's vectorised ``sin`` / ``cos``
     rounds a lane differently from the scalar tail; found by the generated cases at head_dim 10), so
-    "the same" is within 8 ulps of the dtype; a layout that is not ``cat(c, c)`` differs by far more."""
+    "the same" is within 8 ulps of the dtype, and never less than float32's: the layer computes its
+    angles and cos / sin in float32 at every dtype, float64 included (found by the generated cases at
+    head_dim 6, theta 148, float64); a layout that is not ``cat(c, c)`` differs by far more."""
     h = full.shape[-1] // 2
     first, second = full[..., :h], full[..., h:]
     raw = np.asarray(ops.convert_to_numpy(first))
     a, b = raw.astype(np.float64), np.asarray(ops.convert_to_numpy(second)).astype(np.float64)
-    eps = EPS.get(str(raw.dtype), EPS["float32"])  # bfloat16 is an ml_dtypes type: no np.finfo
+    eps = max(EPS.get(str(raw.dtype), EPS["float32"]), EPS["float32"])  # bfloat16: an ml_dtypes type, no np.finfo
     if a.shape != b.shape or not np.all(np.abs(a - b) <= 8 * eps * np.maximum(1.0, np.abs(a))):
         raise AdapterError(f"keras-hub: RotaryEmbedding {what} is not cat(c, c); its halves differ")
     return first
