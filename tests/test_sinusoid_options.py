@@ -110,15 +110,21 @@ def test_fairseq_pad_row_and_zero_column_stay_zero_under_every_option():
 
 
 def test_defaults_leave_every_table_as_it_was():
-    """The three defaults compute exactly the 0.4.0 tables (the existing goldens regenerate byte for byte)."""
-    for kw in (dict(dim=9), dict(dim=9, layout="concat"), dict(dim=9, layout="concat", variant="t2t"),
-               dict(dim=8, layout="concat", variant="whisper"), dict(dim=9, layout="concat", variant="fairseq",
-                                                                     padding_idx=1)):
-        a = SinusoidalParams(**kw)
-        b = SinusoidalParams(**kw, order="sin_first", units="radians", scale=1.0)
-        assert a == b and (a.order, a.units, a.scale) == ("sin_first", "radians", 1.0)
-        rows = np.arange(300)[None]
-        np.testing.assert_array_equal(sinusoidal.table(rows, a), sinusoidal.table(rows, b))
+    """The three defaults compute exactly the 0.4.0 tables: every sinusoidal golden of spec 0.4.0 (stored by
+    the 0.4.0 reference, byte-identical since) is what the reference computes now, bit for bit, outputs and
+    error scales, with the new fields at their defaults."""
+    m = golden.read_manifest()
+    old = [c for c in families.all_cases() if c.op.startswith("sinusoidal.") and c.id not in OPTION_CASES]
+    assert len(old) == 25  # the sinusoidal goldens of spec 0.4.0
+    for c in old:
+        assert (c.params.order, c.params.units, c.params.scale) == ("sin_first", "radians", 1.0), c.id
+        g = golden.load(c, manifest=m)
+        ref = registry.reference_of(c.op)
+        for name, out in ref.fn(c.params, g.inputs).items():
+            np.testing.assert_array_equal(out, g.outputs[name], err_msg=c.id)
+        for name, (ds, an) in ref.scales(c.params, g.inputs).items():
+            for now, stored in ((ds, g.dtype_scales[name]), (an, g.angle_scales[name])):
+                np.testing.assert_array_equal(np.broadcast_to(now, np.shape(stored)), stored, err_msg=c.id)
 
 
 # ---- validation -------------------------------------------------------------------------------------
