@@ -104,7 +104,10 @@ turn by -phi, NanoChat; the tables are unchanged, ``sin_sign`` is -1 --, ``atten
 :func:`positive_rotation_only`, :func:`for_rotation`); ``SinusoidalParams``
 (``dim``, ``layout`` 'interleaved' | 'concat', ``base``, ``variant`` 'vaswani' | 't2t' | 'fairseq' |
 'whisper' -- the h-1 divisor variants are [sin | cos] --, ``padding_idx`` for fairseq; widths a
-variant cannot build raise ``posenc.spec.errors.DegenerateWidth``); ``RobertaEmbeddingParams``
+variant cannot build raise ``posenc.spec.errors.DegenerateWidth``; ``order`` 'sin_first' | 'cos_first'
+-- [cos | sin] blocks, concat only --, ``units`` 'radians' | 'turns' -- angle 2π p w --, ``scale``
+multiplying every entry: an implementation without an option raises Unsupported for its other values,
+never ignores them); ``RobertaEmbeddingParams``
 (``vocab_size``, ``max_position_embeddings`` 514, ``type_vocab_size`` 1, ``hidden_size``,
 ``layer_norm_eps`` 1e-5, ``padding_idx`` 1); ``BartEmbeddingParams`` (``max_position_embeddings``,
 ``hidden_size``; ``num_rows`` = ``max_position_embeddings + 2``); ``GPT2EmbeddingParams`` (``vocab_size``,

@@ -44,6 +44,12 @@ rotation negative, half, full           (its ``rotate_half`` is ``cat(x2, -x1)``
                                         forward does
 ``sinusoidal`` variant whisper          ``whisper``: ``sinusoids(n, D)`` in an ``nn.Embedding``
                                         (what ``WhisperEncoder.embed_positions`` is initialised to)
+``sinusoidal`` order cos_first, t2t     ``musicgen``: ``MusicgenSinusoidalPositionalEmbedding``'s
+                                        ``weights``, ``index_select`` as its forward does
+``sinusoidal`` order cos_first,         ``vibevoice``: ``VibeVoiceDiffusionHeadSinusoidalEmbedding``
+vaswani concat (even D, int base)       (``diffusion_max_period`` = base) on the positions; units
+                                        turns, a scale other than 1, cos first for fairseq / whisper:
+                                        in no transformers table (Unsupported)
 ``fairseq_positions``                   ``m2m_100``: ``M2M100SinusoidalPositionalEmbedding.
                                         create_position_ids_from_input_ids``
 ``fairseq_sinusoidal``                  ``m2m_100``: ``M2M100SinusoidalPositionalEmbedding`` forward

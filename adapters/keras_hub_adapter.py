@@ -78,7 +78,8 @@ clause's error type) -- the only exception it translates.
 Not wrapped or not expressible (each raises :class:`Unsupported` with the reason): interleaved
 pairing, an explicit ``attention_factor``, YaRN ``mscale`` / ``mscale_all_dim`` or a derived
 factor, LongRoPE, the proportional ``inv_freq`` / ``cos_sin``, sinusoid variants other than
-Vaswani interleaved, BERT / RoBERTa / BART / OPT embeddings and rules, left-padded and packed
+Vaswani interleaved and sinusoid angles in turns or an output scale (SIN-UNITS-TURNS,
+SIN-OUTPUT-SCALE: SinePositionEncoding has neither), BERT / RoBERTa / BART / OPT embeddings and rules, left-padded and packed
 position ids, ALiBi forms other than MPT's, T5, M-RoPE, NoPE and the YaRN softmax scale.
 
 Backend: fixed per process.  ``KERAS_BACKEND`` is set right before the first ``import keras``
@@ -428,6 +429,12 @@ class KerasHubAdapter(Adapter):
         if params.layout != "interleaved":
             raise Unsupported("keras-hub SinePositionEncoding interleaves the columns (even: sin, odd: cos); it has no "
                               "[sin | cos] concatenated layout")
+        if params.units != "radians":
+            raise Unsupported("keras-hub SinePositionEncoding takes its angles in radians (positions x timescales): "
+                              f"units {params.units!r} (2π · p · w) is not expressible")
+        if params.scale != 1.0:
+            raise Unsupported(f"keras-hub SinePositionEncoding returns the plain table: an output scale "
+                              f"({params.scale:g}) is not expressible")
         from keras_hub.src.layers.modeling.sine_position_encoding import SinePositionEncoding
 
         ops = self.keras.ops

@@ -17,9 +17,16 @@ from ._common import exact_scales, run, scalar
 
 @case_clauses("sinusoidal")
 def sinusoidal_clauses(p, op: str) -> list[str]:
-    """The clauses a sinusoidal case exercises beyond its own: fairseq's rows are tensor2tensor's table."""
-    return ["SIN-T2T"] if op == "sinusoidal.fairseq" else []
-
+    """The clauses a sinusoidal case exercises beyond its own: fairseq's rows are tensor2tensor's table;
+    the options of spec 0.5.0 where they are not their defaults."""
+    out = ["SIN-T2T"] if op == "sinusoidal.fairseq" else []
+    if getattr(p, "order", "sin_first") == "cos_first":
+        out.append("SIN-ORDER-COS-FIRST")
+    if getattr(p, "units", "radians") == "turns":
+        out.append("SIN-UNITS-TURNS")
+    if getattr(p, "scale", 1.0) != 1.0:
+        out.append("SIN-OUTPUT-SCALE")
+    return out
 
 
 def _sin(p, x):
@@ -27,17 +34,17 @@ def _sin(p, x):
 
 
 def _sin_scales(p, x):
+    """dtype term: |scale| (the output's rounding); float32 term: |φ_j| (1 + e_j ln base) |scale| (a float32
+    angle: the exponent's rounding amplified by ln base, and the product's), one more |φ_j| |scale| in turns
+    (2π's rounding and a second product)."""
     phi = np.abs(sinusoidal.column_angles(x["position_ids"], p))
-    if p.h_minus_1:  # e_j = i / (h - 1): a float32 base ** -e_j rounds e_j ln(base) too
-        amp = 1.0 + sinusoidal.h_minus_1_exponents(p) * _ln_base(p)
+    # e_j = 2i/D or i / (h - 1): a float32 base ** -e_j rounds e_j ln(base) too
+    amp = 1.0 + sinusoidal.column_exponents(p) * _ln_base(p)
+    if p.units == "turns":
+        amp = amp + 1.0
+    if p.scale == 1.0:
         return {"pe": (np.ones_like(phi), phi * amp)}
-    if p.layout == "concat":
-        ns = (p.dim + 1) // 2
-        expo = 2.0 * np.concatenate([np.arange(ns), np.arange(p.dim - ns)])
-    else:
-        expo = 2.0 * (np.arange(p.dim) // 2)
-    amp = 1.0 + expo / p.dim * _ln_base(p)
-    return {"pe": (np.ones_like(phi), phi * amp)}
+    return {"pe": (np.full_like(phi, p.scale), phi * amp * p.scale)}
 
 
 def _ln_base(p) -> float:
@@ -66,46 +73,52 @@ reference("sinusoidal.fairseq", scales=_fairseq_scales)(_fairseq)
 
 @mutant("sin_layout_swapped", "sinusoidal.table")
 def sin_layout_swapped(op, p, x, dtype=None):
-    if p.h_minus_1:
-        return None  # a Vaswani divergence (the h-1 variants are [sin | cos] only)
+    if p.h_minus_1 or p.order == "cos_first":
+        return None  # a Vaswani sin-first divergence (the h-1 variants are [sin | cos] only; no table interleaves cos first)
     other = "concat" if p.layout == "interleaved" else "interleaved"
     return run(op, p.model_copy(update={"layout": other}), x)
 
 
 @mutant("sin_divisor_h_minus_1", "sinusoidal.table")
 def sin_divisor_h_minus_1(op, p, x, dtype=None):
+    """Vaswani's layout (and order, units, scale) with the h - 1 frequencies ``base^(-i/max(h-1, 1))``."""
     if p.h_minus_1:
         return None  # the reverse is DIV-SIN-T2T-VASWANI-DIVISOR
     D, h = p.dim, p.dim // 2
     w = p.base ** (-np.arange(h, dtype=np.float64) / max(h - 1, 1))
+    if p.units == "turns":
+        w = 2.0 * np.pi * w
     phi = np.asarray(x["position_ids"], np.float64)[..., None] * w
     s, c = np.sin(phi), np.cos(phi)
     if p.layout == "interleaved":
         pe = np.stack([s, c], -1).reshape(*phi.shape[:-1], 2 * h)
     else:
-        pe = np.concatenate([s, c], -1)
+        pe = np.concatenate([s, c] if p.order == "sin_first" else [c, s], -1)
     if D % 2:
         pe = np.concatenate([pe, np.zeros(pe.shape[:-1] + (1,))], -1)
-    return {"pe": pe}
+    return {"pe": pe * p.scale if p.scale != 1.0 else pe}
 
 
 def _fairseq_rows(p, x):
     return sinusoidal.fairseq_positions(x["input_ids"], p.padding_idx, int(x["cache_length"]))
 
 
+def _turns(p) -> float:
+    """The factor from ``p · w`` to the angle: 2π for ``units='turns'`` (SIN-UNITS-TURNS), else 1."""
+    return 2.0 * np.pi if p.units == "turns" else 1.0
+
+
 @mutant("sin_vaswani_divisor", "sinusoidal.table", "sinusoidal.fairseq")
 def sin_vaswani_divisor(op, p, x, dtype=None):
-    """The h-1 table (zero column, pad row) with Vaswani's frequencies base^(-2i/D)."""
+    """The h-1 table (zero column, pad row, order, units, scale) with Vaswani's frequencies base^(-2i/D)."""
     if not p.h_minus_1:
         return None
     sinusoidal.check_width(p)
     rows = np.asarray(x["position_ids"] if op == "sinusoidal.table" else _fairseq_rows(p, x))
     h = p.dim // 2
-    phi = rows.astype(np.float64)[..., None] * p.base ** (-2.0 * np.arange(h) / p.dim)
-    pe = np.concatenate([np.sin(phi), np.cos(phi), np.zeros(phi.shape[:-1] + (p.dim - 2 * h,))], -1)
-    if p.variant == "fairseq":
-        pe = np.where((rows == p.padding_idx)[..., None], 0.0, pe)
-    return {"pe": pe}
+    phi = rows.astype(np.float64)[..., None] * (_turns(p) * p.base ** (-2.0 * np.arange(h) / p.dim))
+    phi = np.concatenate([phi, phi, np.zeros(phi.shape[:-1] + (p.dim - 2 * h,))], -1)
+    return {"pe": sinusoidal.from_angles(phi, p, rows)}
 
 
 @mutant("sin_pad_row_kept", "sinusoidal.table", "sinusoidal.fairseq")
@@ -128,28 +141,22 @@ def sin_fairseq_padding_ignored(op, p, x, dtype=None):
 
 
 def _column_inv_freq(p) -> np.ndarray:
-    """float64 ``[D]``: the inverse frequency of each output column in the variant's layout (0 for
-    t2t / fairseq's zero column)."""
+    """float64 ``[D]``: the angular frequency of each output column in the variant's layout and order
+    (radians per position: times 2π in turns; 0 for t2t / fairseq's zero column)."""
     phi1 = sinusoidal.column_angles(np.ones((1,), np.int64), p)
     return phi1[0]
 
 
 def _pe_from_angles(p, phi, position_ids, dtype):
-    with np.errstate(invalid="ignore"):
-        pe = np.where(sinusoidal.is_sin_column(p), np.sin(phi), np.cos(phi))
-    if p.h_minus_1 and p.dim % 2:
-        pe[..., -1] = 0.0
-    if p.variant == "fairseq":
-        pe = np.where((np.asarray(position_ids) == p.padding_idx)[..., None], 0.0, pe)
-    return round_to_dtype(pe, dtype)
+    return round_to_dtype(sinusoidal.from_angles(phi, p, position_ids), dtype)
 
 
 @mutant("sin_compute_dtype", "sinusoidal.table", "sinusoidal.fairseq")
 def sin_compute_dtype(op, p, x, dtype=None):
     """The table computed in the compute dtype (keras-hub SinePositionEncoding): positions, the
-    base's inverse ``1 / base``, the exponents ``2 floor(j/2) / D``, the frequencies and the angles
-    each rounded to bfloat16 / float16 before sin / cos (position 511 becomes 512 in bfloat16);
-    for ``sinusoidal.fairseq`` the table rows of its positions."""
+    base's inverse ``1 / base``, the exponents ``2 floor(j/2) / D``, the frequencies (times a rounded
+    ``2π`` in turns) and the angles each rounded to bfloat16 / float16 before sin / cos (position 511
+    becomes 512 in bfloat16); for ``sinusoidal.fairseq`` the table rows of its positions."""
     if dtype not in ("bfloat16", "float16"):
         return None
     sinusoidal.check_width(p)
@@ -163,12 +170,10 @@ def sin_compute_dtype(op, p, x, dtype=None):
         w = r(np.exp(-e * r(np.log(p.base))))
         inv = np.concatenate([w, w, np.zeros(D - 2 * h)])
     else:
-        if p.layout == "interleaved":
-            k = 2.0 * (np.arange(D) // 2)
-        else:
-            ns = (D + 1) // 2
-            k = 2.0 * np.concatenate([np.arange(ns), np.arange(D - ns)])
+        k = np.rint(D * sinusoidal.column_exponents(p))  # 2 floor(j/2), or 2i within each block: integers
         inv = r(np.power(r(1.0 / p.base), r(r(k) / r(D))))
+    if p.units == "turns":
+        inv = r(inv * r(2.0 * np.pi))
     with np.errstate(over="ignore", invalid="ignore"):
         phi = r(pos[..., None] * inv)
     return {"pe": _pe_from_angles(p, phi, rows, dtype)}
@@ -196,6 +201,33 @@ def sin_fairseq_cache_ignored(op, p, x, dtype=None):
     if int(x["cache_length"]) == 0:
         return None
     return run(op, p, {**x, "cache_length": np.asarray(0)})
+
+
+@mutant("sin_scale_dropped", "sinusoidal.table", "sinusoidal.fairseq")
+def sin_scale_dropped(op, p, x, dtype=None):
+    """The plain table where ``scale`` multiplies it (SIN-OUTPUT-SCALE): a port of a scaled sinusoid that
+    drops the scalar; None at scale 1."""
+    if p.scale == 1.0:
+        return None
+    return run(op, p.model_copy(update={"scale": 1.0}), x)
+
+
+@mutant("sin_cos_first_ignored", "sinusoidal.table", "sinusoidal.fairseq")
+def sin_cos_first_ignored(op, p, x, dtype=None):
+    """``[sin | cos]`` served where ``order`` cos_first specifies ``[cos | sin]`` (SIN-ORDER-COS-FIRST);
+    None for a sin-first table."""
+    if p.order != "cos_first":
+        return None
+    return run(op, p.model_copy(update={"order": "sin_first"}), x)
+
+
+@mutant("sin_turns_dropped", "sinusoidal.table", "sinusoidal.fairseq")
+def sin_turns_dropped(op, p, x, dtype=None):
+    """Angles ``p · w`` radians where ``units`` turns specifies ``2π p w`` (SIN-UNITS-TURNS: the 2π
+    omitted); None for radians."""
+    if p.units != "turns":
+        return None
+    return run(op, p.model_copy(update={"units": "radians"}), x)
 
 
 no_form("sinusoidal.fairseq", "fairseq's table is an h - 1 table already: the mutant reads Vaswani's table with h - 1",
@@ -271,4 +303,49 @@ add_cases(
          _S(dim=8, layout="concat", variant="fairseq", padding_idx=0),
          {"input_ids": pos([0, 0, 5, 6, 7], [5, 6, 7, 8, 0]), "cache_length": 3},
          "padding_idx 0: rows [[0, 0, 4, 5, 6], [4, 5, 6, 7, 0]]"),
+)
+
+# ---- options of spec 0.5.0: order (SIN-ORDER-COS-FIRST), units (SIN-UNITS-TURNS), scale (SIN-OUTPUT-SCALE) ----
+# Hand-checkable: D = 4 Vaswani cos first at p = 1 is [cos 1, cos 0.01, sin 1, sin 0.01]; D = 4 interleaved
+# in turns has w = 2π [1, 1, 0.01, 0.01]: positions 25, 50, 75 are a quarter, a half and three quarters of a
+# turn in columns 2 and 3.  Real sizes: MusicGen's decoder (MusicgenDecoderConfig: hidden_size 1024,
+# max_position_embeddings 2048; a t2t table, cos first), x-transformers' ScaledSinusoidalEmbedding at D 512
+# (scale 512^-0.5), cramming's ScaledSinosoidal at BERT-base's 768 (scale 768^-0.5).
+_COS = dict(order="cos_first")
+_P5 = pos(range(5), range(100, 105))
+add_cases(
+    Case("sin-concat-cos-first-d4", "sinusoidal.table", ("SIN-VASWANI-CONCAT",), _S(dim=4, layout="concat", **_COS),
+         {"position_ids": pos([0, 1, 2, 3], [10, 100, 1000, 7])}, "p = 1: [cos 1, cos 0.01, sin 1, sin 0.01]"),
+    Case("sin-concat-cos-first-d7", "sinusoidal.table", ("SIN-VASWANI-CONCAT",), _S(dim=7, layout="concat", **_COS),
+         {"position_ids": _P5}, "odd D: 3 cos columns, then 4 sin columns (the extra sin column last)"),
+    Case("sin-t2t-cos-first-d8", "sinusoidal.table", ("SIN-T2T",), _S(dim=8, **_T2T, **_COS),
+         {"position_ids": _P5}, "MusicGen's rule at D 8: [cos(p w) | sin(p w)], w = 10000^(-i/3)"),
+    Case("sin-t2t-cos-first-d7", "sinusoidal.table", ("SIN-T2T",), _S(dim=7, **_T2T, **_COS),
+         {"position_ids": _P5}, "odd D: [cos | sin | 0], the zero column last"),
+    Case("sin-musicgen-d1024", "sinusoidal.table", ("SIN-T2T", "SIN-PRECISION"), _S(dim=1024, **_T2T, **_COS),
+         {"position_ids": pos([1, 1000, 2047])}, "MusicGen decoder width 1024, rows up to 2047"),
+    Case("sin-whisper-cos-first-d8", "sinusoidal.table", ("SIN-WHISPER",), _S(dim=8, base=500.0, **_WH, **_COS),
+         {"position_ids": _P5}, "audiocraft / moshi create_sin_embedding: even D, cos first, max_period 500"),
+    Case("sin-interleaved-turns-d4", "sinusoidal.table", ("SIN-VASWANI-INTERLEAVED",),
+         _S(dim=4, units="turns"), {"position_ids": pos([0, 1, 2, 3], [25, 50, 75, 10])},
+         "angle 2π p w: p = 25, 50, 75 are 1/4, 1/2, 3/4 of a turn at w = 0.01"),
+    Case("sin-t2t-turns-d8", "sinusoidal.table", ("SIN-T2T",), _S(dim=8, units="turns", **_T2T), {"position_ids": _P5},
+         "turns with the h-1 frequencies"),
+    Case("sin-concat-turns-d512", "sinusoidal.table", ("SIN-VASWANI-CONCAT", "SIN-PRECISION"),
+         _S(dim=512, layout="concat", units="turns"), {"position_ids": pos([1, 7, 2047])},
+         "width 512 in turns"),
+    Case("sin-interleaved-scale-2-d4", "sinusoidal.table", ("SIN-VASWANI-INTERLEAVED",), _S(dim=4, scale=2.0),
+         {"position_ids": pos([0, 1, 2, 3], [10, 100, 1000, 7])}, "scale 2: p = 1 is [2 sin 1, 2 cos 1, 2 sin 0.01, 2 cos 0.01]"),
+    Case("sin-concat-scaled-d512", "sinusoidal.table", ("SIN-VASWANI-CONCAT", "SIN-PRECISION"),
+         _S(dim=512, layout="concat", scale=512 ** -0.5), {"position_ids": pos([1, 511, 2047])},
+         "x-transformers ScaledSinusoidalEmbedding(512) at its initial scale 512^-0.5"),
+    Case("sin-interleaved-scaled-d768", "sinusoidal.table", ("SIN-VASWANI-INTERLEAVED", "SIN-PRECISION"),
+         _S(dim=768, scale=768 ** -0.5), {"position_ids": pos([1, 127, 511])},
+         "cramming ScaledSinosoidal at BERT-base width 768, initial scale 1/sqrt(768)"),
+    Case("sin-fairseq-scaled", "sinusoidal.fairseq", ("SIN-FAIRSEQ-POSITIONS",), _S(dim=8, scale=0.25, **_FS),
+         {"input_ids": pos([1, 1, 0, 9, 2], [0, 9, 9, 9, 1]), "cache_length": 3},
+         "scale 0.25: the pad rows stay zero, the others are a quarter of the t2t table"),
+    Case("sin-fairseq-table-options-d7", "sinusoidal.table", ("SIN-FAIRSEQ-POSITIONS", "SIN-PRECISION"),
+         _S(dim=7, order="cos_first", units="turns", scale=3.0, **_FS), {"position_ids": pos([1, 2, 3], [40, 1, 41])},
+         "every option at once, odd D: [cos | sin | 0] in turns, times 3; row 1 zero"),
 )

@@ -1,6 +1,7 @@
 """Generated-case strategies of the sinusoidal family: every variant and layout, widths odd and
 even (the degenerate widths raise their named error in the reference and are not drawn), bases
-from the declared domain, positions anywhere in a long table, fairseq ids with pads and a cache."""
+from the declared domain, both orders, both angle units and scales from the declared domain (spec
+0.5.0), positions anywhere in a long table, fairseq ids with pads and a cache."""
 
 from __future__ import annotations
 
@@ -28,15 +29,28 @@ def sin_params(draw, variant=None) -> SinusoidalParams:
     return SinusoidalParams(dim=dim, layout=layout, base=g.field(draw, M, "base"), variant=v, padding_idx=pad)
 
 
+def with_options(draw, p: SinusoidalParams) -> SinusoidalParams:
+    """``p`` with the options of spec 0.5.0, each at every declared value: ``order`` (both, for a
+    [sin | cos] layout; interleaved is sin first), ``units`` (both), ``scale`` (1, or log-uniform in its
+    domain); a non-default value in about a third to a half of the draws, so a wrapper that serves only
+    the defaults still gets examples.  Drawn last, after the case's inputs."""
+    order = g.field(draw, M, "order") if p.layout == "concat" else "sin_first"
+    units = g.field(draw, M, "units") if draw(st.integers(0, 2)) == 0 else "radians"
+    scale = g.field(draw, M, "scale") if draw(st.integers(0, 2)) == 0 else 1.0
+    return SinusoidalParams(**{**p.model_dump(), "order": order, "units": units, "scale": scale})
+
+
 def clauses(p: SinusoidalParams) -> list[str]:
-    return [CLAUSE[(p.variant, p.layout)], "SIN-PRECISION"]
+    return [CLAUSE[(p.variant, p.layout)], "SIN-PRECISION"]  # g.case adds the options' clauses (exercised)
 
 
 @generator("sinusoidal.table")
 def gen_table(draw):
     p = sin_params(draw)
     b, t = g.shape(draw, (1, 2), (1, 3, 5))
-    return g.case("sinusoidal.table", p, {"position_ids": g.positions(draw, b, t, 8192)}, clauses(p))
+    x = {"position_ids": g.positions(draw, b, t, 8192)}
+    p = with_options(draw, p)
+    return g.case("sinusoidal.table", p, x, clauses(p))
 
 
 def _fairseq_inputs(draw, p: SinusoidalParams) -> dict:
@@ -56,9 +70,16 @@ def gen_fairseq_positions(draw):
 @generator("sinusoidal.fairseq")
 def gen_fairseq(draw):
     p = sin_params(draw, "fairseq")
-    return g.case("sinusoidal.fairseq", p, _fairseq_inputs(draw, p), ["SIN-FAIRSEQ-POSITIONS", "SIN-T2T"])
+    x = _fairseq_inputs(draw, p)
+    p = with_options(draw, p)  # the options leave the rows alone: sinusoidal.fairseq_positions draws none
+    return g.case("sinusoidal.fairseq", p, x, ["SIN-FAIRSEQ-POSITIONS", "SIN-T2T"])
 
 
 @branch("SIN-T2T", "odd-width")
 def _odd(p, x):
+    return p.dim % 2 == 1
+
+
+@branch("SIN-ORDER-COS-FIRST", "odd-width")
+def _odd_cos_first(p, x):
     return p.dim % 2 == 1

@@ -96,6 +96,18 @@ FAMILY_RULES: dict[str, dict[str, FamilyRule]] = {
         "models/m2m_100/modeling_m2m_100.py::M2M100SinusoidalPositionalEmbedding", SinusoidalParams,
         {"dim": FieldRule(("d_model",), 1024), "padding_idx": FieldRule(("pad_token_id",), 1)},
         {"layout": "concat", "variant": "fairseq"})},
+    # MusicGen's decoder: Musicgen(Melody)SinusoidalPositionalEmbedding(max_position_embeddings, hidden_size),
+    # get_embedding's t2t table cos first (cat([cos, sin]), half_dim - 1, a zero column for odd D; base 10000),
+    # rows arange(T) + the cache length; the composite configs hold the decoder under "decoder" (their T5 text
+    # encoder's buckets are not imported: text_encoder is another model's config)
+    **{mt: {part: FamilyRule(
+        f"models/{mod}/modeling_{mod}.py::{cls}SinusoidalPositionalEmbedding.get_embedding", SinusoidalParams,
+        {"dim": FieldRule((key,), 1024)}, {"layout": "concat", "variant": "t2t", "order": "cos_first"})}
+        for mt, mod, cls, part, key in (
+            ("musicgen", "musicgen", "Musicgen", "decoder_positions", "decoder.hidden_size"),
+            ("musicgen_decoder", "musicgen", "Musicgen", "positions", "hidden_size"),
+            ("musicgen_melody", "musicgen_melody", "MusicgenMelody", "decoder_positions", "decoder.hidden_size"),
+            ("musicgen_melody_decoder", "musicgen_melody", "MusicgenMelody", "positions", "hidden_size"))},
 }
 
 
@@ -202,7 +214,8 @@ def params_from_hf_config(config: Union[dict, str, Path]) -> dict[str, Any]:
     OPT, BART give ``{"embeddings": ...EmbeddingParams}``; BLOOM and MPT ``{"alibi": AlibiParams}``;
     T5 ``{"encoder": T5Params, "decoder": T5Params}`` (bidirectional and causal buckets); Whisper
     ``{"encoder_positions": SinusoidalParams}``; M2M100 (``m2m_100``) ``{"positions": SinusoidalParams}`` (the
-    fairseq rule); Qwen2-VL, Qwen2.5-VL, Qwen3-VL (:data:`MROPE_RULES`) ``{"mrope": MRopeParams}``;
+    fairseq rule); MusicGen and MusicGen Melody ``{"decoder_positions": SinusoidalParams}`` (their decoders'
+    types ``{"positions": ...}``: the t2t table, order cos_first, SIN-ORDER-COS-FIRST); Qwen2-VL, Qwen2.5-VL, Qwen3-VL (:data:`MROPE_RULES`) ``{"mrope": MRopeParams}``;
     the vision encoders with axial RoPE (the table's ``axial`` rows) ``{"axial": AxialRopeParams}``;
     Ministral 3 and Mistral 4 add ``{"query_scale": QueryScaleParams}`` (QSCALE-MISTRAL), Llama 4
     its temperature tuning (QSCALE-LLAMA4, on the NoPE layers); a model whose RoPE lives in

@@ -12,6 +12,16 @@ make_positions`` and its HF port ``models/m2m_100/modeling_m2m_100.py::
 M2M100SinusoidalPositionalEmbedding`` (SIN-FAIRSEQ-POSITIONS), OpenAI Whisper
 ``whisper/model.py::sinusoids`` and HF ``models/whisper/modeling_whisper.py::sinusoids``
 (SIN-WHISPER).
+
+Options of every variant (spec 0.5.0; ``params.order``, ``params.units``, ``params.scale``):
+``cos_first`` swaps the blocks of a [sin | cos] table (SIN-ORDER-COS-FIRST: transformers
+``models/musicgen/modeling_musicgen.py::MusicgenSinusoidalPositionalEmbedding.get_embedding``,
+audiocraft ``audiocraft/modules/transformer.py::create_sin_embedding``, moshi
+``moshi/moshi/modules/transformer.py::create_sin_embedding``); ``turns`` takes the angle as ``2π p w``
+(SIN-UNITS-TURNS: safari ``src/models/sequence/hyena.py::PositionalEmbedding``, diffusers
+``models/embeddings.py::GaussianFourierProjection``); ``scale`` multiplies every entry
+(SIN-OUTPUT-SCALE: x-transformers ``x_transformers/x_transformers.py::ScaledSinusoidalEmbedding``,
+cramming ``cramming/architectures/embeddings.py::ScaledSinosoidal``).
 """
 
 from __future__ import annotations
@@ -51,14 +61,34 @@ def h_minus_1_exponents(params: SinusoidalParams) -> np.ndarray:
     return np.concatenate([e, e, np.zeros(params.dim - 2 * h)])
 
 
-def column_angles(position_ids, params: SinusoidalParams) -> np.ndarray:
-    """Angles per output column, ``[..., D]`` float64 radians, in the clause's layout.
+def block_sizes(params: SinusoidalParams) -> tuple[int, int]:
+    """``(n_sin, n_cos)``: the columns of the sin and the cos block of a [sin | cos] table (``ceil(D/2)``
+    and ``floor(D/2)`` for Vaswani, h and h for the h - 1 variants, whose odd D adds a zero column)."""
+    D = params.dim
+    return (D // 2, D // 2) if params.h_minus_1 else ((D + 1) // 2, D // 2)
 
-    SIN-VASWANI-INTERLEAVED: column j uses ``p * base ** (-2 * (j // 2) / D)``; odd D gives an
-    extra sin column (exponent (D-1)/D).
-    SIN-VASWANI-CONCAT: the sin block has ``ceil(D/2)`` columns with exponent ``2i/D``; the cos
-    block has ``floor(D/2)`` columns with exponent ``2i/D``.
+
+def column_exponents(params: SinusoidalParams) -> np.ndarray:
+    """Exponent ``e_j`` per output column, ``[D]`` float64, the column's frequency ``base ** -e_j``.
+
+    SIN-VASWANI-INTERLEAVED: ``2 * (j // 2) / D`` (odd D: an extra sin column, exponent (D-1)/D).
+    SIN-VASWANI-CONCAT: ``2i/D`` within each block (the sin block ``ceil(D/2)`` columns, the cos block
+    ``floor(D/2)``).  The h - 1 variants: ``i / max(h - 1, 1)`` within each block, 0 for the zero
+    column.  SIN-ORDER-COS-FIRST: the cos block's exponents come first.
     """
+    D = params.dim
+    if params.h_minus_1:
+        return h_minus_1_exponents(params)
+    if params.layout == "interleaved":
+        return 2.0 * (np.arange(D) // 2) / D
+    first, second = block_sizes(params)[::1 if params.order == "sin_first" else -1]
+    return np.concatenate([2.0 * np.arange(first) / D, 2.0 * np.arange(second) / D])
+
+
+def column_angles(position_ids, params: SinusoidalParams) -> np.ndarray:
+    """Angles per output column, ``[..., D]`` float64 radians, in the clause's layout and order:
+    ``p * base ** -e_j`` (:func:`column_exponents`), times ``2π`` for ``units='turns'``
+    (SIN-UNITS-TURNS); 0 in the zero column of an odd h - 1 table."""
     p = np.asarray(position_ids)
     if not np.issubdtype(p.dtype, np.integer):
         raise TypeError(f"SIN: position_ids must be integers, got {p.dtype}")
@@ -66,24 +96,40 @@ def column_angles(position_ids, params: SinusoidalParams) -> np.ndarray:
     if params.h_minus_1:
         check_width(params)
         w = h_minus_1_inv_freq(params)
+        if params.units == "turns":
+            w = 2.0 * np.pi * w
         phi = p.astype(np.float64)[..., None] * w
         return np.concatenate([phi, phi, np.zeros(phi.shape[:-1] + (D - 2 * w.size,))], -1)
-    if params.layout == "interleaved":
-        expo = 2.0 * (np.arange(D) // 2) / D
-    else:
-        ns, nc = (D + 1) // 2, D // 2
-        expo = np.concatenate([2.0 * np.arange(ns) / D, 2.0 * np.arange(nc) / D])
-    return p.astype(np.float64)[..., None] * params.base ** (-expo)
+    w = params.base ** (-column_exponents(params))
+    if params.units == "turns":
+        w = 2.0 * np.pi * w
+    return p.astype(np.float64)[..., None] * w
 
 
 def is_sin_column(params: SinusoidalParams) -> np.ndarray:
-    """Boolean ``[D]``: which columns hold sin (the others hold cos)."""
+    """Boolean ``[D]``: which columns hold sin (the others hold cos, or the zero column)."""
     D = params.dim
-    if params.h_minus_1:
-        return np.arange(D) < D // 2
+    j = np.arange(D)
     if params.layout == "interleaved":
-        return np.arange(D) % 2 == 0
-    return np.arange(D) < (D + 1) // 2
+        return j % 2 == 0
+    n_sin, n_cos = block_sizes(params)
+    return j < n_sin if params.order == "sin_first" else (j >= n_cos) & (j < n_cos + n_sin)
+
+
+def from_angles(phi, params: SinusoidalParams, rows) -> np.ndarray:
+    """The table from its column angles ``phi`` ``S + [D]`` (any precision; :func:`column_angles` for the
+    reference): sin or cos per column (:func:`is_sin_column`), the zero column of an odd h - 1 table,
+    fairseq's zero row where ``rows`` (``S``, the table rows) equal ``padding_idx``, every entry times
+    ``params.scale`` (SIN-OUTPUT-SCALE; a zero stays zero).  ``S + [D]`` float64."""
+    with np.errstate(invalid="ignore"):
+        pe = np.where(is_sin_column(params), np.sin(phi), np.cos(phi))
+    if params.h_minus_1 and params.dim % 2:
+        pe[..., -1] = 0.0  # the appended zero column (t2t, fairseq)
+    if params.variant == "fairseq":
+        pe = np.where((np.asarray(rows) == params.padding_idx)[..., None], 0.0, pe)
+    if params.scale != 1.0:
+        pe = pe * params.scale
+    return pe
 
 
 def table(position_ids, params: SinusoidalParams) -> np.ndarray:
@@ -94,15 +140,11 @@ def table(position_ids, params: SinusoidalParams) -> np.ndarray:
     (-i / max(h - 1, 1))``, h = D // 2, and a zero column appended for odd D (SIN-T2T);
     ``fairseq`` also zeroes every row equal to ``padding_idx`` (SIN-FAIRSEQ-POSITIONS: here
     ``position_ids`` are fairseq's positions, i.e. table rows); ``whisper`` (SIN-WHISPER).
+    Every variant: ``[cos | sin]`` for ``order='cos_first'`` (SIN-ORDER-COS-FIRST), angles ``2π p w``
+    for ``units='turns'`` (SIN-UNITS-TURNS), every entry times ``scale`` (SIN-OUTPUT-SCALE).
     Raises :class:`DegenerateWidth` for fairseq at D // 2 == 1 and for whisper at odd D or D = 2.
     """
-    phi = column_angles(position_ids, params)
-    pe = np.where(is_sin_column(params), np.sin(phi), np.cos(phi))
-    if params.h_minus_1 and params.dim % 2:
-        pe[..., -1] = 0.0  # the appended zero column (t2t, fairseq)
-    if params.variant == "fairseq":
-        pe = np.where((np.asarray(position_ids) == params.padding_idx)[..., None], 0.0, pe)
-    return pe
+    return from_angles(column_angles(position_ids, params), params, position_ids)
 
 
 def fairseq_positions(input_ids, padding_idx: int, cache_length: int = 0) -> np.ndarray:

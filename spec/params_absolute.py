@@ -10,6 +10,8 @@ from pydantic import Field, model_validator
 from .document import _Strict
 
 SinusoidVariant = Literal["vaswani", "t2t", "fairseq", "whisper"]
+SinusoidOrder = Literal["sin_first", "cos_first"]
+SinusoidUnits = Literal["radians", "turns"]
 AlibiForm = Literal["causal", "symmetric", "bloom", "mpt"]
 
 
@@ -25,6 +27,15 @@ class SinusoidalParams(_Strict):
     frequencies; odd D and D = 2 are DegenerateWidth; SIN-WHISPER).  Degenerate widths are
     valid parameters: the operations raise the named error, so an implementation can be
     checked for it.  ``padding_idx`` is required by (and only allowed for) ``fairseq``.
+
+    Options of every variant (spec 0.5.0): ``order`` ``cos_first`` puts the cos block before the sin
+    block of a ``[sin | cos]`` table, each block keeping its columns, a zero column staying last
+    (SIN-ORDER-COS-FIRST: MusicGen, audiocraft, moshi); it needs ``layout`` ``concat`` (no source
+    interleaves cos first: refused for ``interleaved``).  ``units`` ``turns``: the angle is ``2π · p ·
+    w`` (``p · w`` counts full turns; SIN-UNITS-TURNS).  ``scale`` multiplies every table entry
+    (SIN-OUTPUT-SCALE: x-transformers' and cramming's scaled sinusoids, initialised to ``D ** -0.5``);
+    fairseq's row ``padding_idx`` stays zero.  The defaults (``sin_first``, ``radians``, 1.0) are the
+    tables of the clauses above, unchanged.
     """
 
     dim: int = Field(gt=0, description="Model width D")
@@ -33,6 +44,10 @@ class SinusoidalParams(_Strict):
     variant: SinusoidVariant = Field("vaswani", description="vaswani (2i/D) or the h-1 divisor rules t2t, "
                                                             "fairseq, whisper")
     padding_idx: Optional[int] = Field(None, ge=0, description="fairseq: the pad id; its row is zero")
+    order: SinusoidOrder = Field("sin_first", description="which block of a [sin | cos] table comes first "
+                                                          "(cos_first: [cos | sin]; layout concat only)")
+    units: SinusoidUnits = Field("radians", description="radians: angle p * w; turns: angle 2 pi * p * w")
+    scale: float = Field(1.0, gt=0, allow_inf_nan=False, description="multiplies every table entry")
 
     @model_validator(mode="after")
     def _check(self) -> "SinusoidalParams":
@@ -42,6 +57,9 @@ class SinusoidalParams(_Strict):
             raise ValueError("variant 'fairseq' needs padding_idx (M2M100 / fairseq: the pad id, 1)")
         if self.variant != "fairseq" and self.padding_idx is not None:
             raise ValueError(f"padding_idx does not apply to variant {self.variant!r}")
+        if self.order == "cos_first" and self.layout != "concat":
+            raise ValueError("order 'cos_first' swaps the blocks of a [sin | cos] table: layout must be 'concat' "
+                             "(no implementation interleaves cos first, with cos in the even columns)")
         return self
 
     @property

@@ -1,7 +1,10 @@
-"""Sinusoidal tables (SIN-*): Vaswani and the h - 1 divisor variants (T2T, fairseq, Whisper), and
-fairseq's padding-aware positions."""
+"""Sinusoidal tables (SIN-*): Vaswani and the h - 1 divisor variants (T2T, fairseq, Whisper), in
+either block order (SIN-ORDER-COS-FIRST), in radians or turns (SIN-UNITS-TURNS), times an output
+scale (SIN-OUTPUT-SCALE); and fairseq's padding-aware positions."""
 
 from __future__ import annotations
+
+import math
 
 import jax.numpy as jnp
 
@@ -12,33 +15,40 @@ from ._common import DTYPES, compute_dtype, kernel, padding_aware_positions
 
 @kernel("params", "dtype")
 def sinusoidal(position_ids, params, dtype):
-    """SIN-VASWANI-* (interleaved or [sin | cos]) and the h - 1 divisor variants SIN-T2T /
-    SIN-FAIRSEQ-POSITIONS / SIN-WHISPER; ``[B, T, D]`` rounded once to ``dtype``."""
+    """SIN-VASWANI-* (interleaved or [sin | cos] / [cos | sin]) and the h - 1 divisor variants SIN-T2T /
+    SIN-FAIRSEQ-POSITIONS / SIN-WHISPER; frequencies in float64 (times 2π in turns), angles, sin / cos
+    and the output scale in the compute dtype; ``[B, T, D]`` rounded once to ``dtype``."""
     cd = compute_dtype(dtype)
     D, v = params.dim, params.variant
+    turns = 2 * math.pi if params.units == "turns" else 1.0
     if v == "vaswani":
         j = jnp.arange(D, dtype=jnp.float64)
         if params.layout == "interleaved":
             expo = 2 * jnp.floor(j / 2) / D
             is_sin = jnp.arange(D) % 2 == 0
         else:
-            ns = (D + 1) // 2
-            expo = jnp.concatenate((2 * j[:ns] / D, 2 * j[: D - ns] / D))
-            is_sin = jnp.arange(D) < ns
-        w = (params.base ** -expo).astype(cd)
+            first = (D + 1) // 2 if params.order == "sin_first" else D // 2
+            expo = jnp.concatenate((2 * j[:first] / D, 2 * j[: D - first] / D))
+            is_sin = (jnp.arange(D) < first) if params.order == "sin_first" else (jnp.arange(D) >= first)
+        w = (turns * params.base ** -expo).astype(cd)
         phi = position_ids.astype(cd)[..., None] * w
-        return jnp.where(is_sin, jnp.sin(phi), jnp.cos(phi)).astype(dtype)
+        return _scaled(jnp.where(is_sin, jnp.sin(phi), jnp.cos(phi)), params).astype(dtype)
     h = D // 2
     i = jnp.arange(h, dtype=jnp.float64)
-    w = (params.base ** (-i / max(h - 1, 1))).astype(cd)
+    w = (turns * params.base ** (-i / max(h - 1, 1))).astype(cd)
     phi = position_ids.astype(cd)[..., None] * w
-    parts = [jnp.sin(phi), jnp.cos(phi)]
+    parts = [jnp.sin(phi), jnp.cos(phi)][:: 1 if params.order == "sin_first" else -1]
     if D % 2:
         parts.append(jnp.zeros(phi.shape[:-1] + (1,), cd))
     pe = jnp.concatenate(parts, axis=-1)
     if v == "fairseq":
         pe = jnp.where((position_ids == params.padding_idx)[..., None], 0.0, pe)
-    return pe.astype(dtype)
+    return _scaled(pe, params).astype(dtype)
+
+
+def _scaled(pe, params):
+    """SIN-OUTPUT-SCALE: the table times ``params.scale`` in its compute dtype (unchanged at 1)."""
+    return pe if params.scale == 1.0 else pe * params.scale
 
 
 def check_sinusoid_width(params) -> None:

@@ -132,6 +132,12 @@ def _sin_clauses(p) -> list[tuple[str, str]]:
     cl = [(main, f"variant {p.variant}")]
     if p.variant == "fairseq":
         cl.append(("SIN-T2T", "the fairseq table is the t2t table"))
+    if getattr(p, "order", "sin_first") == "cos_first":
+        cl.append(("SIN-ORDER-COS-FIRST", "order cos_first: [cos | sin]"))
+    if getattr(p, "units", "radians") == "turns":
+        cl.append(("SIN-UNITS-TURNS", "units turns: angle 2π p w"))
+    if getattr(p, "scale", 1.0) != 1.0:
+        cl.append(("SIN-OUTPUT-SCALE", f"scale {p.scale:g}"))
     return cl + [("SIN-PRECISION", "every sinusoid table")]
 
 
