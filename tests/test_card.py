@@ -737,3 +737,15 @@ def test_markdown_never_makes_math_or_autolinks_of_outside_text(tmp_path):
     title = c.to_markdown().splitlines()[0]
     assert "\\$\\\\href" in title and "$\\" not in title.replace("\\$", ""), title
     assert "http\\://evil" in title and "www\\.evil" in title and "me\\@evil" in title, title
+
+
+def test_a_rotary_fraction_is_carded_with_its_clause(tmp_path):
+    """GPT-NeoX's rotary_pct 0.29 of head 100 (the import keeps the fraction): the card lists
+    ROPE-ROTARY-FRACTION with the width it sizes (28, not 29) and names it as what defines the fraction."""
+    c = _card(tmp_path, "neox-029", {"model_type": "gpt_neox", "hidden_size": 800, "num_attention_heads": 8,
+                                     "rotary_pct": 0.29})
+    rope_card = next(x for x in c.components if x.family == "rope")
+    why = {ci.id: ci.why for ci in rope_card.clauses}
+    assert "ROPE-ROTARY-FRACTION" in why and why["ROPE-ROTARY-FRACTION"].endswith("= 28"), why
+    defined = {p.name: p.defined_by for p in rope_card.parameters}
+    assert "ROPE-ROTARY-FRACTION" in defined["partial_rotary_factor"], defined
