@@ -749,3 +749,16 @@ def test_a_rotary_fraction_is_carded_with_its_clause(tmp_path):
     assert "ROPE-ROTARY-FRACTION" in why and why["ROPE-ROTARY-FRACTION"].endswith("= 28"), why
     defined = {p.name: p.defined_by for p in rope_card.parameters}
     assert "ROPE-ROTARY-FRACTION" in defined["partial_rotary_factor"], defined
+
+
+@pytest.mark.parametrize("cfg, said", [
+    ({"model_type": "gpt_neox", "hidden_size": 512, "num_attention_heads": 8, "rotary_pct": 0.5,
+      "partial_rotary_factor": 0.75}, "config: rotary_pct"),  # GPTNeoXConfig ignores the top-level fraction
+    ({"model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4,
+      "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}},
+     "config: rope_parameters.partial_rotary_factor"),  # rope_parameters' own fraction wins
+])
+def test_a_fraction_names_the_key_it_was_read_from(tmp_path, cfg, said):
+    rope_card = next(x for x in _card(tmp_path, cfg["model_type"], cfg).components if x.family == "rope")
+    prm = next(p for p in rope_card.parameters if p.name == "partial_rotary_factor")
+    assert prm.provenance == said, (prm.value, prm.provenance)
