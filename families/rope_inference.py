@@ -78,9 +78,12 @@ def _reference_calls(ctx: InferenceContext) -> list[_Call]:
         seen["w"], a = freq(n)
         return seen["w"], a
     calls = []
+    # condensed positions (ROPE-CONDENSE): the angle is position * (inv_freq / c), so every model of the
+    # angles reads the frequencies per position, inv_freq / c -- "the specified one" is the condensed angle
+    c = getattr(p, "condense_ratio", None) or 1.0
     for key in call_keys(x) if op == "rope.cos_sin_calls" else ["position_ids"]:
         r = rope_outputs("rope.cos_sin", p, {"position_ids": np.asarray(x[key])}, recorded)
-        calls.append(_Call(key[12:], np.asarray(x[key]), np.asarray(seen["w"], float), r["cos"], r["sin"]))
+        calls.append(_Call(key[12:], np.asarray(x[key]), np.asarray(seen["w"], float) / c, r["cos"], r["sin"]))
     return calls
 
 
@@ -481,6 +484,7 @@ def _theta_models(ctx: InferenceContext, calls: list[_Call], phe, prefix: str) -
     if n < 2 or not (pid != 0).any():
         return cands
     w, res = estimate_frequencies(np.concatenate([x.reshape(-1, n) for x in phe]), pid)
+    w = w * (getattr(p, "condense_ratio", None) or 1.0)  # per position -> inv_freq (ROPE-CONDENSE)
     if p.rope_type != "default" and res <= 0.2:
         w = np.where(np.abs(w) < 1e-9, 0.0, w)  # an unrotated pair's frequency, estimated to rounding
         seq = int(max(np.max(c.pid) for c in calls)) + 1

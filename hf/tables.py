@@ -92,7 +92,7 @@ MODEL_RULES: dict[str, ModelRule] = {
     "gpt_neox": ModelRule("models/gpt_neox/configuration_gpt_neox.py", theta_default=10000.0,
                           theta_provenance="GPTNeoXConfig.convert_rope_params_to_dict (rotary_emb_base default)",
                           theta_keys=("rotary_emb_base",),  # a top-level rope_theta is ignored by GPTNeoXConfig
-                          partial_keys=("partial_rotary_factor", "rotary_pct"), partial_default=0.25),
+                          partial_keys=("rotary_pct",), partial_default=0.25),  # a top-level partial_rotary_factor is ignored by GPTNeoXConfig (its rotary_pct, default 0.25, fills rope_parameters)
     "gptj": ModelRule("models/gptj/modeling_gptj.py::create_sinusoidal_positions", pairing="interleaved",
                       fixed_theta=10000.0, theta_keys=(), partial_keys=(), rotary_dim_key="rotary_dim",
                       hidden_keys=("n_embd", "hidden_size"), heads_keys=("n_head", "num_attention_heads"),

@@ -737,3 +737,28 @@ def test_markdown_never_makes_math_or_autolinks_of_outside_text(tmp_path):
     title = c.to_markdown().splitlines()[0]
     assert "\\$\\\\href" in title and "$\\" not in title.replace("\\$", ""), title
     assert "http\\://evil" in title and "www\\.evil" in title and "me\\@evil" in title, title
+
+
+def test_a_rotary_fraction_is_carded_with_its_clause(tmp_path):
+    """GPT-NeoX's rotary_pct 0.29 of head 100 (the import keeps the fraction): the card lists
+    ROPE-ROTARY-FRACTION with the width it sizes (28, not 29) and names it as what defines the fraction."""
+    c = _card(tmp_path, "neox-029", {"model_type": "gpt_neox", "hidden_size": 800, "num_attention_heads": 8,
+                                     "rotary_pct": 0.29})
+    rope_card = next(x for x in c.components if x.family == "rope")
+    why = {ci.id: ci.why for ci in rope_card.clauses}
+    assert "ROPE-ROTARY-FRACTION" in why and why["ROPE-ROTARY-FRACTION"].endswith("= 28"), why
+    defined = {p.name: p.defined_by for p in rope_card.parameters}
+    assert "ROPE-ROTARY-FRACTION" in defined["partial_rotary_factor"], defined
+
+
+@pytest.mark.parametrize("cfg, said", [
+    ({"model_type": "gpt_neox", "hidden_size": 512, "num_attention_heads": 8, "rotary_pct": 0.5,
+      "partial_rotary_factor": 0.75}, "config: rotary_pct"),  # GPTNeoXConfig ignores the top-level fraction
+    ({"model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4,
+      "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}},
+     "config: rope_parameters.partial_rotary_factor"),  # rope_parameters' own fraction wins
+])
+def test_a_fraction_names_the_key_it_was_read_from(tmp_path, cfg, said):
+    rope_card = next(x for x in _card(tmp_path, cfg["model_type"], cfg).components if x.family == "rope")
+    prm = next(p for p in rope_card.parameters if p.name == "partial_rotary_factor")
+    assert prm.provenance == said, (prm.value, prm.provenance)

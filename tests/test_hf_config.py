@@ -291,3 +291,14 @@ def test_the_importer_reads_what_transformers_reads(extra):
     inv, af = rope.inv_freq(p, p.rdim)
     np.testing.assert_allclose(inv, inv_hf, rtol=1e-6)
     assert af == pytest.approx(af_hf)
+
+
+def test_gpt_neox_ignores_a_top_level_partial_rotary_factor():
+    """GPTNeoXConfig.convert_rope_params_to_dict fills rope_parameters' partial_rotary_factor from rotary_pct
+    (default 0.25); a top-level partial_rotary_factor never reaches GPTNeoXAttention.rotary_ndims."""
+    from transformers import GPTNeoXConfig
+    for extra, want in (({"partial_rotary_factor": 0.5}, 0.25), ({"rotary_pct": 0.5, "partial_rotary_factor": 0.75}, 0.5)):
+        cfg = {"hidden_size": 512, "num_attention_heads": 8, **extra}
+        assert GPTNeoXConfig(**cfg).rope_parameters["partial_rotary_factor"] == want  # transformers' own reading
+        p = imp({"model_type": "gpt_neox", **cfg})
+        assert (p.partial_rotary_factor, p.rdim) == (want, int(64 * want)), extra

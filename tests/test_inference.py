@@ -801,3 +801,25 @@ def test_an_implied_output_with_nan_the_output_lacks_never_fits():
         (False, float("inf"))
     assert ctx.fit({n: np.asarray(g.outputs[n], np.float64) * 1.01 for n in ("q", "k")})[0]
     assert not any("each step rounded" in x for x in infer(g, out, "float32"))
+
+
+# ---- condensed positions (ROPE-CONDENSE): "the specified one" is the condensed angle ------------------
+
+@pytest.mark.parametrize("case, applied, said", [
+    ("rope-cos-sin-condense-3", 9.0, "every angle is 0.3333 times the specified one"),  # ratio applied twice
+    ("rope-condense-interleaved-partial", 0.5, "the specified ones × 4 on every token"),  # multiplied, not divided
+])
+def test_condensed_angle_ratio_is_relative_to_the_condensed_angle(case, applied, said):
+    """An output condensed by another ratio is said against the specified (condensed) angle: every angle is
+    c / c' times it -- not c' relative to the uncondensed angle, which the spec never asks for."""
+    g, wrong = _with(case, condense_ratio=applied)
+    s = _one(_infer(case, params=wrong))
+    assert said in s, s
+
+
+def test_condensed_positions_right_are_not_called_wrong_frequencies():
+    """The positions read one off at a condensed case (p - 1 condensed): said as positions, never as
+    inverse frequencies scaled by 1 / c (the condensing the spec asks for)."""
+    g = load_golden("rope-cos-sin-condense-3")
+    s = _one(_infer("rope-cos-sin-condense-3", inputs={**g.inputs, "position_ids": g.inputs["position_ids"] + 1}))
+    assert "+1 on every token" in s, s

@@ -360,7 +360,10 @@ def expected_encoding(model_type: str) -> dict:
                                                 "high_freq_factor", "rotation")}
     out["head_dim"] = d
     if v.get("rotary_dim") is not None:
-        out["rotary_dim"] = int(d * v["rotary_dim"] / v["head_dim"])
+        # the rotated width (``rdim``): the tiny config states it as the fraction rotary_dim / head_dim
+        # (GPT-J as the width int(d * fraction)), which the import keeps and sizes (ROPE-ROTARY-FRACTION)
+        from posenc.spec.models import rotary_width
+        out["rdim"] = rotary_width(d, v["rotary_dim"] / v["head_dim"], v.get("rope_type") == "proportional")
     return out
 
 

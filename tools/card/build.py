@@ -48,6 +48,15 @@ def _rope_provenance(name: str, value, label: str, cfg: dict, rope_dict: dict, r
         return prov.get("rope_parameters", "no rope_type in the config: default")
     if name in _ROPE_DICT_FIELDS and name in rope_dict:
         return f"config: {prefix}{rope_key}.{name}"
+    if name == "partial_rotary_factor":  # the key the imported fraction was read from (a class may ignore others)
+        def same(v):
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and float(v) == float(value)
+        if same(rope_dict.get(name)):
+            return f"config: {prefix}{rope_key}.{name}"
+        for k in ("rotary_pct", "partial_rotary_factor"):
+            if same(cfg.get(k)):
+                return f"config: {prefix}{k}"
+        return prov.get(f"{label}partial_rotary_factor", f"the model's partial_rotary_factor ({source})")
     for k in _ALIASES.get(name, (name,)):
         if cfg.get(k) is not None:
             if name == "original_max_position_embeddings" and rope_dict.get(name) is None:

@@ -60,6 +60,13 @@ def _rope_clauses(p) -> list[tuple[str, str]]:
           ("ROPE-PRECISION", "every RoPE set"), (f"ROPE-PAIR-{p.pairing.upper()}", f"pairing {p.pairing}")]
     if p.rdim < p.head_dim:
         cl.append(("ROPE-PARTIAL", f"rotary_dim {p.rdim} < head_dim {p.head_dim}"))
+    f = getattr(p, "partial_rotary_factor", None)
+    if f is not None:  # the width is sized from the fraction (SCALE-PROPORTIONAL: rounded down to even)
+        rule = "2 * int(f * head_dim // 2)" if p.rope_type == "proportional" else "int(head_dim * f)"
+        cl.append(("ROPE-ROTARY-FRACTION", f"partial_rotary_factor {f:g} of head_dim {p.head_dim}: "
+                                           f"rotary width {rule} = {p.rdim}"))
+    if getattr(p, "condense_ratio", None) is not None:
+        cl.append(("ROPE-CONDENSE", f"condense_ratio {p.condense_ratio:g}: positions divided before the angle"))
     if p.rotation == "negative":
         cl.append(("ROPE-ROTATION-NEGATIVE", "rotation negative"))
     if p.attention_factor is not None or p.rope_type in ("yarn", "longrope"):
