@@ -83,16 +83,16 @@ def _rebuild(info: dict) -> BaseException:
             break
     name = info["mro"][0][1].rsplit(".", 1)[-1]
     key = (info["mro"][0][0], name, base)
-    cls = _REBUILT.get(key)
-    if cls is None:
-        try:
-            cls = type(name, (RemoteFailure, base), {"__module__": info["mro"][0][0]})
-        except TypeError:  # a base that cannot be subclassed with the mixin
-            cls = type(name, (RemoteFailure, Exception), {"__module__": info["mro"][0][0]})
-        _REBUILT[key] = cls
-    e = cls.__new__(cls)
-    e.args = (info["msg"],)
-    e.remote_message = info["msg"]
+    cls, e = _REBUILT.get(key), None
+    for bases in ((RemoteFailure, base), (RemoteFailure, Exception)):
+        try:  # a base that cannot be subclassed with the mixin, or whose __new__ takes arguments (pydantic's
+            cls = cls or type(name, bases, {"__module__": info["mro"][0][0]})  # ValidationError): Exception
+            e = cls.__new__(cls)
+            break
+        except TypeError:
+            cls = None
+    _REBUILT[key] = cls
+    e.args, e.remote_message = (info["msg"],), info["msg"]
     e.remote_where = tuple(info["where"]) if info.get("where") else None
     if info.get("outcome_msg") is not None:  # pytest's skip / fail / xfail / exit raised by the adapter
         e.msg, e.pytrace = info["outcome_msg"], False

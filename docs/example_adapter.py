@@ -15,7 +15,7 @@ class MyRope:  # a prepared operation; it has no inv_freq() / cos_sin(): those a
 
     def apply(self, q, k, position_ids):
         p = self.p
-        if p != type(p)(head_dim=p.head_dim, rope_theta=p.rope_theta):  # any other field set (a later spec's too)
+        if set(p.model_dump(exclude_defaults=True)) - {"head_dim", "rope_theta"}:  # any other field set, a later spec's too
             raise Unsupported("my kernel does plain full-width half pairing only")
         phi = position_ids[..., None].double() * self.w          # angles in float64
         c, s = torch.cos(phi)[:, None], torch.sin(phi)[:, None]  # [B, 1, T, D/2]

@@ -55,6 +55,20 @@ def rope_condense_offset_only(op, p, x, dtype=None):
     return reference_of(op).fn(p, x, positions=_offset_only)
 
 
+def _decode_only(pid, p) -> np.ndarray:
+    """A single-token call condensed, a call of several tokens not."""
+    pid = np.asarray(pid, np.float64)
+    return pid / p.condense_ratio if pid.shape[-1] == 1 else pid
+
+
+@mutant("rope_condense_decode_only", *_TABLE_OPS)
+def rope_condense_decode_only(op, p, x, dtype=None):
+    """DIV-ROPE-CONDENSE-DECODE-ONLY: single-token (decode) calls read ``p / c``, calls of several tokens
+    (a prefill) ``p``."""
+    if p.condense_ratio is None:
+        return None
+    return reference_of(op).fn(p, x, positions=_decode_only)
+
 
 # ---- golden cases ----------------------------------------------------------------------------
 # Widths from a fraction: int(head_dim * f) of the float64 product (100 x 0.29 = 28.999999999999996

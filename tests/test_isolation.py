@@ -488,3 +488,23 @@ def test_the_files_of_a_run_that_died_are_swept_by_the_next(tmp_path):
     reaping.sweep(str(tmp_path), "crashes")
     assert not dead_dir.exists() and not dead_log.exists() and not dead_ledger.exists()
     assert live_dir.is_dir() and live_log.is_file() and other.is_dir()
+
+
+def test_an_exception_whose_class_takes_constructor_arguments_keeps_its_message(pytester, tmp_path):
+    """pydantic's ValidationError (raised by an adapter that builds parameters the spec refuses) cannot be
+    rebuilt with ``__new__`` alone: the isolated run shows its message, never a TypeError of the kit's own
+    (found by a new user: the README's comparison with plain parameters built an invalid RopeParams)."""
+    adapter = tmp_path / "validation_adapter.py"
+    adapter.write_text(
+        "from posenc.adapters.torch_adapter import TorchAdapter\n"
+        "from posenc.spec.models import RopeParams\n"
+        "class A(TorchAdapter):\n"
+        "    name = 'validation-error'\n"
+        "    def rope(self, params, *, dtype, device):\n"
+        "        RopeParams(head_dim=8, partial_rotary_factor=0.375)\n"
+        "ADAPTER = A\n")
+    r = _run(pytester, str(adapter), "-k", "float32 and test_golden and rope-tiny-half")
+    text = r.stdout.str()
+    assert r.ret == 1, text[-3000:]
+    assert "ROPE-ROTARY-FRACTION: partial_rotary_factor 0.375 of head_dim 8" in text, text[-3000:]
+    assert "ValidationError" in text and "__new__() missing" not in text, text[-3000:]

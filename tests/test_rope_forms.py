@@ -173,3 +173,19 @@ def test_the_width_mutant_rounds_up_to_the_next_even_width():
     assert out["inv_freq"].shape == (15,)  # 30 dims, not 28
     assert run_mutant("rope_width_rounded_up", "rope.inv_freq", RopeParams(head_dim=80, partial_rotary_factor=0.4),
                       {}) is None  # 32 exactly: the two rules agree
+
+
+def test_condensing_on_the_decode_path_only_is_told_from_condensing_ignored():
+    """A prefill then decode steps: DIV-ROPE-CONDENSE-DECODE-ONLY's mutant condenses the single-token calls
+    only; DIV-ROPE-CONDENSE-IGNORED's none (found by a new user whose port condensed decode only: the
+    diagnosis named the ignored ratio)."""
+    from posenc.families import run_mutant
+    p = RopeParams(head_dim=8, condense_ratio=4.5)
+    x = {"position_ids.0": np.array([[200, 201, 202]]), "position_ids.1": np.array([[203]])}
+    dec = run_mutant("rope_condense_decode_only", "rope.cos_sin_calls", p, x)
+    ign = run_mutant("rope_condense_ignored", "rope.cos_sin_calls", p, x)
+    ref = {k: v for k, v in zip(("cos.0", "sin.0"), rope.cos_sin(x["position_ids.0"], p))}
+    plain = rope.cos_sin(x["position_ids.0"], RopeParams(head_dim=8))
+    np.testing.assert_allclose(dec["cos.0"], plain[0], atol=1e-15)   # the prefill unscaled
+    np.testing.assert_allclose(dec["cos.1"], rope.cos_sin(x["position_ids.1"], p)[0], atol=1e-15)  # decode right
+    assert not np.allclose(ign["cos.1"], dec["cos.1"]) and not np.allclose(ref["cos.0"], dec["cos.0"])
