@@ -110,7 +110,7 @@ _C = ("ROPE-CONDENSE", "ROPE-ANGLE")
 add_cases(
     Case("rope-condense-8-llama-2-32k", "rope.apply", _C + ("ROPE-PAIR-HALF",),
          RopeParams(head_dim=128, condense_ratio=8.0),
-         {"q": Gen((2, 4, 5, 128)), "k": Gen((2, 2, 5, 128)), "position_ids": pos(range(5), range(32763, 32768))},
+         {"q": Gen((2, 2, 5, 128)), "k": Gen((2, 1, 5, 128)), "position_ids": pos(range(5), range(32763, 32768))},
          "LLaMA-2-7B-32K heads (LitGPT rope_condense_ratio 8): a prefill from 0 and one ending at 32767"),
     Case("rope-cos-sin-condense-3", "rope.cos_sin", _C,
          RopeParams(head_dim=64, condense_ratio=3.0, rope_theta=500000.0),
