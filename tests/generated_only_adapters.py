@@ -4,6 +4,7 @@ every golden test and fails generated ones.  Loaded by path, like a user adapter
 
 from __future__ import annotations
 
+from posenc.adapters import forms_unsupported
 from posenc.adapters.reference_adapter import ReferenceAdapter
 from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope
 
@@ -27,6 +28,7 @@ class FractionalThetaPath(TorchAdapter):
     name = "broken-fractional-theta-path"
 
     def rope(self, params, *, dtype, device):
+        forms_unsupported(params, "this library (written before spec 0.5.0's forms)")
         return (_ShiftedRope if fractional(params) else TorchRope)(params, DTYPES[dtype], device)
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):

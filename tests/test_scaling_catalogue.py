@@ -145,6 +145,9 @@ def test_yarn_branches():
 
 
 def test_llama3_three_bands_non_empty():
+    """Every llama3 golden exercises the three bands, but the one derivation case whose every wavelength is
+    below original / high_freq_factor (no pair divided or blended: the branch points' other side)."""
+    seen = []
     for c in _rope_cases():
         p = c.params
         if p.rope_type != "llama3":
@@ -152,7 +155,12 @@ def test_llama3_three_bands_non_empty():
         wl = 2 * np.pi / rs.base_inv_freq(p.rope_theta, p.rdim)
         L = p.original_max_position_embeddings
         bands = (wl < L / p.high_freq_factor, wl > L / p.low_freq_factor)
+        if c.id == "scale-llama3-no-scaled-band":
+            seen.append(c.id)
+            assert bands[0].all(), c.id
+            continue
         assert bands[0].any() and bands[1].any() and (~bands[0] & ~bands[1]).any(), c.id
+    assert seen == ["scale-llama3-no-scaled-band"]
 
 
 #: scaling field -> its library-default values (parameters: of spec/rope_scaling.yaml)
