@@ -18,7 +18,7 @@ from ._common import run
 _TABLE_OPS = ("rope.apply", "rope.cos_sin", "rope.cos_sin_calls")
 
 
-@mutant("rope_width_rounded_up", "rope.apply", "rope.inv_freq", *_TABLE_OPS[1:])
+@mutant("rope_width_rounded_up", "rope.inv_freq", *_TABLE_OPS)
 def rope_width_rounded_up(op, p, x, dtype=None):
     """DIV-ROPE-ROTARY-WIDTH-ROUNDED-UP: the fraction's width ``2 * ceil(head_dim * f / 2)`` (the next
     even width) where ``int(head_dim * f)`` is specified; None where the two agree."""
