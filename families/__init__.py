@@ -35,5 +35,6 @@ from posenc.registry import (  # noqa: F401
 )
 from posenc.registry import __all__ as _registry_all
 from posenc.registry.cases import Case, Gen, arange_x, pos
+from posenc.registry.outputs import ReferenceOutputs
 
-__all__ = [*_registry_all, "Case", "Gen", "pos", "arange_x"]
+__all__ = [*_registry_all, "Case", "Gen", "pos", "arange_x", "ReferenceOutputs"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import reference_of
+from . import ReferenceOutputs, reference_of
 
 Outputs = dict[str, np.ndarray]
 
@@ -31,7 +31,10 @@ def exact_scales(names):
 
 
 def run(op: str, params, inputs) -> Outputs:
-    """The reference outputs of ``op`` (for mutants that perturb a parameter or an input)."""
-    return reference_of(op).fn(params, inputs)
+    """The reference outputs of ``op`` (for mutants that perturb a parameter or an input), with the
+    scales of that run (:class:`~posenc.registry.outputs.ReferenceOutputs`: the diagnosis's bound on
+    a mutant's elements uses them)."""
+    ref = reference_of(op)
+    return ReferenceOutputs(ref.fn(params, inputs), lambda: ref.scales(params, inputs))
 
 

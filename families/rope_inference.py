@@ -385,22 +385,27 @@ def _implied_positions(ctx: InferenceContext, calls: list[_Call], P: list[np.nda
 
 
 def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: float, prefix: str) -> list[Candidate]:
-    cands: list[Candidate] = []
-    shifted = [(f"positions are the specified ones {k:+d} on every token (frequencies of the shifted positions)",
-                lambda k=k: _implied_positions(ctx, calls, [c.pid + k for c in calls])) for k in SHIFTS]
+    def shifted(note: str = "") -> list[Candidate]:
+        return [(f"{prefix}positions are the specified ones {k:+d} on every token{note}",
+                 lambda k=k: _implied_positions(ctx, calls, [c.pid + k for c in calls])) for k in SHIFTS]
     p_max = 4 * max(float(np.abs(c.pid).max(initial=0)) for c in calls) + 64  # up to 4x the specified ones
     est = [estimate_positions(e, c.w, c.known, p_max) for e, c in zip(phe, calls)]
     P = [e[0] for e in est]
-    if max(float(r.max()) for _, r in est) > 0.2:
-        return shifted  # the frequencies differ too (they depend on the positions: dynamic, longrope)
-    if all(np.abs(q - np.round(q)).max() < 0.1 for q in P):
-        Pi = [np.round(q).astype(np.int64) for q in P]
-        if any((q != c.pid).any() for q, c in zip(Pi, calls)):
-            text = describe_positions([c.pid for c in calls], Pi, [c.key for c in calls])
-            cands.append((prefix + text, lambda: _implied_positions(ctx, calls, Pi)))
-    # a constant shift before a ratio: where few tokens and frequencies leave the angles ambiguous (a
-    # single low frequency wraps), the simpler model that reproduces the output is the one said
-    cands += [(prefix + text, implied) for text, implied in shifted]
+    if max(float(r.max()) for _, r in est) > 0.2:  # the frequencies differ too (they depend on the positions:
+        return shifted(" (frequencies of the shifted positions)")  # dynamic, longrope)
+    # a constant shift first: where few tokens and frequencies leave the angles ambiguous (a single low
+    # frequency wraps: head_dim 4 at position 70000), the estimate may be another position the tolerance
+    # cannot tell apart; the simplest model that reproduces the output is the one said
+    cands: list[Candidate] = shifted()
+    # then the positions nearest the specified ones that the tolerance cannot tell from the best fit,
+    # then the best fit
+    near = [estimate_positions(e, c.w, c.known, p_max, c.pid, _phase_slack(ctx, c))[0] for e, c in zip(phe, calls)]
+    for Q in (near, P):
+        if all(np.abs(q - np.round(q)).max() < 0.1 for q in Q):
+            Pi = [np.round(q).astype(np.int64) for q in Q]
+            if any((q != c.pid).any() for q, c in zip(Pi, calls)):
+                text = describe_positions([c.pid for c in calls], Pi, [c.key for c in calls])
+                cands.append((prefix + text, lambda Pi=Pi: _implied_positions(ctx, calls, Pi)))
     pid = np.concatenate([c.pid.ravel() for c in calls]).astype(float)
     pe = np.concatenate([q.ravel() for q in P])
     nz = np.abs(pid) > 0
@@ -411,6 +416,15 @@ def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: floa
             cands.append((prefix + _ratio_sentence(ctx.p, r),
                           lambda: _emit(ctx, calls, [_rotated(c, r, scale) for c in calls])))
     return cands
+
+
+def _phase_slack(ctx: InferenceContext, c: _Call) -> float:
+    """The phase (radians) the tolerance rule cannot resolve on call ``c``'s angles: its angle term at
+    the largest specified position and frequency, and its dtype term on a unit cos/sin (README,
+    "Tolerance rule"), doubled (the residual compares two such angles)."""
+    ln_theta = math.log(max(float(getattr(ctx.p, "rope_theta", math.e)), math.e))
+    far = (float(np.abs(c.pid).max(initial=0)) + 1) * float(np.max(c.w, initial=0)) * (1 + ln_theta)
+    return 2 * (4 * EPS["float32"] * far + 4 * max(EPS[ctx.dtype], EPS["float32"]))
 
 
 def _rotated(c: _Call, r: float, scale: float) -> tuple[np.ndarray, np.ndarray]:

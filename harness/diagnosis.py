@@ -16,9 +16,10 @@ from typing import Optional
 import numpy as np
 
 from posenc import registry
+from posenc.registry.outputs import ReferenceOutputs, own_scales
 from posenc.spec import Spec
 
-from posenc.harness.golden import Golden, computed
+from posenc.harness.golden import Golden, computed, scale_terms
 from posenc.harness.runner import Call, compare_outputs
 
 
@@ -135,7 +136,10 @@ def mutant_outputs(d, golden: Golden, dtype: str) -> Optional[dict[str, np.ndarr
         out = None if fn is None else fn(golden.case.params, golden.inputs, dtype)
     except Exception:  # noqa: BLE001 - a mutant that cannot run on this case
         return None
-    return None if out is None else {n: np.asarray(v) for n, v in out.items()}
+    if out is None:
+        return None
+    arrays = {n: np.asarray(v) for n, v in out.items()}
+    return ReferenceOutputs(arrays, out.scales) if isinstance(out, ReferenceOutputs) else arrays
 
 
 def separating_case(spec: Spec, a: str, b: str, goldens: list[Golden], dtype: str) -> Optional[str]:
@@ -180,7 +184,7 @@ def _reproduction(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str,
     ``differing``: None as well when the mutant's outputs are the reference's;
     ``reference_where_no_form``: a mutant without a form for the case's operation gives the
     reference's outputs there (as :class:`~posenc.adapters.reference_adapter.MutantAdapter` does)."""
-    mut = mutant_outputs(d, golden, dtype)
+    mut = mut_run = mutant_outputs(d, golden, dtype)
     if mut is None and reference_where_no_form:
         mut = {n: v for n, v in golden.outputs.items() if not n.endswith(".compared")}
     if mut is None:
@@ -198,17 +202,27 @@ def _reproduction(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str,
         return None
     mut, outs = masked
     # A mutant may compute where the reference copies (e.g. a rotated tail): widen the scales to
-    # the mutant's own magnitudes and to the row's largest angle term -- only at the elements where
-    # the mutant's output is not the reference's.  Where they are equal the reference's tolerance
-    # stands, so an error there (a pass-through tail off by one ulp) is never explained by a
-    # divergence that changes other elements.
+    # the mutant's own magnitudes, to the row's largest angle term and, for a mutant that is the
+    # reference run at other parameters or inputs, to that run's own scales (a pairing swap rounds
+    # each element with the other pair's norm) -- only at the elements where the mutant's output is
+    # not the reference's.  Where they are equal the reference's tolerance stands, so an error there
+    # (a pass-through tail off by one ulp) is never explained by a divergence that changes other
+    # elements.
     def differing(n):
         return np.asarray(mut[n]) != np.asarray(golden.outputs[n]) if n in golden.outputs else True
 
-    ds = {n: np.where(differing(n), np.maximum(v, np.abs(mut[n])), v)
+    own_ds, own_an, _ = scale_terms(own_scales(mut_run))
+
+    def own(terms, n, v):
+        try:
+            return np.broadcast_to(np.asarray(terms.get(n, 0.0), np.float64), np.shape(v))
+        except ValueError:  # the run's scales are of another shape: no widening from them
+            return 0.0
+
+    ds = {n: np.where(differing(n), np.maximum(np.maximum(v, np.abs(mut[n])), own(own_ds, n, v)), v)
           for n, v in golden.dtype_scales.items() if n in mut}
-    an = {n: np.where(differing(n), np.maximum(v, v.max(axis=-1, keepdims=True)), v) if np.ndim(v) else v
-          for n, v in golden.angle_scales.items() if n in mut}
+    an = {n: np.where(differing(n), np.maximum(np.maximum(v, v.max(axis=-1, keepdims=True)), own(own_an, n, v)), v)
+          if np.ndim(v) else v for n, v in golden.angle_scales.items() if n in mut}
     fake = replace(golden, outputs=mut, dtype_scales=ds, angle_scales=an)
     cmp = compare_outputs(fake, outs, dtype)
     if all(c.ok for c in cmp):

@@ -57,8 +57,6 @@ def test_the_planted_bugs_show_only_in_generated_cases(run_suite):
     assert "    DIV-ROPE-PAIRING-SWAPPED (violates" in out
 
 
-@pytest.mark.xfail(strict=True, reason="known regression of spec 0.5.0's redrawn generated cases (issue 29, closing10): "
-                   "the planted adapter's drafted generated lines no longer excuse every rerun failure; fix first")
 def test_init_drafts_generated_lines_that_record_the_run(run_suite, tmp_path):
     """The user's path: report, `posenc expectations init`, fill in only the evidence and the unnamed
     line's name, rerun green at the default number of generated cases, every dtype."""
@@ -102,8 +100,6 @@ def test_init_drafts_golden_and_invariant_lines_that_load_and_record_the_run(run
     assert r.ret == 0 and "failed" not in _outcomes(r) and _outcomes(r)["xfailed"] >= len(lines), r.stdout.str()[-3000:]
 
 
-@pytest.mark.xfail(strict=True, reason="known regression of spec 0.5.0's redrawn generated cases (issue 29, closing10): "
-                   "the planted adapter's drafted generated lines no longer excuse every rerun failure; fix first")
 def test_a_line_excuses_only_what_it_explains(run_suite, tmp_path):
     # another finding: the failures stay
     r = run_suite(PLANTED, "-k", "test_generated and rope.apply]", "--dtype", "float32", "--expectations",
@@ -377,8 +373,6 @@ def test_where_values_compare_as_the_field_holds_them():
     assert not exp.Expectation(**_line(where={"head_dim": 2 ** 53 + 1})).covers("rope.apply", big, "float32")
 
 
-@pytest.mark.xfail(strict=True, reason="known regression of spec 0.5.0's redrawn generated cases (issue 29, closing10): "
-                   "the planted adapter's drafted generated lines no longer excuse every rerun failure; fix first")
 def test_a_golden_line_does_not_excuse_what_generated_lines_scope(run_suite, tmp_path):
     """Where the file has generated lines for an operation and dtype, its golden lines no longer excuse
     that operation's generated failures: the generated lines' conditions decide."""

@@ -280,6 +280,43 @@ def test_no_per_pair_frequencies_from_one_far_position():
     assert not any("inverse frequencies are not" in x for x in lines), lines
 
 
+@pytest.mark.parametrize("head_dim,theta", [(4, 73.10687570218391), (4, 354.9129424360684),
+                                            (6, 22.352984391256268), (4, 10000.0)])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_shift_on_every_token_is_said_where_one_far_row_is_ambiguous(head_dim, theta, dtype):
+    """Two or three frequencies at position 70000 and at 0: another position fits the far row's angles
+    within the tolerance, so per-row estimates said "off by a constant per row (row 0.0: -69998, row
+    0.1: +3)" for positions +3 on every token (issue 29's redrawn generated cases; the θ are ones where
+    they did); the simpler model that reproduces the output is said, without a note on frequencies
+    (default RoPE's do not depend on the positions)."""
+    from posenc.families import Case, pos
+    from posenc.harness import golden
+    p = RopeParams(head_dim=head_dim, rope_theta=theta)
+    calls = {"position_ids.0": pos([70000]), "position_ids.1": pos([0])}
+    c = Case("c", "rope.cos_sin_calls", ("ROPE-ANGLE",), p, calls)
+    g = golden.computed(c, golden.case_inputs(c))
+    out = families.reference_of(c.op).fn(p, {**g.inputs, **{k: v + 3 for k, v in calls.items()}})
+    s = _one(infer(g, _cast(out, dtype), dtype))
+    assert s == "positions are the specified ones +3 on every token", s
+
+
+@pytest.mark.parametrize("head_dim,theta", [(4, 73.10687570218391), (4, 354.9129424360684), (6, 22.352984391256268)])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+def test_per_row_shifts_are_said_nearest_the_specified_positions(head_dim, theta, dtype):
+    """Each row its own shift (+5 at 70000, +3 at 0): of the far row's positions the tolerance cannot tell
+    apart, the one nearest the specified position is said (it was -69998 at these θ)."""
+    from posenc.families import Case, pos
+    from posenc.harness import golden
+    p = RopeParams(head_dim=head_dim, rope_theta=theta)
+    calls = {"position_ids.0": pos([70000]), "position_ids.1": pos([0])}
+    c = Case("c", "rope.cos_sin_calls", ("ROPE-ANGLE",), p, calls)
+    g = golden.computed(c, golden.case_inputs(c))
+    used = {"position_ids.0": pos([70005]), "position_ids.1": pos([3])}
+    out = families.reference_of(c.op).fn(p, {**g.inputs, **used})
+    s = _one(infer(g, _cast(out, "float32" if dtype == "bfloat16" else dtype), dtype))
+    assert s == "positions are off by a constant per row (row 0.0: +5, row 0.1: +3)", s
+
+
 def test_frequencies_from_far_positions_only():
     """Positions 1000 and 1001 alone: the nearest position's angle / 1000 is one of many turns; the two
     positions' angle difference is the frequency itself (the first estimate's residual was 0.13 rad)."""
