@@ -98,14 +98,22 @@ def _library(report: dict) -> tuple[str, str]:
 
 
 def own_clause(record: dict) -> str:
-    """The clause a drafted line records: the first violated clause among the failing test's own (its
-    case's family), else the test's first clause; never another family's clause a divergence named.
+    """The clause a drafted line records: the first violated clause among the failing test's own, else the
+    first violated clause of their family (what the failing run counted the failure under), else the
+    test's first clause; never another family's clause a divergence named.
     A failure the diagnosis does not name goes under the clause of the parameter its inference found a
     value for (:func:`_clause_of_finding`: "attention factor 1.25 where 1 is specified" under
     ROPE-ATTENTION-FACTOR, not the case's first clause, a pairing's), or, where the inference says it is a
     precision, the case's precision clause (ROPE-PRECISION)."""
     own = _strings(record.get("clauses"))
-    mine = [c for c in _strings(record.get("violated")) if c in own]
+    violated = _strings(record.get("violated"))
+    mine = [c for c in violated if c in own]
+    if not mine and record.get("diagnosis"):  # a named failure: what the failing run counted it under, where it is
+        from posenc import registry  # of the test's own family (bf16 angles seen by a pairing case's relative
+        # check: ROPE-PRECISION, not ROPE-PAIR-HALF; the loader allows a clause the named divergence violates)
+        sp = registry.spec()
+        fams = {sp.family_of_clause(c) for c in own if c in sp.clauses}
+        mine = [c for c in violated if c in sp.clauses and sp.family_of_clause(c) in fams]
     if not record.get("diagnosis"):
         findings = [x for x in _strings(record.get("inferred")) if is_finding(x)]
         if any(x.startswith("precision:") for x in findings):

@@ -179,11 +179,12 @@ class Worker:
         return np.array(self._cached(item, blobs), copy=True)
 
     def op_run_op(self, req, blobs, out):
-        """:func:`posenc.harness.runner.run_op` here, on the adapter itself; its NumPy outputs."""
-        from posenc.harness.runner import run_op
+        """:func:`posenc.harness.runner.run_op` here, on the adapter itself, but the outputs' shapes (judged
+        where the call came from: a shape a divergence gives is diagnosed there); its NumPy outputs."""
+        from posenc.harness.runner import run_op_unshaped
         inputs = {name: self._array(item, blobs) for name, item in req["inputs"].items()}
         params = self._cached(req["params"], blobs)
-        outputs = run_op(self.adapter, req["name"], params, inputs, req["dtype"], req["device"])
+        outputs = run_op_unshaped(self.adapter, req["name"], params, inputs, req["dtype"], req["device"])
         return wire.encode(outputs, out, self._handle)
 
     def op_changed(self, req, blobs, out):

@@ -80,6 +80,38 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
     return sorted(found, key=lambda m: m.ratio)
 
 
+def diagnose_shapes(spec: Spec, op: str, params, inputs: dict, outputs: dict[str, np.ndarray], dtype: str) -> list[Match]:
+    """Known divergences whose mutant gives outputs of exactly the shapes the adapter returned where
+    they are not the operation table's (a rotary width rounded up: inv_freq one element longer), and
+    reproduces them within the tolerance rule at the mutant run's own error scales; best first.  Only
+    a mutant that is the reference run at other parameters (it carries its scales) can be judged so:
+    the case's scales are of the table's shapes."""
+    from posenc.registry.cases import Case
+    case = Case("shape", op, (), params, {})
+    found = []
+    for d in _candidates(spec, case):
+        try:
+            fn = registry.mutants()[d.mutant][op]
+            mut = fn(params, inputs, dtype)
+            if mut is None or not own_scales(mut) or set(outputs) - set(mut):
+                continue
+            arrays = {n: np.asarray(v) for n, v in mut.items()}
+            if any(np.shape(arrays[n]) != np.shape(v) for n, v in outputs.items()):
+                continue
+            ds, an, acc = ({n: np.broadcast_to(np.asarray(v, np.float64), arrays[n].shape) for n, v in t.items()}
+                           for t in scale_terms(own_scales(mut)))
+            g = Golden(case, dict(inputs), arrays, ds, an, registry.operation(op).eps_floor_float32, acc)
+            masked = same_non_finite({n: arrays[n] for n in outputs}, outputs)
+            if masked is None:
+                continue
+            cmp = compare_outputs(replace(g, outputs={**arrays, **masked[0]}), masked[1], dtype)
+        except Exception:  # noqa: BLE001 - the diagnosis never raises: a mutant that cannot judge does not match
+            continue
+        if cmp and all(c.ok for c in cmp):
+            found.append(Match(d.id, tuple(d.violates), d.description, max(c.ratio for c in cmp)))
+    return sorted(found, key=lambda m: m.ratio)
+
+
 @dataclass(frozen=True)
 class CallsDiagnosis:
     """:func:`diagnose_calls`' verdict: ``goldens`` (the reference on each call), ``wrong`` (the

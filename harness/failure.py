@@ -22,11 +22,11 @@ from posenc import registry
 from posenc.spec.errors import AdapterError, Unsupported, exception_text
 
 from posenc.harness import golden as _golden
-from posenc.harness.diagnosis import caught_outputs, diagnose, diagnose_calls, separating_case
+from posenc.harness.diagnosis import caught_outputs, diagnose, diagnose_calls, diagnose_shapes, separating_case
 from posenc.harness.failure_plots import PlotData
 from posenc.harness.inference import flat_params, infer
 from posenc.harness.remote import RemoteFailure
-from posenc.harness.runner import compare_outputs, run_case
+from posenc.harness.runner import OutputShapeError, compare_outputs, run_case
 from posenc.registry import all_cases
 from posenc.registry.cases import Case
 
@@ -413,7 +413,10 @@ def is_timeout(e: BaseException) -> bool:
 
 
 def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str], fn, /, *args, **kwargs):
-    """Call into the adapter; any exception but ``Unsupported`` fails with the clauses named."""
+    """Call into the adapter; any exception but ``Unsupported`` fails with the clauses named (an output of
+    another shape than the operation table's as well, but where a known divergence gives that shape and
+    those values: a failure on the values, diagnosed, which an expectation line can record)."""
+    matches = ()
     try:
         return fn(*args, **kwargs)
     except (Unsupported, ConformanceFailure, KeyboardInterrupt):
@@ -426,6 +429,9 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
     except pytest.skip.Exception as e:
         detail = (f"the adapter raised a pytest skip ({exception_text(e)}); only posenc.adapters.Unsupported reports an "
                   "unsupported case, and a missing library is a failure")
+    except OutputShapeError as e:  # a shape a known divergence gives is judged as its values; else malformed
+        detail = f"{type(e).__name__}: {exception_text(e)}"
+        matches = diagnose_shapes(registry.spec(), e.op, e.params, e.inputs, e.outputs, dtype)
     except BaseException as e:  # noqa: BLE001 - SystemExit, GeneratorExit ... too: a failure, reported precisely
         tb = traceback.extract_tb(e.__traceback__)
         if isinstance(e, RemoteFailure):  # raised in the adapter's worker process: where it was raised there
@@ -433,7 +439,10 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
         # an AdapterError is the kit's verdict on what the adapter did: its message says it all
         where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb and not isinstance(e, AdapterError) else ""
         detail = f"{type(e).__name__}: {exception_text(e)}{where}"
-    fail(clauses, adapter, case, dtype, detail, raised=True)  # outside the handler: no chained traceback
+    if matches:  # outside the handler: no chained traceback
+        fail(clauses, adapter, case, dtype, f"{detail}: the shape (and values) a known divergence gives", matches,
+             reason=detail, diagnosed=True)
+    fail(clauses, adapter, case, dtype, detail, raised=True)
 
 
 def run_and_check(adapter: Adapter, case: Case, dtype: str, device: str) -> dict[str, np.ndarray]:

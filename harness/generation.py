@@ -43,10 +43,10 @@ from posenc import registry
 from posenc.spec.errors import Unsupported, exception_text
 
 from posenc.harness import golden as _golden
-from posenc.harness.diagnosis import diagnose
+from posenc.harness.diagnosis import diagnose, diagnose_shapes
 from posenc.harness.failure import is_timeout
 from posenc.harness.remote import RemoteCrash
-from posenc.harness.runner import compare_outputs, run_case
+from posenc.harness.runner import OutputShapeError, compare_outputs, run_case
 from posenc.registry.cases import Case, Gen
 
 if TYPE_CHECKING:
@@ -122,6 +122,11 @@ def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str
     g = example_golden(c, seed, dtype)
     try:
         out = run_case(adapter, g, dtype, device)
+    except OutputShapeError as e:  # a shape a known divergence gives is judged as its values
+        matches = diagnose_shapes(registry.spec(), e.op, e.params, e.inputs, e.outputs, dtype)
+        if not matches:
+            raise GeneratedFailure(c, seed, f"{type(e).__name__}: {exception_text(e)}", raised=True) from None
+        return _judged(c, seed, dtype, excuse, exception_text(e), matches, ())
     except Unsupported as e:
         return f"unsupported:{e.reason}"
     except pytest.fail.Exception as e:
@@ -141,14 +146,19 @@ def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str
     if not bad:
         return "passed"
     matches = diagnose(registry.spec(), g, out, dtype)
-    hit = {v for m in matches for v in m.violates}
     inferred = _infer(g, out, dtype) if not matches else ()
+    return _judged(c, seed, dtype, excuse, "\n  ".join(r.message for r in bad), matches, inferred, (g, out))
+
+
+def _judged(c: Case, seed: int, dtype: str, excuse, detail: str, matches, inferred, plot_data=None) -> str:
+    """A failing example's verdict: ``excused:<ID>`` by the line that explains it, else the failure raised."""
+    hit = {v for m in matches for v in m.violates}
     entry = excuse(set(c.clauses) | hit, dtype, tuple(m.divergence for m in matches), case=c,
                    inferred=inferred) if excuse else None
     if entry is not None:
         return f"excused:{entry.divergence}"
-    failure = GeneratedFailure(c, seed, "\n  ".join(r.message for r in bad), matches, inferred=inferred)
-    failure.plot_data = (g, out)  # --plot-dir: the shrunk example's golden and outputs
+    failure = GeneratedFailure(c, seed, detail, matches, inferred=inferred)
+    failure.plot_data = plot_data  # --plot-dir: the shrunk example's golden and outputs
     raise failure
 
 

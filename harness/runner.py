@@ -341,8 +341,29 @@ def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dty
     invariant checks alike; a malformed output is an :class:`AdapterError`, never compared.
     Inside :func:`recording` the call is recorded."""
     out = _run_op(adapter, op, params, inputs, dtype, device)
+    check_shapes(adapter, op, params, inputs, out)
     record(op, params, inputs, out)
     return out
+
+
+class OutputShapeError(AdapterError):
+    """An output of another shape than the operation table's: never compared with the reference.
+    Carries the call (``op``, ``params``, NumPy ``inputs``) and the adapter's contract-checked NumPy
+    ``outputs``, so that a divergence whose bug changes a shape (a rotary width rounded up gives a
+    longer inv_freq) can still be named (:func:`posenc.harness.diagnosis.diagnose_shapes`)."""
+
+    def __init__(self, msg: str, op: str, params, inputs: dict, outputs: dict):
+        super().__init__(msg)
+        self.op, self.params, self.inputs, self.outputs = op, params, inputs, outputs
+
+
+def check_shapes(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], out: dict[str, np.ndarray]) -> None:
+    """:class:`OutputShapeError` naming the first output whose shape is not the operation table's."""
+    shapes = output_shapes(registry.operation(op), params, inputs)
+    for name, val in out.items():
+        if name in shapes and tuple(np.shape(val)) != shapes[name]:
+            raise OutputShapeError(f"{adapter.name}.{op}: output {name!r} has shape {list(np.shape(val))}, "
+                                   f"the operation table says {list(shapes[name])}", op, params, inputs, out)
 
 
 def record(op: str, params, inputs: dict, outputs: dict) -> None:
@@ -360,10 +381,17 @@ def _run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dt
             device: str) -> dict[str, np.ndarray]:
     if is_remote(adapter):  # the whole of this function runs in the adapter's worker process: one round trip
         return adapter.posenc_run_op(op, params, inputs, dtype, device)
+    return run_op_unshaped(adapter, op, params, inputs, dtype, device)
+
+
+def run_op_unshaped(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
+                    device: str) -> dict[str, np.ndarray]:
+    """:func:`run_op` on an adapter of this process, every check but the outputs' shapes (which the
+    caller's :func:`check_shapes` judges: the adapter's worker process runs this, and the outputs come
+    back whatever their shapes)."""
     x = native_inputs(adapter, inputs, dtype, device)
     raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device)  # the case's own params stay the kit's
     check_inputs(op)
-    shapes = output_shapes(registry.operation(op), params, inputs)
     out = {}
     for name, (val, kind) in raw.items():
         if kind == "scalar":
@@ -372,9 +400,6 @@ def _run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dt
             out[name] = np.float64(val)
             continue
         out[name] = _check(adapter, op, name, val, kind, dtype, device)
-        if name in shapes and tuple(out[name].shape) != shapes[name]:
-            raise AdapterError(f"{adapter.name}.{op}: output {name!r} has shape {list(out[name].shape)}, "
-                               f"the operation table says {list(shapes[name])}")
     return out
 
 

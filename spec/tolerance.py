@@ -159,9 +159,11 @@ def compare(name: str, actual, expected, *, dtype: str, dtype_scale=None, angle_
         msg = (f"{name}: {n_bad} of {int(mask.sum())} compared integers differ (integers compare exactly); "
                f"first at {list(idx)}: got {int(a[idx])}, expected {int(e[idx])}")
     else:
+        exact = bool(b[idx] <= TINY[dtype])  # both scales 0 there: a copied (pass-through) or zero element
         msg = (f"{name}: {n_bad} of {int(mask.sum())} compared elements out of tolerance "
                f"({dtype}); worst at {list(idx)}: got {float(a[idx])!r}, expected {float(e[idx])!r}, "
-               f"|err|/bound = {ratio:.3g}")
+               + (f"where the value is exact (a pass-through or zero element: only tiny({dtype}) = "
+                  f"{TINY[dtype]:.3g} allowed)" if exact else f"|err|/bound = {ratio:.3g}"))
     return Comparison(False, ratio, n_bad, int(mask.sum()), idx, float(a[idx]), float(e[idx]), msg)
 
 

@@ -340,6 +340,13 @@ def test_init_drafts_an_unnamed_failure_under_the_clause_of_what_the_inference_f
     assert drafts.own_clause(golden) == "ROPE-INV-FREQ"
     named = {**rec, "diagnosis": [{"divergence": "DIV-ROPE-PAIRING-SWAPPED"}], "violated": ["ROPE-PAIR-HALF"]}
     assert drafts.own_clause(named) == "ROPE-PAIR-HALF"  # a named failure: its divergence's clause
+    # a named failure the run counted under a clause the test does not list (bf16 angles seen by a pairing case's
+    # relative check): that clause, as the failing run's summary said (a new user's draft put it under ROPE-PAIR-HALF)
+    bf16 = {**probe, "check": "relative", "diagnosis": [{"divergence": "DIV-ROPE-BF16-ANGLE-PRODUCT"}],
+            "violated": ["ROPE-PRECISION"]}
+    assert drafts.own_clause(bf16) == "ROPE-PRECISION"
+    assert drafts.own_clause({**bf16, "violated": ["ALIBI-SLOPES"]}) == "ROPE-PAIR-HALF"  # never another family's
+    assert drafts.own_clause({**bf16, "diagnosis": []}) == "ROPE-PAIR-HALF"  # unnamed: only the test's own
 
 
 def test_a_finding_recorded_at_float32_holds_at_bfloat16(run_suite, tmp_path):

@@ -270,3 +270,16 @@ def test_a_golden_whose_expected_output_is_nan_fails_a_finite_output():
     cmps = {c.message.split(":")[0]: c for c in compare_outputs(bad, out, "float32")}
     assert not cmps["q"].ok and cmps["q"].n_bad == int(np.isnan(nan_q).sum()) and cmps["k"].ok
     assert all(c.ok for c in compare_outputs(bad, {**out, "q": nan_q.astype(np.float32)}, "float32"))
+
+
+def test_an_exact_element_out_of_tolerance_says_so_not_a_ratio():
+    """A pass-through element (both scales 0) that is wrong: "|err|/bound = 8.22e+44" said nothing a user could
+    read (new-user trial); the message says the value is exact and what is allowed."""
+    from posenc.spec.tolerance import compare
+    c = compare("q", np.array([1.0, 2.5], np.float32), np.array([1.0, 2.0]), dtype="float32",
+                dtype_scale=np.array([0.0, 0.0]), angle_scale=0.0)
+    assert not c.ok and "worst at [1]: got 2.5, expected 2.0, where the value is exact" in c.message, c.message
+    assert "|err|/bound" not in c.message
+    c = compare("q", np.array([1.0, 2.5], np.float32), np.array([1.0, 2.0]), dtype="float32",
+                dtype_scale=np.array([1.0, 1.0]), angle_scale=0.0)
+    assert not c.ok and "|err|/bound = " in c.message and "exact" not in c.message, c.message
