@@ -42,7 +42,9 @@ DTYPES: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)  # YAML block scalars end in a newline
+    # YAML block scalars end in a newline; an infinite or NaN number is never a parameter (condense_ratio inf
+    # condensed every position to 0; rope_theta inf gave inv_freq 0 past pair 0)
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False)
 
 
 class Source(_Strict):

@@ -189,3 +189,16 @@ def test_condensing_on_the_decode_path_only_is_told_from_condensing_ignored():
     np.testing.assert_allclose(dec["cos.0"], plain[0], atol=1e-15)   # the prefill unscaled
     np.testing.assert_allclose(dec["cos.1"], rope.cos_sin(x["position_ids.1"], p)[0], atol=1e-15)  # decode right
     assert not np.allclose(ign["cos.1"], dec["cos.1"]) and not np.allclose(ref["cos.0"], dec["cos.0"])
+
+
+@pytest.mark.parametrize("kw", [dict(condense_ratio=math.inf), dict(rope_theta=math.inf),
+                                dict(rope_type="linear", factor=math.inf), dict(partial_rotary_factor=math.nan),
+                                dict(attention_factor=math.inf)])
+def test_an_infinite_parameter_is_refused_naming_the_field(kw):
+    """condense_ratio inf condensed every position to 0, rope_theta inf gave inv_freq 0 past pair 0: both were
+    accepted (hostile review of issue 29); every parameter model refuses inf and NaN, naming the field."""
+    from posenc.spec.models import SinusoidalParams
+    with pytest.raises(ValidationError, match=rf"{next(k for k in kw if k != 'rope_type')}\n.*finite number"):
+        RopeParams(head_dim=8, **kw)
+    with pytest.raises(ValidationError, match="scale\n.*finite number"):
+        SinusoidalParams(dim=8, scale=math.inf)
