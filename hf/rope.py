@@ -89,6 +89,9 @@ class RopeImport:
         out["sets"] = {k: None if v is None else {f: x for f, x in v.model_dump(mode="json", exclude_none=True).items()
                                                   if (f, x) != ("rotation", "positive")}
                        for k, v in self.sets.items()}
+        widths = {k: v.rdim for k, v in self.sets.items() if getattr(v, "partial_rotary_factor", None) is not None}
+        if widths:  # the width a fraction gives (ROPE-ROTARY-FRACTION: int(head_dim * f) of the float64 product)
+            out["rotary_width"] = widths
         if self.layer_types is not None:
             out["layers"] = {k: self.layers(k) for k in self.sets}
         if self.query_scale is not None:

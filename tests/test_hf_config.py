@@ -127,6 +127,7 @@ def test_cli_prints_the_params(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["sets"] == {"all_layers": {"head_dim": 96, "partial_rotary_factor": 0.25, "rope_theta": 10000.0,
                                           "pairing": "half", "rope_type": "default"}}
+    assert out["rotary_width"] == {"all_layers": 24}  # the width the fraction gives, said beside it
     assert out["model_type"] == "gpt_neox" and "configuration_gpt_neox.py" in out["rule"]
     assert "hand rule" in out["provenance"]["pairing"]
     (tmp_path / "unknown.json").write_text(json.dumps({"model_type": "not_a_model"}))
