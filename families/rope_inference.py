@@ -397,15 +397,20 @@ def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: floa
     # frequency wraps: head_dim 4 at position 70000), the estimate may be another position the tolerance
     # cannot tell apart; the simplest model that reproduces the output is the one said
     cands: list[Candidate] = shifted()
-    # then the positions nearest the specified ones that the tolerance cannot tell from the best fit,
-    # then the best fit
-    near = [estimate_positions(e, c.w, c.known, p_max, c.pid, _phase_slack(ctx, c))[0] for e, c in zip(phe, calls)]
-    for Q in (near, P):
+    # then the positions of the first turn (P), the best fit of every turn (P tries more only past 0.2 rad: x 2 at 70000
+    # was -20.78) and the nearest of those the tolerance cannot tell apart: named patterns (restart at 0, x k) first,
+    # then per-row offsets, nearest first ("row 0: -43" hid a restart at 0), not the best fit's (any alias fits it)
+    best, near = ([estimate_positions(e, c.w, c.known, p_max, c.pid, slack(c))[0] for e, c in zip(phe, calls)]
+                  for slack in (lambda c: 0.0, lambda c: _phase_slack(ctx, c)))
+    said: dict[str, list] = {}
+    for Q in (P, best, near):
         if all(np.abs(q - np.round(q)).max() < 0.1 for q in Q):
             Pi = [np.round(q).astype(np.int64) for q in Q]
-            if any((q != c.pid).any() for q, c in zip(Pi, calls)):
-                text = describe_positions([c.pid for c in calls], Pi, [c.key for c in calls])
-                cands.append((prefix + text, lambda Pi=Pi: _implied_positions(ctx, calls, Pi)))
+            text = describe_positions([c.pid for c in calls], Pi, [c.key for c in calls])
+            if any((q != c.pid).any() for q, c in zip(Pi, calls)) and not (Q is best and _per_token(text)):
+                said.setdefault(text, Pi)
+    order = [t for t in said if not _per_token(t)] + [t for t in reversed(said) if _per_token(t)]
+    cands += [(prefix + t, lambda Pi=said[t]: _implied_positions(ctx, calls, Pi)) for t in order]
     pid = np.concatenate([c.pid.ravel() for c in calls]).astype(float)
     pe = np.concatenate([q.ravel() for q in P])
     nz = np.abs(pid) > 0
@@ -416,6 +421,10 @@ def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: floa
             cands.append((prefix + _ratio_sentence(ctx.p, r),
                           lambda: _emit(ctx, calls, [_rotated(c, r, scale) for c in calls])))
     return cands
+
+
+def _per_token(text: str) -> bool:  # a describe_positions sentence of per-row or per-token offsets
+    return "off by a constant per row" in text or "positions used differ from the specified ones" in text
 
 
 def _phase_slack(ctx: InferenceContext, c: _Call) -> float:

@@ -175,15 +175,17 @@ def mutant_outputs(d, golden: Golden, dtype: str) -> Optional[dict[str, np.ndarr
 
 
 def separating_case(spec: Spec, a: str, b: str, goldens: list[Golden], dtype: str) -> Optional[str]:
-    """The first of ``goldens`` on which divergences ``a`` and ``b`` can be told apart: one's
-    mutant output is caught there (out of tolerance of the reference) and not reproduced by the
-    other's mutant; None when no golden tells them apart."""
+    """The first of ``goldens`` on which divergences ``a`` and ``b`` can be told apart whichever of
+    the two it is: one's mutant output at least is caught there (out of tolerance of the reference),
+    and neither's caught output is reproduced by the other's mutant (a case where ``b`` reproduces
+    ``a``'s output says nothing to an adapter with ``a``'s bug, though ``a`` does not reproduce
+    ``b``'s); None when no golden tells them apart."""
     da, db = spec.divergences[a], spec.divergences[b]
     for g in goldens:
-        for x, y in ((da, db), (db, da)):
-            out = caught_outputs(x, g, dtype)
-            if out is not None and _match(y, g, out, dtype) is None:
-                return g.case.id
+        caught = [(y, caught_outputs(x, g, dtype)) for x, y in ((da, db), (db, da))]
+        if any(out is not None for _, out in caught) and \
+                all(out is None or _match(y, g, out, dtype) is None for y, out in caught):
+            return g.case.id
     return None
 
 

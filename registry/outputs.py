@@ -17,6 +17,17 @@ class ReferenceOutputs(dict):
         self.scales = scales
 
 
+def _dropping_scales(name: str):
+    def method(self, *args, **kwargs):
+        self.scales = None  # changed after the run (``out["q"] = x["q"]``): its scales describe another computation
+        return getattr(dict, name)(self, *args, **kwargs)
+    return method
+
+
+for _name in ("__setitem__", "__delitem__", "__ior__", "update", "pop", "popitem", "setdefault", "clear"):
+    setattr(ReferenceOutputs, _name, _dropping_scales(_name))
+
+
 def own_scales(outputs) -> dict:
     """The scales a mutant's ``outputs`` carry (``{}`` for outputs the mutant computed otherwise, or
     changed after its reference run, or whose scales cannot be computed: then only the case's scales

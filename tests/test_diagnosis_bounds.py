@@ -45,3 +45,19 @@ def test_a_float32_pairing_swap_is_named_at_every_head_width(head_dim, pairing):
         # and the same float32 arithmetic at the specified pairing conforms (the bound is not loose)
         right = {n: _rotate_f32(x[n], x["cos"], x["sin"], pairing) for n in ("q", "k")}
         assert diagnosis.diagnose(spec(), g, right, "float32") == [], seed
+
+
+def test_outputs_changed_after_their_run_carry_no_scales():
+    """A mutant that changes the reference run's outputs in place (``out["q"] = x["q"]``) is judged by the
+    case's scales only: the run's (here at position 1e5, a 0.03 |x| angle term) describe another computation."""
+    from posenc.families._common import run
+    from posenc.registry.outputs import own_scales
+    p = RopeParams(head_dim=8, rope_theta=10000.0)
+    rng = np.random.default_rng(0)
+    x = {"q": rng.standard_normal((1, 1, 2, 8)), "k": rng.standard_normal((1, 1, 2, 8)),
+         "position_ids": np.array([[100000, 100001]])}
+    assert set(own_scales(run("rope.apply", p, x))) == {"q", "k"}
+    for change in (lambda o: o.__setitem__("q", x["q"]), lambda o: o.update(q=x["q"]), lambda o: o.pop("k")):
+        out = run("rope.apply", p, x)
+        change(out)
+        assert own_scales(out) == {}

@@ -317,6 +317,27 @@ def test_per_row_shifts_are_said_nearest_the_specified_positions(head_dim, theta
     assert s == "positions are off by a constant per row (row 0.0: +5, row 0.1: +3)", s
 
 
+@pytest.mark.parametrize("theta", [294.3169203856112, 982.4380251707703])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("bug,said", [
+    ("restart", "positions restart at 0 (positions 0..2 instead of 70000.., 0..)"),
+    ("double", "positions are the specified ones × 2 on every token (the same angles as frequencies × 2)")],
+    ids=["restart", "double"])
+def test_a_named_position_pattern_is_not_said_as_the_nearest_offsets(theta, dtype, bug, said):
+    """Head_dim 4 at 70000: some position near the specified one fits the far row as well as the one used, within
+    the tolerance.  The nearest is only a tie-break among per-row offsets: a restart at 0 was said "off by a
+    constant per row (row 0: -43, row 1: +0)", positions x 2 "differ ... 70000 -> 70043, ..., 1 -> 2"."""
+    from posenc.families import Case
+    from posenc.harness import golden
+    p = RopeParams(head_dim=4, rope_theta=theta)
+    pid = np.array([[70000, 70001, 70002], [0, 1, 2]])
+    c = Case("c", "rope.cos_sin", ("ROPE-ANGLE",), p, {"position_ids": pid})
+    g = golden.computed(c, golden.case_inputs(c))
+    used = np.array([[0, 1, 2], [0, 1, 2]]) if bug == "restart" else 2 * pid
+    out = families.reference_of(c.op).fn(p, {**g.inputs, "position_ids": used})
+    assert _one(infer(g, _cast(out), dtype)) == said
+
+
 def test_frequencies_from_far_positions_only():
     """Positions 1000 and 1001 alone: the nearest position's angle / 1000 is one of many turns; the two
     positions' angle difference is the frequency itself (the first estimate's residual was 0.13 rad)."""

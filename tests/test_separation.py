@@ -68,6 +68,19 @@ def test_every_co_matching_pair_is_told_apart_by_a_golden_case(dtype):
     assert not unseparated, f"pairs that coincide (on the cases listed) and no golden case tells apart: {unseparated}"
 
 
+def test_a_case_where_one_reproduces_the_others_output_does_not_tell_them_apart():
+    """At bfloat16 on rope-tiny-partial-half the tail-rotated mutant, judged by its own pair norms, reproduces
+    the split-head mutant's output (not the other way round): an adapter with the split-head bug learns
+    nothing from rerunning that case, so it is not the case named to tell the two apart (it was, and the
+    co-matching check above failed on it)."""
+    from posenc.harness.diagnosis import caught_outputs
+    a, b = "DIV-ROPE-PARTIAL-SPLIT-HEAD-DIM", "DIV-ROPE-TAIL-ROTATED"
+    g = load_golden("rope-tiny-partial-half")
+    assert _match(SPEC.divergences[b], g, caught_outputs(SPEC.divergences[a], g, "bfloat16"), "bfloat16")
+    assert separating_case(SPEC, a, b, [g], "bfloat16") is None
+    assert separating_case(SPEC, a, b, _goldens(), "bfloat16") not in (None, g.case.id)
+
+
 def test_the_failure_names_the_case_that_tells_two_divergences_apart():
     """LongRoPE at initialisation and 'always the long factors' coincide when the configured
     context exceeds the original on every call: the failure ranks both and points at the case
