@@ -8,6 +8,8 @@ from typing import Optional
 
 import numpy as np
 
+from posenc.spec.tolerance import EPS
+
 
 def _wrap(a):
     return (a + math.pi) % math.tau - math.pi
@@ -91,3 +93,16 @@ def estimate_frequencies(phi: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, 
         if res2 < res:
             w, res = w2, res2
     return w, res
+
+
+def phase_slack(pid: np.ndarray, w: np.ndarray, theta: float, dtype: str) -> float:
+    """The phase (radians) the tolerance rule cannot resolve on angles ``pid * w`` (``pid``: the specified
+    positions, ``w [n]``: the inverse frequencies by pair, highest first): the rule's angle term at the
+    largest position, ``4 eps32 |P| max_i w_i (1 + e_i ln θ)`` with ``e_i = i / n``, and its dtype term on a
+    unit cos/sin, ``4 eps_eff`` (README, "Tolerance rule"; hostile review: the top frequency times
+    ``1 + ln θ``, doubled, was 20-30 times that and tied every turn past position 1e6)."""
+    w = np.abs(np.asarray(w, float).reshape(-1))
+    ln_theta = math.log(max(float(theta), math.e))
+    rate = float(np.max(w * (1 + np.arange(w.size) / max(w.size, 1) * ln_theta), initial=0))
+    far = (float(np.abs(np.asarray(pid, float)).max(initial=0)) + 1) * rate
+    return 4 * EPS["float32"] * far + 4 * max(EPS[dtype], EPS["float32"])

@@ -27,7 +27,7 @@ from posenc.spec.models import RopeParams
 from posenc.spec.tolerance import EPS
 
 from ._common import LOWER_HALF_DTYPES
-from .rope_estimates import MAX_TURNS, _wrap, estimate_frequencies, estimate_positions  # noqa: F401 - re-exported
+from .rope_estimates import MAX_TURNS, _wrap, estimate_frequencies, estimate_positions, phase_slack  # noqa: F401 - re-exported
 
 #: The RoPE family's operations (spec/rope.yaml).
 ROPE_OPS = ("rope.inv_freq", "rope.cos_sin", "rope.cos_sin_calls", "rope.apply", "rope.apply_with_cos_sin")
@@ -401,7 +401,7 @@ def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: floa
     # was -20.78) and the nearest of those the tolerance cannot tell apart: named patterns (restart at 0, x k) first,
     # then per-row offsets, nearest first ("row 0: -43" hid a restart at 0), not the best fit's (any alias fits it)
     best, near = ([estimate_positions(e, c.w, c.known, p_max, c.pid, slack(c))[0] for e, c in zip(phe, calls)]
-                  for slack in (lambda c: 0.0, lambda c: _phase_slack(ctx, c)))
+                  for slack in (lambda c: 0.0, lambda c: phase_slack(c.pid, c.w, getattr(ctx.p, "rope_theta", math.e), ctx.dtype)))
     said: dict[str, list] = {}
     for Q in (P, best, near):
         if all(np.abs(q - np.round(q)).max() < 0.1 for q in Q):
@@ -425,15 +425,6 @@ def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: floa
 
 def _per_token(text: str) -> bool:  # a describe_positions sentence of per-row or per-token offsets
     return "off by a constant per row" in text or "positions used differ from the specified ones" in text
-
-
-def _phase_slack(ctx: InferenceContext, c: _Call) -> float:
-    """The phase (radians) the tolerance rule cannot resolve on call ``c``'s angles: its angle term at
-    the largest specified position and frequency, and its dtype term on a unit cos/sin (README,
-    "Tolerance rule"), doubled (the residual compares two such angles)."""
-    ln_theta = math.log(max(float(getattr(ctx.p, "rope_theta", math.e)), math.e))
-    far = (float(np.abs(c.pid).max(initial=0)) + 1) * float(np.max(c.w, initial=0)) * (1 + ln_theta)
-    return 2 * (4 * EPS["float32"] * far + 4 * max(EPS[ctx.dtype], EPS["float32"]))
 
 
 def _rotated(c: _Call, r: float, scale: float) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,7 @@ conforming output infers nothing, and garbage gives the fallback without raising
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 
@@ -336,6 +337,19 @@ def test_a_named_position_pattern_is_not_said_as_the_nearest_offsets(theta, dtyp
     used = np.array([[0, 1, 2], [0, 1, 2]]) if bug == "restart" else 2 * pid
     out = families.reference_of(c.op).fn(p, {**g.inputs, "position_ids": used})
     assert _one(infer(g, _cast(out), dtype)) == said
+
+
+def test_the_phase_slack_is_the_tolerance_rules_angle_term():
+    """Hand-derived: head_dim 4, θ 10000 (w = 1, 0.01; e = 0, 1/2) at position 70000, float32: the largest
+    w_i (1 + e_i ln θ) is pair 0's 1, so 4 eps32 (70000 + 1) + 4 eps32 = 0.0334 rad -- not the 0.68 rad that
+    tied aliases 77 positions apart (hostile review); at 1e6 still far below π."""
+    from posenc.families.rope_estimates import phase_slack
+    eps = float(np.finfo(np.float32).eps)
+    assert phase_slack(np.array([[70000]]), np.array([1.0, 0.01]), 10000.0, "float32") == pytest.approx(4 * eps * 70002)
+    w = np.array([1.0, 0.5])  # pair 1's rate 0.5 (1 + ln θ / 2) exceeds pair 0's at θ 1e6: 0.5 * 7.91 = 3.95
+    assert phase_slack(np.array([[0]]), w, 1e6, "bfloat16") == pytest.approx(4 * eps * 0.5 * (1 + math.log(1e6) / 2)
+                                                                               + 4 * 2 ** -7)
+    assert phase_slack(np.array([[10 ** 6]]), np.array([1.0, 0.01]), 500000.0, "float32") < 0.5
 
 
 def test_frequencies_from_far_positions_only():
