@@ -31,6 +31,29 @@ def params(select: Callable[[Case], bool], clauses: Optional[Callable[[Case], It
     return out
 
 
+def form_params():
+    """``pytest.param(case, form_op)`` per golden case and call form of its operation that the case can be
+    put in (spec ``form_of``; a case whose positions are not ``offset + t`` has no offset form: not collected,
+    never by looping), id ``<case>~<form>@<CLAUSE+...>``, marked with the case's clauses."""
+    from posenc.registry.forms import forms_of
+    out = []
+    for c in all_cases():
+        for f in forms_of(c.op):
+            if isinstance(f.to_form(c.params, _read_inputs(c, f.reads)), str):
+                continue
+            form = registry.operation(f.op).form
+            out.append(pytest.param(c, f.op, id=f"{c.id}~{form}@{'+'.join(c.clauses)}", marks=pytest.mark.clauses(*c.clauses)))
+    return out
+
+
+def _read_inputs(c: Case, names: tuple[str, ...]) -> dict:
+    """The case's inputs ``names`` as NumPy (the others None): what a form's ``to_form`` reads to decide."""
+    from posenc.harness.golden import case_inputs
+    sub = Case(c.id, c.op, c.clauses, c.params, {n: v for n, v in c.inputs.items() if n in names})
+    got = case_inputs(sub) if names else {}
+    return {n: got.get(n) for n in c.inputs}
+
+
 def with_invariant(invariant: str, ops: tuple[str, ...]):
     """Cases of ``ops`` whose clauses declare ``invariant``; the id names those clauses."""
     wanted = invariant_clauses(invariant)

@@ -26,7 +26,7 @@ from posenc.harness.diagnosis import caught_outputs, diagnose, diagnose_calls, d
 from posenc.harness.failure_plots import PlotData
 from posenc.harness.inference import flat_params, infer
 from posenc.harness.remote import RemoteFailure
-from posenc.harness.runner import OutputShapeError, compare_outputs, run_case
+from posenc.harness.runner import OutputShapeError, compare_outputs, run_case, run_in_form
 from posenc.registry import all_cases
 from posenc.registry.cases import Case
 
@@ -445,9 +445,13 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
     fail(clauses, adapter, case, dtype, detail, raised=True)
 
 
-def run_and_check(adapter: Adapter, case: Case, dtype: str, device: str) -> dict[str, np.ndarray]:
+def run_and_check(adapter: Adapter, case: Case, dtype: str, device: str, form: Optional[str] = None) -> dict[str, np.ndarray]:
+    """Run ``case``'s golden on ``adapter`` (through call form operation ``form`` where given) and judge it."""
     require_dtype(adapter, dtype)
     g = load_golden(case.id)
-    out = call_adapter(adapter, case, dtype, case.clauses, run_case, adapter, g, dtype, device)
-    assert_conforms(adapter, g, out, dtype)
+    if form is None:
+        out = call_adapter(adapter, case, dtype, case.clauses, run_case, adapter, g, dtype, device)
+    else:
+        out = call_adapter(adapter, case, dtype, case.clauses, run_in_form, adapter, g, form, dtype, device)
+    assert_conforms(adapter, g, out, dtype, what=f"through {form}" if form else "")
     return out

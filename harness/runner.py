@@ -308,6 +308,21 @@ def run_case(adapter: Adapter, golden: Golden, dtype: str, device: str,
     return run_op(adapter, case.op, case.params, golden.inputs if inputs is None else inputs, dtype, device)
 
 
+def run_in_form(adapter: Adapter, golden: Golden, form_op: str, dtype: str, device: str) -> dict[str, np.ndarray]:
+    """Run ``golden``'s case through call form operation ``form_op`` (spec ``form_of``): its inputs put in
+    the form, the outputs put back in the primary's layout, for the primary's golden to judge.
+    ``Unsupported`` where the case cannot be put in the form."""
+    from posenc.registry.forms import form_of
+    f = form_of(form_op)
+    if f is None or f.primary != golden.case.op:
+        raise KeyError(f"{form_op!r} is not a registered call form of {golden.case.op}")
+    x = f.to_form(golden.case.params, golden.inputs)
+    if isinstance(x, str):
+        raise Unsupported(f"case {golden.case.id} has no {form_op} form: {x}")
+    out = run_op(adapter, form_op, golden.case.params, x, dtype, device)
+    return f.outputs_to_primary(golden.case.params, out)
+
+
 @dataclass(frozen=True)
 class Call:
     """One :func:`run_op` call an oracle-free check made: the operation, its parameters, the

@@ -229,6 +229,13 @@ class Operation(_Strict):
     error_scales: Optional[str] = Field(
         None, description="the tolerance of its float outputs as formulas (since 0.5.0): the dtype term's scale, "
         "the float32 term's scale and what each allows (the README's tolerance rule); 'exact' for integer outputs")
+    form_of: Optional[str] = Field(
+        None, description="the operation this one is a call form of (since 0.5.0): the same rule reached through "
+        "another calling convention (positions as per-row offsets, a token-major layout, ...); its cases are the "
+        "primary's, converted by the family's registered form (posenc.families.call_form), and judged by the "
+        "primary's goldens")
+    form: Optional[str] = Field(None, pattern=r"^[a-z][a-z0-9_]*$",
+                                description="the form's name (row_offsets, token_major, ...); with form_of")
 
     @model_validator(mode="after")
     def _check(self) -> "Operation":
@@ -247,6 +254,8 @@ class Operation(_Strict):
                     raise ValueError(f"{where}: '**inputs' belongs in a keyword list")
         if self.call is None and (self.call_args or self.call_kwargs):
             raise ValueError("call_args / call_kwargs need `call`")
+        if (self.form_of is None) != (self.form is None):
+            raise ValueError("form_of and form go together: a call form names the operation it is a form of and itself")
         from .shapes import ShapeError, parse
         for where, items in (("inputs", self.inputs), ("outputs", self.outputs)):
             for item in items:

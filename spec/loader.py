@@ -258,6 +258,15 @@ def load_spec(directory: Optional[Path] = None) -> Spec:
             for other in o.builds_on:
                 if other not in spec.operations or other == o.name:
                     raise SpecError(f"{files_of[fam_name]}: operations.{j}.builds_on: {other!r} is not another operation")
+            if o.form_of is not None:
+                primary = next((x for x in fam.operations if x.name == o.form_of), None)
+                if primary is None or primary.form_of is not None:
+                    raise SpecError(f"{files_of[fam_name]}: operations.{j}.form_of: {o.form_of!r} is not a primary "
+                                    f"operation of family {fam_name} (a call form is of its own family's operation)")
+                if set(o.clauses) - set(primary.clauses):
+                    raise SpecError(f"{files_of[fam_name]}: operations.{j}.clauses: "
+                                    f"{sorted(set(o.clauses) - set(primary.clauses))} are not {o.form_of}'s: a call form "
+                                    "serves its operation's clauses")
         _check_superseded(files_of[fam_name], fam, spec)
     from .ranges import check_parameters
     check_parameters(spec, files_of)

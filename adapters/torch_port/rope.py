@@ -62,6 +62,16 @@ class TorchRope:
         s = s * self.p.sin_sign  # a turn by -phi is sin negated (ROPE-ROTATION-NEGATIVE)
         return rotate(q, c, s, r, pr), rotate(k, c, s, r, pr)
 
+    def apply_offsets(self, q, k, offsets):
+        """rope.apply_row_offsets: row b's positions ``offsets[b] + t``."""
+        t = torch.arange(q.shape[2], device=offsets.device, dtype=offsets.dtype)
+        return self.apply(q, k, offsets[:, None] + t)
+
+    def apply_token_major(self, q, k, position_ids):
+        """rope.apply_token_major: q, k ``[B, T, H, D]``."""
+        q2, k2 = self.apply(q.transpose(1, 2), k.transpose(1, 2), position_ids)
+        return q2.transpose(1, 2), k2.transpose(1, 2)
+
 
 class Ops:
     """RoPE operations of the torch port."""

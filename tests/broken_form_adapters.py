@@ -1,0 +1,29 @@
+import torch
+from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope
+
+
+class _IgnoresOffsets(TorchRope):
+    def apply_offsets(self, q, k, offsets):
+        t = torch.arange(q.shape[2], dtype=offsets.dtype)
+        return self.apply(q, k, torch.zeros_like(offsets)[:, None] + t)
+
+
+class IgnoresOffsets(TorchAdapter):
+    name = "broken-ignores-offsets"
+
+    def rope(self, params, *, dtype, device):
+        return _IgnoresOffsets(params, DTYPES[dtype], device)
+
+
+class _ReadsAsHeadMajor(TorchRope):
+    def apply_token_major(self, q, k, position_ids):  # [B, T, H, D] read as [B, H, T, D] (a view taken as contiguous)
+        B, T, H, D = q.shape
+        q2, k2 = self.apply(q.reshape(B, H, T, D), k.reshape(B, k.shape[2], T, D), position_ids)
+        return q2.reshape(B, T, H, D), k2.reshape(B, T, k.shape[2], D)
+
+
+class ReadsAsHeadMajor(TorchAdapter):
+    name = "broken-token-major-read-as-head-major"
+
+    def rope(self, params, *, dtype, device):
+        return _ReadsAsHeadMajor(params, DTYPES[dtype], device)
