@@ -233,6 +233,10 @@ class Adapter:
     #: kit's default, 6).  A compile-bound adapter (XLA compiles every new shape, ~50 ms per
     #: primitive on a CPU) may lower it; the report header, the report and the matrix name it.
     generated_examples: Optional[int] = None
+    #: The call forms it serves (spec operations with ``form_of``: ``rope.apply_row_offsets``, ``rope.apply_int32``,
+    #: ``rope.apply_token_major``, ...): each golden of the primary operation is run through them too; a form not
+    #: listed is reported unsupported, never called (an adapter written before forms existed stays as it was).
+    call_forms: tuple[str, ...] = ()
 
     def __getattr__(self, name: str):
         """An operation method of a registered family that this adapter does not define is

@@ -30,7 +30,7 @@ from .base import Adapter
 
 _FLOATS = ("float64", "float32", "float16", "bfloat16")
 NP_DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
-             "bfloat16": ml_dtypes.bfloat16, "int64": np.int64, "bool": np.bool_}
+             "bfloat16": ml_dtypes.bfloat16, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
 
 
 _by_method = registry.operations_by_method
@@ -59,6 +59,11 @@ class ReferenceAdapter(Adapter):
 
     def versions(self):
         return {"numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__}
+
+    @property
+    def call_forms(self) -> tuple[str, ...]:
+        """Every registered call form: each is an operation of the table, inverted like the others."""
+        return tuple(o.name for o in registry.spec().operations.values() if o.form_of is not None)
 
     def from_numpy(self, array, dtype, device):
         return np.asarray(array).astype(NP_DTYPES[dtype])

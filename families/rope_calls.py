@@ -37,3 +37,13 @@ def _swap(p, out: dict) -> dict:
 def rope_apply_token_major(p, x):
     """rope.apply's q and k as ``[B, T, H, D]``, the layout flash-attn's and vLLM's kernels take."""
     return _swap(p, x)
+
+
+@call_form("rope.apply_int32", "rope.apply", to_primary=lambda p, x: dict(x), reads=("position_ids",))
+def rope_apply_int32(p, x):
+    """rope.apply's position_ids as int32 (the kit hands them so: the operation's input kind); positions past
+    int32's range have no such form."""
+    pid = np.asarray(x["position_ids"], np.int64)
+    if pid.size and (pid.max() > np.iinfo(np.int32).max or pid.min() < np.iinfo(np.int32).min):
+        return f"positions up to {int(pid.max())} do not fit int32"
+    return dict(x)

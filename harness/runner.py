@@ -62,9 +62,10 @@ def _remote_natives(adapter, specs: list[tuple[str, np.ndarray, str]], device: s
     return handles
 
 
-def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, device: str) -> dict[str, Any]:
-    """Floats become ``dtype`` arrays, integer arrays int64 arrays, 0-d integers Python ints
-    (each array a private copy: :func:`native`)."""
+def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, device: str,
+                  int32: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Floats become ``dtype`` arrays, integer arrays int64 arrays (int32 for the inputs named in ``int32``:
+    an operation's ``int32`` inputs), 0-d integers Python ints (each array a private copy: :func:`native`)."""
     out: dict[str, Any] = {}
     specs = []
     for name, a in inputs.items():
@@ -72,8 +73,9 @@ def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, d
         if a.ndim == 0 and np.issubdtype(a.dtype, np.integer):
             out[name] = int(a)
             continue
+        it = "int32" if name in int32 else "int64"
         spec = (name, a, dtype) if np.issubdtype(a.dtype, np.floating) else \
-            (name, a if a.dtype == np.int64 else a.astype(np.int64), "int64")
+            (name, a if a.dtype == it else a.astype(it), it)
         if is_remote(adapter):
             out[name] = None  # keeps the inputs' order
             specs.append(spec)
@@ -316,6 +318,10 @@ def run_in_form(adapter: Adapter, golden: Golden, form_op: str, dtype: str, devi
     f = form_of(form_op)
     if f is None or f.primary != golden.case.op:
         raise KeyError(f"{form_op!r} is not a registered call form of {golden.case.op}")
+    served = tuple(getattr(adapter, "call_forms", ()) or ())
+    if form_op not in served:
+        raise Unsupported(f"adapter {adapter.name!r} does not serve call form {form_op} (its call_forms: "
+                          f"{', '.join(served) or 'none'})")
     x = f.to_form(golden.case.params, golden.inputs)
     if isinstance(x, str):
         raise Unsupported(f"case {golden.case.id} has no {form_op} form: {x}")
@@ -404,7 +410,8 @@ def run_op_unshaped(adapter: Adapter, op: str, params, inputs: dict[str, np.ndar
     """:func:`run_op` on an adapter of this process, every check but the outputs' shapes (which the
     caller's :func:`check_shapes` judges: the adapter's worker process runs this, and the outputs come
     back whatever their shapes)."""
-    x = native_inputs(adapter, inputs, dtype, device)
+    int32 = tuple(i.name for i in registry.operation(op).inputs if i.kind == "int32")
+    x = native_inputs(adapter, inputs, dtype, device, int32)
     raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device)  # the case's own params stay the kit's
     check_inputs(op)
     out = {}

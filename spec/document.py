@@ -166,7 +166,7 @@ class OperationInput(_Strict):
     """One input of an operation as the kit hands it to the adapter.
 
     ``kind``: ``float`` (a native array in the requested dtype), ``int`` (a native int64
-    array), ``scalar`` (a Python int).  ``shape`` is symbolic (``[B, Hq, T, D]``; ``[*R]`` binds
+    array), ``int32`` (a native int32 array: the kernels' positions; since 0.5.0), ``scalar`` (a Python int).  ``shape`` is symbolic (``[B, Hq, T, D]``; ``[*R]`` binds
     the whole shape): the symbols it binds may be used by the outputs' shape expressions.
     ``weight``: gathered into the ``weights`` dict argument.  ``repeated``: the golden holds
     ``<name>.0``, ``<name>.1``, ... and the operation is called once per entry, in order, on
@@ -174,7 +174,7 @@ class OperationInput(_Strict):
     """
 
     name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
-    kind: Literal["float", "int", "scalar"]
+    kind: Literal["float", "int", "int32", "scalar"]
     shape: Optional[str] = Field(None, description="symbolic shape, e.g. '[B, T]'; None for scalars")
     optional: bool = False
     default: Optional[int] = Field(None, description="the default of the keyword argument (cache_length: 0)")

@@ -27,3 +27,17 @@ class ReadsAsHeadMajor(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _ReadsAsHeadMajor(params, DTYPES[dtype], device)
+
+
+class _Int16Positions(TorchRope):
+    def apply(self, q, k, position_ids):  # an index type too narrow: positions wrap at 32768
+        if position_ids.dtype == torch.int32:
+            position_ids = position_ids.to(torch.int16)
+        return super().apply(q, k, position_ids)
+
+
+class Int32ReadAsInt16(TorchAdapter):
+    name = "broken-int32-positions-as-int16"
+
+    def rope(self, params, *, dtype, device):
+        return _Int16Positions(params, DTYPES[dtype], device)
