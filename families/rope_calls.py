@@ -19,24 +19,20 @@ def _row_offsets_primary(p, x):
 def rope_apply_row_offsets(p, x):
     """rope.apply's positions as ``offsets[b] + t``: only rows of consecutive positions (a kernel given an
     offset never sees a gap, a repeat or a padded row's own numbering)."""
-    pid = np.asarray(x["position_ids"], np.int64)
-    off = pid[:, 0]
-    bad = np.flatnonzero((pid != off[:, None] + np.arange(pid.shape[1])).any(axis=1))
-    if bad.size:
-        return f"row {int(bad[0])}'s positions are not offset + t ({pid[bad[0]][:6].tolist()}...): no offset form"
-    return {"q": x["q"], "k": x["k"], "offsets": off}
+    off = _consecutive(np.asarray(x["position_ids"], np.int64))
+    return off + ": no offset form" if isinstance(off, str) else {"q": x["q"], "k": x["k"], "offsets": off}
 
 
-def _swap(p, out: dict) -> dict:
+def _swap(p, x, out: dict) -> dict:
     """q and k between [B, H, T, D] and [B, T, H, D] (the same swap both ways); scalars as they are."""
     return {n: (np.swapaxes(v, 1, 2) if n in ("q", "k") and np.ndim(v) == 4 else v) for n, v in out.items()}
 
 
-@call_form("rope.apply_token_major", "rope.apply", to_primary=lambda p, x: _swap(p, x), outputs_to_primary=_swap,
+@call_form("rope.apply_token_major", "rope.apply", to_primary=lambda p, x: _swap(p, None, x), outputs_to_primary=_swap,
            outputs_to_form=_swap)
 def rope_apply_token_major(p, x):
     """rope.apply's q and k as ``[B, T, H, D]``, the layout flash-attn's and vLLM's kernels take."""
-    return _swap(p, x)
+    return _swap(p, None, x)
 
 
 @call_form("rope.apply_int32", "rope.apply", to_primary=lambda p, x: dict(x), reads=("position_ids",))
@@ -47,3 +43,53 @@ def rope_apply_int32(p, x):
     if pid.size and (pid.max() > np.iinfo(np.int32).max or pid.min() < np.iinfo(np.int32).min):
         return f"positions up to {int(pid.max())} do not fit int32"
     return dict(x)
+
+
+def _consecutive(pid: np.ndarray):
+    """Row b's offset where every row is ``offset + t``, else a reason (no offset form for it)."""
+    off = pid[:, 0]
+    bad = np.flatnonzero((pid != off[:, None] + np.arange(pid.shape[1])).any(axis=1))
+    return off if not bad.size else f"row {int(bad[0])}'s positions are not offset + t ({pid[bad[0]][:6].tolist()}...)"
+
+
+def _packed_primary(p, x):
+    """A packed buffer of equal documents back as rows [B, H, T, D] (the forms the kit makes are such)."""
+    cu = np.asarray(x["cu_seqlens"], np.int64)
+    lengths = np.diff(cu)
+    if lengths.size == 0 or (lengths != lengths[0]).any():
+        raise ValueError(f"cu_seqlens {cu.tolist()}: documents of equal length only (the kit's conversion of rows)")
+    b, t = lengths.size, int(lengths[0])
+
+    def rows(v):
+        v = np.asarray(v)
+        return np.swapaxes(v.reshape(b, t, *v.shape[1:]), 1, 2)
+    pid = np.asarray(x["offsets"], np.int64)[:, None] + np.arange(t, dtype=np.int64)
+    return {"q": rows(x["q"]), "k": rows(x["k"]), "position_ids": pid}
+
+
+def _unpack(p, x, out: dict) -> dict:
+    """[N, H, D] outputs as rows [B, H, T, D] of the packed inputs ``x``'s documents (equal, in row order)."""
+    b = np.asarray(x["cu_seqlens"]).size - 1
+    return {n: (np.swapaxes(v.reshape(b, -1, *v.shape[1:]), 1, 2) if n in ("q", "k") and np.ndim(v) == 3 else v)
+            for n, v in out.items()}
+
+
+@call_form("rope.apply_packed", "rope.apply", to_primary=_packed_primary, reads=("position_ids",),
+           outputs_to_primary=_unpack, outputs_to_form=lambda p, x, out: _pack(out))
+def rope_apply_packed(p, x):
+    """rope.apply's rows as documents of one packed buffer (flash-attn varlen, vLLM, SGLang): each row of
+    consecutive positions is a document at its offset, its tokens in order."""
+    off = _consecutive(np.asarray(x["position_ids"], np.int64))
+    if isinstance(off, str):
+        return off + ": no packed form"
+    if x.get("q") is None:
+        return {"offsets": off}
+    b, _, t, _ = np.shape(x["q"])
+    return {**_pack({"q": x["q"], "k": x["k"]}), "cu_seqlens": np.arange(0, b * t + 1, t, dtype=np.int64),
+            "offsets": off}
+
+
+def _pack(out: dict) -> dict:
+    """Rows [B, H, T, D] as a packed buffer [B * T, H, D] (scalars as they are)."""
+    return {n: (np.swapaxes(v, 1, 2).reshape(-1, v.shape[1], v.shape[3]) if n in ("q", "k") and np.ndim(v) == 4 else v)
+            for n, v in out.items()}

@@ -326,7 +326,7 @@ def run_in_form(adapter: Adapter, golden: Golden, form_op: str, dtype: str, devi
     if isinstance(x, str):
         raise Unsupported(f"case {golden.case.id} has no {form_op} form: {x}")
     out = run_op(adapter, form_op, golden.case.params, x, dtype, device)
-    return f.outputs_to_primary(golden.case.params, out)
+    return f.outputs_to_primary(golden.case.params, x, out)
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ class CallForm:
     """Form operation ``op`` of ``primary``.  ``to_form(params, primary_inputs)``: the form's inputs, or a
     string saying why the case cannot be put in this form (positions that are not ``offset + t`` in some
     row: never by looping); ``to_primary(params, form_inputs)``: the primary's inputs (always possible);
-    ``outputs_to_primary(params, form_outputs)`` / ``outputs_to_form(params, primary_outputs)``: the
-    outputs (and, element for element, the error scales) between the two layouts."""
+    ``outputs_to_primary(params, form_inputs, form_outputs)`` / ``outputs_to_form(params, primary_inputs,
+    primary_outputs)``: the outputs (and, element for element, the error scales) between the two layouts."""
 
     op: str
     primary: str
@@ -38,7 +38,7 @@ class CallForm:
 CALL_FORMS: dict[str, CallForm] = {}
 
 
-def _same(params, outputs: dict) -> dict:
+def _same(params, inputs: dict, outputs: dict) -> dict:
     return dict(outputs)
 
 
@@ -59,8 +59,9 @@ def _register_reference(form: CallForm) -> None:
     from posenc.registry import REFERENCES, Reference
 
     def scales(p, x):
-        sc = REFERENCES[form.primary].scales(p, form.to_primary(p, x))
-        terms = [form.outputs_to_form(p, {n: v[i] for n, v in sc.items() if len(v) > i})
+        xp = form.to_primary(p, x)
+        sc = REFERENCES[form.primary].scales(p, xp)
+        terms = [form.outputs_to_form(p, xp, {n: v[i] for n, v in sc.items() if len(v) > i})
                  for i in range(max((len(v) for v in sc.values()), default=0))]
         return {n: tuple(t[n] for t in terms if n in t) for n in sc}
     def state(p):  # the primary's prepared state (dynamic NTK's grow policy), where it keeps one
@@ -68,7 +69,8 @@ def _register_reference(form: CallForm) -> None:
         return None if st is None else st(p)
 
     def fn_state(p, x, *st):
-        return form.outputs_to_form(p, REFERENCES[form.primary].fn(p, form.to_primary(p, x), *st))
+        xp = form.to_primary(p, x)
+        return form.outputs_to_form(p, xp, REFERENCES[form.primary].fn(p, xp, *st))
     fn_state.__name__ = fn_state.__qualname__ = f"call_form[{form.op}]"
     REFERENCES[form.op] = Reference(form.op, fn_state, scales, state)
 

@@ -41,3 +41,17 @@ class Int32ReadAsInt16(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _Int16Positions(params, DTYPES[dtype], device)
+
+
+class _PackedNoRestart(TorchRope):
+    def apply_packed(self, q, k, cu_seqlens, offsets):  # positions run on across documents (Megatron-Core PR 5243's kind)
+        pos = offsets[0] + torch.arange(q.shape[0])
+        q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], pos[None])
+        return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
+
+
+class PackedNoRestart(TorchAdapter):
+    name = "broken-packed-positions-run-on"
+
+    def rope(self, params, *, dtype, device):
+        return _PackedNoRestart(params, DTYPES[dtype], device)

@@ -67,6 +67,15 @@ class TorchRope:
         t = torch.arange(q.shape[2], device=offsets.device, dtype=offsets.dtype)
         return self.apply(q, k, offsets[:, None] + t)
 
+    def apply_packed(self, q, k, cu_seqlens, offsets):
+        """rope.apply_packed: q, k ``[N, H, D]``; document d is tokens ``cu_seqlens[d] .. cu_seqlens[d + 1]`` at
+        positions ``offsets[d] + t``."""
+        cu = cu_seqlens.to(torch.int64)
+        doc = torch.searchsorted(cu, torch.arange(q.shape[0], device=cu.device), right=True) - 1
+        pos = offsets[doc] + torch.arange(q.shape[0], device=cu.device) - cu[doc]
+        q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], pos[None])
+        return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
+
     def apply_token_major(self, q, k, position_ids):
         """rope.apply_token_major: q, k ``[B, T, H, D]``."""
         q2, k2 = self.apply(q.transpose(1, 2), k.transpose(1, 2), position_ids)
