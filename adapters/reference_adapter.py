@@ -158,8 +158,10 @@ class _Call:
             inputs[name] = a.astype(np.float64) if str(a.dtype) in _FLOATS else (int(a) if a.ndim == 0 else a.astype(np.int64))
         out = self.adapter.compute(op.name, env.get("params"), inputs, dtype, env.get("state"))
         kinds = {o.name: o.kind for o in op.outputs}
+        for n in op.writes:  # an in-place operation: its outputs written into the arrays it was handed
+            x[n][...] = _as_kind(out[n + select], kinds[n], dtype)
         vals = [_as_kind(out[n + select], kinds[n], dtype) for n in op.returns]
-        return vals[0] if len(vals) == 1 else tuple(vals)
+        return None if not vals else vals[0] if len(vals) == 1 else tuple(vals)
 
 
 #: id(state) -> (state, the parameters it was made from), for :meth:`ReferenceAdapter.compute`, the latest

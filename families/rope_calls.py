@@ -93,3 +93,10 @@ def _pack(out: dict) -> dict:
     """Rows [B, H, T, D] as a packed buffer [B * T, H, D] (scalars as they are)."""
     return {n: (np.swapaxes(v, 1, 2).reshape(-1, v.shape[1], v.shape[3]) if n in ("q", "k") and np.ndim(v) == 4 else v)
             for n, v in out.items()}
+
+
+@call_form("rope.apply_inplace", "rope.apply", to_primary=lambda p, x: dict(x))
+def rope_apply_inplace(p, x):
+    """rope.apply written into q and k in place: the kit hands them as views into guarded buffers (a
+    neighbouring head, token and slice of the head around each) and fails a write outside them."""
+    return dict(x)

@@ -86,6 +86,57 @@ def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, d
     return out
 
 
+#: What the margins of a guarded buffer hold (exact in every dtype): a write there is never a rotation's value
+#: by chance, and a read of it shows (a kernel that reads a neighbouring head gets 1.5e3-sized values).
+SENTINEL = 1536.0
+
+
+@dataclass
+class Guarded:
+    """A buffer of the adapter's own arrays around an input it writes in place: the input at the centre
+    (``view``, a strided view: every axis but the first has a neighbour before and after, the last two on
+    each side -- a neighbouring head, token and slice of a wider head), :data:`SENTINEL` around it."""
+
+    buffer: Any
+    view: Any
+    inner: tuple
+    snapshot: np.ndarray
+
+    def check(self, adapter: Adapter, op: str, name: str) -> None:
+        """:class:`AdapterError` naming the elements written outside the view (what a kernel that writes
+        into the next head does, SGLang issue 35096)."""
+        now = np.asarray(adapter.to_numpy(self.buffer))
+        outside = np.ones(self.snapshot.shape, bool)
+        outside[self.inner] = False
+        wrote = outside & (changed_mask(now, self.snapshot))
+        if wrote.any():
+            first = [int(i) for i in np.argwhere(wrote)[0]]
+            where = [i - (s.start or 0) for i, s in zip(first, self.inner)]
+            raise AdapterError(f"{adapter.name}.{op}: wrote {int(wrote.sum())} element(s) outside its in-place output "
+                               f"{name!r} (the kit hands it as a view into a larger buffer); the first at {where} "
+                               f"relative to the view of shape {list(np.shape(now[self.inner]))}: a write into a "
+                               "neighbouring head, token or slice")
+
+
+def guarded(adapter: Adapter, a: np.ndarray, dtype: str, device: str) -> Guarded:
+    """:class:`Guarded` around ``a`` (a float input the operation writes in place)."""
+    a = np.asarray(a)
+    pads = [(0, 0)] + [(1, 1)] * max(a.ndim - 2, 0) + ([(2, 2)] if a.ndim > 1 else [])
+    buf = np.full([n + lo + hi for n, (lo, hi) in zip(a.shape, pads)], SENTINEL)
+    inner = tuple(slice(lo, lo + n) for n, (lo, _) in zip(a.shape, pads))
+    buf[inner] = a
+    nb = adapter.from_numpy(buf, dtype, device)
+    return Guarded(nb, nb[inner], inner, np.array(adapter.to_numpy(nb), copy=True))
+
+
+def changed_mask(now: np.ndarray, snap: np.ndarray) -> np.ndarray:
+    """Element-wise: changed from the snapshot (NaN equals NaN)."""
+    same = now == snap
+    if np.issubdtype(snap.dtype, np.floating):
+        same |= np.isnan(now) & np.isnan(snap)
+    return ~same
+
+
 def forget_inputs() -> None:
     """Drop the record of handed-out inputs (the plugin calls it before each test)."""
     _HANDED.clear()
@@ -121,10 +172,7 @@ def changed_elements(now: np.ndarray, snap: np.ndarray) -> int:
     NaN equals NaN): the unchanged-input check here and in the adapter's worker process."""
     if now.shape != snap.shape:
         return int(snap.size)
-    same = now == snap
-    if np.issubdtype(snap.dtype, np.floating):
-        same |= np.isnan(now) & np.isnan(snap)
-    return int(np.count_nonzero(~same))
+    return int(np.count_nonzero(changed_mask(now, snap)))
 
 
 def _modified(adapter, what: str, name: str, changed: int, size: int):
@@ -239,7 +287,10 @@ def _arguments(args: list[str], kwargs: list[str], x: dict[str, Any], env: dict[
 
 
 def _returned(adapter: Adapter, op, result) -> dict[str, Any]:
-    """The adapter's return value as ``{output: native}`` in the order of ``op.returns``."""
+    """The adapter's return value as ``{output: native}`` in the order of ``op.returns`` (an in-place call's
+    own return value, where it returns none, is not read: its outputs are the inputs it ``writes``)."""
+    if not op.returns:
+        return {}
     if len(op.returns) == 1:
         return {op.returns[0]: result}
     if not isinstance(result, (tuple, list)) or len(result) != len(op.returns):
@@ -284,6 +335,7 @@ def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: st
         else:
             a, kw = _arguments(op.call_args, op.call_kwargs, x, env, named)
             raw = _returned(adapter, op, fn(*a, **kw))
+    raw.update({n: x[n] for n in op.writes})  # written in place: the views the kit handed
     kinds = {o.name: o.kind for o in op.outputs}
     return {n: (v, kinds[n.split(".")[0]]) for n, v in raw.items()}
 
@@ -410,10 +462,15 @@ def run_op_unshaped(adapter: Adapter, op: str, params, inputs: dict[str, np.ndar
     """:func:`run_op` on an adapter of this process, every check but the outputs' shapes (which the
     caller's :func:`check_shapes` judges: the adapter's worker process runs this, and the outputs come
     back whatever their shapes)."""
-    int32 = tuple(i.name for i in registry.operation(op).inputs if i.kind == "int32")
-    x = native_inputs(adapter, inputs, dtype, device, int32)
+    decl = registry.operation(op)
+    int32 = tuple(i.name for i in decl.inputs if i.kind == "int32")
+    x = native_inputs(adapter, {n: v for n, v in inputs.items() if n not in decl.writes}, dtype, device, int32)
+    guards = {n: guarded(adapter, inputs[n], dtype, device) for n in decl.writes}
+    x.update({n: g.view for n, g in guards.items()})
     raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device)  # the case's own params stay the kit's
     check_inputs(op)
+    for n, g in guards.items():
+        g.check(adapter, op, n)
     out = {}
     for name, (val, kind) in raw.items():
         if kind == "scalar":

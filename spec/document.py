@@ -217,7 +217,9 @@ class Operation(_Strict):
     call: Optional[str] = Field(None, pattern=r"^(\(\)|[a-z][a-z0-9_]*)$")
     call_args: list[str] = []
     call_kwargs: list[str] = []
-    returns: list[str] = Field(min_length=1)
+    returns: list[str] = Field([], description="the outputs the last call returns, in order")
+    writes: list[str] = Field([], description="inputs the last call writes in place (since 0.5.0): after the call "
+                              "each is the output of its name; the kit hands them as views into guarded buffers")
     inputs: list[OperationInput] = []
     outputs: list[OperationOutput] = Field(min_length=1)
     clauses: list[str] = Field(min_length=1, description="the clauses this operation serves")
@@ -268,8 +270,10 @@ class Operation(_Strict):
                         raise ValueError(f"inputs.{item.name}.shape: {item.shape!r} is not a list of symbols ([B, T])")
         if len(names) != len(self.inputs) or len(outs) != len(self.outputs):
             raise ValueError("input and output names must be unique")
-        if set(self.returns) != {o.name for o in self.outputs}:
-            raise ValueError(f"returns {self.returns} must name every output {sorted(outs)} once")
+        if set(self.writes) - names or set(self.writes) - outs:
+            raise ValueError(f"writes {self.writes}: each is an input and an output of the operation")
+        if set(self.returns) | set(self.writes) != outs or set(self.returns) & set(self.writes):
+            raise ValueError(f"returns {self.returns} and writes {self.writes} must name every output {sorted(outs)} once")
         if len(set(self.returns)) != len(self.returns):
             raise ValueError(f"returns {self.returns} names an output twice")
         return self

@@ -55,3 +55,35 @@ class PackedNoRestart(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _PackedNoRestart(params, DTYPES[dtype], device)
+
+
+class _WritesNextHead(TorchRope):
+    def apply_(self, q, k, position_ids):  # the kernel's grid covers one head too many (SGLang issue 35096's kind)
+        q2, k2 = self.apply(q, k, position_ids)
+        q.copy_(q2)
+        k.copy_(k2)
+        B, H, T, D = q.shape
+        wide = torch.as_strided(q, (B, H + 1, T, D), q.stride(), q.storage_offset())
+        wide[:, H] = 0.0
+
+
+class WritesNextHead(TorchAdapter):
+    name = "broken-inplace-writes-next-head"
+
+    def rope(self, params, *, dtype, device):
+        return _WritesNextHead(params, DTYPES[dtype], device)
+
+
+class _InplaceOnACopy(TorchRope):
+    def apply_(self, q, k, position_ids):  # .contiguous() of a strided view is a copy: the writes never land
+        q, k = q.contiguous(), k.contiguous()
+        q2, k2 = self.apply(q, k, position_ids)
+        q.copy_(q2)
+        k.copy_(k2)
+
+
+class InplaceOnACopy(TorchAdapter):
+    name = "broken-inplace-on-a-copy"
+
+    def rope(self, params, *, dtype, device):
+        return _InplaceOnACopy(params, DTYPES[dtype], device)

@@ -76,6 +76,12 @@ class TorchRope:
         q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], pos[None])
         return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
 
+    def apply_(self, q, k, position_ids):
+        """rope.apply_inplace: q and k (strided views) overwritten with their rotation."""
+        q2, k2 = self.apply(q, k, position_ids)
+        q.copy_(q2)
+        k.copy_(k2)
+
     def apply_token_major(self, q, k, position_ids):
         """rope.apply_token_major: q, k ``[B, T, H, D]``."""
         q2, k2 = self.apply(q.transpose(1, 2), k.transpose(1, 2), position_ids)
