@@ -100,3 +100,10 @@ def rope_apply_inplace(p, x):
     """rope.apply written into q and k in place: the kit hands them as views into guarded buffers (a
     neighbouring head, token and slice of the head around each) and fails a write outside them."""
     return dict(x)
+
+
+@call_form("rope.apply_strided", "rope.apply", to_primary=lambda p, x: dict(x))
+def rope_apply_strided(p, x):
+    """rope.apply on q and k handed as strided views (the kit's guarded buffers): a kernel that reads them as
+    contiguous reads the neighbouring elements (llama.cpp PR 14580's kind)."""
+    return dict(x)

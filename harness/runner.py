@@ -102,10 +102,13 @@ class Guarded:
     inner: tuple
     snapshot: np.ndarray
 
-    def check(self, adapter: Adapter, op: str, name: str) -> None:
+    def check(self, adapter: Adapter, op: str, name: str, written: bool = True) -> None:
         """:class:`AdapterError` naming the elements written outside the view (what a kernel that writes
-        into the next head does, SGLang issue 35096)."""
+        into the next head does, SGLang issue 35096), or anywhere where the input is only read."""
         now = np.asarray(adapter.to_numpy(self.buffer))
+        if not written and changed_mask(now[self.inner], self.snapshot[self.inner]).any():
+            _modified(adapter, op, name, int(changed_mask(now[self.inner], self.snapshot[self.inner]).sum()),
+                      int(np.prod(now[self.inner].shape)))
         outside = np.ones(self.snapshot.shape, bool)
         outside[self.inner] = False
         wrote = outside & (changed_mask(now, self.snapshot))
@@ -464,13 +467,14 @@ def run_op_unshaped(adapter: Adapter, op: str, params, inputs: dict[str, np.ndar
     back whatever their shapes)."""
     decl = registry.operation(op)
     int32 = tuple(i.name for i in decl.inputs if i.kind == "int32")
-    x = native_inputs(adapter, {n: v for n, v in inputs.items() if n not in decl.writes}, dtype, device, int32)
-    guards = {n: guarded(adapter, inputs[n], dtype, device) for n in decl.writes}
+    held = set(decl.writes) | set(decl.views)
+    x = native_inputs(adapter, {n: v for n, v in inputs.items() if n not in held}, dtype, device, int32)
+    guards = {n: guarded(adapter, inputs[n], dtype, device) for n in inputs if n in held}
     x.update({n: g.view for n, g in guards.items()})
     raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device)  # the case's own params stay the kit's
     check_inputs(op)
     for n, g in guards.items():
-        g.check(adapter, op, n)
+        g.check(adapter, op, n, written=n in decl.writes)
     out = {}
     for name, (val, kind) in raw.items():
         if kind == "scalar":

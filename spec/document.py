@@ -220,6 +220,9 @@ class Operation(_Strict):
     returns: list[str] = Field([], description="the outputs the last call returns, in order")
     writes: list[str] = Field([], description="inputs the last call writes in place (since 0.5.0): after the call "
                               "each is the output of its name; the kit hands them as views into guarded buffers")
+    views: list[str] = Field([], description="float inputs the kit hands as strided views into larger buffers "
+                             "(a slice of a wider head, a neighbouring head and token around it; since 0.5.0): read "
+                             "as the view's own elements, never written")
     inputs: list[OperationInput] = []
     outputs: list[OperationOutput] = Field(min_length=1)
     clauses: list[str] = Field(min_length=1, description="the clauses this operation serves")
@@ -270,6 +273,8 @@ class Operation(_Strict):
                         raise ValueError(f"inputs.{item.name}.shape: {item.shape!r} is not a list of symbols ([B, T])")
         if len(names) != len(self.inputs) or len(outs) != len(self.outputs):
             raise ValueError("input and output names must be unique")
+        if set(self.views) - names or set(self.views) & set(self.writes):
+            raise ValueError(f"views {self.views}: each is an input the operation does not write")
         if set(self.writes) - names or set(self.writes) - outs:
             raise ValueError(f"writes {self.writes}: each is an input and an output of the operation")
         if set(self.returns) | set(self.writes) != outs or set(self.returns) & set(self.writes):

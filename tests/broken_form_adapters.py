@@ -87,3 +87,18 @@ class InplaceOnACopy(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _InplaceOnACopy(params, DTYPES[dtype], device)
+
+
+class _ReadsStorageAsContiguous(TorchRope):
+    def apply(self, q, k, position_ids):  # a kernel indexing the storage as if the view were contiguous
+        if not q.is_contiguous():
+            q = torch.as_strided(q, q.shape, torch.empty(q.shape).stride(), q.storage_offset())
+            k = torch.as_strided(k, k.shape, torch.empty(k.shape).stride(), k.storage_offset())
+        return super().apply(q, k, position_ids)
+
+
+class ReadsStorageAsContiguous(TorchAdapter):
+    name = "broken-strided-read-as-contiguous"
+
+    def rope(self, params, *, dtype, device):
+        return _ReadsStorageAsContiguous(params, DTYPES[dtype], device)
