@@ -46,7 +46,7 @@ from posenc.harness import golden as _golden
 from posenc.harness.diagnosis import diagnose, diagnose_shapes
 from posenc.harness.failure import is_timeout
 from posenc.harness.remote import RemoteCrash
-from posenc.harness.runner import OutputShapeError, compare_outputs, run_case
+from posenc.harness.runner import OutputShapeError, compare_outputs, run_case, run_in_form
 from posenc.registry.cases import Case, Gen
 
 if TYPE_CHECKING:
@@ -118,10 +118,21 @@ def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str,
             observe(c, dtype, verdict)
 
 
+def example_form(adapter: Adapter, g, seed: int) -> Optional[str]:
+    """The call form a generated example runs through: one of the forms of its operation the adapter
+    serves (``call_forms``) that the example can be put in, chosen by the example's seed among those and
+    the primary (None) -- the examples are shared across the forms, never multiplied."""
+    from posenc.registry.forms import forms_of
+    served = set(getattr(adapter, "call_forms", ()) or ())
+    forms = [f.op for f in forms_of(g.case.op) if f.op in served and not isinstance(f.to_form(g.case.params, g.inputs), str)]
+    return ([None] + forms)[seed % (len(forms) + 1)]
+
+
 def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str, excuse=None) -> str:
     g = example_golden(c, seed, dtype)
     try:
-        out = run_case(adapter, g, dtype, device)
+        form = example_form(adapter, g, seed)
+        out = run_case(adapter, g, dtype, device) if form is None else run_in_form(adapter, g, form, dtype, device)
     except OutputShapeError as e:  # a shape a known divergence gives is judged as its values
         matches = diagnose_shapes(registry.spec(), e.op, e.params, e.inputs, e.outputs, dtype)
         if not matches:
@@ -147,7 +158,8 @@ def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str
         return "passed"
     matches = diagnose(registry.spec(), g, out, dtype)
     inferred = _infer(g, out, dtype) if not matches else ()
-    return _judged(c, seed, dtype, excuse, "\n  ".join(r.message for r in bad), matches, inferred, (g, out))
+    detail = (f"through {form}: " if form else "") + "\n  ".join(r.message for r in bad)
+    return _judged(c, seed, dtype, excuse, detail, matches, inferred, (g, out))
 
 
 def _judged(c: Case, seed: int, dtype: str, excuse, detail: str, matches, inferred, plot_data=None) -> str:
