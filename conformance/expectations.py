@@ -488,7 +488,7 @@ def key_of(item) -> tuple[Optional[str], str, Optional[str]]:
     """``(case_id, check, dtype)`` of a collected pytest item.
 
     ``check`` is the test function's name without ``test_``; ``case_id`` the ``case``
-    parameter's ``.id`` (or the parameter itself when it is a string; else the parametrization
+    parameter's ``.id`` (``<id>~<form>`` for a call form's test; or the parameter itself when it is a string; else the parametrization
     ID without the dtype and the ``@CLAUSES`` suffix; None for an unparametrized test);
     ``dtype`` the ``dtype`` parameter or None.
     """
@@ -498,6 +498,10 @@ def key_of(item) -> tuple[Optional[str], str, Optional[str]]:
     dtype = params.get("dtype")
     case = params.get("case")
     case_id = case if isinstance(case, str) else getattr(case, "id", None)
+    form = params.get("form")
+    if case_id is not None and isinstance(form, str):  # a call form's test (test_golden_form): the case ~ its form,
+        from posenc import registry  # as its test ID says (a line for the primary's test never excuses a form's)
+        case_id = f"{case_id}~{registry.operation(form).form}"
     if case_id is None and callspec is not None:
         parts = callspec.id.split("-")
         if dtype in parts:  # the dtype parameter's own ID component

@@ -1,0 +1,86 @@
+"""Call forms (issue 30): rope.apply reached through the calling conventions kernels have -- per-row offsets,
+int32 positions, a token-major layout, a packed buffer with cu_seqlens, strided views, an in-place write --
+each golden of rope.apply judged through every form its case can be put in, and a broken adapter per form
+that the kit catches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from posenc.spec.document import Operation
+
+HERE = Path(__file__).resolve().parent
+BROKEN = HERE / "broken_form_adapters.py"
+FORMS = ("row_offsets", "int32", "token_major", "packed", "strided", "inplace")
+
+
+def _outcomes(r) -> dict:
+    return {k: v for k, v in r.parseoutcomes().items() if k != "deselected"}
+
+
+@pytest.mark.parametrize("adapter", ["torch", "numpy"])
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_the_ports_pass_every_form(run_suite, adapter, isolation):
+    r = run_suite(adapter, "-k", "golden_form", "--dtype", "float32,bfloat16", "--posenc-isolation", isolation)
+    out = r.stdout.str()
+    assert r.ret == 0 and set(_outcomes(r)) == {"passed"}, out[-3000:]
+    for form in FORMS:
+        assert f"~{form}@" in out or True  # ids are checked by collection below
+
+
+def test_every_form_is_collected_and_only_for_cases_it_can_express(pytester):
+    from posenc.conformance.collect import form_params
+    ids = [p.id for p in form_params()]
+    for form in FORMS:
+        assert any(f"~{form}@" in i for i in ids), form
+    # rope-llama3-8b-scattered has rows whose positions are not offset + t: no offset or packed form of it
+    assert not any(i.startswith("rope-llama3-8b-scattered~row_offsets@") for i in ids)
+    assert not any(i.startswith("rope-llama3-8b-scattered~packed@") for i in ids)
+    assert any(i.startswith("rope-llama3-8b-scattered~token_major@") for i in ids)
+
+
+@pytest.mark.parametrize("adapter, form, words", [
+    ("IgnoresOffsets", "row_offsets", "    DIV-ROPE-ARANGE-POSITIONS (violates"),
+    ("ReadsAsHeadMajor", "token_major", "fails case"),
+    ("Int32ReadAsInt16", "int32", "positions are the specified ones -65536"),
+    ("PackedNoRestart", "packed", "positions are off by a constant per row"),
+    ("WritesNextHead", "inplace", "element(s) outside its in-place output 'q'"),
+    ("InplaceOnACopy", "inplace", "q and k are returned unrotated"),
+    ("ReadsStorageAsContiguous", "strided", "fails case"),
+])
+def test_each_form_catches_its_broken_adapter(run_suite, adapter, form, words):
+    r = run_suite(f"{BROKEN}:{adapter}", "-k", f"golden_form and {form}", "--dtype", "float32")
+    out = r.stdout.str()
+    assert r.ret == 1 and _outcomes(r).get("failed", 0) >= 1 and words in out, out[-3000:]
+    # the same adapter's primary goldens pass: the bug is the form's
+    r = run_suite(f"{BROKEN}:{adapter}", "-k", "test_golden[ and rope-", "--dtype", "float32")
+    assert r.ret == 0, r.stdout.str()[-3000:]
+
+
+def test_a_form_the_adapter_does_not_declare_is_unsupported_never_called(run_suite):
+    r = run_suite(f"{HERE / 'generated_only_adapters.py'}:TorchFloat32Only", "-k", "golden_form and rope-tiny-half",
+                  "--dtype", "float32")
+    out = r.stdout.str()
+    assert r.ret == 0 or "passed" in out
+    r = run_suite("jax", "-k", "golden_form and rope-tiny-half", "--dtype", "float32")
+    out = r.stdout.str()
+    assert "does not serve call form rope.apply_row_offsets" in out and "failed" not in _outcomes(r), out[-3000:]
+
+
+@pytest.mark.parametrize("bad, words", [
+    ({"form_of": "rope.apply"}, "form_of and form go together"),
+    ({"writes": ["position_ids"]}, "each is an input and an output"),
+    ({"views": ["q"], "writes": ["q"], "returns": ["k"]}, "an input the operation does not write"),
+])
+def test_a_malformed_form_declaration_is_refused(bad, words):
+    base = dict(name="rope.apply_x", title="t", method="rope", args=["params"], call="apply",
+                call_args=["q", "k", "position_ids"], returns=["q", "k"],
+                inputs=[{"name": "q", "kind": "float", "shape": "[B, H, T, D]"},
+                        {"name": "k", "kind": "float", "shape": "[B, H, T, D]"},
+                        {"name": "position_ids", "kind": "int", "shape": "[B, T]"}],
+                outputs=[{"name": "q", "kind": "float", "shape": "[B, H, T, D]"},
+                         {"name": "k", "kind": "float", "shape": "[B, H, T, D]"}], clauses=["ROPE-ANGLE"])
+    with pytest.raises(ValueError, match=words):
+        Operation(**{**base, **bad})
