@@ -25,9 +25,7 @@ def _outcomes(r) -> dict:
 def test_the_ports_pass_every_form(run_suite, adapter, isolation):
     r = run_suite(adapter, "-k", "golden_form", "--dtype", "float32,bfloat16", "--posenc-isolation", isolation)
     out = r.stdout.str()
-    assert r.ret == 0 and set(_outcomes(r)) == {"passed"}, out[-3000:]
-    for form in FORMS:
-        assert f"~{form}@" in out or True  # ids are checked by collection below
+    assert r.ret == 0 and set(_outcomes(r)) == {"passed"} and _outcomes(r)["passed"] >= 2 * 6 * 20, out[-3000:]
 
 
 def test_every_form_is_collected_and_only_for_cases_it_can_express(pytester):
@@ -60,10 +58,6 @@ def test_each_form_catches_its_broken_adapter(run_suite, adapter, form, words):
 
 
 def test_a_form_the_adapter_does_not_declare_is_unsupported_never_called(run_suite):
-    r = run_suite(f"{HERE / 'generated_only_adapters.py'}:TorchFloat32Only", "-k", "golden_form and rope-tiny-half",
-                  "--dtype", "float32")
-    out = r.stdout.str()
-    assert r.ret == 0 or "passed" in out
     r = run_suite("jax", "-k", "golden_form and rope-tiny-half", "--dtype", "float32")
     out = r.stdout.str()
     assert "does not serve call form rope.apply_row_offsets" in out and "failed" not in _outcomes(r), out[-3000:]
