@@ -104,6 +104,23 @@ class JaxRope:
         yq, yk, self._w = self.a.run(rope_apply, q, k, position_ids, self._theta_arg(), p=self.p, cd=self.cd)
         return yq, yk
 
+    def apply_offsets(self, q, k, offsets):
+        """rope.apply_row_offsets: row b's positions ``offsets[b] + t``."""
+        return self.apply(q, k, offsets[:, None] + jnp.arange(q.shape[2], dtype=offsets.dtype))
+
+    def apply_token_major(self, q, k, position_ids):
+        """rope.apply_token_major: q, k ``[B, T, H, D]``."""
+        yq, yk = self.apply(jnp.swapaxes(q, 1, 2), jnp.swapaxes(k, 1, 2), position_ids)
+        return jnp.swapaxes(yq, 1, 2), jnp.swapaxes(yk, 1, 2)
+
+    def apply_packed(self, q, k, cu_seqlens, offsets):
+        """rope.apply_packed: document d is tokens ``cu_seqlens[d] ..`` at positions ``offsets[d] + t``."""
+        n, cu = q.shape[0], cu_seqlens.astype(offsets.dtype)
+        doc = jnp.searchsorted(cu, jnp.arange(n, dtype=cu.dtype), side="right") - 1
+        pos = offsets[doc] + jnp.arange(n, dtype=cu.dtype) - cu[doc]
+        yq, yk = self.apply(jnp.swapaxes(q, 0, 1)[None], jnp.swapaxes(k, 0, 1)[None], pos[None])
+        return jnp.swapaxes(yq[0], 0, 1), jnp.swapaxes(yk[0], 0, 1)
+
 
 class Ops:
     """RoPE operations of :class:`~posenc.adapters.jax_adapter.JaxAdapter`."""

@@ -91,6 +91,25 @@ class TFRope:
             k_rope_apply, q, k, position_ids, self._cached, self._theta, p=self.p, cd=self.cd, af=self.af)
         return q, k
 
+    def apply_offsets(self, q, k, offsets):
+        """rope.apply_row_offsets: row b's positions ``offsets[b] + t``."""
+        t = tf.range(tf.shape(q)[2], dtype=offsets.dtype)
+        return self.apply(q, k, offsets[:, None] + t[None])
+
+    def apply_token_major(self, q, k, position_ids):
+        """rope.apply_token_major: q, k ``[B, T, H, D]``."""
+        yq, yk = self.apply(tf.transpose(q, [0, 2, 1, 3]), tf.transpose(k, [0, 2, 1, 3]), position_ids)
+        return tf.transpose(yq, [0, 2, 1, 3]), tf.transpose(yk, [0, 2, 1, 3])
+
+    def apply_packed(self, q, k, cu_seqlens, offsets):
+        """rope.apply_packed: document d is tokens ``cu_seqlens[d] ..`` at positions ``offsets[d] + t``."""
+        n, cu = tf.shape(q)[0], tf.cast(cu_seqlens, offsets.dtype)
+        i = tf.range(n, dtype=cu.dtype)
+        doc = tf.searchsorted(cu, i, side="right") - 1
+        pos = tf.gather(offsets, doc) + i - tf.gather(cu, doc)
+        yq, yk = self.apply(tf.transpose(q, [1, 0, 2])[None], tf.transpose(k, [1, 0, 2])[None], pos[None])
+        return tf.transpose(yq[0], [1, 0, 2]), tf.transpose(yk[0], [1, 0, 2])
+
 
 class Ops(KernelRunner):
     """Adapter methods of the rope family."""
