@@ -18,6 +18,7 @@ import numpy as np
 from posenc import registry
 from posenc.registry.outputs import ReferenceOutputs, own_scales
 from posenc.spec import Spec
+from posenc.spec.errors import exception_text
 
 from posenc.harness.golden import Golden, computed, scale_terms
 from posenc.harness.runner import Call, compare_outputs
@@ -110,6 +111,14 @@ def diagnose_shapes(spec: Spec, op: str, params, inputs: dict, outputs: dict[str
         if cmp and all(c.ok for c in cmp):
             found.append(Match(d.id, tuple(d.violates), d.description, max(c.ratio for c in cmp)))
     return sorted(found, key=lambda m: m.ratio)
+
+
+def shape_error_diagnosis(spec: Spec, e, dtype: str) -> tuple[str, list[Match]]:
+    """A :class:`~posenc.harness.runner.OutputShapeError`'s failure line and :func:`diagnose_shapes`' matches
+    (the golden, invariant and generated tests say the same: the shape, and that a known divergence gives it)."""
+    matches = diagnose_shapes(spec, e.op, e.params, e.inputs, e.outputs, dtype)
+    detail = f"{type(e).__name__}: {exception_text(e)}"
+    return (f"{detail}: the shape (and values) a known divergence gives" if matches else detail), matches
 
 
 @dataclass(frozen=True)

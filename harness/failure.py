@@ -22,7 +22,7 @@ from posenc import registry
 from posenc.spec.errors import AdapterError, Unsupported, exception_text
 
 from posenc.harness import golden as _golden
-from posenc.harness.diagnosis import caught_outputs, diagnose, diagnose_calls, diagnose_shapes, separating_case
+from posenc.harness.diagnosis import caught_outputs, diagnose, diagnose_calls, separating_case, shape_error_diagnosis
 from posenc.harness.failure_plots import PlotData
 from posenc.harness.inference import flat_params, infer
 from posenc.harness.remote import RemoteFailure
@@ -430,8 +430,7 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
         detail = (f"the adapter raised a pytest skip ({exception_text(e)}); only posenc.adapters.Unsupported reports an "
                   "unsupported case, and a missing library is a failure")
     except OutputShapeError as e:  # a shape a known divergence gives is judged as its values; else malformed
-        detail = f"{type(e).__name__}: {exception_text(e)}"
-        matches = diagnose_shapes(registry.spec(), e.op, e.params, e.inputs, e.outputs, dtype)
+        detail, matches = shape_error_diagnosis(registry.spec(), e, dtype)
     except BaseException as e:  # noqa: BLE001 - SystemExit, GeneratorExit ... too: a failure, reported precisely
         tb = traceback.extract_tb(e.__traceback__)
         if isinstance(e, RemoteFailure):  # raised in the adapter's worker process: where it was raised there
@@ -440,8 +439,7 @@ def call_adapter(adapter: Adapter, case: Case, dtype: str, clauses: Iterable[str
         where = f" (at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name})" if tb and not isinstance(e, AdapterError) else ""
         detail = f"{type(e).__name__}: {exception_text(e)}{where}"
     if matches:  # outside the handler: no chained traceback
-        fail(clauses, adapter, case, dtype, f"{detail}: the shape (and values) a known divergence gives", matches,
-             reason=detail, diagnosed=True)
+        fail(clauses, adapter, case, dtype, detail, matches, reason=detail, diagnosed=True)
     fail(clauses, adapter, case, dtype, detail, raised=True)
 
 

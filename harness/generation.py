@@ -43,7 +43,7 @@ from posenc import registry
 from posenc.spec.errors import Unsupported, exception_text
 
 from posenc.harness import golden as _golden
-from posenc.harness.diagnosis import diagnose, diagnose_shapes
+from posenc.harness.diagnosis import diagnose, shape_error_diagnosis
 from posenc.harness.failure import is_timeout
 from posenc.harness.remote import RemoteCrash
 from posenc.harness.runner import OutputShapeError, compare_outputs, run_case, run_in_form
@@ -134,10 +134,10 @@ def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str
         form = example_form(adapter, g, seed)
         out = run_case(adapter, g, dtype, device) if form is None else run_in_form(adapter, g, form, dtype, device)
     except OutputShapeError as e:  # a shape a known divergence gives is judged as its values
-        matches = diagnose_shapes(registry.spec(), e.op, e.params, e.inputs, e.outputs, dtype)
+        detail, matches = shape_error_diagnosis(registry.spec(), e, dtype)
         if not matches:
-            raise GeneratedFailure(c, seed, f"{type(e).__name__}: {exception_text(e)}", raised=True) from None
-        return _judged(c, seed, dtype, excuse, exception_text(e), matches, ())
+            raise GeneratedFailure(c, seed, detail, raised=True) from None
+        return _judged(c, seed, dtype, excuse, detail, matches, ())
     except Unsupported as e:
         return f"unsupported:{e.reason}"
     except pytest.fail.Exception as e:
