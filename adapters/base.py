@@ -15,6 +15,14 @@ are the adapter's own arrays (the type its ``from_numpy`` returns, or a class it
 never NumPy arrays from a non-NumPy adapter.  Inputs are private copies that an operation must
 not modify: the kit checks them after every call (an in-place kernel must work on a copy).
 
+Call forms (spec ``form_of``, clause ROPE-CALL-FORM, README "Call forms"): an adapter that lists
+``rope.apply_tokens``, ``rope.apply_packed``, ... in ``call_forms`` gets every rope.apply golden through
+those conventions as well: ``apply_offset(q, k, offset)``, ``apply_offsets(q, k, offsets)``, ``apply(q, k,
+position_ids)`` with int32 positions, ``apply_tokens(q, k, positions)`` on ``[N, H, D]``,
+``apply_token_major(q, k, position_ids)`` on ``[B, T, H, D]``, ``apply_packed(q, k, cu_seqlens, offsets)``,
+``apply(q, k, position_ids)`` on strided views, and ``apply_(q, k, position_ids)``, which writes q and k
+(views into guarded buffers) in place and returns nothing: the only operation that may write an input.
+
 Operations (all optional; the default raises :class:`Unsupported`).  The authoritative
 declaration of each -- its calling convention, inputs, outputs and their shapes -- is the
 operation table, ``operations`` in its family's spec file (``posenc spec show rope.apply``); an

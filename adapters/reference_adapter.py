@@ -179,10 +179,12 @@ class _Prepared:
         self._single = {}
         self._sequence = {}
         for o in ops:
-            if o.call:
-                (self._sequence if any(i.repeated for i in o.inputs) else self._single).setdefault(o.call, o)
+            if o.call and any(i.repeated for i in o.inputs):
+                self._sequence.setdefault(o.call, o)
+            elif o.call:  # several: call forms that share the call (rope.apply's strided views, int32 positions)
+                self._single.setdefault(o.call, []).append(o)
         self._call, self._x, self._history = call, x, {}
-        make = next((registry.reference_of(o.name).state for o in self._single.values()
+        make = next((registry.reference_of(o.name).state for os_ in self._single.values() for o in os_
                      if registry.reference_of(o.name).state), None)
         self._env = {**env, "state": make(env.get("params")) if make else None}
         if self._env["state"] is not None:  # what it was made from (ReferenceAdapter.compute)
@@ -191,13 +193,13 @@ class _Prepared:
                 del _STATE_PARAMS[next(iter(_STATE_PARAMS))]
 
     def __getattr__(self, name: str):
-        op = self._single.get(name)
-        if op is None:
+        ops = self._single.get(name)
+        if ops is None:
             raise AttributeError(name)
         seq = self._sequence.get(name)
         if seq is not None and self._call.adapter.replays(seq.name):
             return lambda *a, **kw: self._replay(seq, name, a, kw)
-        return lambda *a, **kw: self._call._finish(op, self._x, self._env, a, kw)
+        return lambda *a, **kw: self._call._finish(_handed(ops, a, kw), self._x, self._env, a, kw)
 
     def _replay(self, seq, name, args, kwargs):
         calls = self._history.setdefault(name, [])
@@ -206,6 +208,21 @@ class _Prepared:
         for k, c in enumerate(calls):
             x.update({f"{n}.{k}": v for n, v in c.items()})
         return self._call._run(seq, x, {**self._env, "state": None}, select=f".{len(calls) - 1}")
+
+
+def _handed(ops, args, kwargs):
+    """Of the operations sharing one call, the one the arguments were handed for: a call form whose ``views``
+    inputs are all strided views or whose ``int32`` inputs are all int32 arrays, else the first (the primary):
+    a mutant of the strided form runs only on strided views."""
+    def fits(o) -> bool:
+        got = dict(zip(o.call_args, args), **kwargs)
+        views = [got.get(n) for n in o.views]
+        ints = [got.get(i.name) for i in o.inputs if i.kind == "int32"]
+        if not views and not ints:
+            return False
+        return all(isinstance(v, np.ndarray) and not v.flags.c_contiguous for v in views) and \
+            all(isinstance(v, np.ndarray) and v.dtype == np.int32 for v in ints)
+    return next((o for o in ops if fits(o)), ops[0])
 
 
 def _as_kind(value, kind: str, dtype: str):

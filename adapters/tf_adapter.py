@@ -104,7 +104,7 @@ class TFAdapter(*family_ports("posenc.adapters.tf_port"), Adapter):
     notes = "kit's own TF port: fp32 (fp64 for float64) angles and rotation, one rounding to the dtype; eager"
     compiled = False
     #: the call forms TensorFlow has (no strided views, no in-place writes: its tensors are immutable)
-    call_forms = ("rope.apply_int32", "rope.apply_row_offsets", "rope.apply_token_major", "rope.apply_packed")
+    call_forms = ("rope.apply_int32", "rope.apply_offset", "rope.apply_row_offsets", "rope.apply_tokens", "rope.apply_token_major", "rope.apply_packed")
 
     # ---- environment and arrays ------------------------------------------------------------
     def versions(self):

@@ -41,7 +41,7 @@ class TorchAdapter(*family_ports("posenc.adapters.torch_port"), Adapter):
     devices = ("cpu", "cuda")
     range_probe_devices = ("cpu", "cuda")  # rows are checked before indexing
     notes = "kit's own port: fp32 (fp64 for float64) angles and rotation, one rounding to the dtype"
-    call_forms = ("rope.apply_int32", "rope.apply_row_offsets", "rope.apply_token_major", "rope.apply_packed",
+    call_forms = ("rope.apply_int32", "rope.apply_offset", "rope.apply_row_offsets", "rope.apply_tokens", "rope.apply_token_major", "rope.apply_packed",
                   "rope.apply_inplace", "rope.apply_strided")
 
     def versions(self):

@@ -34,6 +34,18 @@ def expectation_entry(st: State, item):
     return st.expectations.lookup(*expectations_mod.key_of(item))
 
 
+def inherited_entry(st: State, item, exc):
+    """For a call form's test with no line of its own that failed: the named line of its case's primary test
+    when the diagnosis names that line's divergence (the case's recorded bug, seen through the form); else
+    None.  Not strict: the form's test may pass or be unsupported (only ``forms:`` lists a form's test)."""
+    case_id, check, dtype = expectations_mod.key_of(item)
+    if case_id is None or "~" not in case_id:
+        return None
+    e = st.expectations.lookup(case_id.split("~", 1)[0], check, dtype)
+    found = getattr(exc, "divergences", None) or ()
+    return e if e is not None and e.named and e.divergence in found and not getattr(exc, "raised", True) else None
+
+
 TEST_ID = re.compile(r"test_(?P<check>\w+)\[(?P<dtype>[a-z0-9]+)-(?P<case>[^@\]]+)(?:@(?P<clauses>[^\]]+))?\]")
 
 

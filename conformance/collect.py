@@ -34,15 +34,16 @@ def params(select: Callable[[Case], bool], clauses: Optional[Callable[[Case], It
 def form_params():
     """``pytest.param(case, form_op)`` per golden case and call form of its operation that the case can be
     put in (spec ``form_of``; a case whose positions are not ``offset + t`` has no offset form: not collected,
-    never by looping), id ``<case>~<form>@<CLAUSE+...>``, marked with the case's clauses."""
-    from posenc.registry.forms import forms_of
+    never by looping), id ``<case>~<form>@<CLAUSE+...>``, marked with the form's own clauses (ROPE-CALL-FORM:
+    the case's clauses are the primary's test's)."""
+    from posenc.registry.forms import form_clauses, forms_of
     out = []
     for c in all_cases():
         for f in forms_of(c.op):
             if isinstance(f.to_form(c.params, _read_inputs(c, f.reads)), str):
                 continue
-            form = registry.operation(f.op).form
-            out.append(pytest.param(c, f.op, id=f"{c.id}~{form}@{'+'.join(c.clauses)}", marks=pytest.mark.clauses(*c.clauses)))
+            form, clauses = registry.operation(f.op).form, form_clauses(f.op)
+            out.append(pytest.param(c, f.op, id=f"{c.id}~{form}@{'+'.join(clauses)}", marks=pytest.mark.clauses(*clauses)))
     return out
 
 

@@ -89,6 +89,8 @@ from posenc.conformance.findings import (  # noqa: F401 - the matching rule's na
     no_finding_note,
     substantive,
 )
+from posenc.conformance.expectation_keys import PRIMARY, form_key, form_names, key_of, seen_as  # noqa: F401 - key_of re-exported
+from posenc.conformance.expectation_keys import _param_names
 from posenc.harness.inference import flat_params, is_finding, says_nonfinite
 from posenc.spec import read_yaml
 from posenc.spec.models import DTYPES
@@ -99,7 +101,7 @@ FILL_ME = "DIV-UNNAMED-FILL-ME"
 TODO_EVIDENCE = "TODO: link the issue or source line"
 _OLD_ID = re.compile(r"^test_(?P<check>\w+)\[(?:(?P<dtype>" + "|".join(DTYPES) + r")-)?(?P<case>[^@\]]+)(?:@[^\]]*)?\]$")
 _PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._+-]*$")
-_FIELDS = ("case", "check", "operation", "where", "dtypes", "clause", "divergence", "finding", "evidence", "library",
+_FIELDS = ("case", "check", "operation", "where", "forms", "dtypes", "clause", "divergence", "finding", "evidence", "library",
            "library_version")
 GENERATED = "generated"
 #: A number standing on its own in a message (not the digits of a name: float32, e_0, rope_theta, cuda:0).
@@ -115,6 +117,10 @@ class Expectation(BaseModel):
     check: str = Field(min_length=1)
     operation: Optional[str] = Field(default=None, min_length=1)
     where: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
+    #: the call forms it holds for (spec ``form``: ``token_major``, ``packed``, ...; ``primary``: the operation's
+    #: own call): a case's tests through them (default: the primary's only), or the generated examples run
+    #: through them (default: every call)
+    forms: tuple[str, ...] = ()
     dtypes: tuple[Literal[DTYPES], ...] = Field(min_length=1)  # type: ignore[valid-type]
     clause: str
     divergence: str
@@ -128,6 +134,13 @@ class Expectation(BaseModel):
     def _unique(cls, v):
         if len(set(v)) != len(v):
             raise ValueError(f"a dtype is listed twice: {list(v)}")
+        return v
+
+    @field_validator("forms")
+    @classmethod
+    def _forms(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError(f"a form is listed twice: {list(v)}")
         return v
 
     @field_validator("where", mode="before")
@@ -171,6 +184,9 @@ class Expectation(BaseModel):
                 raise ValueError("operation: only a generated line (check: generated) has one")
             if self.where:
                 raise ValueError("where: only a generated line (check: generated) has one")
+            if self.forms and "~" in self.case:
+                raise ValueError(f"case {self.case!r} names its form after '~': give the case alone with forms:, or "
+                                 "the one test's case without forms:")
         if self.finding is not None and not substantive(self.finding):
             raise ValueError(f"finding {self.finding!r} says too little to explain a failure: give the inference's "
                              f"words (at least {MIN_FINDING} letters and digits outside the * wildcards, and "
@@ -191,7 +207,10 @@ class Expectation(BaseModel):
     def covers(self, op: str, params, dtype: str) -> bool:
         """Whether a generated case of ``op`` with ``params`` (its parameter model) at ``dtype`` is one
         this line records."""
-        if not self.generated or op != self.operation or dtype not in self.dtypes:
+        primary, form = seen_as(op)  # an example run through a call form: its primary's line, if forms allows
+        if not self.generated or primary != self.operation or dtype not in self.dtypes:
+            return False
+        if self.forms and form not in self.forms:
             return False
         flat = flat_params(params)
         for key, allowed in self.where:
@@ -213,10 +232,18 @@ class Expectation(BaseModel):
 
     def label(self) -> str:
         """How a message names the line's subject."""
+        forms = f" through {', '.join(self.forms)}" if self.forms else ""
         if self.generated:
             cond = ", ".join(f"{k}: {list(v) if len(v) > 1 else v[0]}" for k, v in self.where)
-            return f"generated {self.operation}" + (f" where {cond}" if cond else "")
-        return f"case {self.case!r}, check {self.check!r}"
+            return f"generated {self.operation}" + (f" where {cond}" if cond else "") + forms
+        return f"case {self.case!r}, check {self.check!r}" + forms
+
+    def keys(self) -> list[tuple[str, str]]:
+        """The ``(case key, check)`` of each test the line records (``<case>~<form>`` per form of ``forms``:
+        :func:`~posenc.conformance.expectation_keys.key_of`); none for a generated line."""
+        if self.generated:
+            return []
+        return [(form_key(str(self.case), f), self.check) for f in (self.forms or (PRIMARY,))]
 
 
 _PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -274,11 +301,12 @@ class Expectations:
             if e.generated:
                 continue  # by operation and condition: applied in file order
             for d in e.dtypes:
-                j = self._index.setdefault((e.case, e.check, d), i)
-                if j != i:
-                    raise ExpectationError(
-                        f"{path}: expected_failures.{j} and expected_failures.{i}: case {e.case!r}, check "
-                        f"{e.check!r} listed twice for dtype {d} (one line per case, check and dtype)")
+                for case, check in e.keys():
+                    j = self._index.setdefault((case, check, d), i)
+                    if j != i:
+                        raise ExpectationError(
+                            f"{path}: expected_failures.{j} and expected_failures.{i}: case {case!r}, check "
+                            f"{check!r} listed twice for dtype {d} (one line per case, form, check and dtype)")
 
     def __iter__(self) -> Iterator[Expectation]:
         return iter(self.entries)
@@ -351,12 +379,13 @@ class Expectations:
         cases = sorted({c for c, _ in collected})
         out = []
         for i, e in enumerate(self.entries):
-            if e.generated or (e.case, e.check) in collected:
-                continue  # a generated line is judged on the cases it covers (judge_generated)
-            near = difflib.get_close_matches(e.case, cases, n=1) if (e.case not in cases) else []
-            hint = f" (did you mean case {near[0]!r}?)" if near else ""
-            out.append(f"{self.path}: expected_failures.{i}: case {e.case!r}, check {e.check!r} ({e.divergence}) "
-                       f"matches no test at any dtype{hint}: stale line")
+            for case, check in e.keys():  # a generated line is judged on the cases it covers (judge_generated)
+                if (case, check) in collected:
+                    continue
+                near = difflib.get_close_matches(case, cases, n=1) if (case not in cases) else []
+                hint = f" (did you mean case {near[0]!r}?)" if near else ""
+                out.append(f"{self.path}: expected_failures.{i}: case {case!r}, check {check!r} ({e.divergence}) "
+                           f"matches no test at any dtype{hint}: stale line")
         return out
 
 
@@ -413,6 +442,10 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
         if e.evidence.strip().startswith(TODO_EVIDENCE) or e.divergence == FILL_ME:
             raise ExpectationError(f"{where}: a draft line of `posenc expectations init` (evidence TODO or "
                                    f"{FILL_ME}): fill in the evidence and the divergence before using the file")
+        bad_forms = sorted(set(e.forms) - form_names())
+        if bad_forms:
+            raise ExpectationError(f"{where}.forms: {', '.join(map(repr, bad_forms))}: not a call form (known: "
+                                   f"{', '.join(sorted(form_names()))})")
         ops = getattr(spec, "operations", None)
         if e.generated and ops is not None and e.operation not in ops:
             near = difflib.get_close_matches(e.operation, list(ops), n=1)
@@ -443,36 +476,6 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
     return Expectations(entries, Path(path))
 
 
-def _param_names(op: Optional[str]) -> tuple[Optional[set[str]], set[str]]:
-    """``(names, compound)``: the parameter names a ``where`` key may give for ``op`` -- every field of
-    the parameter models of its cases, nested ones plain and dotted; None when the registry has no
-    case of ``op`` -- and those of them whose fields hold a list, a tuple, a mapping or a nested
-    parameter model (``mrope_section``, ``short_factor``, ``rope``): never a ``where`` value."""
-    from typing import get_args, get_origin
-
-    from posenc import registry
-    types = {type(c.params) for c in registry.all_cases() if c.op == op and hasattr(type(c.params), "model_fields")}
-    if not types:
-        return None, set()
-    names: set[str] = set()
-    compound: set[str] = set()
-
-    def walk(cls, prefix: str) -> None:
-        for n, f in cls.model_fields.items():
-            path = f"{prefix}.{n}" if prefix else n
-            names.update((n, path))
-            kinds = [t for t in (f.annotation, *get_args(f.annotation)) if t is not type(None)]
-            nested = [t for t in kinds if isinstance(t, type) and issubclass(t, BaseModel)]
-            if nested or any(get_origin(t) in (list, tuple, dict) or t in (list, tuple, dict) for t in kinds):
-                compound.update((n, path))
-            for t in nested:
-                if prefix.count(".") <= 2:
-                    walk(t, path)
-    for t in types:
-        walk(t, "")
-    return names, compound
-
-
 def _clauses_of(spec, e: Expectation) -> set[str]:
     """The clauses a generated line may name: its operation's family's, and those its divergence violates."""
     out = set(spec.divergences[e.divergence].violates) if e.named and e.divergence in spec.divergences else set()
@@ -482,32 +485,6 @@ def _clauses_of(spec, e: Expectation) -> set[str]:
     if fam is not None:
         out |= {c.id for c in fam.clauses}
     return out
-
-
-def key_of(item) -> tuple[Optional[str], str, Optional[str]]:
-    """``(case_id, check, dtype)`` of a collected pytest item.
-
-    ``check`` is the test function's name without ``test_``; ``case_id`` the ``case``
-    parameter's ``.id`` (``<id>~<form>`` for a call form's test; or the parameter itself when it is a string; else the parametrization
-    ID without the dtype and the ``@CLAUSES`` suffix; None for an unparametrized test);
-    ``dtype`` the ``dtype`` parameter or None.
-    """
-    name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
-    callspec = getattr(item, "callspec", None)
-    params = callspec.params if callspec is not None else {}
-    dtype = params.get("dtype")
-    case = params.get("case")
-    case_id = case if isinstance(case, str) else getattr(case, "id", None)
-    form = params.get("form")
-    if case_id is not None and isinstance(form, str):  # a call form's test (test_golden_form): the case ~ its form,
-        from posenc import registry  # as its test ID says (a line for the primary's test never excuses a form's)
-        case_id = f"{case_id}~{registry.operation(form).form}"
-    if case_id is None and callspec is not None:
-        parts = callspec.id.split("-")
-        if dtype in parts:  # the dtype parameter's own ID component
-            parts.remove(dtype)
-        case_id = "-".join(parts).split("@", 1)[0] or None
-    return case_id, name.removeprefix("test_"), dtype
 
 
 # ---- writing files (converting an old file and drafting one from a report:
@@ -536,7 +513,9 @@ def dump(entries: list[dict], header: str = "") -> str:
             v = e.get(k)
             if v is None or (k == "where" and e.get("check") != GENERATED):
                 continue  # a field the line does not have (a golden line's operation, where, finding)
-            if k == "dtypes":
+            if k == "forms" and not v:
+                continue
+            if k in ("dtypes", "forms"):
                 text = "[" + ", ".join(v) + "]"
             elif k == "where":
                 text = yaml.safe_dump(dict(v), default_flow_style=True, allow_unicode=True).strip()

@@ -31,6 +31,7 @@ from posenc.conformance.booking import (
     checked_plot_dir,
     clauses_of_item,
     expectation_entry,
+    inherited_entry,
     judge_expected,
     plot_failed,
     record_of,
@@ -408,6 +409,9 @@ def pytest_runtest_makereport(item, call):
     entry = expectation_entry(st, item)
     if entry is None and isinstance(exc, GeneratedDivergence):
         entry = exc.entries[0]  # a generated test excused by the line(s) its diagnosis named
+    if entry is None and rep.when == "call" and rep.failed and (entry := inherited_entry(st, item, exc)) is not None:
+        rep.outcome, rep.wasxfail = "skipped", (f"expected divergence {entry.divergence} of {entry.clause} (the line of "
+                                                f"the case's own test, seen through its call form): {entry.evidence}")
     if entry and rep.when == "call":
         judge_expected(item, rep, exc, entry, st.expectations_path)
     if rep.when == "call" and rep.outcome == "skipped" and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):

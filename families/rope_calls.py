@@ -1,18 +1,62 @@
-"""The call forms of rope.apply (spec rope.yaml ``form_of: rope.apply``): per-row position offsets and the
-token-major layout.  Each converts a rope.apply case into its form and back; the registry derives the
+"""The call forms of rope.apply (spec rope.yaml ``form_of: rope.apply``, clause ROPE-CALL-FORM): one offset or
+per-row offsets, int32 positions, tokens with a position each, the token-major layout, a packed buffer, strided
+views and an in-place write.  Each converts a rope.apply case into its form and back; the registry derives the
 form's reference from rope.apply's, so rope.apply's goldens judge every form."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import call_form
+from . import call_form, mutant, storage_read_as_contiguous
+from ._common import run
 
 
 def _row_offsets_primary(p, x):
     t = np.shape(x["q"])[2]
     off = np.asarray(x["offsets"], np.int64).reshape(-1)
     return {"q": x["q"], "k": x["k"], "position_ids": off[:, None] + np.arange(t, dtype=np.int64)}
+
+
+def _offset_primary(p, x):
+    t = np.shape(x["q"])[2]
+    b = np.shape(x["q"])[0]
+    return {"q": x["q"], "k": x["k"], "position_ids": np.broadcast_to(int(x["offset"]) + np.arange(t, dtype=np.int64), (b, t)).copy()}
+
+
+@call_form("rope.apply_offset", "rope.apply", to_primary=_offset_primary, reads=("position_ids",))
+def rope_apply_offset(p, x):
+    """rope.apply's positions as ``offset + t`` for every row (a cache length: rotary-embedding-torch's and
+    MLX's ``offset``): only where every row is the same run of consecutive positions."""
+    off = _consecutive(np.asarray(x["position_ids"], np.int64))
+    if isinstance(off, str):
+        return off + ": no offset form"
+    if off.size and (off != off[0]).any():
+        return f"rows start at {sorted(set(off.tolist()))[:4]}: no single offset"
+    return {"q": x["q"], "k": x["k"], "offset": np.int64(off[0] if off.size else 0)}
+
+
+def _tokens_primary(p, x):
+    """Tokens [N, H, D] at positions [N] as one row [1, H, N, D] (a rotation is token by token: the rows the
+    tokens came from do not change it; dynamic NTK's length is the largest position either way)."""
+    return {"q": np.swapaxes(np.asarray(x["q"]), 0, 1)[None], "k": np.swapaxes(np.asarray(x["k"]), 0, 1)[None],
+            "position_ids": np.asarray(x["positions"], np.int64)[None]}
+
+
+def _tokens_to_rows(p, x, out: dict, primary=None) -> dict:
+    """[N, H, D] outputs as the rows [B, H, T, D] of the primary's inputs (one row where none are given)."""
+    b, t = np.shape(primary["position_ids"]) if primary is not None else (1, -1)
+    return {n: (np.swapaxes(np.reshape(v, (b, t, *np.shape(v)[1:])), 1, 2) if n in ("q", "k") and np.ndim(v) == 3 else v)
+            for n, v in out.items()}
+
+
+@call_form("rope.apply_tokens", "rope.apply", to_primary=_tokens_primary, outputs_to_primary=_tokens_to_rows,
+           outputs_to_form=lambda p, x, out: _pack(out))
+def rope_apply_tokens(p, x):
+    """rope.apply's rows as tokens ``[B * T, H, D]``, each with its position (vLLM's, SGLang's and FlashInfer's
+    ``positions`` / ``pos_ids``): every case has this form."""
+    if x.get("q") is None:
+        return {}
+    return {**_pack({"q": x["q"], "k": x["k"]}), "positions": np.asarray(x["position_ids"], np.int64).reshape(-1)}
 
 
 @call_form("rope.apply_row_offsets", "rope.apply", to_primary=_row_offsets_primary, reads=("position_ids",))
@@ -23,7 +67,7 @@ def rope_apply_row_offsets(p, x):
     return off + ": no offset form" if isinstance(off, str) else {"q": x["q"], "k": x["k"], "offsets": off}
 
 
-def _swap(p, x, out: dict) -> dict:
+def _swap(p, x, out: dict, primary=None) -> dict:
     """q and k between [B, H, T, D] and [B, T, H, D] (the same swap both ways); scalars as they are."""
     return {n: (np.swapaxes(v, 1, 2) if n in ("q", "k") and np.ndim(v) == 4 else v) for n, v in out.items()}
 
@@ -67,7 +111,7 @@ def _packed_primary(p, x):
     return {"q": rows(x["q"]), "k": rows(x["k"]), "position_ids": pid}
 
 
-def _unpack(p, x, out: dict) -> dict:
+def _unpack(p, x, out: dict, primary=None) -> dict:
     """[N, H, D] outputs as rows [B, H, T, D] of the packed inputs ``x``'s documents (equal, in row order)."""
     b = np.asarray(x["cu_seqlens"]).size - 1
     return {n: (np.swapaxes(v.reshape(b, -1, *v.shape[1:]), 1, 2) if n in ("q", "k") and np.ndim(v) == 3 else v)
@@ -107,3 +151,40 @@ def rope_apply_strided(p, x):
     """rope.apply on q and k handed as strided views (the kit's guarded buffers): a kernel that reads them as
     contiguous reads the neighbouring elements (llama.cpp PR 14580's kind)."""
     return dict(x)
+
+
+# ---- the call forms' own bugs (ROPE-CALL-FORM) -----------------------------------------------------------------
+
+
+@mutant("rope_layout_misread", "rope.apply_token_major", "rope.apply_tokens", "rope.apply_packed")
+def rope_layout_misread(op, p, x, dtype=None):
+    """q and k read in the head-major order of their memory: a token-major ``[B, T, H, D]`` buffer indexed as
+    ``[B, H, T, D]`` (tokens ``[N, H, D]`` as ``[H, N, D]``), rotated at the positions of that reading and
+    written back the same way -- a kernel that takes another layout's strides (or a view as contiguous)."""
+    def read(v):
+        v = np.asarray(v)
+        return np.swapaxes(v.reshape(v.shape[0], v.shape[2], v.shape[1], -1), 1, 2) if v.ndim == 4 else \
+            np.swapaxes(v.reshape(v.shape[1], v.shape[0], -1), 0, 1)
+    out = run(op, p, {**x, "q": read(x["q"]), "k": read(x["k"])})
+
+    def write(v):  # the inverse of read: the mutant's rows written in the layout it took
+        v = np.asarray(v)
+        return np.swapaxes(v, 1, 2).reshape(v.shape) if v.ndim == 4 else np.swapaxes(v, 0, 1).reshape(v.shape)
+    return {n: (write(v) if n in ("q", "k") else v) for n, v in out.items()}
+
+
+@mutant("rope_strides_ignored", "rope.apply_strided")
+def rope_strides_ignored(op, p, x, dtype=None):
+    """q and k read as if the strided views the kit hands were contiguous: consecutive elements of the buffer
+    from the view's first one, margins and neighbouring heads included (llama.cpp PR 14580's kind)."""
+    return run(op, p, {**x, "q": storage_read_as_contiguous(x["q"]), "k": storage_read_as_contiguous(x["k"])})
+
+
+@mutant("rope_packed_no_restart", "rope.apply_packed")
+def rope_packed_no_restart(op, p, x, dtype=None):
+    """The packed buffer's positions run on across documents from the first document's offset instead of
+    restarting at each document's own (Megatron-Core PR 5243's kind)."""
+    cu = np.asarray(x["cu_seqlens"], np.int64)
+    off = np.asarray(x["offsets"], np.int64)
+    first = int(off[0]) if off.size else 0
+    return run(op, p, {**x, "offsets": first + cu[:-1]})

@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from posenc import registry
+from posenc.registry.forms import convert_scales, form_clauses, form_of, forms_of
 from posenc.registry.outputs import ReferenceOutputs, own_scales
 from posenc.spec import Spec
 from posenc.spec.errors import exception_text
@@ -57,12 +58,14 @@ def same_non_finite(mut: dict[str, np.ndarray], outputs: dict[str, np.ndarray]):
     return m_out, a_out
 
 
-def _candidates(spec: Spec, case) -> list:
+def _candidates(spec: Spec, case, form: Optional[str] = None) -> list:
     """The divergences a diagnosis of ``case`` considers: every one whose mutant has a form for
     the case's operation, whatever clause it violates (a precision bug of the RoPE angles shows
-    in a SCALE-* case, or in a multi-call ``rope.cos_sin_calls`` case, as well)."""
+    in a SCALE-* case, or in a multi-call ``rope.cos_sin_calls`` case, as well) or, for outputs that came through
+    call form ``form``, for that form."""
     forms = registry.mutants()
-    return [d for d in spec.current_divergences.values() if case.op in forms.get(d.mutant, {})]
+    ops = {case.op, form} - {None}
+    return [d for d in spec.current_divergences.values() if ops & set(forms.get(d.mutant, {}))]
 
 
 def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[Match]:
@@ -71,7 +74,7 @@ def diagnose(spec: Spec, golden: Golden, outputs: dict[str, np.ndarray], dtype: 
     Considers every divergence whose mutant has a form for the case's operation.
     """
     found = []
-    for d in _candidates(spec, golden.case):
+    for d in _candidates(spec, golden.case, golden.form):
         try:
             m = _match(d, golden, outputs, dtype)
         except Exception:  # noqa: BLE001 - the diagnosis never raises: a mutant that cannot judge does not match
@@ -173,14 +176,47 @@ def mutant_outputs(d, golden: Golden, dtype: str) -> Optional[dict[str, np.ndarr
     """What divergence ``d``'s mutant gives on ``golden``'s case, or None where it has no form
     for that case (or raises there)."""
     try:
-        fn = registry.mutants().get(d.mutant, {}).get(golden.case.op)
-        out = None if fn is None else fn(golden.case.params, golden.inputs, dtype)
+        forms = registry.mutants().get(d.mutant, {})
+        if golden.form in forms:  # the form's own bug: run in the form, converted back
+            out = _through_form(forms[golden.form], golden, dtype)
+        else:
+            fn = forms.get(golden.case.op)
+            out = None if fn is None else fn(golden.case.params, golden.inputs, dtype)
     except Exception:  # noqa: BLE001 - a mutant that cannot run on this case
         return None
     if out is None:
         return None
     arrays = {n: np.asarray(v) for n, v in out.items()}
     return ReferenceOutputs(arrays, out.scales) if isinstance(out, ReferenceOutputs) else arrays
+
+
+def _through_form(fn, golden: Golden, dtype: str) -> Optional[dict]:
+    """A form mutant's outputs on ``golden``'s case put in the form ``golden.form``, in the primary's layout."""
+    f = form_of(golden.form)
+    x = f.to_form(golden.case.params, golden.inputs)
+    if isinstance(x, str):
+        return None
+    out = fn(golden.case.params, x, dtype)
+    if out is None:
+        return None
+
+    def convert(o: dict) -> dict:
+        return f.outputs_to_primary(golden.case.params, x, o, golden.inputs)
+    return ReferenceOutputs(convert(dict(out)), lambda: convert_scales(own_scales(out), convert))
+
+
+def seen_through(goldens, ops) -> list[tuple[Golden, tuple[str, ...]]]:
+    """``(golden, clauses)`` for each of ``goldens`` whose operation is in ``ops``, and for each put through a
+    call form in ``ops`` (``golden.form`` set: a form's mutant runs in the form), with the clauses its test is
+    marked with (the case's, or the form's own: ROPE-CALL-FORM)."""
+    out = []
+    for g in goldens:
+        if g.case.op in ops:
+            out.append((g, tuple(g.case.clauses)))
+        for f in forms_of(g.case.op):
+            if f.op in ops and not isinstance(f.to_form(g.case.params, g.inputs), str):
+                out.append((replace(g, form=f.op), form_clauses(f.op)))
+    return out
 
 
 def separating_case(spec: Spec, a: str, b: str, goldens: list[Golden], dtype: str) -> Optional[str]:

@@ -10,6 +10,7 @@ known divergences that reproduce them (:mod:`posenc.harness.diagnosis`) or what 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import traceback
@@ -29,6 +30,7 @@ from posenc.harness.remote import RemoteFailure
 from posenc.harness.runner import OutputShapeError, compare_outputs, run_case, run_in_form
 from posenc.registry import all_cases
 from posenc.registry.cases import Case
+from posenc.registry.forms import form_clauses
 
 if TYPE_CHECKING:  # the adapter contract, for the annotations only (the harness sits below the adapters)
     from posenc.adapters import Adapter
@@ -449,7 +451,9 @@ def run_and_check(adapter: Adapter, case: Case, dtype: str, device: str, form: O
     g = load_golden(case.id)
     if form is None:
         out = call_adapter(adapter, case, dtype, case.clauses, run_case, adapter, g, dtype, device)
-    else:
-        out = call_adapter(adapter, case, dtype, case.clauses, run_in_form, adapter, g, form, dtype, device)
-    assert_conforms(adapter, g, out, dtype, what=f"through {form}" if form else "")
+        assert_conforms(adapter, g, out, dtype)
+        return out
+    clauses = form_clauses(form)
+    out = call_adapter(adapter, case, dtype, clauses, run_in_form, adapter, g, form, dtype, device)
+    assert_conforms(adapter, dataclasses.replace(g, form=form), out, dtype, what=f"through {form}", clauses=clauses)
     return out

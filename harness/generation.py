@@ -28,6 +28,7 @@ test that runs this engine is the suite's (:mod:`posenc.conformance.generated`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import unittest
 from collections import Counter
@@ -156,6 +157,8 @@ def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str
     bad = [r for r in compare_outputs(g, out, dtype) if not r.ok]
     if not bad:
         return "passed"
+    if form is not None:
+        g = dataclasses.replace(g, form=form)
     matches = diagnose(registry.spec(), g, out, dtype)
     inferred = _infer(g, out, dtype) if not matches else ()
     detail = (f"through {form}: " if form else "") + "\n  ".join(r.message for r in bad)

@@ -141,6 +141,9 @@ class Golden:
     angle_based: bool  # the tolerance's float32 eps floor (angle-based or float32_floor ops)
     #: the accumulation term's scales (only the operations that state one: a LayerNorm's reduction)
     accumulation_scales: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the call form (spec ``form_of``) the outputs judged against it came through, None for the operation's own
+    #: call: the diagnosis then also runs the form's own mutants (DIV-ROPE-LAYOUT-MISREAD), converted back
+    form: Optional[str] = None
 
     def bound(self, name: str, dtype: str) -> np.ndarray:
         """The allowed |error| of output ``name``'s elements at ``dtype`` (all three terms)."""

@@ -20,6 +20,7 @@ import numpy as np
 from typing import TYPE_CHECKING
 
 from posenc import registry
+from posenc.registry.forms import guarded_array
 from posenc.spec.errors import AdapterError, Unsupported, exception_text
 from posenc.spec.shapes import call_suffixes, output_shapes
 from posenc.spec.tolerance import Comparison, compare
@@ -86,16 +87,10 @@ def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, d
     return out
 
 
-#: What the margins of a guarded buffer hold (exact in every dtype): a write there is never a rotation's value
-#: by chance, and a read of it shows (a kernel that reads a neighbouring head gets 1.5e3-sized values).
-SENTINEL = 1536.0
-
-
 @dataclass
 class Guarded:
     """A buffer of the adapter's own arrays around an input it writes in place: the input at the centre
-    (``view``, a strided view: every axis but the first has a neighbour before and after, the last two on
-    each side -- a neighbouring head, token and slice of a wider head), :data:`SENTINEL` around it."""
+    (``view``, a strided view), ``registry.forms.SENTINEL`` around it (:func:`~posenc.registry.forms.guarded_array`)."""
 
     buffer: Any
     view: Any
@@ -123,11 +118,7 @@ class Guarded:
 
 def guarded(adapter: Adapter, a: np.ndarray, dtype: str, device: str) -> Guarded:
     """:class:`Guarded` around ``a`` (a float input the operation writes in place)."""
-    a = np.asarray(a)
-    pads = [(0, 0)] + [(1, 1)] * max(a.ndim - 2, 0) + ([(2, 2)] if a.ndim > 1 else [])
-    buf = np.full([n + lo + hi for n, (lo, hi) in zip(a.shape, pads)], SENTINEL)
-    inner = tuple(slice(lo, lo + n) for n, (lo, _) in zip(a.shape, pads))
-    buf[inner] = a
+    buf, inner = guarded_array(a)
     nb = adapter.from_numpy(buf, dtype, device)
     return Guarded(nb, nb[inner], inner, np.array(adapter.to_numpy(nb), copy=True))
 
@@ -381,7 +372,7 @@ def run_in_form(adapter: Adapter, golden: Golden, form_op: str, dtype: str, devi
     if isinstance(x, str):
         raise Unsupported(f"case {golden.case.id} has no {form_op} form: {x}")
     out = run_op(adapter, form_op, golden.case.params, x, dtype, device)
-    return f.outputs_to_primary(golden.case.params, x, out)
+    return f.outputs_to_primary(golden.case.params, x, out, golden.inputs)
 
 
 @dataclass(frozen=True)

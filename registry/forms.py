@@ -21,8 +21,9 @@ class CallForm:
     """Form operation ``op`` of ``primary``.  ``to_form(params, primary_inputs)``: the form's inputs, or a
     string saying why the case cannot be put in this form (positions that are not ``offset + t`` in some
     row: never by looping); ``to_primary(params, form_inputs)``: the primary's inputs (always possible);
-    ``outputs_to_primary(params, form_inputs, form_outputs)`` / ``outputs_to_form(params, primary_inputs,
-    primary_outputs)``: the outputs (and, element for element, the error scales) between the two layouts."""
+    ``outputs_to_primary(params, form_inputs, form_outputs, primary_inputs)`` / ``outputs_to_form(params,
+    primary_inputs, primary_outputs)``: the outputs (and, element for element, the error scales) between the two
+    layouts (the primary's inputs give the rows a form of tokens does not keep)."""
 
     op: str
     primary: str
@@ -37,8 +38,32 @@ class CallForm:
 
 CALL_FORMS: dict[str, CallForm] = {}
 
+#: What the margins of a guarded buffer hold (exact in every dtype): a write there is never a rotation's value
+#: by chance, and a read of it shows (a kernel that reads a neighbouring head gets 1.5e3-sized values).
+SENTINEL = 1536.0
 
-def _same(params, inputs: dict, outputs: dict) -> dict:
+
+def guarded_array(a: np.ndarray) -> tuple[np.ndarray, tuple]:
+    """``(buffer, inner)``: ``a`` at ``buffer[inner]``, :data:`SENTINEL` around it -- every axis but the first
+    has a neighbour before and after, the last two on each side (a neighbouring head, token and slice of a
+    wider head).  The layout the kit hands strided and in-place inputs in (``harness.runner.guarded``)."""
+    a = np.asarray(a)
+    pads = [(0, 0)] + [(1, 1)] * max(a.ndim - 2, 0) + ([(2, 2)] if a.ndim > 1 else [])
+    buf = np.full([n + lo + hi for n, (lo, hi) in zip(a.shape, pads)], SENTINEL)
+    inner = tuple(slice(lo, lo + n) for n, (lo, _) in zip(a.shape, pads))
+    buf[inner] = a
+    return buf, inner
+
+
+def storage_read_as_contiguous(a: np.ndarray) -> np.ndarray:
+    """What a kernel that ignores strides reads for ``a`` handed as :func:`guarded_array`'s view: ``a.size``
+    consecutive elements of the buffer from the view's first element, in ``a``'s shape."""
+    buf, inner = guarded_array(a)
+    start = int(np.ravel_multi_index(tuple(s.start for s in inner), buf.shape)) if buf.size else 0
+    return buf.reshape(-1)[start:start + np.size(a)].reshape(np.shape(a))
+
+
+def _same(params, inputs: dict, outputs: dict, primary: Optional[dict] = None) -> dict:
     return dict(outputs)
 
 
@@ -60,10 +85,7 @@ def _register_reference(form: CallForm) -> None:
 
     def scales(p, x):
         xp = form.to_primary(p, x)
-        sc = REFERENCES[form.primary].scales(p, xp)
-        terms = [form.outputs_to_form(p, xp, {n: v[i] for n, v in sc.items() if len(v) > i})
-                 for i in range(max((len(v) for v in sc.values()), default=0))]
-        return {n: tuple(t[n] for t in terms if n in t) for n in sc}
+        return convert_scales(REFERENCES[form.primary].scales(p, xp), lambda o: form.outputs_to_form(p, xp, o))
     def state(p):  # the primary's prepared state (dynamic NTK's grow policy), where it keeps one
         st = REFERENCES[form.primary].state
         return None if st is None else st(p)
@@ -75,9 +97,27 @@ def _register_reference(form: CallForm) -> None:
     REFERENCES[form.op] = Reference(form.op, fn_state, scales, state)
 
 
+def convert_scales(sc: dict, convert: Callable[[dict], dict]) -> dict:
+    """A reference's ``{output: (dtype_scale, angle_scale[, accumulation_scale])}`` with each term's
+    ``{output: scale}`` put through ``convert`` (an output conversion between a form and its primary)."""
+    terms = [convert({n: v[i] for n, v in sc.items() if len(v) > i}) for i in range(max((len(v) for v in sc.values()), default=0))]
+    return {n: tuple(t[n] for t in terms if n in t) for n in sc}
+
+
 def form_of(op: str) -> Optional[CallForm]:
     """The call form ``op`` is, or None for a primary operation."""
     return CALL_FORMS.get(op)
+
+
+def form_clauses(op: str) -> tuple[str, ...]:
+    """The clauses of call form ``op`` that its primary does not serve (ROPE-CALL-FORM): what a test of the form
+    checks beyond the primary's own tests, and what its undiagnosed failures are counted under."""
+    from posenc.registry import operation
+    f = form_of(op)
+    if f is None:
+        return ()
+    primary = set(operation(f.primary).clauses)
+    return tuple(c for c in operation(op).clauses if c not in primary)
 
 
 def forms_of(primary: str) -> list[CallForm]:

@@ -263,10 +263,14 @@ def load_spec(directory: Optional[Path] = None) -> Spec:
                 if primary is None or primary.form_of is not None:
                     raise SpecError(f"{files_of[fam_name]}: operations.{j}.form_of: {o.form_of!r} is not a primary "
                                     f"operation of family {fam_name} (a call form is of its own family's operation)")
-                if set(o.clauses) - set(primary.clauses):
-                    raise SpecError(f"{files_of[fam_name]}: operations.{j}.clauses: "
-                                    f"{sorted(set(o.clauses) - set(primary.clauses))} are not {o.form_of}'s: a call form "
-                                    "serves its operation's clauses")
+                # beyond the primary's clauses, only a clause of the call forms alone (ROPE-CALL-FORM): one no
+                # primary operation serves
+                primaries = {c for x in fam.operations if x.form_of is None for c in x.clauses}
+                extra = sorted(set(o.clauses) - set(primary.clauses))
+                if set(extra) & primaries:
+                    raise SpecError(f"{files_of[fam_name]}: operations.{j}.clauses: {sorted(set(extra) & primaries)} "
+                                    f"are not {o.form_of}'s: a call form serves its operation's clauses (and those of "
+                                    "the call forms alone)")
         _check_superseded(files_of[fam_name], fam, spec)
     from .ranges import check_parameters
     check_parameters(spec, files_of)

@@ -13,7 +13,7 @@ from posenc.spec.document import Operation
 
 HERE = Path(__file__).resolve().parent
 BROKEN = HERE / "broken_form_adapters.py"
-FORMS = ("row_offsets", "int32", "token_major", "packed", "strided", "inplace")
+FORMS = ("offset", "row_offsets", "int32", "tokens", "token_major", "packed", "strided", "inplace")
 
 
 def _outcomes(r) -> dict:
@@ -25,7 +25,7 @@ def _outcomes(r) -> dict:
 def test_the_ports_pass_every_form(run_suite, adapter, isolation):
     r = run_suite(adapter, "-k", "golden_form", "--dtype", "float32,bfloat16", "--posenc-isolation", isolation)
     out = r.stdout.str()
-    assert r.ret == 0 and set(_outcomes(r)) == {"passed"} and _outcomes(r)["passed"] >= 2 * 6 * 20, out[-3000:]
+    assert r.ret == 0 and set(_outcomes(r)) == {"passed"} and _outcomes(r)["passed"] >= 2 * 8 * 20, out[-3000:]
 
 
 def test_every_form_is_collected_and_only_for_cases_it_can_express(pytester):
@@ -41,12 +41,12 @@ def test_every_form_is_collected_and_only_for_cases_it_can_express(pytester):
 
 @pytest.mark.parametrize("adapter, form, words", [
     ("IgnoresOffsets", "row_offsets", "    DIV-ROPE-ARANGE-POSITIONS (violates"),
-    ("ReadsAsHeadMajor", "token_major", "fails case"),
+    ("ReadsAsHeadMajor", "token_major", "    DIV-ROPE-LAYOUT-MISREAD (violates ROPE-CALL-FORM"),
     ("Int32ReadAsInt16", "int32", "positions are the specified ones -65536"),
-    ("PackedNoRestart", "packed", "positions are off by a constant per row"),
+    ("PackedNoRestart", "packed", "    DIV-ROPE-PACKED-NO-RESTART (violates ROPE-CALL-FORM"),
     ("WritesNextHead", "inplace", "element(s) outside its in-place output 'q'"),
     ("InplaceOnACopy", "inplace", "q and k are returned unrotated"),
-    ("ReadsStorageAsContiguous", "strided", "fails case"),
+    ("ReadsStorageAsContiguous", "strided", "    DIV-ROPE-STRIDES-IGNORED (violates ROPE-CALL-FORM"),
 ])
 def test_each_form_catches_its_broken_adapter(run_suite, adapter, form, words):
     r = run_suite(f"{BROKEN}:{adapter}", "-k", f"golden_form and {form}", "--dtype", "float32")
@@ -60,7 +60,7 @@ def test_each_form_catches_its_broken_adapter(run_suite, adapter, form, words):
 def test_a_form_the_adapter_does_not_declare_is_unsupported_never_called(run_suite):
     r = run_suite("jax", "-k", "golden_form and rope-tiny-half", "--dtype", "float32")
     out = r.stdout.str()
-    assert "does not serve call form rope.apply_row_offsets" in out and "failed" not in _outcomes(r), out[-3000:]
+    assert "does not serve call form rope.apply_inplace" in out and "failed" not in _outcomes(r), out[-3000:]
 
 
 @pytest.mark.parametrize("bad, words", [
@@ -78,3 +78,15 @@ def test_a_malformed_form_declaration_is_refused(bad, words):
                          {"name": "k", "kind": "float", "shape": "[B, H, T, D]"}], clauses=["ROPE-ANGLE"])
     with pytest.raises(ValueError, match=words):
         Operation(**{**base, **bad})
+
+
+def test_the_worked_example_passes_through_the_forms_it_declares(run_suite):
+    """docs/example_forms_adapter.py (the README's worked example of call_forms): its goldens pass through
+    tokens and packed, the forms it does not declare are unsupported, never failed."""
+    example = HERE.parent / "docs" / "example_forms_adapter.py"
+    r = run_suite(str(example), "-k", "rope-tiny-half or rope-llama3-8b", "--dtype", "float32", "-vv")
+    out = r.stdout.str()
+    assert r.ret == 0 and "failed" not in _outcomes(r), out[-3000:]
+    for form in ("tokens", "packed"):
+        assert f"rope-llama3-8b~{form}@ROPE-CALL-FORM] PASSED" in out, out[-3000:]
+    assert "does not serve call form rope.apply_strided" in out

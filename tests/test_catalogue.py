@@ -14,8 +14,9 @@ from posenc.adapters import Unsupported
 from posenc.adapters.reference_adapter import MutantAdapter
 from posenc.harness import golden
 from posenc.harness.generation import drawn_examples, example_golden
-from posenc.harness.diagnosis import caught_outputs, diagnose
-from posenc.harness.runner import compare_outputs, run_case
+from posenc.harness.diagnosis import caught_outputs, diagnose, seen_through
+from posenc.harness.runner import compare_outputs, run_case, run_in_form
+from posenc.registry.forms import form_of
 
 from posenc.spec.errors import AdapterError
 from posenc import registry
@@ -47,11 +48,11 @@ def test_golden_catches_and_names(div_id, dtype):
     adapter = MutantAdapter(div_id)
     ops = set(registry.mutants()[d.mutant])
     caught, named = [], []
-    for g in _goldens():
-        if g.case.op not in ops or dtype not in adapter.dtypes:
+    for g, _ in seen_through(_goldens(), ops):  # a form's mutant: the goldens put through the form
+        if dtype not in adapter.dtypes:
             continue
         try:
-            out = run_case(adapter, g, dtype, "cpu")
+            out = run_case(adapter, g, dtype, "cpu") if g.form is None else run_in_form(adapter, g, g.form, dtype, "cpu")
         except Unsupported:
             continue
         except AdapterError:  # a mutant form of another shape for this case: not a value verdict
@@ -98,11 +99,12 @@ def test_generated_cases_catch(div_id, dtype):
     if d.mutant in ONLY_OUT_OF_RANGE:
         pytest.skip(f"{d.mutant}: observable out of range only, where the reference raises (the row_range check)")
     gens = families.generators()
-    ops = [op for op in registry.mutants()[d.mutant] if op in gens]
-    assert ops, f"{div_id}: none of its operations {sorted(registry.mutants()[d.mutant])} has a generator"
+    mops = registry.mutants()[d.mutant]
+    ops = sorted({op for op in mops if op in gens} | {f.primary for op in mops if (f := form_of(op)) and f.primary in gens})
+    assert ops, f"{div_id}: none of its operations {sorted(mops)} has a generator (nor is a call form of one that has)"
     for op in ops:
-        for k, g in enumerate(_examples(op, dtype)):
-            if _caught_on(d, g, dtype):
+        for k, (g, _) in enumerate(seen_through(_examples(op, dtype), mops)):
+            if caught_outputs(d, g, dtype) is not None:
                 print(f"{div_id} at {dtype}: caught by generated example #{k} of {op}")
                 return
     pytest.fail(f"{div_id} ({d.mutant}) is never caught at {dtype} by the first {EXAMPLES} generated cases of {ops}")

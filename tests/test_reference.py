@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from posenc.harness import golden
 from posenc.registry import all_cases, cases_by_id as by_id
+from posenc.harness.diagnosis import caught_outputs, seen_through
 from posenc.harness.runner import compare_outputs
 from posenc.reference import learned, position_ids, rope, sinusoidal
 from posenc.spec import load_spec
@@ -650,17 +651,6 @@ def _goldens():
 ONLY_OUT_OF_RANGE = {"lookup_clamped", "lookup_take_unchecked"}
 
 
-def _caught(g, name, dtype) -> bool:
-    try:
-        out = registry.run_mutant(name, g.case.op, g.case.params, g.inputs, dtype)
-    except Exception:  # a mutant that raises where the reference does not is not "an output"
-        return False
-    if out is None:
-        return False
-    cmp = compare_outputs(g, {k: np.asarray(v) for k, v in out.items()}, dtype)
-    return not all(c.ok for c in cmp)
-
-
 def test_every_divergence_has_a_mutant_with_ops():
     for d in SPEC.divergences.values():
         if d.level == "model":  # a model-level rule, not an operation's mutant
@@ -680,12 +670,12 @@ def test_mutant_caught_by_a_golden_case(div_id, dtype):
         pytest.skip(f"{div_id} is declared observable at {', '.join(d.dtypes)} only")
     if d.mutant in ONLY_OUT_OF_RANGE:
         pytest.skip(f"{d.mutant} is only observable on out-of-range rows; see test_lookup_clamped_*")
-    supported = [g for g in _goldens() if g.case.op in registry.mutants()[d.mutant]]
+    supported = seen_through(_goldens(), registry.mutants()[d.mutant])
     assert supported, f"{div_id}: no golden case has an op the mutant {d.mutant} supports"
     missing = []
     for clause in d.violates:
-        tagged = [g for g in supported if clause in g.case.clauses]
-        if not any(_caught(g, d.mutant, dtype) for g in tagged):
+        tagged = [g for g, clauses in supported if clause in clauses]
+        if not any(caught_outputs(d, g, dtype) is not None for g in tagged):
             missing.append(clause)
     assert not missing, (f"{div_id} ({d.mutant}) is not caught at {dtype} by any golden case tagged "
                          f"with {missing}")

@@ -86,6 +86,13 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
                                           **{k: c[k] for k in ("passed", "failed", "diverges", "unsupported")},
                                           "divergences": sorted(divs[(dtype, clause)])}
         total = Counter(r["outcome"] for r in rep["results"])
+        forms: dict = defaultdict(Counter)  # call form -> its goldens' outcomes, every dtype (ROPE-CALL-FORM)
+        form_divs: dict = defaultdict(set)
+        for r in rep["results"]:
+            form = str(r.get("case") or "").partition("~")[2]
+            if form:
+                forms[form][r["outcome"]] += 1
+                form_divs[form] |= {r["divergence"]} if r["divergence"] else set()
         adapters.append({
             "adapter": name, "framework": rep["framework"],
             "versions": {k: version_label(v) for k, v in rep["versions"].items()},
@@ -96,6 +103,8 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
             "divergences": sorted({(r["test_id"], r["divergence"]) for r in rep["results"] if r["divergence"]}),
             "failures": sorted(r["test_id"] for r in rep["results"] if r["outcome"] in ("failed", "error")),
             "unsupported_reasons": sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])),
+            "call_forms": {f: {"verdict": _cell(c, form_divs[f]), **{k: c[k] for k in ("passed", "failed", "diverges", "unsupported")}}
+                           for f, c in sorted(forms.items())},
         })
     return {
         "spec_version": SPEC_VERSION,
@@ -138,6 +147,15 @@ def markdown(m: dict) -> str:
                   "|---|" + "---|" * len(names)]
         for clause, row in m["cells"][dtype].items():
             lines.append(f"| {clause} | " + " | ".join(row[n]["verdict"] if n in row else "." for n in names) + " |")
+    forms = sorted({f for a in m["adapters"] for f in a.get("call_forms", {})})
+    if forms:
+        lines += ["", "## Call forms", "", "Each golden of an operation run through each call form the adapter declares "
+                  "(`call_forms`; spec `form_of`, clause ROPE-CALL-FORM), every dtype together; a form it does not "
+                  "declare is `unsupported`.", "", "| form | " + " | ".join(f"`{n}`" for n in names) + " |",
+                  "|---|" + "---|" * len(names)]
+        for f in forms:
+            lines.append(f"| {f} | " + " | ".join(a.get("call_forms", {}).get(f, {}).get("verdict", ".")
+                                                for a in m["adapters"]) + " |")
     lines += ["", "## Recorded divergences", ""]
     any_div = False
     for a in m["adapters"]:

@@ -108,6 +108,16 @@ class JaxRope:
         """rope.apply_row_offsets: row b's positions ``offsets[b] + t``."""
         return self.apply(q, k, offsets[:, None] + jnp.arange(q.shape[2], dtype=offsets.dtype))
 
+    def apply_offset(self, q, k, offset: int):
+        """rope.apply_offset: every row at positions ``offset + t``."""
+        pos = offset + jnp.arange(q.shape[2], dtype=jnp.int64)
+        return self.apply(q, k, jnp.broadcast_to(pos, (q.shape[0], q.shape[2])))
+
+    def apply_tokens(self, q, k, positions):
+        """rope.apply_tokens: q, k ``[N, H, D]``, token n at ``positions[n]``."""
+        yq, yk = self.apply(jnp.swapaxes(q, 0, 1)[None], jnp.swapaxes(k, 0, 1)[None], positions[None])
+        return jnp.swapaxes(yq[0], 0, 1), jnp.swapaxes(yk[0], 0, 1)
+
     def apply_token_major(self, q, k, position_ids):
         """rope.apply_token_major: q, k ``[B, T, H, D]``."""
         yq, yk = self.apply(jnp.swapaxes(q, 1, 2), jnp.swapaxes(k, 1, 2), position_ids)

@@ -96,6 +96,16 @@ class TFRope:
         t = tf.range(tf.shape(q)[2], dtype=offsets.dtype)
         return self.apply(q, k, offsets[:, None] + t[None])
 
+    def apply_offset(self, q, k, offset: int):
+        """rope.apply_offset: every row at positions ``offset + t``."""
+        pos = offset + tf.range(tf.shape(q)[2], dtype=tf.int64)
+        return self.apply(q, k, tf.broadcast_to(pos[None], [tf.shape(q)[0], tf.shape(q)[2]]))
+
+    def apply_tokens(self, q, k, positions):
+        """rope.apply_tokens: q, k ``[N, H, D]``, token n at ``positions[n]``."""
+        yq, yk = self.apply(tf.transpose(q, [1, 0, 2])[None], tf.transpose(k, [1, 0, 2])[None], positions[None])
+        return tf.transpose(yq[0], [1, 0, 2]), tf.transpose(yk[0], [1, 0, 2])
+
     def apply_token_major(self, q, k, position_ids):
         """rope.apply_token_major: q, k ``[B, T, H, D]``."""
         yq, yk = self.apply(tf.transpose(q, [0, 2, 1, 3]), tf.transpose(k, [0, 2, 1, 3]), position_ids)

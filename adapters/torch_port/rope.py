@@ -67,6 +67,16 @@ class TorchRope:
         t = torch.arange(q.shape[2], device=offsets.device, dtype=offsets.dtype)
         return self.apply(q, k, offsets[:, None] + t)
 
+    def apply_offset(self, q, k, offset: int):
+        """rope.apply_offset: every row at positions ``offset + t``."""
+        pos = offset + torch.arange(q.shape[2], device=q.device, dtype=torch.int64)
+        return self.apply(q, k, pos.expand(q.shape[0], -1))
+
+    def apply_tokens(self, q, k, positions):
+        """rope.apply_tokens: q, k ``[N, H, D]``, token n at ``positions[n]``."""
+        q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], positions[None])
+        return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
+
     def apply_packed(self, q, k, cu_seqlens, offsets):
         """rope.apply_packed: q, k ``[N, H, D]``; document d is tokens ``cu_seqlens[d] .. cu_seqlens[d + 1]`` at
         positions ``offsets[d] + t``."""
