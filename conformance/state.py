@@ -47,7 +47,8 @@ def check_adapter_attributes(adapter: Adapter) -> None:
     try:
         checks = {"name": adapter.name, "framework": adapter.framework, "devices": tuple(adapter.devices),
                   "dtypes": tuple(adapter.dtypes), "notes": adapter.notes,
-                  "generated_examples": getattr(adapter, "generated_examples", None)}
+                  "generated_examples": getattr(adapter, "generated_examples", None),
+                  "call_forms": getattr(adapter, "call_forms", ()) or ()}
         adapter.device_available("cpu")
     except BaseException as e:  # noqa: BLE001
         if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
@@ -60,6 +61,21 @@ def check_adapter_attributes(adapter: Adapter) -> None:
     ge = checks["generated_examples"]
     if ge is not None and (isinstance(ge, bool) or not isinstance(ge, int)):
         raise UsageError(f"adapter {checks['name']!r}: generated_examples must be an integer, got {ge!r}")
+    _check_call_forms(checks["name"], checks["call_forms"])
+
+
+def _check_call_forms(name: str, forms) -> None:
+    """``call_forms`` names call form operations (spec ``form_of``): a typo or a primary operation is a usage
+    error naming the known forms, never a form silently left unchecked."""
+    from posenc import registry
+    from posenc.spec.errors import UsageError
+    if isinstance(forms, str) or not all(isinstance(f, str) for f in forms):
+        raise UsageError(f"adapter {name!r}: call_forms must be a tuple of operation names, got {forms!r}")
+    known = sorted(o.name for o in registry.spec().operations.values() if o.form_of is not None)
+    bad = [f for f in forms if f not in known]
+    if bad:
+        raise UsageError(f"adapter {name!r}: call_forms {', '.join(map(repr, bad))}: not a call form (spec form_of); "
+                         f"known: {', '.join(known)}")
 
 def check_report_path(config) -> None:
     """``--report-json PATH`` must be writable: checked before the run, not after it."""

@@ -466,6 +466,8 @@ def run_op_unshaped(adapter: Adapter, op: str, params, inputs: dict[str, np.ndar
     check_inputs(op)
     for n, g in guards.items():
         g.check(adapter, op, n, written=n in decl.writes)
+        if n in decl.writes:  # what the buffer holds, not the view object handed (a kernel may rebind that: q.set_(...))
+            raw[n] = (g.buffer[g.inner], raw[n][1])
     out = {}
     for name, (val, kind) in raw.items():
         if kind == "scalar":

@@ -102,3 +102,17 @@ class ReadsStorageAsContiguous(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _ReadsStorageAsContiguous(params, DTYPES[dtype], device)
+
+
+class _InplaceRebinds(TorchRope):
+    def apply_(self, q, k, position_ids):  # rebinds the tensors it was handed: the caller's buffer never changes
+        q2, k2 = self.apply(q, k, position_ids)
+        q.set_(q2)
+        k.data = k2
+
+
+class InplaceRebinds(TorchAdapter):
+    name = "broken-inplace-rebinds"
+
+    def rope(self, params, *, dtype, device):
+        return _InplaceRebinds(params, DTYPES[dtype], device)

@@ -46,6 +46,7 @@ def test_every_form_is_collected_and_only_for_cases_it_can_express(pytester):
     ("PackedNoRestart", "packed", "    DIV-ROPE-PACKED-NO-RESTART (violates ROPE-CALL-FORM"),
     ("WritesNextHead", "inplace", "element(s) outside its in-place output 'q'"),
     ("InplaceOnACopy", "inplace", "q and k are returned unrotated"),
+    ("InplaceRebinds", "inplace", "q and k are returned unrotated"),
     ("ReadsStorageAsContiguous", "strided", "    DIV-ROPE-STRIDES-IGNORED (violates ROPE-CALL-FORM"),
 ])
 def test_each_form_catches_its_broken_adapter(run_suite, adapter, form, words):
@@ -90,3 +91,15 @@ def test_the_worked_example_passes_through_the_forms_it_declares(run_suite):
     for form in ("tokens", "packed"):
         assert f"rope-llama3-8b~{form}@ROPE-CALL-FORM] PASSED" in out, out[-3000:]
     assert "does not serve call form rope.apply_strided" in out
+
+
+def test_a_call_form_that_is_not_one_is_a_usage_error(pytester, run_suite):
+    """A typo in call_forms (or a primary operation) would leave a form silently unchecked: refused, naming
+    the known forms."""
+    f = pytester.path / "typo_adapter.py"
+    f.write_text("from posenc.adapters.torch_adapter import TorchAdapter\n\n"
+                 "class Typo(TorchAdapter):\n    name = 'typo'\n    call_forms = ('rope.apply_packd', 'rope.apply')\n\n"
+                 "ADAPTER = Typo\n")
+    r = run_suite(str(f), "-k", "rope-tiny-half", "--dtype", "float32")
+    err = r.stderr.str() + r.stdout.str()
+    assert r.ret != 0 and "call_forms 'rope.apply_packd', 'rope.apply': not a call form" in err, err[-2000:]
