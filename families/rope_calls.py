@@ -44,9 +44,7 @@ def _tokens_primary(p, x):
 
 def _tokens_to_rows(p, x, out: dict, primary=None) -> dict:
     """[N, H, D] outputs as the rows [B, H, T, D] of the primary's inputs (one row where none are given)."""
-    b, t = np.shape(primary["position_ids"]) if primary is not None else (1, -1)
-    return {n: (np.swapaxes(np.reshape(v, (b, t, *np.shape(v)[1:])), 1, 2) if n in ("q", "k") and np.ndim(v) == 3 else v)
-            for n, v in out.items()}
+    return _unpack(out, np.shape(primary["position_ids"])[0] if primary is not None else 1)
 
 
 @call_form("rope.apply_tokens", "rope.apply", to_primary=_tokens_primary, outputs_to_primary=_tokens_to_rows,
@@ -102,24 +100,13 @@ def _packed_primary(p, x):
     lengths = np.diff(cu)
     if lengths.size == 0 or (lengths != lengths[0]).any():
         raise ValueError(f"cu_seqlens {cu.tolist()}: documents of equal length only (the kit's conversion of rows)")
-    b, t = lengths.size, int(lengths[0])
-
-    def rows(v):
-        v = np.asarray(v)
-        return np.swapaxes(v.reshape(b, t, *v.shape[1:]), 1, 2)
-    pid = np.asarray(x["offsets"], np.int64)[:, None] + np.arange(t, dtype=np.int64)
-    return {"q": rows(x["q"]), "k": rows(x["k"]), "position_ids": pid}
-
-
-def _unpack(p, x, out: dict, primary=None) -> dict:
-    """[N, H, D] outputs as rows [B, H, T, D] of the packed inputs ``x``'s documents (equal, in row order)."""
-    b = np.asarray(x["cu_seqlens"]).size - 1
-    return {n: (np.swapaxes(v.reshape(b, -1, *v.shape[1:]), 1, 2) if n in ("q", "k") and np.ndim(v) == 3 else v)
-            for n, v in out.items()}
+    pid = np.asarray(x["offsets"], np.int64)[:, None] + np.arange(int(lengths[0]), dtype=np.int64)
+    return {**_unpack({"q": x["q"], "k": x["k"]}, lengths.size), "position_ids": pid}
 
 
 @call_form("rope.apply_packed", "rope.apply", to_primary=_packed_primary, reads=("position_ids",),
-           outputs_to_primary=_unpack, outputs_to_form=lambda p, x, out: _pack(out))
+           outputs_to_primary=lambda p, x, out, primary=None: _unpack(out, np.size(x["cu_seqlens"]) - 1),
+           outputs_to_form=lambda p, x, out: _pack(out))
 def rope_apply_packed(p, x):
     """rope.apply's rows as documents of one packed buffer (flash-attn varlen, vLLM, SGLang): each row of
     consecutive positions is a document at its offset, its tokens in order."""
@@ -136,6 +123,12 @@ def rope_apply_packed(p, x):
 def _pack(out: dict) -> dict:
     """Rows [B, H, T, D] as a packed buffer [B * T, H, D] (scalars as they are)."""
     return {n: (np.swapaxes(v, 1, 2).reshape(-1, v.shape[1], v.shape[3]) if n in ("q", "k") and np.ndim(v) == 4 else v)
+            for n, v in out.items()}
+
+
+def _unpack(out: dict, b: int) -> dict:
+    """A packed buffer [B * T, H, D] as ``b`` rows [B, H, T, D] (:func:`_pack`'s inverse; scalars as they are)."""
+    return {n: (np.swapaxes(np.reshape(v, (b, -1, *np.shape(v)[1:])), 1, 2) if n in ("q", "k") and np.ndim(v) == 3 else v)
             for n, v in out.items()}
 
 

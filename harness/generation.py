@@ -125,7 +125,7 @@ def example_form(adapter: Adapter, g, seed: int) -> Optional[str]:
     the primary (None) -- the examples are shared across the forms, never multiplied."""
     from posenc.registry.forms import forms_of
     served = set(getattr(adapter, "call_forms", ()) or ())
-    forms = [f.op for f in forms_of(g.case.op) if f.op in served and not isinstance(f.to_form(g.case.params, g.inputs), str)]
+    forms = [f.op for f in forms_of(g.case.op) if f.op in served and f.why_not(g.case.params, g.inputs) is None]
     return ([None] + forms)[seed % (len(forms) + 1)]
 
 

@@ -101,9 +101,9 @@ class Guarded:
         """:class:`AdapterError` naming the elements written outside the view (what a kernel that writes
         into the next head does, SGLang issue 35096), or anywhere where the input is only read."""
         now = np.asarray(adapter.to_numpy(self.buffer))
-        if not written and changed_mask(now[self.inner], self.snapshot[self.inner]).any():
-            _modified(adapter, op, name, int(changed_mask(now[self.inner], self.snapshot[self.inner]).sum()),
-                      int(np.prod(now[self.inner].shape)))
+        changed = 0 if written else changed_elements(now[self.inner], self.snapshot[self.inner])
+        if changed:
+            _modified(adapter, op, name, changed, int(np.prod(now[self.inner].shape)))
         outside = np.ones(self.snapshot.shape, bool)
         outside[self.inner] = False
         wrote = outside & (changed_mask(now, self.snapshot))

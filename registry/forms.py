@@ -35,6 +35,12 @@ class CallForm:
     #: can be put in the form: a q of 2 MB is not materialised for it)
     reads: tuple[str, ...] = ()
 
+    def why_not(self, params, inputs: dict) -> Optional[str]:
+        """Why a case of the primary with ``inputs`` has no such form, or None where it has one: ``to_form`` on
+        the inputs it ``reads`` only (the others None: deciding materialises no packed copy of q and k)."""
+        got = self.to_form(params, {n: (v if n in self.reads else None) for n, v in inputs.items()})
+        return got if isinstance(got, str) else None
+
 
 CALL_FORMS: dict[str, CallForm] = {}
 
