@@ -194,6 +194,10 @@ class PositiveRotationRope:
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
+        if name.startswith("apply") and hasattr(self._op, name):  # rope.apply's call forms rotate as apply does
+            def one_way(*args, **kwargs):
+                raise Unsupported(_one_way(self._library))
+            return one_way
         return getattr(self._op, name)  # a missing inv_freq / cos_sin stays missing (unsupported)
 
 

@@ -251,9 +251,28 @@ class MutantAdapter(ReferenceAdapter):
         self.name = f"mutant-{d.id.lower()}"
 
     def replays(self, op):
-        return op in registry.mutants().get(self.mutant, {})
+        return self._mutant(op) is not None
+
+    def _mutant(self, op):
+        """``fn(params, inputs, dtype)`` of the mutant for ``op``: its own form, else, for a call form of an
+        operation the mutant has a form of, the primary's run on the inputs put back in the primary (the
+        bug a kernel has whatever its calling convention)."""
+        forms = registry.mutants().get(self.mutant, {})
+        if op in forms:
+            return forms[op]
+        from posenc.registry.forms import form_of
+        f = form_of(op)
+        prim = forms.get(f.primary) if f is not None else None
+        if prim is None:
+            return None
+
+        def through(params, inputs, dtype):
+            xp = f.to_primary(params, inputs)
+            out = prim(params, xp, dtype)
+            return None if out is None else f.outputs_to_form(params, xp, dict(out))
+        return through
 
     def compute(self, op, params, inputs, dtype, state=None):
-        fn = registry.mutants().get(self.mutant, {}).get(op)
+        fn = self._mutant(op)
         out = None if fn is None else fn(params, inputs, dtype)
         return super().compute(op, params, inputs, dtype, state) if out is None else out

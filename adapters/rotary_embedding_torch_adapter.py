@@ -127,11 +127,39 @@ class _LucidrainsRope:
             out.append(torch.cat(rows, dim=0))
         return tuple(out)
 
+    @torch.no_grad()
+    def apply_offset(self, q, k, offset):
+        """rope.apply_offset: ``rotate_queries_or_keys(x, seq_dim=-2, offset=offset)`` on the whole batch, the
+        library's own call (a cache length; no loop over rows)."""
+        if self.p.pairing != "interleaved":
+            return self.apply(q, k, None)  # its Unsupported, with the reason
+        scale = None if self.af is None else float(self.af)
+        return tuple(self.rotary.rotate_queries_or_keys(x, seq_dim=-2, offset=int(offset), scale=scale) for x in (q, k))
+
+    @torch.no_grad()
+    def apply_token_major(self, q, k, position_ids):
+        """rope.apply_token_major: ``rotate_queries_or_keys(x, seq_dim=-3, offset=o)`` on ``[B, T, H, D]`` per row
+        (the library broadcasts its angles over the heads for ``seq_dim=-3``)."""
+        if self.p.pairing != "interleaved":
+            return self.apply(q, k, position_ids)
+        ar = torch.arange(position_ids.shape[-1], device=position_ids.device)
+        offsets = position_ids[:, :1]
+        if not torch.equal(position_ids, offsets + ar):
+            raise Unsupported("position_ids that are not offset + arange(T) per row: rotate_queries_or_keys takes "
+                              f"only a sequence offset (got {position_ids.tolist()})")
+        scale = None if self.af is None else float(self.af)
+        return tuple(torch.cat([self.rotary.rotate_queries_or_keys(x[b:b + 1], seq_dim=-3, offset=int(offsets[b, 0]),
+                                                                   scale=scale) for b in range(x.shape[0])], dim=0)
+                     for x in (q, k))
+
 
 class RotaryEmbeddingTorchAdapter(Adapter):
     """rotary-embedding-torch 0.9.1's ``RotaryEmbedding`` (see the module docstring)."""
 
     name = "rotary-embedding-torch"
+    #: rope.apply as one ``offset`` for the batch (``rotate_queries_or_keys(offset=...)``), with int32 positions,
+    #: and on ``[B, T, H, D]`` (``seq_dim=-3``)
+    call_forms = ("rope.apply_offset", "rope.apply_int32", "rope.apply_token_major")
     framework = "torch"
     devices = ("cpu", "cuda")
     notes = ("rotary-embedding-torch 0.9.1: float32 freqs; rotate_queries_or_keys builds positions in the "

@@ -147,11 +147,22 @@ class _TorchtuneRope:
         self._grow(position_ids)
         return tuple(self.m(x.transpose(1, 2), input_pos=position_ids).transpose(1, 2) for x in (q, k))
 
+    @torch.no_grad()
+    def apply_token_major(self, q, k, position_ids):
+        """rope.apply_token_major: the module's forward on q, k ``[b, s, n_h, h_d]`` with ``input_pos``, as a
+        torchtune attention layer calls it."""
+        if not self.apply_pairing:
+            return self.apply(q, k, position_ids)  # its Unsupported, with the reason
+        self._grow(position_ids)
+        return tuple(self.m(x, input_pos=position_ids) for x in (q, k))
+
 
 class TorchtuneAdapter(Adapter):
     """torchtune 0.6.1's RoPE modules and T5 encoder bias (see the module docstring)."""
 
     name = "torchtune"
+    #: rope.apply with int32 positions (``input_pos`` indexes the cache) and on ``[b, s, n_h, h_d]``, its own layout
+    call_forms = ("rope.apply_int32", "rope.apply_token_major")
     framework = "torch"
     devices = ("cpu", "cuda")
     notes = ("torchtune 0.6.1: float32 theta and cos/sin cache; interleaved modules rotate in float32 "

@@ -10,13 +10,14 @@ family: everything comes from :mod:`posenc.registry`.
 
 from __future__ import annotations
 
+import zlib
 from typing import Callable, Iterable, Optional
 
 import pytest
 
 from posenc import registry
-from posenc.harness.failure import ConformanceFailure, invariant_clauses, rediagnosed
-from posenc.harness.runner import recording
+from posenc.harness.failure import ConformanceFailure, as_form_failure, invariant_clauses, rediagnosed
+from posenc.harness.runner import recording, through_form
 from posenc.registry import all_cases
 from posenc.registry.cases import Case
 
@@ -70,18 +71,47 @@ def build_test(check: registry.Check):
         cases = with_invariant(check.invariant, tuple(check.handlers))
 
     def test(request, adapter, device, dtype, case):
-        with recording() as calls:
+        form = check_form(adapter, case)
+        with recording() as calls, through_form(form):
             try:
                 check.handlers[case.op](request, adapter, device, dtype, case)
                 return
             except ConformanceFailure as e:
                 failure = e
         # raised outside the except block (no chained traceback): diagnosed on the check's own calls
-        raise rediagnosed(failure, case, calls, dtype, adapter) or failure
+        failure = rediagnosed(failure, case, calls, dtype, adapter) or failure
+        if form is not None:
+            failure.msg = f"{failure.msg}\n  (the check's {case.op} calls ran through call form {form}, chosen by the case)"
+            if _passes(check, request, adapter, device, dtype, case):
+                failure = as_form_failure(failure, form, case.op, f"this check on {case.id} called directly")
+        raise failure
 
     test.__name__ = test.__qualname__ = f"test_{check.name}"
     test.__doc__ = check.doc
     return pytest.mark.posenc(pytest.mark.parametrize("case", cases)(test))
+
+
+def _passes(check: registry.Check, request, adapter, device, dtype, case: Case) -> bool:
+    """The check passes on ``case`` with its calls made to the primary operation (no call form): a
+    failure through a form is then the form's own.  The failure path only."""
+    try:
+        check.handlers[case.op](request, adapter, device, dtype, case)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - failing, unsupported or raising: not the form's alone
+        return False
+    return True
+
+
+def check_form(adapter, case: Case):
+    """The call form an oracle-free check of ``case`` runs through: one of the forms of its operation the
+    adapter serves (``call_forms``) that the case can be put in, chosen by the case ID among those and the
+    primary (None) -- the checks are shared across the forms, never multiplied (as generated examples are)."""
+    from posenc.registry.forms import forms_of
+    served = set(getattr(adapter, "call_forms", ()) or ())
+    forms = [f for f in forms_of(case.op) if f.op in served]
+    forms = [f.op for f in forms if f.why_not(case.params, _read_inputs(case, f.reads)) is None]
+    return ([None] + forms)[zlib.crc32(case.id.encode()) % (len(forms) + 1)]
 
 
 def check_tests() -> dict:

@@ -50,7 +50,7 @@ def key_of(item) -> tuple[Optional[str], str, Optional[str]]:
     case = params.get("case")
     case_id = case if isinstance(case, str) else getattr(case, "id", None)
     form = params.get("form")
-    if case_id is not None and isinstance(form, str):  # a call form's test (test_golden_form): the case ~ its form,
+    if case_id is not None and isinstance(form, str):  # a call form's test (test_call_form): the case ~ its form,
         case_id = form_key(case_id, seen_as(form)[1])  # as its test ID says, and the primary's check (golden)
         name = name.removesuffix("_form")
     if case_id is None and callspec is not None:

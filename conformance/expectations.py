@@ -451,6 +451,11 @@ def load(path: Path, spec, versions: dict[str, str]) -> Expectations:
             near = difflib.get_close_matches(e.operation, list(ops), n=1)
             raise ExpectationError(f"{where}.operation: unknown operation {e.operation!r}"
                                    + (f" (did you mean {near[0]!r}?)" if near else f"; known: {', '.join(sorted(ops))}"))
+        form_op = ops.get(e.operation) if e.generated and ops is not None else None
+        if getattr(form_op, "form_of", None):  # generated examples run under the primary's test ID
+            raise ExpectationError(f"{where}.operation: {e.operation} is a call form of {form_op.form_of}, which has no "
+                                   f"generated test of its own: write operation: {form_op.form_of} with forms: "
+                                   f"[{form_op.form}]")
         known, compound_names = _param_names(e.operation) if e.where else (None, set())
         unknown = [k for k, _ in e.where if known is not None and k not in known]
         compound = [k for k, _ in e.where if k in compound_names]

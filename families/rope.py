@@ -575,6 +575,13 @@ add_cases(
     Case("rope-decode-batch", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-ANGLE"), _LLAMA3,
          {"q": Gen((3, 4, 1, 128)), "k": Gen((3, 2, 1, 128)), "position_ids": pos([4096], [17], [65000])},
          "one decode step (T == 1) for three rows at different positions (per-row positions, every row written)"),
+    Case("rope-cache-offset-shared", "rope.apply", ("ROPE-PAIR-HALF", "ROPE-ANGLE"), _LLAMA3,
+         {"q": Gen((3, 4, 4, 128)), "k": Gen((3, 2, 4, 128)), "position_ids": pos(*[range(8190, 8194)] * 3)},
+         "four tokens after a cache of 8190 in every row (one offset: rotary-embedding-torch's and MLX's offset form)"),
+    Case("rope-offset-past-2-20", "rope.apply", ("ROPE-PAIR-INTERLEAVED", "ROPE-ANGLE"), _LLAMA4,
+         {"q": Gen((2, 2, 3, 128)), "k": Gen((2, 1, 3, 128)), "position_ids": pos(*[range(1_500_000, 1_500_003)] * 2)},
+         "three tokens at 1,500,000 in two rows: positions past 2**20 (an int32 kernel keeping 20 bits, a float16 "
+         "position), one offset"),
     Case("rope-cos-sin-calls-decode", "rope.cos_sin_calls", ("ROPE-ANGLE",), _LLAMA3,
          {"position_ids.0": pos(range(5), range(100, 105)), "position_ids.1": pos([5], [105]),
           "position_ids.2": pos([6], [106])},

@@ -95,29 +95,43 @@ def _consecutive(pid: np.ndarray):
 
 
 def _packed_primary(p, x):
-    """A packed buffer of equal documents back as rows [B, H, T, D] (the forms the kit makes are such)."""
+    """A packed buffer's documents as one row ``[1, H, N, D]`` of its tokens at their positions (document d's
+    ``offsets[d] + t``): any ``cu_seqlens``, documents of any lengths."""
     cu = np.asarray(x["cu_seqlens"], np.int64)
-    lengths = np.diff(cu)
-    if lengths.size == 0 or (lengths != lengths[0]).any():
-        raise ValueError(f"cu_seqlens {cu.tolist()}: documents of equal length only (the kit's conversion of rows)")
-    pid = np.asarray(x["offsets"], np.int64)[:, None] + np.arange(int(lengths[0]), dtype=np.int64)
-    return {**_unpack({"q": x["q"], "k": x["k"]}, lengths.size), "position_ids": pid}
+    off = np.asarray(x["offsets"], np.int64)
+    pid = np.concatenate([o + np.arange(n, dtype=np.int64) for o, n in zip(off, np.diff(cu))] or [np.zeros(0, np.int64)])
+    return {"q": np.swapaxes(np.asarray(x["q"]), 0, 1)[None], "k": np.swapaxes(np.asarray(x["k"]), 0, 1)[None],
+            "position_ids": pid[None]}
+
+
+def _documents(off: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(cu_seqlens, offsets)`` for rows at ``off`` of ``t`` tokens each, every even row of two tokens or more
+    split in two documents (the second at its own offset: a chunked prefill's), so documents are of unequal
+    lengths wherever a case has them -- a kernel that takes every document's length from the first fails."""
+    lengths, offsets = [], []
+    for b, o in enumerate(off.tolist()):
+        cut = 1 + (b // 2) % (t - 1) if t >= 2 and b % 2 == 0 else t
+        for start, n in ((0, cut), (cut, t - cut)):
+            if n:
+                lengths.append(n)
+                offsets.append(o + start)
+    return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64), np.asarray(offsets, np.int64)
 
 
 @call_form("rope.apply_packed", "rope.apply", to_primary=_packed_primary, reads=("position_ids",),
-           outputs_to_primary=lambda p, x, out, primary=None: _unpack(out, np.size(x["cu_seqlens"]) - 1),
-           outputs_to_form=lambda p, x, out: _pack(out))
+           outputs_to_primary=_tokens_to_rows, outputs_to_form=lambda p, x, out: _pack(out))
 def rope_apply_packed(p, x):
     """rope.apply's rows as documents of one packed buffer (flash-attn varlen, vLLM, SGLang): each row of
-    consecutive positions is a document at its offset, its tokens in order."""
+    consecutive positions is a document at its offset, its tokens in order, every even row of two tokens or
+    more split in two documents (:func:`_documents`)."""
     off = _consecutive(np.asarray(x["position_ids"], np.int64))
     if isinstance(off, str):
         return off + ": no packed form"
+    t = np.shape(x["position_ids"])[1]
+    cu, doc_off = _documents(off, t)
     if x.get("q") is None:
-        return {"offsets": off}
-    b, _, t, _ = np.shape(x["q"])
-    return {**_pack({"q": x["q"], "k": x["k"]}), "cu_seqlens": np.arange(0, b * t + 1, t, dtype=np.int64),
-            "offsets": off}
+        return {"offsets": doc_off}
+    return {**_pack({"q": x["q"], "k": x["k"]}), "cu_seqlens": cu, "offsets": doc_off}
 
 
 def _pack(out: dict) -> dict:

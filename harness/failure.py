@@ -30,7 +30,7 @@ from posenc.harness.remote import RemoteFailure
 from posenc.harness.runner import OutputShapeError, compare_outputs, run_case, run_in_form
 from posenc.registry import all_cases
 from posenc.registry.cases import Case
-from posenc.registry.forms import form_clauses
+from posenc.registry.forms import SENTINEL, form_clauses
 
 if TYPE_CHECKING:  # the adapter contract, for the annotations only (the harness sits below the adapters)
     from posenc.adapters import Adapter
@@ -378,7 +378,7 @@ def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.n
     if not bad:
         return
     matches = diagnose(registry.spec(), g, outputs, dtype)
-    detail = "\n  ".join(c.message for c in bad)
+    detail = "\n  ".join(c.message for c in bad) + sentinel_line(g, outputs)
     inferred = () if matches else tuple(infer(g, outputs, dtype))
     if not matches:
         detail += "\n  diagnosis: no known divergence reproduces this output"
@@ -386,6 +386,18 @@ def assert_conforms(adapter: Adapter, g: _golden.Golden, outputs: dict[str, np.n
         detail += "".join(f"\n  {s}" for s in not_tried_lines(g.case.op))
     fail(clauses or g.case.clauses, adapter, g.case, dtype, f"{what.strip()}\n  {detail}" if what else detail, matches,
          inferred=inferred, reason=bad[0].message, diagnosed=True, plot_data=PlotData(g, outputs, dtype))
+
+
+def sentinel_line(g: _golden.Golden, outputs: dict) -> str:
+    """A line saying the outputs hold the kit's sentinel (``registry.forms.SENTINEL``, the value around the views
+    a call form hands) where the golden does not: the adapter read or returned elements outside its view."""
+    if g.form is None:
+        return ""
+    n = sum(int(np.count_nonzero((np.abs(np.asarray(v, np.float64)) == SENTINEL)
+                                 & (np.abs(np.asarray(g.outputs[k], np.float64)) != SENTINEL)))
+            for k, v in outputs.items() if k in g.outputs and np.shape(v) == np.shape(g.outputs[k]))
+    return (f"\n  {n} output element(s) are the kit's sentinel {SENTINEL:g}, the value it puts around the views it "
+            "hands: the adapter read or returned buffer elements outside its view") if n else ""
 
 
 #: How many divergences :func:`not_tried_lines` names per reason.
@@ -455,5 +467,43 @@ def run_and_check(adapter: Adapter, case: Case, dtype: str, device: str, form: O
         return out
     clauses = form_clauses(form)
     out = call_adapter(adapter, case, dtype, clauses, run_in_form, adapter, g, form, dtype, device)
-    assert_conforms(adapter, dataclasses.replace(g, form=form), out, dtype, what=f"through {form}", clauses=clauses)
+    try:
+        assert_conforms(adapter, dataclasses.replace(g, form=form), out, dtype, what=f"through {form}", clauses=clauses)
+    except ConformanceFailure as e:
+        raise form_own_failure(e, adapter, g, form, dtype, device) from None
+    return out
+
+
+def form_own_failure(e: ConformanceFailure, adapter: Adapter, g, form: str, dtype: str, device: str) -> ConformanceFailure:
+    """A call form's failure ``e`` matched with the primary's divergences, told apart: where the same case
+    passes through the primary operation, the fault is the form's own handling (:func:`as_form_failure`);
+    else ``e`` as it is (the implementation's own bug, seen through the form).  Runs the primary once more,
+    on the failure path only."""
+    clauses = form_clauses(form)
+    if not e.matches or any(set(m.violates) & set(clauses) for m in e.matches):  # unmatched, or a form's own
+        return e
+    try:
+        assert_conforms(adapter, g, run_case(adapter, g, dtype, device), dtype)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - the primary fails, is unsupported or raises: the bug is not the form's alone
+        return e
+    return as_form_failure(e, form, g.case.op)
+
+
+def as_form_failure(e: ConformanceFailure, form: str, primary: str, what: str = "this case") -> ConformanceFailure:
+    """``e`` as call form ``form``'s own failure (``primary`` passes ``what``): counted under the form's
+    clauses (ROPE-CALL-FORM), not those of the divergences it reproduces, and the message says so."""
+    clauses = form_clauses(form)
+    matches = tuple(dataclasses.replace(m, violates=clauses) for m in e.matches)
+    msg = str(e.msg)
+    for m in e.matches:  # the diagnosis lines name the clause the failure is counted under
+        msg = msg.replace(f"{m.divergence} (violates {', '.join(m.violates)})", f"{m.divergence} (violates {', '.join(clauses)})")
+    head, _, rest = msg.partition("\n")
+    note = (f"  {primary} passes {what}: the failure is {form}'s own ({', '.join(clauses)})"
+            + (f" -- through the form the output is {primary}'s under the divergence(s) named below, reached by the "
+               "form's handling of its positions, documents, layout or buffer" if matches else ""))
+    out = ConformanceFailure("\n".join([head, note, rest]), clauses if not matches else e.clauses, matches, e.raised,
+                             e.inferred, e.reason, e.diagnosed, ())
+    out.plot_data, out.params = e.plot_data, e.params
     return out

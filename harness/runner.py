@@ -170,11 +170,14 @@ def changed_elements(now: np.ndarray, snap: np.ndarray) -> int:
 
 
 def _modified(adapter, what: str, name: str, changed: int, size: int):
-    raise AdapterError(
-        f"{adapter.name}{'.' + what if what else ''}: the adapter modified its input {name!r} in place "
-        f"({changed} of {size} elements changed); the kit hands every call private copies and checks them "
-        "afterwards. A kernel that is in-place by design must be wrapped to work on a copy (e.g. "
-        "`q = q.clone()` / `q.copy()` before the kernel) and return the result")
+    op = registry.spec().operations.get(what.split(" ", 1)[0]) if what else None
+    writes = tuple(getattr(op, "writes", None) or ())
+    advice = (f"{what.split(' ', 1)[0]} writes only {', '.join(writes)} in place; every other input must be left as handed"
+              if writes else "the kit hands every call private copies and checks them afterwards. A kernel that is "
+              "in-place by design must be wrapped to work on a copy (e.g. `q = q.clone()` / `q.copy()` before the "
+              "kernel) and return the result, or serve an in-place call form (spec `writes`)")
+    raise AdapterError(f"{adapter.name}{'.' + what if what else ''}: the adapter modified its input {name!r} in place "
+                       f"({changed} of {size} elements changed); {advice}")
 
 
 _NATIVE: "weakref.WeakKeyDictionary[Adapter, dict[str, type]]" = weakref.WeakKeyDictionary()
@@ -318,6 +321,10 @@ def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: st
         else:  # a prepared object without the method: that operation is unsupported (documented)
             fn = getattr(target, op.call, None)
             if not callable(fn):
+                if op.form_of is not None and op.name in tuple(getattr(adapter, "call_forms", ()) or ()):
+                    raise AdapterError(f"{adapter.name}.{op.name}: the adapter declares call form {op.name} "
+                                       f"(call_forms) but its prepared {op.method} object "
+                                       f"({type(target).__name__}) has no {op.call}() method")
                 raise Unsupported(f"adapter {adapter.name!r}: the prepared {op.method} operation has no {op.call}()")
         repeated = [i.name for i in op.inputs if i.repeated]
         if repeated:
@@ -400,15 +407,52 @@ def recording():
         _CALLS.reset(token)
 
 
+_ROUTE: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("posenc_form_route", default=None)
+
+
+@contextlib.contextmanager
+def through_form(form_op: Optional[str]):
+    """Inside the block, :func:`run_op` calls of call form ``form_op``'s primary operation go through
+    ``form_op`` wherever the call's inputs can be put in it (the others as they are): an oracle-free check
+    runs through a form the adapter serves.  None: no routing."""
+    token = _ROUTE.set(form_op)
+    try:
+        yield
+    finally:
+        _ROUTE.reset(token)
+
+
+def _routed(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str, device: str):
+    """The outputs of ``op`` run through the call form :func:`through_form` set, in ``op``'s layout; None
+    where no form is set for ``op`` or the inputs have no such form."""
+    from posenc.registry.forms import form_of
+    f = form_of(_ROUTE.get()) if _ROUTE.get() else None
+    if f is None or f.primary != op:
+        return None
+    x = f.to_form(params, inputs)
+    if isinstance(x, str):
+        return None
+    token = _ROUTE.set(None)
+    try:
+        out = _run_op(adapter, f.op, params, x, dtype, device)
+        check_shapes(adapter, f.op, params, x, out)
+    finally:
+        _ROUTE.reset(token)
+    return f.outputs_to_primary(params, x, out, inputs)
+
+
 def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
            device: str) -> dict[str, np.ndarray]:
     """Call operation ``op`` with ``params`` on NumPy ``inputs`` (private copies, checked unchanged
     afterwards) and return its outputs as NumPy, contract-checked: native array type, dtype, device
     and the shape the operation table declares.  The one entry point of golden, generated and
     invariant checks alike; a malformed output is an :class:`AdapterError`, never compared.
-    Inside :func:`recording` the call is recorded."""
-    out = _run_op(adapter, op, params, inputs, dtype, device)
-    check_shapes(adapter, op, params, inputs, out)
+    Inside :func:`through_form`, through that call form where the inputs have one.
+    Inside :func:`recording` the call is recorded (as ``op``'s, in its layout)."""
+    out = _routed(adapter, op, params, inputs, dtype, device)
+    if out is None:
+        out = _run_op(adapter, op, params, inputs, dtype, device)
+        check_shapes(adapter, op, params, inputs, out)
     record(op, params, inputs, out)
     return out
 

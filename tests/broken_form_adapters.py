@@ -116,3 +116,62 @@ class InplaceRebinds(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _InplaceRebinds(params, DTYPES[dtype], device)
+
+
+class _OffsetTwice(TorchRope):
+    def apply_offset(self, q, k, offset):  # the offset added to positions that already hold it
+        t = torch.arange(q.shape[2]) + 2 * int(offset)
+        return self.apply(q, k, t[None].expand(q.shape[0], -1))
+
+
+class OffsetTwice(TorchAdapter):
+    name = "broken-offset-added-twice"
+
+    def rope(self, params, *, dtype, device):
+        return _OffsetTwice(params, DTYPES[dtype], device)
+
+
+class _DocumentsOfTheFirstLength(TorchRope):
+    def apply_packed(self, q, k, cu_seqlens, offsets):  # every document as long as the first
+        n = int(cu_seqlens[1] - cu_seqlens[0])
+        pos = torch.cat([o + torch.arange(n) for o in offsets])[: q.shape[0]]
+        pos = torch.cat([pos, pos[-1:].expand(q.shape[0] - pos.shape[0])]) if pos.shape[0] < q.shape[0] else pos
+        q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], pos[None])
+        return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
+
+
+class DocumentsOfTheFirstLength(TorchAdapter):
+    name = "broken-packed-documents-of-the-first-length"
+
+    def rope(self, params, *, dtype, device):
+        return _DocumentsOfTheFirstLength(params, DTYPES[dtype], device)
+
+
+class _Int32Low20Bits(TorchRope):
+    def apply(self, q, k, position_ids):  # an int32 kernel that packs positions in 20 bits
+        if position_ids.dtype == torch.int32:
+            position_ids = position_ids & ((1 << 20) - 1)
+        return super().apply(q, k, position_ids)
+
+
+class Int32Low20Bits(TorchAdapter):
+    name = "broken-int32-positions-in-20-bits"
+
+    def rope(self, params, *, dtype, device):
+        return _Int32Low20Bits(params, DTYPES[dtype], device)
+
+
+class _OnlyApply:
+    def __init__(self, params, dtype, device):
+        self._r = TorchRope(params, dtype, device)
+
+    def apply(self, q, k, position_ids):
+        return self._r.apply(q, k, position_ids)
+
+
+class DeclaresFormsItLacks(TorchAdapter):
+    name = "broken-declares-forms-it-lacks"
+    call_forms = ("rope.apply_packed",)
+
+    def rope(self, params, *, dtype, device):
+        return _OnlyApply(params, DTYPES[dtype], device)

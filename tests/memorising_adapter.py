@@ -56,7 +56,7 @@ class NothingRope(ReferenceAdapter):
     name = "nothing-rope"
 
     def compute(self, op, params, inputs, dtype, state=None):
-        if op == "rope.apply":
+        if op == "rope.apply" or op in self.call_forms:  # nor any call form of it
             raise Unsupported("this adapter has no RoPE")
         return super().compute(op, params, inputs, dtype, state)
 

@@ -23,7 +23,7 @@ def _outcomes(r) -> dict:
 @pytest.mark.parametrize("adapter", ["torch", "numpy"])
 @pytest.mark.parametrize("isolation", ["none", "process"])
 def test_the_ports_pass_every_form(run_suite, adapter, isolation):
-    r = run_suite(adapter, "-k", "golden_form", "--dtype", "float32,bfloat16", "--posenc-isolation", isolation)
+    r = run_suite(adapter, "-k", "call_form", "--dtype", "float32,bfloat16", "--posenc-isolation", isolation)
     out = r.stdout.str()
     assert r.ret == 0 and set(_outcomes(r)) == {"passed"} and _outcomes(r)["passed"] >= 2 * 8 * 20, out[-3000:]
 
@@ -48,18 +48,21 @@ def test_every_form_is_collected_and_only_for_cases_it_can_express(pytester):
     ("InplaceOnACopy", "inplace", "q and k are returned unrotated"),
     ("InplaceRebinds", "inplace", "q and k are returned unrotated"),
     ("ReadsStorageAsContiguous", "strided", "    DIV-ROPE-STRIDES-IGNORED (violates ROPE-CALL-FORM"),
+    ("OffsetTwice", "offset", "rope.apply passes this case: the failure is rope.apply_offset's own (ROPE-CALL-FORM)"),
+    ("DocumentsOfTheFirstLength", "packed", "fails case rope-cache-offset-shared"),
+    ("Int32Low20Bits", "int32", "fails case rope-offset-past-2-20"),
 ])
 def test_each_form_catches_its_broken_adapter(run_suite, adapter, form, words):
-    r = run_suite(f"{BROKEN}:{adapter}", "-k", f"golden_form and {form}", "--dtype", "float32")
+    r = run_suite(f"{BROKEN}:{adapter}", "-k", f"call_form and {form}", "--dtype", "float32")
     out = r.stdout.str()
     assert r.ret == 1 and _outcomes(r).get("failed", 0) >= 1 and words in out, out[-3000:]
     # the same adapter's primary goldens pass: the bug is the form's
-    r = run_suite(f"{BROKEN}:{adapter}", "-k", "test_golden[ and rope-", "--dtype", "float32")
+    r = run_suite(f"{BROKEN}:{adapter}", "-k", "test_golden and rope-", "--dtype", "float32")
     assert r.ret == 0, r.stdout.str()[-3000:]
 
 
 def test_a_form_the_adapter_does_not_declare_is_unsupported_never_called(run_suite):
-    r = run_suite("jax", "-k", "golden_form and rope-tiny-half", "--dtype", "float32")
+    r = run_suite("jax", "-k", "call_form and rope-tiny-half", "--dtype", "float32")
     out = r.stdout.str()
     assert "does not serve call form rope.apply_inplace" in out and "failed" not in _outcomes(r), out[-3000:]
 
@@ -103,3 +106,48 @@ def test_a_call_form_that_is_not_one_is_a_usage_error(pytester, run_suite):
     r = run_suite(str(f), "-k", "rope-tiny-half", "--dtype", "float32")
     err = r.stderr.str() + r.stdout.str()
     assert r.ret != 0 and "call_forms 'rope.apply_packd', 'rope.apply': not a call form" in err, err[-2000:]
+
+
+def test_a_form_only_failure_is_counted_under_the_forms_clause(run_suite):
+    """A form whose primary passes (an offset added twice: the output is rope.apply's at positions + offset) is
+    named with the divergence it reproduces, but counted under ROPE-CALL-FORM, not the primary's ROPE-ANGLE."""
+    r = run_suite(f"{BROKEN}:OffsetTwice", "-k", "call_form and offset", "--dtype", "float32")
+    out = r.stdout.str()
+    summary = out[out.index("posenc conformance:"):]
+    assert r.ret == 1 and "\nROPE-CALL-FORM " in summary and "\nROPE-ANGLE " not in summary, summary[-3000:]
+    assert "(violates ROPE-CALL-FORM)" in out and "(violates ROPE-ANGLE)" not in out, out[-3000:]
+
+
+def test_a_declared_form_without_its_method_fails(run_suite):
+    """call_forms promises the method: a prepared object without it is a failure naming the method, never an
+    unsupported case the run counts as nothing."""
+    r = run_suite(f"{BROKEN}:DeclaresFormsItLacks", "-k", "call_form and packed and rope-tiny-half", "--dtype",
+                  "float32")
+    out = r.stdout.str()
+    assert r.ret == 1 and "declares call form rope.apply_packed (call_forms) but its prepared rope object " \
+        "(_OnlyApply) has no apply_packed() method" in out, out[-3000:]
+
+
+def test_a_generated_line_naming_a_form_operation_is_refused(run_suite, tmp_path):
+    """Generated examples run under the primary's test ID: a line naming a form operation would never be met;
+    refused, pointing to forms:."""
+    f = tmp_path / "exp.yaml"
+    f.write_text("format: 2\nexpected_failures:\n  - check: generated\n    operation: rope.apply_packed\n"
+                 "    dtypes: [float32]\n    clause: ROPE-CALL-FORM\n    divergence: DIV-ROPE-PACKED-NO-RESTART\n"
+                 "    evidence: a test\n    library: torch\n    library_version: 2.13.0+cpu\n")
+    r = run_suite(f"{BROKEN}:PackedNoRestart", "--expectations", str(f), "-k", "rope-tiny-half", "--dtype", "float32")
+    err = r.stderr.str() + r.stdout.str()
+    assert r.ret != 0 and "write operation: rope.apply with forms: [packed]" in err, err[-2000:]
+
+
+def test_the_oracle_free_checks_run_through_the_forms_served(run_suite):
+    """Each case's oracle-free checks make their rope.apply calls through one served form the case picks
+    (shared, never multiplied): a kernel that ignores its per-row offsets fails them, counted under
+    ROPE-CALL-FORM since the same checks pass on its rope.apply; the port passes them through every form."""
+    r = run_suite(f"{BROKEN}:IgnoresOffsets", "-k", "test_pairing_probe", "--dtype", "float32")
+    out = r.stdout.str()
+    summary = out[out.index("posenc conformance:"):]
+    assert r.ret == 1 and "ran through call form rope.apply_row_offsets, chosen by the case" in out, out[-3000:]
+    assert "rope.apply passes this check on" in out and "\nROPE-CALL-FORM " in summary, summary[-3000:]
+    r = run_suite("torch", "-k", "test_pairing_probe or test_relative or test_pair_norm", "--dtype", "float32")
+    assert r.ret == 0, r.stdout.str()[-3000:]

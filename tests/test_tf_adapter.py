@@ -190,7 +190,8 @@ def test_absent_gpu_is_a_usage_error(run_suite, device):
 @pytest.mark.parametrize("name", ["tensorflow", "tensorflow-function"])
 def test_conformance_selection_passes(run_suite, name):
     r = run_suite(name, "--dtype", "all", "-k",
-                  "scale-dynamic-grow or t5-base-buckets-bidirectional or gpt2-small-cache or rope-tiny-partial")
+                  "(scale-dynamic-grow or t5-base-buckets-bidirectional or gpt2-small-cache or rope-tiny-partial) "
+                  "and not strided and not inplace")  # the call forms TensorFlow's arrays lack: unsupported
     o = r.parseoutcomes()
     assert r.ret == 0 and o.get("passed", 0) >= 40 and not o.get("failed") and not o.get("skipped"), \
         r.stdout.str()[-3000:]

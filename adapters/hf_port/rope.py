@@ -64,6 +64,13 @@ class _HalfRope:
         cos, sin = self.rotary(q, position_ids)
         return self.apply_fn(q, k, cos, sin)
 
+    @torch.no_grad()
+    def apply_token_major(self, q, k, position_ids):
+        """rope.apply_token_major: q, k ``[B, T, H, D]`` through HF's ``apply_rotary_pos_emb(...,
+        unsqueeze_dim=2)`` (the layout its docstring names for that argument)."""
+        cos, sin = self.rotary(q, position_ids)
+        return self.apply_fn(q, k, cos, sin, unsqueeze_dim=2)
+
 
 class _Llama4Rope:
     """Interleaved pairing, rotary_dim == head_dim (ROPE-PAIR-INTERLEAVED), HF Llama 4.
@@ -93,6 +100,11 @@ class _Llama4Rope:
         f = self.rotary(qt, position_ids)
         qo, ko = hf_llama4.apply_rotary_emb(qt, kt, f)
         return qo.transpose(1, 2), ko.transpose(1, 2)
+
+    @torch.no_grad()
+    def apply_token_major(self, q, k, position_ids):
+        """rope.apply_token_major: HF Llama 4's ``apply_rotary_emb`` on q, k ``[B, T, H, D]``, its own layout."""
+        return hf_llama4.apply_rotary_emb(q, k, self.rotary(q, position_ids))
 
 
 def _gptj_rotate(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor, rotary_dim: int) -> torch.Tensor:
@@ -145,6 +157,17 @@ class _GptjRope:
         sin, cos = self._module(position_ids)(q, position_ids)
         r = self.p.rdim
         return _gptj_rotate(q, sin, cos, r), _gptj_rotate(k, sin, cos, r)
+
+    @torch.no_grad()
+    def apply_token_major(self, q, k, position_ids):
+        """rope.apply_token_major: GPT-J's ``apply_rotary_pos_emb`` on q, k ``[B, T, H, D]``, its own layout."""
+        sin, cos = self._module(position_ids)(q, position_ids)
+        r = self.p.rdim
+
+        def rotate(x):
+            rot = hf_gptj.apply_rotary_pos_emb(x[..., :r], sin, cos)
+            return torch.cat([rot, x[..., r:]], dim=-1) if r < x.shape[-1] else rot
+        return rotate(q), rotate(k)
 
 
 def _partial_rotary_extra(params) -> dict:
