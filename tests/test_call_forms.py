@@ -151,3 +151,32 @@ def test_the_oracle_free_checks_run_through_the_forms_served(run_suite):
     assert "rope.apply passes this check on" in out and "\nROPE-CALL-FORM " in summary, summary[-3000:]
     r = run_suite("torch", "-k", "test_pairing_probe or test_relative or test_pair_norm", "--dtype", "float32")
     assert r.ret == 0, r.stdout.str()[-3000:]
+
+
+def _line(tmp_path, divergence: str, clause: str, extra: str = "") -> str:
+    import torch
+    f = tmp_path / "exp.yaml"
+    f.write_text(f"format: 2\nexpected_failures:\n  - case: rope-llama3-8b\n    check: golden\n    dtypes: [float32]\n"
+                 f"    clause: {clause}\n    divergence: {divergence}\n{extra}    evidence: a test\n    library: torch\n"
+                 f"    library_version: \"{torch.__version__}\"\n")
+    return str(f)
+
+
+def test_a_cases_line_excuses_its_form_tests_with_the_same_divergence(run_suite, tmp_path):
+    """The case's recorded bug seen through every form (a kernel whose forms all call its apply): its line
+    books the form tests as expected too, so a user who records a real bug stays green."""
+    exp = _line(tmp_path, "DIV-ROPE-PAIRING-SWAPPED", "ROPE-PAIR-HALF")
+    r = run_suite(f"{HERE / 'broken_adapters.py'}:PairingSwapped",
+                  "--expectations", exp, "-k", "rope-llama3-8b and not scattered and (test_golden or call_form)",
+                  "--dtype", "float32")
+    o = _outcomes(r)
+    assert r.ret == 0 and o.get("xfailed", 0) >= 7 and not o.get("failed"), r.stdout.str()[-3000:]
+
+
+def test_a_forms_line_records_a_bug_of_one_form(run_suite, tmp_path):
+    """A bug of the packed form alone: recorded with forms: [packed] on the case's line (strict: that test)."""
+    exp = _line(tmp_path, "DIV-ROPE-PACKED-NO-RESTART", "ROPE-CALL-FORM", "    forms: [packed]\n")
+    r = run_suite(f"{BROKEN}:PackedNoRestart", "--expectations", exp, "-k", "rope-llama3-8b and not scattered",
+                  "--dtype", "float32")
+    o = _outcomes(r)
+    assert r.ret == 0 and o.get("xfailed") == 1 and not o.get("failed"), r.stdout.str()[-3000:]
