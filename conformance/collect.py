@@ -72,7 +72,7 @@ def build_test(check: registry.Check):
 
     def test(request, adapter, device, dtype, case):
         form = check_form(adapter, case)
-        with recording() as calls, through_form(form):
+        with recording() as calls, through_form(form) as routed:
             try:
                 check.handlers[case.op](request, adapter, device, dtype, case)
                 return
@@ -80,7 +80,7 @@ def build_test(check: registry.Check):
                 failure = e
         # raised outside the except block (no chained traceback): diagnosed on the check's own calls
         failure = rediagnosed(failure, case, calls, dtype, adapter) or failure
-        if form is not None:
+        if routed:  # a check that calls the prepared object itself (decode steps) makes no call through a form
             failure.msg = f"{failure.msg}\n  (the check's {case.op} calls ran through call form {form}, chosen by the case)"
             if _passes(check, request, adapter, device, dtype, case):
                 failure = as_form_failure(failure, form, case.op, f"this check on {case.id} called directly")

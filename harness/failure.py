@@ -27,7 +27,7 @@ from posenc.harness.diagnosis import caught_outputs, diagnose, diagnose_calls, s
 from posenc.harness.failure_plots import PlotData
 from posenc.harness.inference import flat_params, infer
 from posenc.harness.remote import RemoteFailure
-from posenc.harness.runner import OutputShapeError, compare_outputs, run_case, run_in_form
+from posenc.harness.runner import OutputShapeError, compare_outputs, run_case, run_in_form, through_form
 from posenc.registry import all_cases
 from posenc.registry.cases import Case
 from posenc.registry.forms import SENTINEL, form_clauses
@@ -352,7 +352,8 @@ def supported(adapter: Optional[Adapter], dtype: str) -> Optional[Callable[[str]
         if key not in _SUPPORTED:
             try:
                 g = _loaded(case_id)
-                _SUPPORTED[key] = g is not None and run_case(adapter, g, dtype, device) is not None
+                with through_form(None):  # a probe of the primary, never a check's call through a form
+                    _SUPPORTED[key] = g is not None and run_case(adapter, g, dtype, device) is not None
             except KeyboardInterrupt:
                 raise
             except BaseException as e:  # noqa: BLE001 - the probe only asks: any failure means "not a hint"
@@ -500,10 +501,11 @@ def as_form_failure(e: ConformanceFailure, form: str, primary: str, what: str = 
     for m in e.matches:  # the diagnosis lines name the clause the failure is counted under
         msg = msg.replace(f"{m.divergence} (violates {', '.join(m.violates)})", f"{m.divergence} (violates {', '.join(clauses)})")
     head, _, rest = msg.partition("\n")
+    head = f"{', '.join(clauses)}: {head.split(': ', 1)[1]}" if ": " in head else head  # the clause it is counted under
     note = (f"  {primary} passes {what}: the failure is {form}'s own ({', '.join(clauses)})"
             + (f" -- through the form the output is {primary}'s under the divergence(s) named below, reached by the "
                "form's handling of its positions, documents, layout or buffer" if matches else ""))
-    out = ConformanceFailure("\n".join([head, note, rest]), clauses if not matches else e.clauses, matches, e.raised,
+    out = ConformanceFailure("\n".join([head, note, rest]), clauses, matches, e.raised,
                              e.inferred, e.reason, e.diagnosed, ())
     out.plot_data, out.params = e.plot_data, e.params
     return out

@@ -407,26 +407,29 @@ def recording():
         _CALLS.reset(token)
 
 
-_ROUTE: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("posenc_form_route", default=None)
+_ROUTE: contextvars.ContextVar[Optional[tuple[str, list]]] = contextvars.ContextVar("posenc_form_route", default=None)
 
 
 @contextlib.contextmanager
 def through_form(form_op: Optional[str]):
     """Inside the block, :func:`run_op` calls of call form ``form_op``'s primary operation go through
-    ``form_op`` wherever the call's inputs can be put in it (the others as they are): an oracle-free check
-    runs through a form the adapter serves.  None: no routing."""
-    token = _ROUTE.set(form_op)
+    ``form_op`` wherever the call's inputs can be put in it and the adapter serves it there (the others, and a
+    call the form reports unsupported, as they are): an oracle-free check runs through a form the adapter
+    serves.  Yields the list of the operations run through the form (empty: no call was).  None: no routing."""
+    routed: list[str] = []
+    token = _ROUTE.set((form_op, routed) if form_op else None)
     try:
-        yield
+        yield routed
     finally:
         _ROUTE.reset(token)
 
 
 def _routed(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str, device: str):
     """The outputs of ``op`` run through the call form :func:`through_form` set, in ``op``'s layout; None
-    where no form is set for ``op`` or the inputs have no such form."""
+    where no form is set for ``op``, the inputs have no such form or the adapter reports it unsupported."""
     from posenc.registry.forms import form_of
-    f = form_of(_ROUTE.get()) if _ROUTE.get() else None
+    route = _ROUTE.get()
+    f = form_of(route[0]) if route else None
     if f is None or f.primary != op:
         return None
     x = f.to_form(params, inputs)
@@ -436,8 +439,11 @@ def _routed(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dt
     try:
         out = _run_op(adapter, f.op, params, x, dtype, device)
         check_shapes(adapter, f.op, params, x, out)
+    except Unsupported:  # the check is the implementation's: made on the primary (the form's own tests count it)
+        return None
     finally:
         _ROUTE.reset(token)
+    route[1].append(f.op)
     return f.outputs_to_primary(params, x, out, inputs)
 
 

@@ -175,3 +175,30 @@ class DeclaresFormsItLacks(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _OnlyApply(params, DTYPES[dtype], device)
+
+
+class _DecodeOffByOne(TorchRope):
+    def apply(self, q, k, position_ids):  # a single-token call (a decode step) rotated at position + 1
+        return super().apply(q, k, position_ids + 1 if q.shape[2] == 1 else position_ids)
+
+
+class DecodeOffByOne(TorchAdapter):
+    name = "broken-decode-off-by-one"
+
+    def rope(self, params, *, dtype, device):
+        return _DecodeOffByOne(params, DTYPES[dtype], device)
+
+
+class _PackedScaledUnsupported(TorchRope):
+    def apply_packed(self, q, k, cu_seqlens, offsets):  # a varlen kernel without a path for scaled or partial RoPE
+        if self.p.rope_type != "default" or self.p.rdim != self.p.head_dim:
+            from posenc.adapters import Unsupported
+            raise Unsupported("the varlen kernel has only full-width default RoPE")
+        return super().apply_packed(q, k, cu_seqlens, offsets)
+
+
+class PackedScaledUnsupported(TorchAdapter):
+    name = "varlen-kernel-default-rope-only"
+
+    def rope(self, params, *, dtype, device):
+        return _PackedScaledUnsupported(params, DTYPES[dtype], device)

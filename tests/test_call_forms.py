@@ -180,3 +180,23 @@ def test_a_forms_line_records_a_bug_of_one_form(run_suite, tmp_path):
                   "--dtype", "float32")
     o = _outcomes(r)
     assert r.ret == 0 and o.get("xfailed") == 1 and not o.get("failed"), r.stdout.str()[-3000:]
+
+
+def test_a_check_that_makes_no_call_through_its_form_is_not_blamed_on_it(run_suite):
+    """cache_equals_prefill calls the prepared object step by step: its failure (a decode step off by one) is
+    rope.apply's, counted under ROPE-ANGLE, with no word of a call form, whatever form the case picks."""
+    r = run_suite(f"{BROKEN}:DecodeOffByOne", "-k", "cache_equals_prefill and rope-cache-offset-shared", "--dtype",
+                  "float32")
+    out = r.stdout.str()
+    summary = out[out.index("posenc conformance:"):]
+    assert r.ret == 1 and "ran through call form" not in out and "\nROPE-ANGLE " in summary, out[-3000:]
+    assert "\nROPE-CALL-FORM " not in summary, summary
+
+
+def test_a_form_unsupported_for_a_case_leaves_its_checks_on_rope_apply(run_suite):
+    """A varlen kernel with no path for partial or scaled RoPE: the case's checks that picked the packed form
+    make those calls on rope.apply instead of becoming unsupported (the form's own tests count it)."""
+    sel = "rope-condense-interleaved-partial and not call_form and not test_golden"
+    port = _outcomes(run_suite("torch", "-k", sel, "--dtype", "float32"))
+    r = run_suite(f"{BROKEN}:PackedScaledUnsupported", "-k", sel, "--dtype", "float32")
+    assert r.ret == 0 and _outcomes(r) == port, (port, r.stdout.str()[-3000:])
