@@ -17,6 +17,7 @@ import pytest
 
 from posenc import registry
 from posenc.harness.failure import ConformanceFailure, as_form_failure, invariant_clauses, rediagnosed
+from posenc.harness.generation import choose_form
 from posenc.harness.runner import recording, through_form
 from posenc.registry import all_cases
 from posenc.registry.cases import Case
@@ -108,10 +109,8 @@ def check_form(adapter, case: Case):
     adapter serves (``call_forms``) that the case can be put in, chosen by the case ID among those and the
     primary (None) -- the checks are shared across the forms, never multiplied (as generated examples are)."""
     from posenc.registry.forms import forms_of
-    served = set(getattr(adapter, "call_forms", ()) or ())
-    forms = [f for f in forms_of(case.op) if f.op in served]
-    forms = [f.op for f in forms if f.why_not(case.params, _read_inputs(case, f.reads)) is None]
-    return ([None] + forms)[zlib.crc32(case.id.encode()) % (len(forms) + 1)]
+    reads = tuple(dict.fromkeys(n for f in forms_of(case.op) for n in f.reads))
+    return choose_form(adapter, case.op, case.params, _read_inputs(case, reads), zlib.crc32(case.id.encode()))
 
 
 def check_tests() -> dict:

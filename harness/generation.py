@@ -123,10 +123,17 @@ def example_form(adapter: Adapter, g, seed: int) -> Optional[str]:
     """The call form a generated example runs through: one of the forms of its operation the adapter
     serves (``call_forms``) that the example can be put in, chosen by the example's seed among those and
     the primary (None) -- the examples are shared across the forms, never multiplied."""
+    return choose_form(adapter, g.case.op, g.case.params, g.inputs, seed)
+
+
+def choose_form(adapter: Adapter, op: str, params, inputs: dict, pick: int) -> Optional[str]:
+    """Entry ``pick`` (modulo their number) of the primary (None) and the call forms of ``op`` the adapter
+    serves (``call_forms``) that ``inputs`` can be put in: the one form a shared example or check runs
+    through.  ``inputs`` need hold only what the forms' ``reads`` name."""
     from posenc.registry.forms import forms_of
     served = set(getattr(adapter, "call_forms", ()) or ())
-    forms = [f.op for f in forms_of(g.case.op) if f.op in served and f.why_not(g.case.params, g.inputs) is None]
-    return ([None] + forms)[seed % (len(forms) + 1)]
+    forms = [f.op for f in forms_of(op) if f.op in served and f.why_not(params, inputs) is None]
+    return ([None] + forms)[pick % (len(forms) + 1)]
 
 
 def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str, excuse=None) -> str:

@@ -170,9 +170,9 @@ def changed_elements(now: np.ndarray, snap: np.ndarray) -> int:
 
 
 def _modified(adapter, what: str, name: str, changed: int, size: int):
-    op = registry.spec().operations.get(what.split(" ", 1)[0]) if what else None
-    writes = tuple(getattr(op, "writes", None) or ())
-    advice = (f"{what.split(' ', 1)[0]} writes only {', '.join(writes)} in place; every other input must be left as handed"
+    op_name = what.split(" ", 1)[0]
+    writes = tuple(getattr(registry.spec().operations.get(op_name), "writes", None) or ()) if what else ()
+    advice = (f"{op_name} writes only {', '.join(writes)} in place; every other input must be left as handed"
               if writes else "the kit hands every call private copies and checks them afterwards. A kernel that is "
               "in-place by design must be wrapped to work on a copy (e.g. `q = q.clone()` / `q.copy()` before the "
               "kernel) and return the result, or serve an in-place call form (spec `writes`)")
