@@ -249,6 +249,12 @@ class Adapter:
     #: ``rope.apply_token_major``, ...): each golden of the primary operation is run through them too; a form not
     #: listed is reported unsupported, never called (an adapter written before forms existed stays as it was).
     call_forms: tuple[str, ...] = ()
+    #: The dtype of the cos/sin tables it gives (rope.cos_sin, mrope / axial cos_sin) and gets
+    #: (rope.apply_with_cos_sin's ``cos``, ``sin``) at bfloat16 and float16 activations (ROPE-TABLE-DTYPE):
+    #: ``"activation"`` (the requested dtype, as transformers casts them) or ``"float32"`` (a float32 cache
+    #: beside half-precision q and k: FlashInfer, TransformerEngine, torchtune).  Both conform and are judged
+    #: by the activation dtype's tolerance; at float32 and float64 tables are in the activation dtype either way.
+    table_dtype: str = "activation"
 
     def __getattr__(self, name: str):
         """An operation method of a registered family that this adapter does not define is

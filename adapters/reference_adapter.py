@@ -25,6 +25,7 @@ import numpy as np
 
 from posenc import registry
 from posenc.spec.errors import UsageError
+from posenc.spec.shapes import table_dtype
 
 from .base import Adapter
 
@@ -159,8 +160,8 @@ class _Call:
         out = self.adapter.compute(op.name, env.get("params"), inputs, dtype, env.get("state"))
         kinds = {o.name: o.kind for o in op.outputs}
         for n in op.writes:  # an in-place operation: its outputs written into the arrays it was handed
-            x[n][...] = _as_kind(out[n + select], kinds[n], dtype)
-        vals = [_as_kind(out[n + select], kinds[n], dtype) for n in op.returns]
+            x[n][...] = _as_kind(out[n + select], kinds[n], dtype, self.adapter)
+        vals = [_as_kind(out[n + select], kinds[n], dtype, self.adapter) for n in op.returns]
         return None if not vals else vals[0] if len(vals) == 1 else tuple(vals)
 
 
@@ -225,12 +226,14 @@ def _handed(ops, args, kwargs):
     return next((o for o in ops if fits(o)), ops[0])
 
 
-def _as_kind(value, kind: str, dtype: str):
+def _as_kind(value, kind: str, dtype: str, adapter=None):
     if kind == "scalar":
         return float(value)
     a = np.asarray(value)
     if kind == "float":
         return a.astype(NP_DTYPES[dtype])
+    if kind == "table":  # the adapter's table policy (ROPE-TABLE-DTYPE)
+        return a.astype(NP_DTYPES[table_dtype(adapter, dtype)])
     if kind == "float32+":
         return a.astype(np.float64)
     return a.astype(np.int64)

@@ -29,7 +29,8 @@ llama3                                 ``Llama3ScaledRoPE(dim, max_seq_len, base
 ``RopeOp.cos_sin``                     rows ``input_pos`` of the module's ``cache`` buffer
                                        (interleaved modules: ``[n, D/2, (cos, sin)]``; Qwen2 /
                                        Phi-3: ``[n, cos(cat(a, a)) | sin(cat(a, a))]``,
-                                       de-duplicated), cast to the requested dtype
+                                       de-duplicated), float32 as the cache holds them
+                                       (``table_dtype``; the requested dtype at float32 / float64)
 ``RopeOp.apply``                       the module's ``forward(x, input_pos=position_ids)`` on
                                        q and k separately, as ``MultiHeadAttention`` calls it
 ``t5_buckets`` (bidirectional)         ``models/t5/_encoder.py``: the
@@ -77,6 +78,7 @@ from torchtune.models.t5._encoder import T5EncoderRelativePositionBias
 from torchtune.modules import RotaryPositionalEmbeddings
 
 from posenc.spec.errors import AdapterError
+from posenc.spec.shapes import table_dtype as tables_at
 
 from .base import Adapter, Unsupported, for_rotation, forms_unsupported
 from .torch_adapter import DTYPES, TorchAdapter, torch_device_available
@@ -104,12 +106,15 @@ class _TorchtuneRope:
     """A prepared torchtune rotary module (see the module docstring for the dispatch).
 
     ``apply`` takes q ``[B, Hq, T, D]``, k ``[B, Hk, T, D]`` and position_ids int64 ``[B, T]``
-    and returns q, k in their dtype; ``cos_sin`` returns ``[B, T, D/2]`` in the requested
-    dtype; ``inv_freq`` the float32 ``theta`` buffer ``[D/2]`` and 1.0.
+    and returns q, k in their dtype; ``cos_sin`` returns ``[B, T, D/2]`` in ``table_dtype`` (the
+    cache's float32 at bfloat16 / float16, the requested dtype otherwise: ROPE-TABLE-DTYPE);
+    ``inv_freq`` the float32 ``theta`` buffer ``[D/2]`` and 1.0.
     """
 
-    def __init__(self, module: nn.Module, params, dtype: torch.dtype, half: bool, apply_pairing: bool):
+    def __init__(self, module: nn.Module, params, dtype: torch.dtype, half: bool, apply_pairing: bool,
+                 table_dtype: torch.dtype):
         self.m, self.p, self.dtype, self.half, self.apply_pairing = module, params, dtype, half, apply_pairing
+        self.table_dtype = table_dtype
 
     def _grow(self, position_ids) -> None:
         """Make the cache cover every position, with torchtune's own ``build_rope_cache``."""
@@ -135,7 +140,7 @@ class _TorchtuneRope:
             cos, sin = cos[..., :h], sin[..., :h]
         else:  # [n, D/2, (cos, sin)]
             cos, sin = rows[..., 0], rows[..., 1]
-        return cos.to(self.dtype), sin.to(self.dtype)
+        return cos.to(self.table_dtype), sin.to(self.table_dtype)  # float32 at bf16 / f16 (table_dtype)
 
     @torch.no_grad()
     def apply(self, q, k, position_ids):
@@ -163,6 +168,9 @@ class TorchtuneAdapter(Adapter):
     name = "torchtune"
     #: rope.apply with int32 positions (``input_pos`` indexes the cache) and on ``[b, s, n_h, h_d]``, its own layout
     call_forms = ("rope.apply_int32", "rope.apply_token_major")
+    #: the modules' cache is a float32 buffer whatever the activations; cos_sin hands its rows as they are
+    #: (ROPE-TABLE-DTYPE), cast only to float64 at float64
+    table_dtype = "float32"
     framework = "torch"
     devices = ("cpu", "cuda")
     notes = ("torchtune 0.6.1: float32 theta and cos/sin cache; interleaved modules rotate in float32 "
@@ -202,7 +210,8 @@ class TorchtuneAdapter(Adapter):
         if m.theta.shape[-1] * 2 != D:
             raise AdapterError(f"torchtune: {type(m).__name__} built {m.theta.shape[-1]} frequencies, "
                                f"expected {D // 2}")
-        return for_rotation(_TorchtuneRope(m, params, DTYPES[dtype], half, applies), params, "torchtune's rotary modules")
+        r = _TorchtuneRope(m, params, DTYPES[dtype], half, applies, DTYPES[tables_at(self, dtype)])
+        return for_rotation(r, params, "torchtune's rotary modules")
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         raise Unsupported("torchtune has no rotation with given cos/sin: its rotary modules read only their own "

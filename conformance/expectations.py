@@ -329,9 +329,11 @@ class Expectations:
         that explains the failure (:meth:`Expectation.covers`, :meth:`Expectation.explains`); else
         a named line of a golden or invariant test (never ``DIV-UNNAMED-*``) whose divergence is
         among ``divergences``, whose clause is in ``clauses`` and whose dtypes include ``dtype``;
-        the first such line in file order.
+        the first such line in file order.  A line with ``forms:`` excuses only an example run through
+        one of its forms (an example of the primary operation is :data:`PRIMARY`'s).
         """
         inferred = tuple(inferred)
+        form = PRIMARY if case is None else seen_as(case.op)[1]
         if case is not None:
             for e in self.covering(case.op, case.params, dtype):
                 if e.explains(tuple(divergences), inferred):
@@ -339,7 +341,8 @@ class Expectations:
             if self.generated_lines(case.op, dtype):
                 return None  # the file scopes this operation's generated failures by its own lines
         for e in self.entries:
-            if not e.generated and e.named and e.divergence in divergences and e.clause in clauses and dtype in e.dtypes:
+            if (not e.generated and e.named and e.divergence in divergences and e.clause in clauses
+                    and dtype in e.dtypes and (not e.forms or form in e.forms)):
                 return e
         return None
 

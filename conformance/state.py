@@ -13,6 +13,7 @@ from typing import Optional
 import pytest
 
 from posenc import registry
+from posenc.spec.shapes import TABLE_POLICIES
 from posenc.adapters import Adapter, registered
 from posenc.conformance import expectations as expectations_mod
 from posenc.spec.errors import exception_text
@@ -48,7 +49,8 @@ def check_adapter_attributes(adapter: Adapter) -> None:
         checks = {"name": adapter.name, "framework": adapter.framework, "devices": tuple(adapter.devices),
                   "dtypes": tuple(adapter.dtypes), "notes": adapter.notes,
                   "generated_examples": getattr(adapter, "generated_examples", None),
-                  "call_forms": getattr(adapter, "call_forms", ()) or ()}
+                  "call_forms": getattr(adapter, "call_forms", ()) or (),
+                  "table_dtype": getattr(adapter, "table_dtype", None)}
         adapter.device_available("cpu")
     except BaseException as e:  # noqa: BLE001
         if isinstance(e, KeyboardInterrupt):  # the user's Ctrl-C; anything else the adapter raises is reported
@@ -62,6 +64,10 @@ def check_adapter_attributes(adapter: Adapter) -> None:
     if ge is not None and (isinstance(ge, bool) or not isinstance(ge, int)):
         raise UsageError(f"adapter {checks['name']!r}: generated_examples must be an integer, got {ge!r}")
     _check_call_forms(checks["name"], checks["call_forms"])
+    td = checks["table_dtype"]
+    if td is not None and (not isinstance(td, str) or td not in TABLE_POLICIES):
+        raise UsageError(f"adapter {checks['name']!r}: table_dtype must be one of {', '.join(map(repr, TABLE_POLICIES))} "
+                         f"(ROPE-TABLE-DTYPE: the dtype of its cos/sin tables at bfloat16 / float16), got {td!r}")
 
 
 def _check_call_forms(name: str, forms) -> None:

@@ -591,3 +591,4 @@ add_cases(
 # ---- the parameter forms (ROPE-ROTARY-FRACTION, ROPE-CONDENSE): families/rope_forms.py ---------
 from . import rope_forms  # noqa: E402,F401  (registers their mutants and cases)
 from . import rope_calls  # noqa: E402,F401 - rope.apply's call forms
+from . import rope_tables  # noqa: E402,F401 - the cos/sin tables' dtype (ROPE-TABLE-DTYPE)

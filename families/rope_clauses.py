@@ -36,7 +36,8 @@ def rope_clauses(p, op: str) -> list[str]:
     """The clauses a RoPE case of ``op`` with parameters ``p`` exercises (``add_cases``'s and the
     generated cases' rule; the registry keeps those ``op`` serves): the inverse frequencies and the
     angles of every operation that builds them, the pairing and the rotation's sign of those that
-    rotate, the partial slice, its width from a fraction, the condensing of the angles, the attention factor (explicit or the scaling's), the scaling's clauses
+    rotate, the tables' dtype of the rotation with given tables (ROPE-TABLE-DTYPE: elsewhere a narrow
+    table breaks ROPE-PRECISION, which every case lists), the partial slice, its width from a fraction, the condensing of the angles, the attention factor (explicit or the scaling's), the scaling's clauses
     and ROPE-PRECISION.  Proportional rope's zero-frequency pairs are not a partial slice (ROPE-PARTIAL)."""
     if not isinstance(p, RopeParams):
         return []
@@ -52,5 +53,6 @@ def rope_clauses(p, op: str) -> list[str]:
         cl.append("ROPE-CONDENSE")
     if p.attention_factor is not None or p.rope_type in ("yarn", "longrope"):
         cl.append("ROPE-ATTENTION-FACTOR")  # explicit, or YaRN's and LongRoPE's own
-    return cl + list(scale_clauses(p)) + ["ROPE-PRECISION"]
+    tables = ["ROPE-TABLE-DTYPE"] if op == "rope.apply_with_cos_sin" else []  # given tables: their dtype's clause
+    return cl + list(scale_clauses(p)) + ["ROPE-PRECISION"] + tables
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from posenc import registry
 from posenc.registry.forms import guarded_array
 from posenc.spec.errors import AdapterError, Unsupported, exception_text
-from posenc.spec.shapes import call_suffixes, output_shapes
+from posenc.spec.shapes import call_suffixes, output_shapes, table_dtype, table_policy
 from posenc.spec.tolerance import Comparison, compare
 
 from posenc.harness.golden import Golden
@@ -64,8 +64,9 @@ def _remote_natives(adapter, specs: list[tuple[str, np.ndarray, str]], device: s
 
 
 def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, device: str,
-                  int32: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Floats become ``dtype`` arrays, integer arrays int64 arrays (int32 for the inputs named in ``int32``:
+                  int32: tuple[str, ...] = (), tables: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Floats become ``dtype`` arrays (the inputs named in ``tables``, an operation's ``table`` inputs, the
+    adapter's :func:`table_dtype`), integer arrays int64 arrays (int32 for the inputs named in ``int32``:
     an operation's ``int32`` inputs), 0-d integers Python ints (each array a private copy: :func:`native`)."""
     out: dict[str, Any] = {}
     specs = []
@@ -75,7 +76,8 @@ def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, d
             out[name] = int(a)
             continue
         it = "int32" if name in int32 else "int64"
-        spec = (name, a, dtype) if np.issubdtype(a.dtype, np.floating) else \
+        ft = table_dtype(adapter, dtype) if name in tables else dtype
+        spec = (name, a, ft) if np.issubdtype(a.dtype, np.floating) else \
             (name, a if a.dtype == it else a.astype(it), it)
         if is_remote(adapter):
             out[name] = None  # keeps the inputs' order
@@ -246,6 +248,13 @@ def _check(adapter: Adapter, op: str, name: str, x, kind: str, dtype: str, devic
     if kind == "float" and got != dtype:
         raise AdapterError(f"{adapter.name}.{op}: output {name!r} has dtype {got}, requested {dtype} "
                            "(the output dtype must equal the requested dtype)")
+    if kind == "table" and got != table_dtype(adapter, dtype):
+        hint = ("declare table_dtype = 'float32' for float32 tables beside bfloat16 / float16 q and k"
+                if got == "float32" and table_policy(adapter) == "activation" else
+                f"return the tables in {table_dtype(adapter, dtype)}")
+        raise AdapterError(f"{adapter.name}.{op}: table {name!r} has dtype {got}; at {dtype} the adapter's table "
+                           f"policy (table_dtype {table_policy(adapter)!r}) gives {table_dtype(adapter, dtype)} "
+                           f"(ROPE-TABLE-DTYPE: {hint})")
     if kind == "float32+" and got not in ("float32", "float64"):
         raise AdapterError(f"{adapter.name}.{op}: {name!r} has dtype {got}; it must be float32 or float64 "
                            "(ROPE-PRECISION for inv_freq, ALIBI-SLOPES for slopes)")
@@ -508,8 +517,9 @@ def run_op_unshaped(adapter: Adapter, op: str, params, inputs: dict[str, np.ndar
     back whatever their shapes)."""
     decl = registry.operation(op)
     int32 = tuple(i.name for i in decl.inputs if i.kind == "int32")
+    tables = tuple(i.name for i in decl.inputs if i.kind == "table")
     held = set(decl.writes) | set(decl.views)
-    x = native_inputs(adapter, {n: v for n, v in inputs.items() if n not in held}, dtype, device, int32)
+    x = native_inputs(adapter, {n: v for n, v in inputs.items() if n not in held}, dtype, device, int32, tables)
     guards = {n: guarded(adapter, inputs[n], dtype, device) for n in inputs if n in held}
     x.update({n: g.view for n, g in guards.items()})
     raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device)  # the case's own params stay the kit's

@@ -165,8 +165,10 @@ ARG_TOKEN = r"^(params|weights|dtype|device|\*\*inputs|'[a-z_]+'|[a-z_][a-z0-9_]
 class OperationInput(_Strict):
     """One input of an operation as the kit hands it to the adapter.
 
-    ``kind``: ``float`` (a native array in the requested dtype), ``int`` (a native int64
-    array), ``int32`` (a native int32 array: the kernels' positions; since 0.5.0), ``scalar`` (a Python int).  ``shape`` is symbolic (``[B, Hq, T, D]``; ``[*R]`` binds
+    ``kind``: ``float`` (a native array in the requested dtype), ``table`` (a cos/sin table: the requested
+    dtype, or float32 at bfloat16 / float16 where the adapter's ``table_dtype`` is ``float32``;
+    ROPE-TABLE-DTYPE, since 0.5.0), ``int`` (a native int64 array), ``int32`` (a native int32 array:
+    the kernels' positions; since 0.5.0), ``scalar`` (a Python int).  ``shape`` is symbolic (``[B, Hq, T, D]``; ``[*R]`` binds
     the whole shape): the symbols it binds may be used by the outputs' shape expressions.
     ``weight``: gathered into the ``weights`` dict argument.  ``repeated``: the golden holds
     ``<name>.0``, ``<name>.1``, ... and the operation is called once per entry, in order, on
@@ -174,7 +176,7 @@ class OperationInput(_Strict):
     """
 
     name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
-    kind: Literal["float", "int", "int32", "scalar"]
+    kind: Literal["float", "table", "int", "int32", "scalar"]
     shape: Optional[str] = Field(None, description="symbolic shape, e.g. '[B, T]'; None for scalars")
     optional: bool = False
     default: Optional[int] = Field(None, description="the default of the keyword argument (cache_length: 0)")
@@ -183,15 +185,16 @@ class OperationInput(_Strict):
 
 
 class OperationOutput(_Strict):
-    """One output: ``kind`` ``float`` (exactly the requested dtype), ``float32+`` (float32 or
-    float64 whatever the activations; compared at float32), ``int`` (any integer dtype),
+    """One output: ``kind`` ``float`` (exactly the requested dtype), ``table`` (a cos/sin table: the
+    dtype the adapter's ``table_dtype`` gives for the requested one, ROPE-TABLE-DTYPE; compared at the
+    requested dtype), ``float32+`` (float32 or float64 whatever the activations; compared at float32), ``int`` (any integer dtype),
     ``scalar`` (a Python number); ``shape`` a Python expression over the inputs' shape symbols,
     the scalar inputs, the inputs' values (``cu_seqlens[-1]``) and the parameters' fields and
     properties (``pair_dim // 2``); ``masked``: the reference also gives ``<name>.compared``,
     the slots the clause specifies."""
 
     name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
-    kind: Literal["float", "float32+", "int", "scalar"]
+    kind: Literal["float", "table", "float32+", "int", "scalar"]
     shape: str
     masked: bool = False
     repeated: bool = False

@@ -144,3 +144,19 @@ def output_shapes(op, params, inputs: Mapping[str, Any]) -> dict[str, tuple[int,
         for suffix in ([f".{k}" for k in calls] if o.repeated else [""]):
             out[o.name + suffix] = evaluate(o.shape, _env(op, inputs, suffix), params)
     return out
+
+
+#: The cos/sin table policies an adapter may declare (``table_dtype``; ROPE-TABLE-DTYPE).
+TABLE_POLICIES = ("activation", "float32")
+
+
+def table_policy(adapter) -> str:
+    """The adapter's ``table_dtype`` (``activation`` when it declares none): ROPE-TABLE-DTYPE."""
+    return getattr(adapter, "table_dtype", None) or "activation"
+
+
+def table_dtype(adapter, dtype: str) -> str:
+    """The dtype of the cos/sin tables (operation inputs and outputs of kind ``table``) an adapter gets
+    and gives at activation dtype ``dtype`` (ROPE-TABLE-DTYPE): float32 at bfloat16 and float16 where its
+    ``table_dtype`` is ``float32`` (FlashInfer, TransformerEngine, torchtune), else ``dtype``."""
+    return "float32" if table_policy(adapter) == "float32" and dtype in ("bfloat16", "float16") else dtype

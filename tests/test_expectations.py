@@ -63,6 +63,25 @@ def test_excuse_generated_needs_a_named_diagnosed_divergence():
     assert e.excuse_generated({"ROPE-PAIR-HALF"}, "bfloat16", ("DIV-UNNAMED-X",)) is None  # never unnamed
 
 
+def test_excuse_generated_keeps_a_golden_lines_forms():
+    """A golden line recorded for one call form (``forms: [packed]``) excuses a generated example only when that
+    example ran through the form: a primary-path failure with the same divergence stays a failure."""
+    from types import SimpleNamespace
+    packed = exp.Expectation(**line(dtypes=["bfloat16"]), forms=["packed"])
+    e = exp.Expectations([packed])
+    found = ("DIV-ROPE-PAIRING-SWAPPED",)
+    clauses = {"ROPE-PAIR-HALF"}
+    primary = SimpleNamespace(op="rope.apply", params=None)
+    through = SimpleNamespace(op="rope.apply_packed", params=None)
+    other = SimpleNamespace(op="rope.apply_offset", params=None)
+    assert e.excuse_generated(clauses, "bfloat16", found) is None  # no case: the primary's
+    assert e.excuse_generated(clauses, "bfloat16", found, case=primary) is None
+    assert e.excuse_generated(clauses, "bfloat16", found, case=other) is None
+    assert e.excuse_generated(clauses, "bfloat16", found, case=through) is packed
+    both = exp.Expectation(**line(dtypes=["bfloat16"]), forms=["primary", "packed"])
+    assert exp.Expectations([both]).excuse_generated(clauses, "bfloat16", found, case=primary) is both
+
+
 def test_overlapping_lines_name_both_indices(tmp_path):
     p = write(tmp_path, line(dtypes=["float32", "bfloat16"]), line(case="other"),
               line(dtypes=["bfloat16"], divergence="DIV-ROPE-BF16-ANGLE-PRODUCT"))

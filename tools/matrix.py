@@ -98,6 +98,7 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
             "versions": {k: version_label(v) for k, v in rep["versions"].items()},
             "expectations": rep["expectations"], "exit_status": rep["exit_status"],
             "examples": rep.get("examples"),
+            "table_dtype": rep.get("table_dtype", "activation"),
             "totals": {k: total[k] for k in ("passed", "failed", "diverges", "unsupported")}
             | ({"error": total["error"]} if total["error"] else {}),
             "divergences": sorted({(r["test_id"], r["divergence"]) for r in rep["results"] if r["divergence"]}),
@@ -127,20 +128,22 @@ def markdown(m: dict) -> str:
         "`posenc spec show DIV-...`); `unsupported` (the adapter cannot express the check; reasons below); "
         "`.` (no verdict on the clause at that dtype: no check of it, or each check ended in a recorded "
         "divergence, counted under the clause its expectation line names). *Generated cases*: drawn cases per "
-        "operation and dtype (`--posenc-examples`, or the adapter's budget). The `numpy` adapter is the reference itself and "
+        "operation and dtype (`--posenc-examples`, or the adapter's budget). *Tables*: the dtype of the cos/sin tables the "
+        "adapter gives and gets at bfloat16 / float16 (`table_dtype`, ROPE-TABLE-DTYPE: `activation` or `float32`, both "
+        "conforming). The `numpy` adapter is the reference itself and "
         "proves golden freshness only, so it is not a column. Counts per cell: "
         f"[{JSON_NAME}]({JSON_NAME}).",
         "",
         "## Adapters",
         "",
-        "| adapter | framework | versions | generated cases | passed | failed | diverges | unsupported | exit |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| adapter | framework | versions | generated cases | tables | passed | failed | diverges | unsupported | exit |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for a in m["adapters"]:
         t = a["totals"]
         vers = ", ".join(f"{k} {v}" for k, v in a["versions"].items())
         ex = a.get("examples")
-        lines.append(f"| `{a['adapter']}` | {a['framework']} | {vers} | {'-' if ex is None else ex} | {t['passed']} | {t['failed']} | "
+        lines.append(f"| `{a['adapter']}` | {a['framework']} | {vers} | {'-' if ex is None else ex} | {a.get('table_dtype', 'activation')} | {t['passed']} | {t['failed']} | "
                      f"{t['diverges']} | {t['unsupported']} | {a['exit_status']} |")
     for dtype in m["dtypes"]:
         lines += ["", f"## {dtype}", "", "| clause | " + " | ".join(f"`{n}`" for n in names) + " |",
