@@ -77,7 +77,7 @@ from torchtune.models.qwen2._positional_embeddings import Qwen2RotaryPositionalE
 from torchtune.models.t5._encoder import T5EncoderRelativePositionBias
 from torchtune.modules import RotaryPositionalEmbeddings
 
-from posenc.spec.errors import AdapterError
+from posenc.spec.errors import AdapterError, Unsupported
 from posenc.spec.shapes import table_dtype as tables_at
 
 from .base import Adapter, Unsupported, for_rotation, forms_unsupported
@@ -85,6 +85,13 @@ from .torch_adapter import DTYPES, TorchAdapter, torch_device_available
 
 #: torchtune's default ``max_seq_len`` of every rotary module.
 TORCHTUNE_MAX_SEQ_LEN = 4096
+#: The most cache rows the wrapper builds: torchtune's cache holds every position up to ``max_seq_len``
+#: (float32, ``[n, D/2, 2]``: 2**21 rows of a 128-wide head are 1 GiB); a case past it is unsupported,
+#: not a memory crash (positions 2**24 would need 8 GiB, int32's largest 1 TiB).
+TORCHTUNE_MAX_CACHE_ROWS = 2**21
+#: The longest sequence the wrapper builds torchtune's T5 encoder bucket buffer for (int64 ``[L, L]``: 0.5 GiB
+#: at 8208, the generated cases' longest distance 2 * 4096 + 8 included; distances 2**20 would need 8 TiB).
+TORCHTUNE_MAX_T5_LENGTH = 2**13 + 16
 #: The rope_types torchtune 0.6.1 implements (``Llama3ScaledRoPE`` for llama3).
 _ROPE_TYPES = ("default", "llama3")
 
@@ -119,6 +126,10 @@ class _TorchtuneRope:
     def _grow(self, position_ids) -> None:
         """Make the cache cover every position, with torchtune's own ``build_rope_cache``."""
         need = int(position_ids.max()) + 1 if position_ids.numel() else 1
+        if need > TORCHTUNE_MAX_CACHE_ROWS:
+            raise Unsupported(f"position {need - 1}: torchtune's rotary modules read a precomputed cache of every "
+                              f"position up to max_seq_len, and the wrapper builds at most {TORCHTUNE_MAX_CACHE_ROWS} "
+                              f"rows (a cache of {need} rows would take {need * self.p.head_dim * 4 / 2**30:.1f} GiB)")
         if need > self.m.cache.shape[0]:
             self.m.build_rope_cache(need)
 
@@ -235,6 +246,10 @@ class TorchtuneAdapter(Adapter):
         self._t5_encoder_only(params)
         rel = relative_position
         L = int(rel.abs().max()) + 1 if rel.numel() else 1
+        if L > TORCHTUNE_MAX_T5_LENGTH:
+            raise Unsupported(f"relative position {L - 1}: torchtune's T5 encoder reads its buckets from an [L, L] buffer "
+                              f"built for max_seq_len L, and the wrapper builds it for at most {TORCHTUNE_MAX_T5_LENGTH} "
+                              f"tokens (L = {L} would take {L * L * 8 / 2**30:.3g} GiB)")
         m = T5EncoderRelativePositionBias(params.num_buckets, params.max_distance, num_heads=1, max_seq_len=L)
         table = m.relative_position_to_bucket.to(rel.device)
         return torch.where(rel >= 0, table[0, rel.clamp(min=0)], table[(-rel).clamp(min=0), 0])

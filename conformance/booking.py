@@ -128,6 +128,9 @@ def book(st: State, payload: dict) -> None:
     st.booked.add(payload["nodeid"])
     if payload["partly_unsupported"]:
         st.partly_unsupported.append(payload["partly_unsupported"])
+    if payload["record"].get("not_checkable"):  # elements the rule's bound does not constrain (spec.tolerance)
+        st.not_checkable = [st.not_checkable[0] + payload["record"]["not_checkable"], st.not_checkable[1] + 1] \
+            if st.not_checkable else [payload["record"]["not_checkable"], 1]
     for i, *counts in payload.get("lines") or ():  # a generated test's expectation lines: cases covered, ...
         t = st.line_tally.setdefault(int(i), [0, 0, 0])
         for k, n in enumerate(counts):
@@ -334,6 +337,7 @@ def record_of(item, rep, kind: str, entry, violated, exc=None, counted=None) -> 
         "generated": dict(item.user_properties).get("generated"),
         "params": getattr(exc, "params", None) if kind == "failed" else None,
         "partly_unsupported": dict(item.user_properties).get("posenc_partly_unsupported"),
+        "not_checkable": int(dict(item.user_properties).get("posenc_not_checkable", 0)),
         "counted": {c: OUTCOME_NAMES.get(k, k) for c, k in (counted or {}).items()},
     }
 

@@ -17,7 +17,7 @@ import pytest
 
 from posenc import registry
 from posenc.harness.failure import ConformanceFailure, as_form_failure, invariant_clauses, rediagnosed
-from posenc.harness.generation import choose_form
+from posenc.harness.generation import choose_form, form_candidates, spread_forms
 from posenc.harness.runner import recording, through_form
 from posenc.registry import all_cases
 from posenc.registry.cases import Case
@@ -71,8 +71,10 @@ def build_test(check: registry.Check):
     else:
         cases = with_invariant(check.invariant, tuple(check.handlers))
 
+    spread: dict = {}  # the served forms -> {case ID: form}, made on the first test (the adapter is known then)
+
     def test(request, adapter, device, dtype, case):
-        form = check_form(adapter, case)
+        form = check_form(adapter, case, [p.values[0] for p in cases], spread)
         with recording() as calls, through_form(form) as routed:
             try:
                 check.handlers[case.op](request, adapter, device, dtype, case)
@@ -82,7 +84,8 @@ def build_test(check: registry.Check):
         # raised outside the except block (no chained traceback): diagnosed on the check's own calls
         failure = rediagnosed(failure, case, calls, dtype, adapter) or failure
         if routed:  # a check that calls the prepared object itself (decode steps) makes no call through a form
-            failure.msg = f"{failure.msg}\n  (the check's {case.op} calls ran through call form {form}, chosen by the case)"
+            failure.msg = (f"{failure.msg}\n  (the check's {case.op} calls ran through call form {form}, this case's "
+                           "among the check's cases: the served forms are spread over them)")
             if _passes(check, request, adapter, device, dtype, case):
                 failure = as_form_failure(failure, form, case.op, f"this check on {case.id} called directly")
         raise failure
@@ -104,13 +107,29 @@ def _passes(check: registry.Check, request, adapter, device, dtype, case: Case) 
     return True
 
 
-def check_form(adapter, case: Case):
+def check_form(adapter, case: Case, cases: Optional[list[Case]] = None, memo: Optional[dict] = None):
     """The call form an oracle-free check of ``case`` runs through: one of the forms of its operation the
-    adapter serves (``call_forms``) that the case can be put in, chosen by the case ID among those and the
-    primary (None) -- the checks are shared across the forms, never multiplied (as generated examples are)."""
+    adapter serves (``call_forms``) that the case can be put in, or the primary (None) -- the checks are
+    shared across the forms, never multiplied (as generated examples are).  With the check's ``cases``, the
+    forms are spread over them (:func:`~posenc.harness.generation.spread_forms`: every form some case can be
+    put in is used), kept in ``memo`` per set of served forms; alone, chosen by the case ID."""
+    if cases is None:
+        return choose_form(adapter, case.op, case.params, _form_inputs(case), _pick(case))
+    served = tuple(getattr(adapter, "call_forms", ()) or ())
+    if served not in memo:
+        memo[served] = spread_forms({c.id: form_candidates(adapter, c.op, c.params, _form_inputs(c)) for c in cases},
+                                    {c.id: _pick(c) for c in cases})
+    return memo[served].get(case.id)
+
+
+def _pick(case: Case) -> int:
+    return zlib.crc32(case.id.encode())
+
+
+def _form_inputs(case: Case) -> dict:
+    """What the call forms of the case's operation read to decide whether the case has their form."""
     from posenc.registry.forms import forms_of
-    reads = tuple(dict.fromkeys(n for f in forms_of(case.op) for n in f.reads))
-    return choose_form(adapter, case.op, case.params, _read_inputs(case, reads), zlib.crc32(case.id.encode()))
+    return _read_inputs(case, tuple(dict.fromkeys(n for f in forms_of(case.op) for n in f.reads)))
 
 
 def check_tests() -> dict:

@@ -116,6 +116,8 @@ class State:
         self.failed = 0
         self.stale: list[str] = []
         self.records: list[dict] = []  # one verdict per test, for --report-json
+        #: [elements, tests] counted "not checkable at this dtype" (spec.tolerance.not_checkable); [] when none
+        self.not_checkable: list[int] = []
         self.partly_unsupported: list[str] = []  # generated tests that passed with unsupported draws
         self.kit_errors: list[str] = []  # a golden or kit fault: named, never counted against a clause
         self.complete = True  # false when the session was interrupted or stopped early

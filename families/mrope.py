@@ -187,6 +187,9 @@ _GRID = _thw([(0, 0, 0), (0, 0, 1), (0, 5, 0), (0, 5, 13), (7, 0, 0), (7, 13, 5)
              [(3, 100, 2000), (131071, 0, 5), (9, 9, 9), (4095, 4096, 4097), (1, 2, 3), (0, 131071, 0)])
 _TEXT_POS = _text([0, 1, 2, 3, 4, 5, 6], [131065, 131066, 131067, 131068, 131069, 131070, 131071])
 _FIG_X = arange_x((1, 1, 1, 16))
+#: long positions (issue 30): a video past 2**20 frames' worth of positions, one axis at 2**24
+_LONG = _thw([(2**20, 2**20, 2**20), (2**20 + 1, 2**20, 2**20 + 1), (2**20 + 1, 2**20 + 1, 2**20), (2**24, 5, 7)],
+             [(2**24 - 1, 2**24 - 1, 2**24 - 1), (2**24, 2**24, 2**24), (2**24 + 1, 2**24 + 1, 2**24 + 1), (3, 2**20, 9)])
 add_cases(
     Case("mrope-qwen2-vl-figure-d16", "mrope.cos_sin", ("MROPE-SECTIONS",), _FIG2,
          {"position_ids": _thw([(4, 1, 2)])},
@@ -203,6 +206,10 @@ add_cases(
     Case("mrope-qwen2-vl-vision", "mrope.apply", ("MROPE-SECTIONS",), _QWEN2VL,
          {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
          "Qwen2-VL: text, a 2 x 2 image grid, text; a two-frame video at position 70000"),
+    Case("mrope-qwen2-vl-long", "mrope.apply", ("MROPE-SECTIONS",), _QWEN2VL,
+         {"q": Gen((2, 4, 4, 128)), "k": Gen((2, 1, 4, 128)), "position_ids": _LONG},
+         "Qwen2-VL at positions 2**20 and 2**24 - 1 .. 2**24 + 1 on every axis (and one axis alone at 2**24): the "
+         "highest frequencies not checkable there, the others are"),
     Case("mrope-qwen2-vl-grid-cos-sin", "mrope.cos_sin", ("MROPE-SECTIONS",), _QWEN2VL,
          {"position_ids": _GRID}, "t, h, w all different, up to 131071 on each axis"),
     Case("mrope-qwen2-vl-text", "mrope.apply", ("MROPE-TEXT-REDUCES", "MROPE-SECTIONS"), _QWEN2VL,

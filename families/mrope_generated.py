@@ -64,9 +64,9 @@ def clauses(p: MRopeParams) -> list[str]:
 
 def _positions(draw, b: int, t: int) -> np.ndarray:
     if draw(st.booleans()):  # text tokens: t = h = w
-        row = g.positions(draw, b, t, g.MAX_POSITION)
+        row = g.positions(draw, b, t, g.MAX_POSITION, far=g.LONG_POSITION)
         return np.stack([row, row, row])
-    return np.stack([g.positions(draw, b, t, g.MAX_POSITION) for _ in range(3)])
+    return np.stack([g.positions(draw, b, t, g.MAX_POSITION, far=g.LONG_POSITION) for _ in range(3)])
 
 
 @generator("mrope.cos_sin")

@@ -1,8 +1,10 @@
 """Generated-case strategies of the RoPE family's operations (``rope.*``): every pairing, both
 rotation directions (the rotating operations), full and partial rotary (a width or a fraction), condensed
 positions, an optional attention factor, every ``rope_type`` with its scaling fields at
-random valid values (:mod:`posenc.families.rope_scaling_generated`), θ from 1e2 to 1e8, and
-positions anywhere up to 2^17 (near powers of two, above 65504, scattered, after a cache)."""
+random valid values (:mod:`posenc.families.rope_scaling_generated`), θ from 1e2 to 1e8, head sizes
+kernels special-case (80, 92, 112, 160, 192), 73 query heads and batches of 5 and 9, and positions
+anywhere up to 2^17 (near powers of two, above 65504, scattered, after a cache) or rows far beyond
+(near 2^20, 2^24)."""
 
 from __future__ import annotations
 
@@ -79,7 +81,7 @@ def with_forms(draw, p: RopeParams, keep_width: bool = False) -> RopeParams:
 
 
 def _qk(draw, p: RopeParams, b: int, t: int) -> dict:
-    hq, hk = g.shape(draw, (1, 2, 4), (1, 2))
+    hq, hk = g.shape(draw, (1, 2, 4, *g.KERNEL_HEADS), (1, 2))
     return {"q": g.values((b, hq, t, p.head_dim)), "k": g.values((b, hk, t, p.head_dim))}
 
 
@@ -93,7 +95,7 @@ def gen_inv_freq(draw):
 def gen_cos_sin(draw):
     p = rope_params(draw)
     b, t = g.shape(draw, (1, 2, 3), (1, 2, 5))
-    x = {"position_ids": g.positions(draw, b, t, g.MAX_POSITION)}
+    x = {"position_ids": g.positions(draw, b, t, g.MAX_POSITION, far=g.LONG_POSITION)}
     p = with_rotation(draw, p)  # the tables do not depend on it (ROPE-ROTATION-NEGATIVE)
     return g.case("rope.cos_sin", with_forms(draw, p), x, [])
 
@@ -101,8 +103,8 @@ def gen_cos_sin(draw):
 @generator("rope.apply")
 def gen_apply(draw):
     p = rope_params(draw)
-    b, t = g.shape(draw, (1, 2, 3), (1, 3, 5))
-    x = {**_qk(draw, p, b, t), "position_ids": g.positions(draw, b, t, g.MAX_POSITION)}
+    b, t = g.shape(draw, (1, 2, 3, *g.KERNEL_BATCHES), (1, 3, 5))
+    x = {**_qk(draw, p, b, t), "position_ids": g.positions(draw, b, t, g.MAX_POSITION, far=g.LONG_POSITION)}
     p = with_rotation(draw, p)
     return g.case("rope.apply", with_forms(draw, p), x, [])
 
@@ -137,7 +139,7 @@ def gen_cos_sin_calls(draw):
 @generator("rope.apply_with_cos_sin")
 def gen_apply_with_cos_sin(draw):
     p = rope_params(draw, scaled=False)
-    b, t = g.shape(draw, (1, 2), (1, 3, 4))
+    b, t = g.shape(draw, (1, 2, *g.KERNEL_BATCHES), (1, 3, 4))
     x = {**_qk(draw, p, b, t), "cos": g.values((b, t, p.pair_dim // 2), 0.5), "sin": g.values((b, t, p.pair_dim // 2), 0.5)}
     p = with_rotation(draw, p)
     cl = [f"ROPE-PAIR-{p.pairing.upper()}"] + (["ROPE-PARTIAL"] if p.rdim < p.head_dim else []) \

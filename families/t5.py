@@ -107,6 +107,7 @@ _T5_FIG = pos([-200, -10, -1, 0, 1, 10, 200])
 _T5_ENC = model_params("t5-base")  # t5-base: T5Config defaults, 12 heads
 _T5_DEC = model_params("t5-base", bidirectional=False)
 _T5_RANGE = np.arange(-200, 201, dtype=np.int64).reshape(1, 401)
+_T5_LONG = pos([-(2**31 - 1), -2**24, -2**20 - 1, -2**20, 2**20, 2**20 + 1, 2**24, 2**31 - 1])
 add_cases(
     Case("t5-buckets-figures-bidirectional", "t5.buckets", ("T5-BUCKET-BIDIRECTIONAL",), _T5_ENC,
          {"relative_position": _T5_FIG}, "rel -200, -10, -1, 0, 1, 10, 200 -> 15, 8, 1, 0, 17, 24, 31"),
@@ -116,6 +117,12 @@ add_cases(
          {"relative_position": _T5_RANGE}, "every rel in [-200, 200]"),
     Case("t5-base-buckets-causal", "t5.buckets", ("T5-BUCKET-CAUSAL",), _T5_DEC,
          {"relative_position": _T5_RANGE}, "every rel in [-200, 200]"),
+    Case("t5-buckets-long-bidirectional", "t5.buckets", ("T5-BUCKET-BIDIRECTIONAL",), _T5_ENC,
+         {"relative_position": _T5_LONG}, "distances +-2**20, +-2**24 and +-(2**31 - 1): the last bucket of each side, "
+                                          "never a wrapped or NaN log"),
+    Case("t5-buckets-long-causal", "t5.buckets", ("T5-BUCKET-CAUSAL",), _T5_DEC,
+         {"relative_position": _T5_LONG}, "distances +-2**20, +-2**24 and +-(2**31 - 1): the last bucket for the "
+                                          "past, 0 for the future"),
     Case("t5-base-bias-encoder", "t5.bias", ("T5-BIAS", "T5-BUCKET-BIDIRECTIONAL"), _T5_ENC,
          {"table": Gen((32, 12)), "query_length": 6, "key_length": 6, "cache_length": 0},
          "t5-base encoder: table [32 buckets, 12 heads]"),

@@ -31,7 +31,10 @@ def _clause(p: T5Params) -> str:
 def gen_buckets(draw):
     p = t5_params(draw)
     span = 2 * p.max_distance + 8
-    rel = np.asarray([[draw(st.integers(-span, span)) for _ in range(draw(st.sampled_from([3, 7])))]], np.int64)
+    row = [draw(st.integers(-span, span)) for _ in range(draw(st.sampled_from([3, 7])))]
+    if draw(st.integers(0, 3)) == 0:  # one case in four also a long distance (2**20 .. int32's largest), either side
+        row.append(draw(st.sampled_from([1, -1])) * draw(st.sampled_from([2**20, 2**20 + 1, 2**24, 2**31 - 1])))
+    rel = np.asarray([row], np.int64)
     return g.case("t5.buckets", p, {"relative_position": rel}, [_clause(p)])
 
 

@@ -47,7 +47,7 @@ from posenc.harness import golden as _golden
 from posenc.harness.diagnosis import diagnose, shape_error_diagnosis
 from posenc.harness.failure import is_timeout
 from posenc.harness.remote import RemoteCrash
-from posenc.harness.runner import OutputShapeError, compare_outputs, run_case, run_in_form
+from posenc.harness.runner import OutputShapeError, compare_outputs, note_not_checkable, run_case, run_in_form
 from posenc.registry.cases import Case, Gen
 
 if TYPE_CHECKING:
@@ -126,14 +126,40 @@ def example_form(adapter: Adapter, g, seed: int) -> Optional[str]:
     return choose_form(adapter, g.case.op, g.case.params, g.inputs, seed)
 
 
-def choose_form(adapter: Adapter, op: str, params, inputs: dict, pick: int) -> Optional[str]:
-    """Entry ``pick`` (modulo their number) of the primary (None) and the call forms of ``op`` the adapter
-    serves (``call_forms``) that ``inputs`` can be put in: the one form a shared example or check runs
-    through.  ``inputs`` need hold only what the forms' ``reads`` name."""
+def form_candidates(adapter: Adapter, op: str, params, inputs: dict) -> list[Optional[str]]:
+    """The primary (None) and the call forms of ``op`` the adapter serves (``call_forms``) that ``inputs`` can
+    be put in, in the operation table's order.  ``inputs`` need hold only what the forms' ``reads`` name."""
     from posenc.registry.forms import forms_of
     served = set(getattr(adapter, "call_forms", ()) or ())
-    forms = [f.op for f in forms_of(op) if f.op in served and f.why_not(params, inputs) is None]
-    return ([None] + forms)[pick % (len(forms) + 1)]
+    return [None] + [f.op for f in forms_of(op) if f.op in served and f.why_not(params, inputs) is None]
+
+
+def choose_form(adapter: Adapter, op: str, params, inputs: dict, pick: int) -> Optional[str]:
+    """Entry ``pick`` (modulo their number) of :func:`form_candidates`: the one form a shared example runs
+    through."""
+    forms = form_candidates(adapter, op, params, inputs)
+    return forms[pick % len(forms)]
+
+
+def spread_forms(candidates: dict[str, list[Optional[str]]], pick: dict[str, int]) -> dict[str, Optional[str]]:
+    """One form per case (``candidates``: case ID -> :func:`form_candidates`) such that the forms are spread
+    over the cases: each case, the most constrained first, takes among its candidates the one used least so
+    far, a rarer one (fewer cases can take it) first on a tie, then entry ``pick[case]`` of the tied ones --
+    so a form some case can be put in is used by at least one (an offset form only a few single-row cases
+    take is not left to chance), and no form is used much more than another."""
+    can_take = {}
+    for forms in candidates.values():
+        for f in forms:
+            can_take[f] = can_take.get(f, 0) + 1
+    used = dict.fromkeys(can_take, 0)
+    out: dict[str, Optional[str]] = {}
+    for cid in sorted(candidates, key=lambda c: (len(candidates[c]), c)):
+        forms = candidates[cid]
+        best = min((used[f], can_take[f]) for f in forms)
+        tied = [f for f in forms if (used[f], can_take[f]) == best]
+        out[cid] = f = tied[pick[cid] % len(tied)]
+        used[f] += 1
+    return out
 
 
 def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str, excuse=None) -> str:
@@ -161,8 +187,13 @@ def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str
         raise Crashed(failure) from None
     except BaseException as e:  # noqa: BLE001 - every other exception is a failure, reported precisely
         raise GeneratedFailure(c, seed, f"{type(e).__name__}: {exception_text(e)}", raised=True) from None
-    bad = [r for r in compare_outputs(g, out, dtype) if not r.ok]
+    cmps = compare_outputs(g, out, dtype)
+    bad = [r for r in cmps if not r.ok]
     if not bad:
+        try:
+            note_not_checkable(c.id, cmps, dtype)
+        except Unsupported as e:  # no element checkable at this dtype: redrawn, never a pass
+            return f"unsupported:{e.reason}"
         return "passed"
     if form is not None:
         g = dataclasses.replace(g, form=form)

@@ -22,8 +22,15 @@ from posenc.registry.cases import Case, Gen
 from posenc.spec.models import PARAM_MODELS
 from posenc.spec.ranges import domain
 
-#: The largest position a RoPE-style generated case draws (the goldens go to 131071).
+#: The largest position a RoPE-style generated case draws for most rows (the goldens go to 131071).
 MAX_POSITION = 2 ** 17
+#: The largest position a row of "far" positions reaches (``positions(..., far=LONG_POSITION)``): long-context
+#: models (Llama 4 Scout: 10M tokens); rows start near 2**20, 2**24 or anywhere between.
+LONG_POSITION = 2 ** 24 + 8
+#: Batch sizes 2**k + 1 and a head count of 73, as kernel test suites use them (a block's tail, a grid that
+#: does not divide): drawn by the operations that rotate q and k.
+KERNEL_BATCHES = (5, 9)
+KERNEL_HEADS = (73,)
 
 
 def field(draw, model: str, name: str, *, lo: Optional[float] = None, hi: Optional[float] = None):
@@ -54,7 +61,9 @@ def field(draw, model: str, name: str, *, lo: Optional[float] = None, hi: Option
 #: The sizes a generated width or table length takes (filtered by the field's declared domain):
 #: few, so that compiled and shape-specialising adapters (jax, jit, tf.function) reuse their
 #: compilations across examples, yet odd, even, tiny, power-of-two and not.
-SIZES = (1, 2, 3, 4, 6, 8, 10, 16, 24, 64, 96, 128, 256, 1024)
+#: 80, 92, 112, 160 and 192 are the odd head sizes kernels special-case (vLLM, FlashInfer, SGLang fall back to
+#: another kernel outside 64 / 128 / 256).
+SIZES = (1, 2, 3, 4, 6, 8, 10, 16, 24, 64, 80, 92, 96, 112, 128, 160, 192, 256, 1024)
 
 
 def size(draw, model: str, name: str, *, lo: Optional[float] = None, hi: Optional[float] = None) -> int:
@@ -72,13 +81,16 @@ def shape(draw, *dims: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(draw(st.sampled_from(d)) for d in dims)
 
 
-def positions(draw, batch: int, length: int, high: int, *, monotonic: bool = False) -> np.ndarray:
+def positions(draw, batch: int, length: int, high: int, *, monotonic: bool = False, far: int = 0) -> np.ndarray:
     """int64 ``[batch, length]`` positions in ``[0, high)``: from 0, after a cache, scattered, near
-    a power of two, above 65504 (when ``high`` allows), or at the end of the range.  Each row is
-    drawn on its own (rows never share positions by construction)."""
+    a power of two, above 65504 (when ``high`` allows), or at the end of the range; with ``far`` (above
+    ``high``) also rows of consecutive positions beyond ``high`` up to ``far``: near 2**20, near 2**24 or
+    log-uniform between.  Each row is drawn on its own (rows never share positions by construction)."""
     kinds = ["arange", "cache", "near_pow2", "end"] + ([] if monotonic else ["scattered"])
     if high > 65504 + length:
         kinds.append("above_f16")
+    if far > high + length:
+        kinds.append("far")
     rows = []
     for _ in range(batch):
         kind = draw(st.sampled_from(kinds))
@@ -94,6 +106,11 @@ def positions(draw, batch: int, length: int, high: int, *, monotonic: bool = Fal
             start = draw(st.integers(65505, high - length))
         elif kind == "end":
             start = span
+        elif kind == "far":
+            anchor = draw(st.sampled_from([2**20, 2**24, 0]))
+            if anchor == 0:
+                anchor = int(math.exp(draw(st.floats(math.log(high), math.log(far - length)))))
+            start = min(max(anchor - draw(st.integers(0, length)), high), far - length)
         else:
             rows.append([draw(st.integers(0, high - 1)) for _ in range(length)])
             continue
@@ -139,4 +156,4 @@ def case(op: str, params, inputs: dict[str, Any], clauses, note: str = "") -> Ca
 
 
 __all__ = ["field", "size", "shape", "positions", "mask", "values", "ids", "case", "domain", "Case", "Gen",
-           "MAX_POSITION", "SIZES"]
+           "MAX_POSITION", "LONG_POSITION", "KERNEL_BATCHES", "KERNEL_HEADS", "SIZES"]

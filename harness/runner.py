@@ -539,6 +539,29 @@ def run_op_unshaped(adapter: Adapter, op: str, params, inputs: dict[str, np.ndar
     return out
 
 
+#: Elements judged "not checkable at this dtype" by the comparisons of the current test (read and reset by
+#: the plugin around each test: :func:`take_not_checkable`).
+_NOT_CHECKABLE = [0]
+
+
+def note_not_checkable(case_id: str, cmps, dtype: str) -> None:
+    """Count the compared elements whose bound reaches the largest error they can have
+    (``spec.tolerance.not_checkable``); a case none of whose elements is checkable is ``Unsupported``, never
+    a pass."""
+    n, total = sum(c.n_unchecked for c in cmps), sum(c.n_total for c in cmps if c.n_total > 0)
+    _NOT_CHECKABLE[0] += n
+    if n and n == total:
+        raise Unsupported(f"not checkable at {dtype}: every one of the {total} compared elements of {case_id} has a "
+                          "bound (the float32 angle term at its positions) reaching twice its magnitude, the largest "
+                          "error a rotation can make: any output of that magnitude would pass")
+
+
+def take_not_checkable() -> int:
+    """The "not checkable at this dtype" elements counted since the last call (and reset)."""
+    n, _NOT_CHECKABLE[0] = _NOT_CHECKABLE[0], 0
+    return n
+
+
 def compare_outputs(golden: Golden, outputs: dict[str, np.ndarray], dtype: str) -> list[Comparison]:
     """Compare every golden output (``*.compared`` masks applied) with ``outputs``."""
     res = []

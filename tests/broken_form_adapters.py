@@ -202,3 +202,53 @@ class PackedScaledUnsupported(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _PackedScaledUnsupported(params, DTYPES[dtype], device)
+
+
+class _Int32Low21Bits(TorchRope):
+    def apply(self, q, k, position_ids):  # an int32 kernel that keeps 21 bits of each position
+        if position_ids.dtype == torch.int32:
+            position_ids = position_ids & ((1 << 21) - 1)
+        return super().apply(q, k, position_ids)
+
+
+class Int32Low21Bits(TorchAdapter):
+    name = "broken-int32-low-21-bits"
+    call_forms = ("rope.apply_int32",)
+
+    def rope(self, params, *, dtype, device):
+        return _Int32Low21Bits(params, DTYPES[dtype], device)
+
+
+class _Int32IndexWraps(TorchRope):
+    def apply(self, q, k, position_ids):  # a flat cos/sin table index pos * 1024 computed in int32: wraps past 2**21
+        if position_ids.dtype == torch.int32:
+            position_ids = torch.div(position_ids * 1024, 1024, rounding_mode="floor")
+        return super().apply(q, k, position_ids)
+
+
+class Int32IndexWraps(TorchAdapter):
+    name = "broken-int32-index-wraps"
+    call_forms = ("rope.apply_int32",)
+
+    def rope(self, params, *, dtype, device):
+        return _Int32IndexWraps(params, DTYPES[dtype], device)
+
+
+class _OffsetScalesFromT(TorchRope):
+    def apply_offset(self, q, k, offset):  # dynamic / LongRoPE frequencies from the call's T, not offset + T
+        T = q.shape[2]
+        self._update(torch.arange(T)[None])
+        keep, self._update = self._update, lambda pid: None
+        try:
+            pos = int(offset) + torch.arange(T, dtype=torch.int64)
+            return self.apply(q, k, pos.expand(q.shape[0], -1))
+        finally:
+            self._update = keep
+
+
+class OffsetScalesFromT(TorchAdapter):
+    name = "broken-offset-scales-from-t"
+    call_forms = ("rope.apply_offset",)
+
+    def rope(self, params, *, dtype, device):
+        return _OffsetScalesFromT(params, DTYPES[dtype], device)

@@ -147,10 +147,44 @@ def test_the_oracle_free_checks_run_through_the_forms_served(run_suite):
     r = run_suite(f"{BROKEN}:IgnoresOffsets", "-k", "test_pairing_probe", "--dtype", "float32")
     out = r.stdout.str()
     summary = out[out.index("posenc conformance:"):]
-    assert r.ret == 1 and "ran through call form rope.apply_row_offsets, chosen by the case" in out, out[-3000:]
+    assert r.ret == 1 and "ran through call form rope.apply_row_offsets, this case's among the check's cases" in out, out[-3000:]
     assert "rope.apply passes this check on" in out and "\nROPE-CALL-FORM " in summary, summary[-3000:]
     r = run_suite("torch", "-k", "test_pairing_probe or test_relative or test_pair_norm", "--dtype", "float32")
     assert r.ret == 0, r.stdout.str()[-3000:]
+
+
+def test_each_check_uses_every_form_one_of_its_cases_can_take():
+    """The served forms are spread over a check's cases, not left to a hash of each case's ID: every form that
+    some case of the check can be put in is used by one (the offset form, which only single-row cases take,
+    was never picked by the hash), and no form takes more than two cases beyond another."""
+    from collections import Counter
+    from posenc import registry
+    from posenc.adapters.torch_adapter import TorchAdapter
+    from posenc.conformance.collect import _form_inputs, check_form, params, with_invariant
+    from posenc.harness.generation import form_candidates
+    a = TorchAdapter()
+    seen_offset = False
+    for chk in registry.checks().values():
+        ps = params(chk.select, chk.clauses) if chk.select is not None else with_invariant(chk.invariant, tuple(chk.handlers))
+        cases = [p.values[0] for p in ps if p.values[0].op == "rope.apply"]
+        if not cases:
+            continue
+        memo: dict = {}
+        used = Counter(check_form(a, c, cases, memo) for c in cases)
+        possible = {f for c in cases for f in form_candidates(a, c.op, c.params, _form_inputs(c))}
+        assert set(used) == possible, (chk.name, possible - set(used))
+        assert max(used.values()) - min(used.values()) <= 2 or len(cases) < len(possible), (chk.name, used)
+        seen_offset |= "rope.apply_offset" in used
+    assert seen_offset
+
+
+def test_a_scalar_offset_form_broken_fails_the_checks_through_it(run_suite):
+    """An apply_offset that adds the offset twice fails the oracle-free checks whose cases take the offset
+    form (the relative check compares shifted positions), counted under ROPE-CALL-FORM."""
+    r = run_suite(f"{BROKEN}:OffsetTwice", "-k", "test_relative or test_pairing_probe or test_permutation",
+                  "--dtype", "float32")
+    out = r.stdout.str()
+    assert r.ret == 1 and "ran through call form rope.apply_offset" in out, out[-3000:]
 
 
 def _line(tmp_path, divergence: str, clause: str, extra: str = "") -> str:
