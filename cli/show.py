@@ -192,6 +192,9 @@ def _show_links(spec, key: str) -> None:
         cases = [c for c in fams.all_cases() if c.op in forms and set(c.clauses) & set(d.violates)]
         print(f"golden cases of the clauses it violates ({len(cases)}): {', '.join(c.id for c in cases) or 'none'}")
         return
+    if key in spec.operations and spec.operations[key].form_of is not None:
+        _show_form(spec, fams, spec.operations[key])
+        return
     if key in spec.operations:
         ops, clauses = [spec.operations[key]], set(spec.operations[key].clauses)
         cases = [c for c in fams.all_cases() if c.op == key]
@@ -219,3 +222,24 @@ def _show_links(spec, key: str) -> None:
     print("divergences:" + ("" if divs else " none"))
     for d in divs:
         print(f"  - {d.id} (mutant {d.mutant}): {d.description}")
+
+
+def _show_form(spec, fams, op) -> None:
+    """A call form: what runs through it (the primary's goldens it can express, the primary's generated
+    examples and oracle-free checks, shared), and its own divergences."""
+    from posenc.conformance.collect import form_params
+    print(f"call form {op.form!r} of {op.form_of} (clause ROPE-CALL-FORM): an adapter serves it by listing {op.name} "
+          "in call_forms")
+    tests = [p.id for p in form_params() if p.values[1] == op.name]
+    print(f"golden cases of {op.form_of} put in this form ({len(tests)}):")
+    for t in tests:
+        print(f"  - test_call_form[<dtype>-{t}]")
+    print(f"generated cases: test_generated[<dtype>-{op.form_of}] runs each drawn example through one of the forms "
+          "the adapter serves that it can be put in (shared, never multiplied)")
+    print(f"invariant checks: the oracle-free checks of {op.form_of}, the served forms spread over each check's cases")
+    own = [d for d in spec.divergences.values() if "ROPE-CALL-FORM" in d.violates
+           and op.name in fams.mutants().get(d.mutant, {})]
+    print("its own divergences:" + ("" if own else " none"))
+    for d in own:
+        print(f"  - {d.id} (mutant {d.mutant}): {d.description}")
+    print(f"and every divergence of {op.form_of}, seen through the form: posenc spec show {op.form_of}")

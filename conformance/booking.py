@@ -372,6 +372,8 @@ def report(config, st: State, exit_status: int) -> dict:
         "examples": generated_examples(config),
         # the dtype of its cos/sin tables at bfloat16 / float16 (ROPE-TABLE-DTYPE)
         "table_dtype": table_policy(a),
+        # the call forms it serves (ROPE-CALL-FORM): each golden of their primary runs through them too
+        "call_forms": list(getattr(a, "call_forms", ()) or ()),
         # false for a run cut short (Ctrl-C, -x / --maxfail, an internal error): its results are
         # the tests that ran; posenc matrix refuses it
         "complete": st.complete,

@@ -338,7 +338,7 @@ class Expectations:
             for e in self.covering(case.op, case.params, dtype):
                 if e.explains(tuple(divergences), inferred):
                     return e
-            if self.generated_lines(case.op, dtype):
+            if self.generated_lines(seen_as(case.op)[0], dtype):
                 return None  # the file scopes this operation's generated failures by its own lines
         for e in self.entries:
             if (not e.generated and e.named and e.divergence in divergences and e.clause in clauses

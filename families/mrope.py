@@ -207,7 +207,7 @@ add_cases(
          {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
          "Qwen2-VL: text, a 2 x 2 image grid, text; a two-frame video at position 70000"),
     Case("mrope-qwen2-vl-long", "mrope.apply", ("MROPE-SECTIONS",), _QWEN2VL,
-         {"q": Gen((2, 4, 4, 128)), "k": Gen((2, 1, 4, 128)), "position_ids": _LONG},
+         {"q": Gen((2, 2, 4, 128)), "k": Gen((2, 1, 4, 128)), "position_ids": _LONG},
          "Qwen2-VL at positions 2**20 and 2**24 - 1 .. 2**24 + 1 on every axis (and one axis alone at 2**24): the "
          "highest frequencies not checkable there, the others are"),
     Case("mrope-qwen2-vl-grid-cos-sin", "mrope.cos_sin", ("MROPE-SECTIONS",), _QWEN2VL,

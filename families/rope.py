@@ -593,3 +593,4 @@ from . import rope_forms  # noqa: E402,F401  (registers their mutants and cases)
 from . import rope_calls  # noqa: E402,F401 - rope.apply's call forms
 from . import rope_tables  # noqa: E402,F401 - the cos/sin tables' dtype (ROPE-TABLE-DTYPE)
 from . import rope_long  # noqa: E402,F401 - long positions (2**24, int32 max) and offsets with scaled frequencies
+from . import rope_shapes  # noqa: E402,F401 - the head sizes, head counts and batches kernels special-case

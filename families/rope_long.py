@@ -18,12 +18,12 @@ from . import add_cases, rope_clauses  # noqa: F401 - rope_clauses registers the
 
 _LLAMA31 = model_params("llama-3.1-8b")
 _LONGROPE = model_params("phi-3.5-mini")
-_DYN = RopeParams(head_dim=128, rope_theta=10000.0, rope_type="dynamic", factor=2.0, max_position_embeddings=4096)
+_DYN = RopeParams(head_dim=64, rope_theta=10000.0, rope_type="dynamic", factor=2.0, max_position_embeddings=4096)
 _P24 = 2**24
 _I32 = 2**31 - 1
 add_cases(
     Case("rope-position-2-24", "rope.apply", ("ROPE-ANGLE", "SCALE-LLAMA3"), _LLAMA31,
-         {"q": Gen((2, 4, 4, 128)), "k": Gen((2, 2, 4, 128)), "position_ids": pos(*[range(_P24 - 2, _P24 + 2)] * 2)},
+         {"q": Gen((2, 2, 4, 128)), "k": Gen((2, 1, 4, 128)), "position_ids": pos(*[range(_P24 - 2, _P24 + 2)] * 2)},
          "Llama 3.1 (llama3 scaling) at positions 2**24 - 2 .. 2**24 + 1 in two rows: float32 holds every one of them "
          "exactly up to 2**24, not past it; the highest frequencies are not checkable there, the rest are"),
     Case("rope-int32-max", "rope.apply", ("ROPE-ANGLE", "ROPE-PAIR-HALF"), RopeParams(head_dim=64, rope_theta=500000.0),
@@ -31,11 +31,11 @@ add_cases(
          "positions 2**31 - 3 .. 2**31 - 1, the largest int32 holds: an index type or a position product that "
          "wraps (a kernel keeping 21 bits, pos * 1024 in int32) turns the low frequencies to other angles"),
     Case("rope-offset-dynamic", "rope.apply", ("SCALE-DYNAMIC-NTK", "SCALE-DYNAMIC-PER-CALL", "ROPE-ANGLE"), _DYN,
-         {"q": Gen((2, 4, 3, 128)), "k": Gen((2, 2, 3, 128)), "position_ids": pos(*[range(6000, 6003)] * 2)},
+         {"q": Gen((2, 2, 3, 64)), "k": Gen((2, 1, 3, 64)), "position_ids": pos(*[range(6000, 6003)] * 2)},
          "three tokens after a cache of 6000 in two rows (one offset): dynamic NTK's theta' comes from seq_len "
          "6003, not from the 3 tokens of the call"),
     Case("rope-offset-longrope", "rope.apply", ("SCALE-LONGROPE-FACTORS", "ROPE-ANGLE"), _LONGROPE,
-         {"q": Gen((2, 4, 3, 96)), "k": Gen((2, 2, 3, 96)), "position_ids": pos(*[range(5000, 5003)] * 2)},
-         "Phi-3.5-mini three tokens after a cache of 5000 (one offset): LongRoPE's long factors (seq_len 5003 > "
-         "original 4096), not the short ones the call's 3 tokens would pick"),
+         {"q": Gen((2, 2, 2, 96)), "k": Gen((2, 1, 2, 96)), "position_ids": pos(*[range(5000, 5002)] * 2)},
+         "Phi-3.5-mini two tokens after a cache of 5000 (one offset): LongRoPE's long factors (seq_len 5002 > "
+         "original 4096), not the short ones the call's 2 tokens would pick"),
 )

@@ -49,6 +49,7 @@ from posenc.harness.failure import is_timeout
 from posenc.harness.remote import RemoteCrash
 from posenc.harness.runner import OutputShapeError, compare_outputs, note_not_checkable, run_case, run_in_form
 from posenc.registry.cases import Case, Gen
+from posenc.registry.forms import form_clauses
 
 if TYPE_CHECKING:
     from posenc.adapters import Adapter
@@ -109,14 +110,20 @@ def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str,
     failure on the values, or None; where it has an ``observe(case, dtype, verdict)`` method, it is
     told every verdict (``passed``, ``excused:<ID>``, ``failed``; not unsupported draws), so a line's
     coverage can be counted."""
-    verdict = "failed"
+    verdict, seen = "failed", [c]
     try:
-        verdict = _check_example(adapter, c, seed, dtype, device, excuse)
+        verdict = _check_example(adapter, c, seed, dtype, device, excuse, seen)
         return verdict
     finally:
         observe = getattr(excuse, "observe", None)
         if observe is not None and not verdict.startswith("unsupported:"):
-            observe(c, dtype, verdict)
+            observe(seen[0], dtype, verdict)  # the example as it ran: through a call form, that form's operation
+
+
+def through(c: Case, form: Optional[str]) -> Case:
+    """``c`` as run through call form operation ``form`` (its ``op`` the form's): what an expectation line's
+    ``forms:`` condition is judged on (:func:`posenc.conformance.expectation_keys.seen_as`)."""
+    return c if form is None else dataclasses.replace(c, op=form)
 
 
 def example_form(adapter: Adapter, g, seed: int) -> Optional[str]:
@@ -162,16 +169,18 @@ def spread_forms(candidates: dict[str, list[Optional[str]]], pick: dict[str, int
     return out
 
 
-def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str, excuse=None) -> str:
+def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str, excuse=None, seen=None) -> str:
     g = example_golden(c, seed, dtype)
     try:
         form = example_form(adapter, g, seed)
+        if seen is not None:
+            seen[0] = through(c, form)
         out = run_case(adapter, g, dtype, device) if form is None else run_in_form(adapter, g, form, dtype, device)
     except OutputShapeError as e:  # a shape a known divergence gives is judged as its values
         detail, matches = shape_error_diagnosis(registry.spec(), e, dtype)
         if not matches:
             raise GeneratedFailure(c, seed, detail, raised=True) from None
-        return _judged(c, seed, dtype, excuse, detail, matches, ())
+        return _judged(c, seed, dtype, excuse, detail, matches, (), seen=through(c, form))
     except Unsupported as e:
         return f"unsupported:{e.reason}"
     except pytest.fail.Exception as e:
@@ -195,18 +204,39 @@ def _check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str
         except Unsupported as e:  # no element checkable at this dtype: redrawn, never a pass
             return f"unsupported:{e.reason}"
         return "passed"
+    primary_g = g
     if form is not None:
         g = dataclasses.replace(g, form=form)
     matches = diagnose(registry.spec(), g, out, dtype)
     inferred = _infer(g, out, dtype) if not matches else ()
     detail = (f"through {form}: " if form else "") + "\n  ".join(r.message for r in bad)
-    return _judged(c, seed, dtype, excuse, detail, matches, inferred, (g, out))
+    own = form is not None and _primary_passes(adapter, primary_g, dtype, device)
+    if own:  # the form's own failure (as a golden's: harness.failure.as_form_failure): counted under its clauses
+        clauses = form_clauses(form)
+        matches = [dataclasses.replace(m, violates=clauses) for m in matches]
+        detail += (f"\n  {c.op} passes this example: the failure is {form}'s own ({', '.join(clauses)})")
+    return _judged(c, seed, dtype, excuse, detail, matches, inferred, (g, out), seen=through(c, form),
+                   clauses=form_clauses(form) if own else None)
 
 
-def _judged(c: Case, seed: int, dtype: str, excuse, detail: str, matches, inferred, plot_data=None) -> str:
-    """A failing example's verdict: ``excused:<ID>`` by the line that explains it, else the failure raised."""
+def _primary_passes(adapter: Adapter, g, dtype: str, device: str) -> bool:
+    """The example passes through its primary operation (the failure path of an example run through a form)."""
+    try:
+        return all(r.ok for r in compare_outputs(g, run_case(adapter, g, dtype, device), dtype))
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - unsupported, raising or crashing there: not the form's alone
+        return False
+
+
+def _judged(c: Case, seed: int, dtype: str, excuse, detail: str, matches, inferred, plot_data=None, seen=None,
+            clauses=None) -> str:
+    """A failing example's verdict: ``excused:<ID>`` by the line that explains it, else the failure raised.
+    ``seen``: the example as it ran (:func:`through` its call form), what the lines' ``forms:`` are judged on;
+    ``clauses``: the clauses the failure is counted under where not the case's (a call form's own failure)."""
     hit = {v for m in matches for v in m.violates}
-    entry = excuse(set(c.clauses) | hit, dtype, tuple(m.divergence for m in matches), case=c,
+    own = set(clauses) if clauses is not None else set(c.clauses)
+    entry = excuse(own | hit, dtype, tuple(m.divergence for m in matches), case=seen or c,
                    inferred=inferred) if excuse else None
     if entry is not None:
         return f"excused:{entry.divergence}"

@@ -252,3 +252,37 @@ class OffsetScalesFromT(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _OffsetScalesFromT(params, DTYPES[dtype], device)
+
+
+class _IgnoresPositions(TorchRope):
+    def apply(self, q, k, position_ids):  # angles from arange(T): position_ids ignored
+        t = torch.arange(q.shape[2], dtype=torch.int64).expand(q.shape[0], -1)
+        return super().apply(q, k, t)
+
+
+class IgnoresPositions(TorchAdapter):
+    name = "broken-ignores-positions"
+
+    def rope(self, params, *, dtype, device):
+        return _IgnoresPositions(params, DTYPES[dtype], device)
+
+
+class _WrongAtHead80(TorchRope):
+    def apply(self, q, k, position_ids):  # a special-cased kernel for head 80 that writes q's dims in reverse order
+        q2, k2 = super().apply(q, k, position_ids)
+        if q.shape[-1] == 80:
+            return q2.flip(-1), k2
+        return q2, k2
+
+
+class WrongAtHead80(TorchAdapter):
+    name = "broken-at-head-80"
+
+    def rope(self, params, *, dtype, device):
+        return _WrongAtHead80(params, DTYPES[dtype], device)
+
+
+class PackedOnlyNoRestart(PackedNoRestart):
+    """PackedNoRestart serving the packed form alone: the generated examples it can take go through it often."""
+    name = "broken-packed-only-positions-run-on"
+    call_forms = ("rope.apply_packed",)

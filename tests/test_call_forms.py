@@ -187,6 +187,27 @@ def test_a_scalar_offset_form_broken_fails_the_checks_through_it(run_suite):
     assert r.ret == 1 and "ran through call form rope.apply_offset" in out, out[-3000:]
 
 
+@pytest.mark.parametrize("forms,excused", [("[packed]", True), ("[tokens]", False), ("[primary]", False)])
+def test_a_generated_line_with_forms_covers_the_examples_run_through_them(run_suite, tmp_path, forms, excused):
+    """A generated line's ``forms:`` is judged on the form each drawn example ran through: a bug of the packed
+    entry alone, recorded for ``forms: [packed]``, excuses the examples that went through it (counted under
+    ROPE-CALL-FORM, the form's own: rope.apply passes them) and the line is exercised; recorded for another
+    form, or the primary, it excuses nothing (hostile review)."""
+    import torch
+    f = tmp_path / "gen.yaml"
+    f.write_text("format: 2\nexpected_failures:\n  - check: generated\n    operation: rope.apply\n    dtypes: [float32]\n"
+                 f"    forms: {forms}\n    clause: ROPE-CALL-FORM\n    divergence: DIV-ROPE-PACKED-NO-RESTART\n"
+                 f"    evidence: a test\n    library: torch\n    library_version: \"{torch.__version__}\"\n")
+    r = run_suite(f"{BROKEN}:PackedOnlyNoRestart", "-k", "test_generated and rope.apply]", "--dtype", "float32",
+                  "--expectations", str(f), "--posenc-examples", "40")  # several examples through each of nine forms
+    out = r.stdout.str()
+    if excused:
+        assert r.ret == 0 and r.parseoutcomes().get("xfailed") == 1, out[-3000:]
+        assert "not exercised" not in out and "stale" not in out, out[-3000:]
+    else:
+        assert r.ret == 1 and "rope.apply passes this example: the failure is rope.apply_packed's own" in out, out[-3000:]
+
+
 def _line(tmp_path, divergence: str, clause: str, extra: str = "") -> str:
     import torch
     f = tmp_path / "exp.yaml"

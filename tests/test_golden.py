@@ -327,8 +327,10 @@ def test_committed_goldens_are_small():
     total = sum(p.stat().st_size for p in GDIR.iterdir() if p.is_file())
     # a budget for the repository, raised twice: 5.5 MB at 199 cases, 8.3 MB at 278 (ROPE-ROTATION-NEGATIVE and
     # AXIAL-COORDINATES-CENTRED cases added, their largest inputs already halved), 9.2 MB at 315 (spec 0.5.0's
-    # parameter forms: 37 cases, 0.3 MB, the real-size ones shrunk first)
-    assert total < 9_500_000, f"committed goldens take {total} bytes (limit 9.5 MB; 9.2 MB at spec 0.5.0, 315 cases)"
+    # parameter forms: 37 cases, 0.3 MB, the real-size ones shrunk first), 10.0 MB at 331 (issue 30: the table
+    # dtype, long positions -- 2**24, int32's largest, offsets with scaled frequencies, M-RoPE, T5 -- and the
+    # head sizes kernels special-case: 14 cases, 0.45 MB, each at its smallest shape; 9.89 MB)
+    assert total < 10_000_000, f"committed goldens take {total} bytes (limit 10.0 MB; 9.89 MB at 331 cases)"
 
 
 def test_npz_members_need_no_pickle():

@@ -72,14 +72,44 @@ def test_the_run_counts_them_and_the_report_has_them(run_suite, tmp_path):
 ])
 def test_long_position_bugs_of_the_forms_fail(run_suite, adapter, k):
     """Bugs the goldens below 2**21 and with plain RoPE could not see (hostile review): each fails through
-    its form, and passes through rope.apply (the form's own failure)."""
+    its form, counted under the form's clause (ROPE-CALL-FORM), while the same cases pass through rope.apply."""
     r = run_suite(f"{BROKEN}:{adapter}", "-k", k, "--dtype", "float32")
     out = r.stdout.str()
     assert r.ret == 1 and "failed" in r.parseoutcomes(), out[-3000:]
-    assert "rope.apply passes this case" in out, out[-3000:]
+    assert f"ROPE-CALL-FORM: broken-" in out and "ROPE-ANGLE: broken-" not in out, out[-3000:]
+    primary = k.replace("call_form and ", "test_golden and ")
+    assert run_suite(f"{BROKEN}:{adapter}", "-k", primary, "--dtype", "float32").ret == 0
 
 
 def test_the_ports_pass_the_long_goldens_at_every_dtype(run_suite):
     r = run_suite("torch", "-k", "2-24 or int32-max or offset-dynamic or offset-longrope or qwen2-vl-long or "
                   "buckets-long", "--dtype", "all")
     assert r.ret == 0 and set(k for k in r.parseoutcomes() if k != "deselected") == {"passed"}, r.stdout.str()[-3000:]
+
+
+def test_a_mutant_vacuous_at_long_positions_does_not_explain_a_failure(run_suite, tmp_path):
+    """At 2**24 and 2**31 - 1 a mutant's widened bounds reach every differing element's whole range: a kernel
+    that ignores its positions is named for what it does (DIV-ROPE-ARANGE-POSITIONS), not also for every
+    divergence whose outputs differ there (theta ignored, pairing swapped ...), and a line recording one of
+    those does not excuse it (hostile review)."""
+    r = run_suite(f"{BROKEN}:IgnoresPositions", "-k", "test_golden and (rope-position-2-24 or rope-int32-max)",
+                  "--dtype", "float32")
+    out = r.stdout.str()
+    assert r.ret == 1 and "    DIV-ROPE-ARANGE-POSITIONS (violates" in out, out[-3000:]
+    for other in ("DIV-ROPE-THETA-DEFAULT", "DIV-ROPE-PAIRING-SWAPPED", "DIV-ROPE-TABLE-NARROWER"):
+        assert f"    {other} (violates" not in out, (other, out[-3000:])
+    import torch
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("format: 2\nexpected_failures:\n  - case: rope-int32-max\n    check: golden\n    dtypes: [float32]\n"
+                   "    clause: ROPE-INV-FREQ\n    divergence: DIV-ROPE-THETA-DEFAULT\n    evidence: a theta bug\n"
+                   f"    library: torch\n    library_version: \"{torch.__version__}\"\n")
+    r = run_suite(f"{BROKEN}:IgnoresPositions", "-k", "test_golden and rope-int32-max", "--dtype", "float32",
+                  "--expectations", str(exp))
+    assert r.ret == 1 and r.parseoutcomes().get("failed") == 1, r.stdout.str()[-3000:]
+
+
+def test_a_kernel_wrong_at_one_special_head_size_fails_the_default_run(run_suite):
+    """The head sizes kernels special-case have a golden each: a kernel wrong at head 80 alone fails the
+    default run (float32, the default examples), not only when a draw happens to reach 80."""
+    r = run_suite(f"{BROKEN}:WrongAtHead80", "-k", "rope-head-80", "--dtype", "float32")
+    assert r.ret == 1 and r.parseoutcomes().get("failed", 0) >= 1, r.stdout.str()[-3000:]
