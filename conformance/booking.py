@@ -387,6 +387,17 @@ def report(config, st: State, exit_status: int) -> dict:
     }
 
 
+def write_not_checkable(tr, counted: list[int]) -> None:
+    """The summary's line on the compared elements the rule's bound does not constrain (``[elements, tests]``;
+    nothing when none): spec.tolerance.not_checkable."""
+    if counted:
+        tr.write_line(f"posenc: {counted[0]} compared element(s) in {counted[1]} test(s) not checkable at their dtype: "
+                      "the float32 angle term of their bound reaches twice their magnitude, the largest error a "
+                      "rotation can make, so any output of that magnitude passes there (spec.tolerance.not_checkable; "
+                      "long positions, high frequencies; per test: the report's not_checkable); elements whose bound "
+                      "lies between once and twice their magnitude are constrained only loosely", yellow=True)
+
+
 def write_contradicted(tr, contradicted: list[dict]) -> None:
     """The summary's lines of :func:`posenc.harness.failure.contradicted_diagnoses` (none: nothing)."""
     if not contradicted:

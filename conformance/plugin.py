@@ -40,6 +40,7 @@ from posenc.conformance.booking import (
     skip_reason,
     unexpect,
     write_contradicted,
+    write_not_checkable,
 )
 from posenc.conformance.crashes import LEDGER_KEY, Crashes, drop_ledger, new_ledger
 from posenc.conformance.generated import GeneratedDivergence, TimedOut, generated_examples
@@ -228,8 +229,7 @@ def pytest_report_header(config):
         f"posenc device {st.device}, dtypes {', '.join(st.dtypes)}; cos/sin tables at bfloat16 / float16: "
         f"{table_policy(a)} (table_dtype, ROPE-TABLE-DTYPE)" + (f"; policy: {a.notes}" if a.notes else ""),
         f"posenc expectations: {st.expectations_path or 'none'}",
-        "posenc call forms served: " + (", ".join(getattr(a, "call_forms", ()) or ()) or "none (the primary calls only)")
-        + " (ROPE-CALL-FORM)",
+        f"posenc call forms served: {', '.join(getattr(a, 'call_forms', ()) or ()) or 'none'} (ROPE-CALL-FORM)",
         f"posenc generated cases: {generated_examples(config)} per operation and dtype, "
         + (f"seed {config.getoption('--posenc-seed')}" if config.getoption("--posenc-seed") is not None
            else "seed 0 (deterministic; --posenc-seed N for others)"),
@@ -497,13 +497,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                       else "posenc: generated cases the adapter reported unsupported (redrawn; not passed):", yellow=True)
         for line in st.partly_unsupported:
             tr.write_line(f"  {line}")
-    if st.not_checkable:
-        tr.write_line(f"posenc: {st.not_checkable[0]} compared element(s) in {st.not_checkable[1]} test(s) not checkable at "
-                      "their dtype: the float32 angle term of their bound reaches twice their magnitude, the largest "
-                      "error a rotation can make, so any output of that magnitude passes there (spec.tolerance."
-                      "not_checkable; long positions, high frequencies; per test: the report's not_checkable); "
-                      "elements whose bound lies between once and twice their magnitude are constrained only loosely",
-                      yellow=True)
+    write_not_checkable(tr, st.not_checkable)
     write_contradicted(tr, st.contradicted)
     if st.checked == 0 and st.failed == 0:
         tr.write_line("posenc: no conformance check ran to a verdict: a run that checks nothing fails", red=True)

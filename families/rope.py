@@ -71,19 +71,24 @@ def rope_scales(op, p, x, freq) -> dict:
     if op == "rope.inv_freq":
         w, a = freq(None)
         # A float32 implementation rounds the exponent 2i/r too: amplified by e_i ln(theta), e_i = 2i/r.
-        amp = exponent_amplification(w, p.rope_theta, p.pair_dim, p.rope_type == "dynamic")
+        amp = exponent_amplification(w, p.rope_theta, p.pair_dim, p.rope_type == "dynamic") + _blend(p)
         return {"inv_freq": (np.abs(w) * amp, 0 * w),
                 "attention_factor": (np.float64(a), np.float64(0))}
     if op == "rope.cos_sin_calls":
         return _per_call(rope_scales, p, x, freq)
     pid = np.asarray(x["position_ids"])
     w, a = freq(rope.seq_len_of(pid))
-    phi = np.abs(rope.angle_positions(pid, p)[..., None] * w) * exponent_amplification(w, p.rope_theta, p.pair_dim,
-                                                                                 p.rope_type == "dynamic")
+    phi = np.abs(rope.angle_positions(pid, p)[..., None] * w) * (exponent_amplification(
+        w, p.rope_theta, p.pair_dim, p.rope_type == "dynamic") + _blend(p))
     if op == "rope.cos_sin":
         sc = (np.full_like(phi, a), a * phi)
         return {"cos": sc, "sin": sc}
     return {n: _pair_scales(x[n], a, phi[:, None], p.pair_dim, p.pairing) for n in ("q", "k")}
+
+
+def _blend(p):  # SCALE-LLAMA3's float32 blend (families/rope_scaling.py; imported here: it imports this module)
+    from .rope_scaling import llama3_blend_amplification
+    return llama3_blend_amplification(p)
 
 
 def exponent_amplification(w, theta: float, dim: int, base_from_frequencies: bool = False) -> np.ndarray:
@@ -91,9 +96,8 @@ def exponent_amplification(w, theta: float, dim: int, base_from_frequencies: boo
     exponent, a relative error that ln(theta) amplifies (largest for the lowest frequencies).
     ``theta`` is the base the implementation raises to a power: the configured one, except for
     dynamic NTK (``base_from_frequencies``), whose theta' is recovered from ``w``.  A factor that
-    divides the powers afterwards (linear, proportional, LongRoPE, YaRN, llama3) adds one rounding,
-    not an amplified one (spec 0.5.0; before, theta' was recovered from ``w`` for every rule, which
-    made linear factor 8 at head_dim 128 about 14x looser than the rounding needs)."""
+    divides the powers afterwards (linear, proportional, LongRoPE, YaRN, llama3) adds one rounding, not an
+    amplified one (spec 0.5.0; llama3's blend more: :func:`_blend`)."""
     n = np.shape(w)[-1]
     if base_from_frequencies and n > 1 and w[1] > 0:
         theta = max(theta, float(w[1]) ** (-dim / 2))  # theta' of dynamic NTK

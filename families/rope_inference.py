@@ -174,8 +174,10 @@ def _rotation_models(ctx: InferenceContext, calls: list[_Call]) -> list[Candidat
     amp, aref = float(np.median(ae)), float(np.median(ar))
     scale = amp / aref if aref > 0 else 1.0
     mag = ""
-    if aref > 0 and abs(scale - 1) > 2e-3 and np.std(ae) < 1e-2 * max(amp, 1e-30):
-        said = sig_at(amp, ctx.dtype)  # no more digits than the dtype resolves: 1.25, not bfloat16's 1.249
+    said = sig_at(amp, ctx.dtype)  # no more digits than the dtype resolves (1.25, not bf16's 1.249); a magnitude
+    # the dtype cannot tell from the specified one is no finding ("0.75 where 0.75 is specified": one bf16 pair)
+    if aref > 0 and abs(scale - 1) > max(2e-3, EPS[ctx.dtype]) and np.std(ae) < 1e-2 * max(amp, 1e-30) and \
+            float(said) != float(sig_at(aref, ctx.dtype)):
         ctx.found["attention_factor"] = float(said)
         mag = (f"attention factor {said} where {sig(aref)} is specified (cos and sin have magnitude "
                f"{said}{'; the factor is dropped?' if abs(amp - 1) < 1e-3 else ''})")
@@ -385,9 +387,16 @@ def _implied_positions(ctx: InferenceContext, calls: list[_Call], P: list[np.nda
 
 
 def _position_models(ctx: InferenceContext, calls: list[_Call], phe, scale: float, prefix: str) -> list[Candidate]:
-    def shifted(note: str = "") -> list[Candidate]:
+    def shifted(note: str = "") -> list[Candidate]:  # the best fit first (one bf16 token may fit +2 and +3 alike)
+        def ratio(k):
+            try:
+                ok, r = ctx.fit(_implied_positions(ctx, calls, [c.pid + k for c in calls]))
+            except Exception:  # noqa: BLE001 - a model that cannot be computed here does not fit
+                return float("inf")
+            return r if ok else float("inf")
+        ranked = sorted(SHIFTS, key=lambda k: (ratio(k), SHIFTS.index(k)))
         return [(f"{prefix}positions are the specified ones {k:+d} on every token{note}",
-                 lambda k=k: _implied_positions(ctx, calls, [c.pid + k for c in calls])) for k in SHIFTS]
+                 lambda k=k: _implied_positions(ctx, calls, [c.pid + k for c in calls])) for k in ranked]
     p_max = 4 * max(float(np.abs(c.pid).max(initial=0)) for c in calls) + 64  # up to 4x the specified ones
     est = [estimate_positions(e, c.w, c.known, p_max) for e, c in zip(phe, calls)]
     P = [e[0] for e in est]

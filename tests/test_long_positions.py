@@ -113,3 +113,31 @@ def test_a_kernel_wrong_at_one_special_head_size_fails_the_default_run(run_suite
     default run (float32, the default examples), not only when a draw happens to reach 80."""
     r = run_suite(f"{BROKEN}:WrongAtHead80", "-k", "rope-head-80", "--dtype", "float32")
     assert r.ret == 1 and r.parseoutcomes().get("failed", 0) >= 1, r.stdout.str()[-3000:]
+
+
+def test_llama3_blend_rounding_is_within_the_angle_term():
+    """SCALE-LLAMA3's blend computed in float32, as transformers computes it (wavelength, smooth factor, blend):
+    near the band's low edge the smooth factor's rounding is amplified (theta 148, head 80: 37 float32 eps at
+    frequency 22, found by a generated case at position 2**20); the rule's angle term now covers it, and without
+    the blend's amplification it would not."""
+    import math
+    import torch
+    from posenc.families.rope import exponent_amplification
+    from posenc.families.rope_scaling import llama3_blend_amplification
+    from posenc.reference import rope
+    from posenc.spec.models import RopeParams
+    from posenc.spec.tolerance import EPS, K_ANGLE
+    p = RopeParams(head_dim=80, rope_theta=148.4131591025766, rope_type="llama3", factor=7.38905609893065,
+                   original_max_position_embeddings=295, low_freq_factor=3.0, high_freq_factor=4.0)
+    w64 = rope.inv_freq(p)[0]
+    inv = 1.0 / (p.rope_theta ** (torch.arange(0, 80, 2, dtype=torch.int64).float() / 80))
+    wl = 2 * math.pi / inv
+    low, high = 295 / 3.0, 295 / 4.0
+    scaled = torch.where(wl > low, inv / p.factor, inv)
+    s = (295 / wl - 3.0) / (4.0 - 3.0)
+    blended = (1 - s) * scaled / p.factor + s * scaled
+    hf = torch.where(~(wl < high) & ~(wl > low), blended, scaled).double().numpy()
+    rel = np.abs(hf - w64) / w64 / EPS["float32"]
+    base = exponent_amplification(w64, p.rope_theta, 80)
+    assert (rel <= K_ANGLE * (base + llama3_blend_amplification(p))).all()
+    assert rel[22] > K_ANGLE * base[22]  # the case that needed it
