@@ -86,9 +86,8 @@ def rope_scales(op, p, x, freq) -> dict:
     return {n: _pair_scales(x[n], a, phi[:, None], p.pair_dim, p.pairing) for n in ("q", "k")}
 
 
-def _blend(p):  # SCALE-LLAMA3's float32 blend (families/rope_scaling.py; imported here: it imports this module)
-    from .rope_scaling import llama3_blend_amplification
-    return llama3_blend_amplification(p)
+def _blend(p):  # SCALE-LLAMA3's float32 blend: its rounding near the band's low edge (spec 0.5.0)
+    return rope_scaling.llama3_blend_amplification(p)
 
 
 def exponent_amplification(w, theta: float, dim: int, base_from_frequencies: bool = False) -> np.ndarray:

@@ -457,23 +457,4 @@ def scale_softmax_rope_dim(op, p, x, dtype=None):
 
 
 # ---- golden cases: families/rope_scaling_cases.py ---------------------------------------------
-def llama3_blend_amplification(p) -> np.ndarray:
-    """SCALE-LLAMA3's float32 blend, per frequency, in units of eps(float32) relative to the blended inverse
-    frequency (added to the angle term's ``1 + e ln theta``): a float32 smooth factor s = (L / wavelength -
-    low) / (high - low) loses R (3 + e ln theta) / (high - low) eps of it to rounding where R = L / wavelength
-    is close to low, and the blend multiplies that by (1 - 1/factor) / ((1 - s) / factor + s).  Zero outside
-    the blended band.  At theta 148, head 80, a frequency 0.05 % inside the band is 37 eps off in
-    transformers' float32 computation (found by a generated case at position 2**20), where 1 + e ln theta
-    allows 15 (spec 0.5.0)."""
-    if p.rope_type != "llama3" or p.high_freq_factor == p.low_freq_factor:
-        return 0.0
-    w = rope_scaling.base_inv_freq(p.rope_theta, p.rdim)
-    lo, hi, f = p.low_freq_factor, p.high_freq_factor, p.factor
-    r = p.original_max_position_embeddings * w / (2 * np.pi)  # L / wavelength
-    s = (r - lo) / (hi - lo)
-    e = 2.0 * np.arange(w.size) / p.rdim
-    amp = r * (3 + e * np.log(max(p.rope_theta, np.e))) / (hi - lo) * abs(1 - 1 / f) / ((1 - s) / f + s)
-    return np.where((r >= lo) & (r <= hi), amp, 0.0)
-
-
 from . import rope_scaling_cases  # noqa: E402,F401  (registers the family's cases)

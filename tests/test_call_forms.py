@@ -178,15 +178,6 @@ def test_each_check_uses_every_form_one_of_its_cases_can_take():
     assert seen_offset
 
 
-def test_a_scalar_offset_form_broken_fails_the_checks_through_it(run_suite):
-    """An apply_offset that adds the offset twice fails the oracle-free checks whose cases take the offset
-    form (the relative check compares shifted positions), counted under ROPE-CALL-FORM."""
-    r = run_suite(f"{BROKEN}:OffsetTwice", "-k", "test_relative or test_pairing_probe or test_permutation",
-                  "--dtype", "float32")
-    out = r.stdout.str()
-    assert r.ret == 1 and "ran through call form rope.apply_offset" in out, out[-3000:]
-
-
 @pytest.mark.parametrize("forms,excused", [("[packed]", True), ("[tokens]", False), ("[primary]", False)])
 def test_a_generated_line_with_forms_covers_the_examples_run_through_them(run_suite, tmp_path, forms, excused):
     """A generated line's ``forms:`` is judged on the form each drawn example ran through: a bug of the packed

@@ -123,7 +123,7 @@ def test_llama3_blend_rounding_is_within_the_angle_term():
     import math
     import torch
     from posenc.families.rope import exponent_amplification
-    from posenc.families.rope_scaling import llama3_blend_amplification
+    from posenc.reference.rope_scaling import llama3_blend_amplification
     from posenc.reference import rope
     from posenc.spec.models import RopeParams
     from posenc.spec.tolerance import EPS, K_ANGLE
