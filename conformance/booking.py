@@ -22,7 +22,6 @@ from posenc.conformance.state import DEFAULT_TIMEOUT, EXPECTATIONS_DIR, State, m
 from posenc.conformance.stops import INTERRUPT_KEY, node_interrupted
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import exception_text
-from posenc.spec.shapes import table_policy
 
 
 def clauses_of_item(item) -> list[str]:
@@ -371,9 +370,9 @@ def report(config, st: State, exit_status: int) -> dict:
         "expectations": expectations_given(config, st),
         "examples": generated_examples(config),
         # the dtype of its cos/sin tables at bfloat16 / float16 (ROPE-TABLE-DTYPE)
-        "table_dtype": table_policy(a),
+        "table_dtype": st.table_dtype,
         # the call forms it serves (ROPE-CALL-FORM): each golden of their primary runs through them too
-        "call_forms": list(getattr(a, "call_forms", ()) or ()),
+        "call_forms": list(st.call_forms),
         # false for a run cut short (Ctrl-C, -x / --maxfail, an internal error): its results are
         # the tests that ran; posenc matrix refuses it
         "complete": st.complete,

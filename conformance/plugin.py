@@ -63,7 +63,6 @@ from posenc.conformance.state import (
 from posenc.conformance.stops import StopWatch, interrupted_line
 from posenc.spec import SPEC_VERSION
 from posenc.spec.errors import AdapterError, GoldenError, PosencError, exception_text
-from posenc.spec.shapes import table_policy
 
 
 def pytest_addoption(parser):
@@ -227,9 +226,9 @@ def pytest_report_header(config):
     return [
         f"posenc spec {SPEC_VERSION}: adapter {a.name} ({a.framework}; {vers})",
         f"posenc device {st.device}, dtypes {', '.join(st.dtypes)}; cos/sin tables at bfloat16 / float16: "
-        f"{table_policy(a)} (table_dtype, ROPE-TABLE-DTYPE)" + (f"; policy: {a.notes}" if a.notes else ""),
+        f"{st.table_dtype} (table_dtype, ROPE-TABLE-DTYPE)" + (f"; policy: {a.notes}" if a.notes else ""),
         f"posenc expectations: {st.expectations_path or 'none'}",
-        f"posenc call forms served: {', '.join(getattr(a, 'call_forms', ()) or ()) or 'none'} (ROPE-CALL-FORM)",
+        f"posenc call forms served: {', '.join(st.call_forms) or 'none'} (ROPE-CALL-FORM)",
         f"posenc generated cases: {generated_examples(config)} per operation and dtype, "
         + (f"seed {config.getoption('--posenc-seed')}" if config.getoption("--posenc-seed") is not None
            else "seed 0 (deterministic; --posenc-seed N for others)"),

@@ -13,7 +13,7 @@ from typing import Optional
 import pytest
 
 from posenc import registry
-from posenc.spec.shapes import TABLE_POLICIES
+from posenc.spec.shapes import TABLE_POLICIES, table_policy
 from posenc.adapters import Adapter, registered
 from posenc.conformance import expectations as expectations_mod
 from posenc.spec.errors import exception_text
@@ -99,6 +99,9 @@ class State:
     def __init__(self, adapter: Adapter, device: str, dtypes: list[str], expectations: Optional[Path], config=None):
         self.adapter, self.device, self.dtypes, self.config = adapter, device, dtypes, config
         self.versions = adapter_versions(adapter)
+        # read once, at the start: the report is written at the end, when an isolated adapter's process may be gone
+        self.table_dtype = table_policy(adapter)
+        self.call_forms = tuple(getattr(adapter, "call_forms", ()) or ())
         self.spec = registry.spec()
         self.expectations_path = expectations
         try:
