@@ -17,7 +17,7 @@ import pytest
 
 from posenc import registry
 from posenc.harness.failure import ConformanceFailure, as_form_failure, invariant_clauses, rediagnosed
-from posenc.harness.generation import choose_form, form_candidates, spread_forms
+from posenc.harness.generation import form_candidates, spread_forms
 from posenc.harness.runner import recording, through_form
 from posenc.registry import all_cases
 from posenc.registry.cases import Case
@@ -107,14 +107,12 @@ def _passes(check: registry.Check, request, adapter, device, dtype, case: Case) 
     return True
 
 
-def check_form(adapter, case: Case, cases: Optional[list[Case]] = None, memo: Optional[dict] = None):
+def check_form(adapter, case: Case, cases: list[Case], memo: dict):
     """The call form an oracle-free check of ``case`` runs through: one of the forms of its operation the
     adapter serves (``call_forms``) that the case can be put in, or the primary (None) -- the checks are
-    shared across the forms, never multiplied (as generated examples are).  With the check's ``cases``, the
-    forms are spread over them (:func:`~posenc.harness.generation.spread_forms`: every form some case can be
-    put in is used), kept in ``memo`` per set of served forms; alone, chosen by the case ID."""
-    if cases is None:
-        return choose_form(adapter, case.op, case.params, _form_inputs(case), _pick(case))
+    shared across the forms, never multiplied (as generated examples are).  The forms are spread over the
+    check's ``cases`` (:func:`~posenc.harness.generation.spread_forms`: every form some case can be put in is
+    used), kept in ``memo`` per set of served forms."""
     served = tuple(getattr(adapter, "call_forms", ()) or ())
     if served not in memo:
         memo[served] = spread_forms({c.id: form_candidates(adapter, c.op, c.params, _form_inputs(c)) for c in cases},

@@ -20,7 +20,7 @@ from posenc.registry.forms import convert_scales, form_clauses, form_of, forms_o
 from posenc.registry.outputs import ReferenceOutputs, own_scales
 from posenc.spec import Spec
 from posenc.spec.errors import exception_text
-from posenc.spec.tolerance import bound, not_checkable
+from posenc.spec.tolerance import not_checkable
 
 from posenc.harness.golden import Golden, computed, scale_terms
 from posenc.harness.runner import Call, compare_outputs
@@ -332,11 +332,8 @@ def explains_a_checkable_element(golden: Golden, outs: dict, ds: dict, an: dict,
         y, g = np.asarray(outs[n], np.float64), np.asarray(ref, np.float64)
         if y.shape != g.shape or not np.issubdtype(g.dtype, np.floating):
             continue
-        dsg = golden.dtype_scales.get(n, 0.0)
-        ang = golden.angle_scales.get(n, 0.0)
-        acc = golden.accumulation_scales.get(n, 0.0)
         with np.errstate(invalid="ignore"):
-            bad = ~(np.abs(y - g) <= bound(dtype, dsg, ang, golden.angle_based, acc))
+            bad = ~(np.abs(y - g) <= golden.bound(n, dtype))
         mask = golden.outputs.get(f"{n}.compared")
         if mask is not None:
             bad &= np.broadcast_to(np.asarray(mask, bool), bad.shape)
