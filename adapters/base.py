@@ -22,6 +22,10 @@ position_ids)`` with int32 positions, ``apply_tokens(q, k, positions)`` on ``[N,
 ``apply_token_major(q, k, position_ids)`` on ``[B, T, H, D]``, ``apply_packed(q, k, cu_seqlens, offsets)``,
 ``apply(q, k, position_ids)`` on strided views, and ``apply_(q, k, position_ids)``, which writes q and k
 (views into guarded buffers) in place and returns nothing: the only operation that may write an input.
+``mrope.apply_*`` and ``axial.apply_*`` (tokens at positions ``[A, N]``, token_major, int32, strided, inplace)
+are the same calls on the prepared ``mrope`` / ``axial`` object; ``rope.apply_with_cos_sin_hidden(q, k, cos,
+sin, params)`` takes q, k ``[B, T, H * D]`` and ``rope_apply_with_cos_sin_cache(q, k, cos_cache, sin_cache,
+position_ids, params)`` cos/sin caches ``[P, R]`` to gather at position_ids.
 
 Operations (all optional; the default raises :class:`Unsupported`).  The authoritative
 declaration of each -- its calling convention, inputs, outputs and their shapes -- is the

@@ -202,9 +202,11 @@ from .hf_port.rope import GPTJ_MIN_POSITIONS  # noqa: F401 - re-exported
 
 class HFTransformersAdapter(*family_ports("posenc.adapters.hf_port"), Adapter):
     name = "hf-transformers"
-    #: rope.apply with int32 position_ids and on ``[B, T, H, D]`` (``apply_rotary_pos_emb(..., unsqueeze_dim=2)``;
-    #: Llama 4's and GPT-J's rotations take that layout themselves)
-    call_forms = ("rope.apply_int32", "rope.apply_token_major")
+    #: rope.apply and mrope.apply with int32 position_ids and on ``[B, T, H, D]`` (``apply_rotary_pos_emb(...,
+    #: unsqueeze_dim=2)``; Llama 4's and GPT-J's rotations take that layout themselves); axial.apply with int32
+    #: positions and as tokens ``[N, H, D]`` (the vision towers' own sequence layout)
+    call_forms = ("rope.apply_int32", "rope.apply_token_major", "mrope.apply_int32", "mrope.apply_token_major",
+                  "axial.apply_int32", "axial.apply_tokens")
     framework = "torch"
     devices = ("cpu", "cuda")
     notes = ("HF transformers 5.24 on torch: float32 inv_freq and angles, cos/sin cast to the "

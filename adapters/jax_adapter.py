@@ -75,7 +75,9 @@ class JaxAdapter(*family_ports("posenc.adapters.jax_port"), Adapter):
     range_probe_devices = ("cpu", "cuda", "gpu")  # rows are checked on the host before any gather
     generated_examples = 2  # compile-bound: XLA compiles every new shape (README, "Generated cases")
     #: the call forms JAX has (no strided views, no in-place writes: its arrays are immutable)
-    call_forms = ("rope.apply_int32", "rope.apply_offset", "rope.apply_row_offsets", "rope.apply_tokens", "rope.apply_token_major", "rope.apply_packed")
+    call_forms = ("rope.apply_int32", "rope.apply_offset", "rope.apply_row_offsets", "rope.apply_tokens", "rope.apply_token_major", "rope.apply_packed",
+                  "rope.apply_with_cos_sin_hidden", "rope.apply_with_cos_sin_cache",
+                  *(f"{op}_{form}" for op in ("mrope.apply", "axial.apply") for form in ("int32", "tokens", "token_major")))
 
     def __init__(self, compiled: bool = False):
         self.compiled = compiled

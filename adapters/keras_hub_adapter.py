@@ -36,6 +36,11 @@ rope_type proportional                 ``models/gemma4/gemma4_attention.py``:
                                        ``Gemma4TextAttention._apply_rope`` (its ``rope_layer`` is a
                                        RotaryEmbedding with ``denominator_dim=head_dim``) on
                                        ``[B, T, H, D]``
+call forms (ROPE-CALL-FORM)            ``rope.apply_offset``: the layer's ``start_index`` (positions
+                                       ``arange(T) + start_index`` in float32); ``rope.apply_token_
+                                       major``: a layer built with its default ``sequence_axis=1``
+                                       on ``[B, T, H, D]`` (Gemma 4: ``_apply_rope`` as it is);
+                                       ``rope.apply_int32``: int32 ``positions``
 partial rotary (ROPE-PARTIAL)          the first ``rotary_dim`` dims through the layer, the tail
                                        concatenated back, as ``models/gpt_neo_x/
                                        gpt_neo_x_attention.py`` (``GPTNeoXAttention.call``) does
@@ -208,6 +213,7 @@ class _KerasRope:
     def __init__(self, ad: "KerasHubAdapter", params, dtype: str):
         self.ad, self.p, self.dtype = ad, params, dtype
         self.keras = ad.keras
+        self._token_major = None  # the layer built with its default sequence_axis=1 (the token-major form)
         from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
 
         p = params
@@ -227,14 +233,17 @@ class _KerasRope:
                                    f"{attn.rope_layer.denominator_dim}, expected {p.rdim} / {p.head_dim}")
             self.gemma, self.layer = attn, attn.rope_layer
             return
-        common = dict(max_wavelength=float(p.rope_theta), sequence_axis=2, feature_axis=-1, dtype=dtype)
+        common = dict(max_wavelength=float(p.rope_theta), feature_axis=-1, dtype=dtype)
         if p.rope_type == "llama3":
             from keras_hub.src.models.llama.llama_rotary_embedding import LlamaRotaryEmbedding
 
-            self.layer = LlamaRotaryEmbedding(
-                frequency_adjustment_factor=float(p.factor), low_freq_factor=float(p.low_freq_factor),
-                high_freq_factor=float(p.high_freq_factor),
-                pretraining_sequence_length=int(p.original_max_position_embeddings), **common)
+            def make(sequence_axis):
+                return LlamaRotaryEmbedding(
+                    frequency_adjustment_factor=float(p.factor), low_freq_factor=float(p.low_freq_factor),
+                    high_freq_factor=float(p.high_freq_factor),
+                    pretraining_sequence_length=int(p.original_max_position_embeddings), sequence_axis=sequence_axis,
+                    **common)
+            self._make, self.layer = make, make(2)
             return
         kw: dict = {"rope_type": "linear", "scaling_factor": 1.0}
         if p.rope_type in ("linear", "dynamic"):
@@ -247,7 +256,8 @@ class _KerasRope:
                     kw[name] = float(getattr(p, name))
             if p.truncate is not None:
                 kw["truncate"] = bool(p.truncate)
-        self.layer = RotaryEmbedding(**kw, **common)
+        self._make = lambda sequence_axis: RotaryEmbedding(**kw, sequence_axis=sequence_axis, **common)
+        self.layer = self._make(2)
 
     # -- the prepared operations ------------------------------------------------------------
     def inv_freq(self):
@@ -278,20 +288,42 @@ class _KerasRope:
             ops = self.keras.ops
             return _dedup_half(c, "cos", ops), _dedup_half(s, "sin", ops)
 
-    def _rotate(self, x, position_ids):
+    def _rotate(self, x, position_ids, start_index=0, token_major: bool = False):
+        """x rotated by the layer at ``positions=position_ids`` or, where None, at ``start_index + t`` (the layer's
+        ``start_index``); x ``[B, H, T, D]``, or ``[B, T, H, D]`` where ``token_major`` (the layer built with
+        its default ``sequence_axis=1``; Gemma 4's attention takes that layout itself)."""
         ops, r = self.keras.ops, self.p.rdim
         if self.gemma is not None:  # Gemma 4 works on [B, T, H, D]
-            y = self.gemma._apply_rope(ops.transpose(x, (0, 2, 1, 3)), 0, positions=position_ids)
+            if token_major:
+                return self.gemma._apply_rope(x, start_index, positions=position_ids)
+            y = self.gemma._apply_rope(ops.transpose(x, (0, 2, 1, 3)), start_index, positions=position_ids)
             return ops.transpose(y, (0, 2, 1, 3))
+        layer = self.layer
+        if token_major:
+            if self._token_major is None:
+                self._token_major = self._make(1)
+            layer = self._token_major
         if r == self.p.head_dim:
-            return self.layer(x, positions=position_ids)
+            return layer(x, start_index=start_index, positions=position_ids)
         # GPT-NeoX (NEOX_SOURCE): rotate x[..., :r], concatenate the untouched tail
-        return ops.concatenate((self.layer(x[..., :r], positions=position_ids), x[..., r:]), axis=-1)
+        return ops.concatenate((layer(x[..., :r], start_index=start_index, positions=position_ids), x[..., r:]),
+                               axis=-1)
 
     def apply(self, q, k, position_ids):
         """End-to-end RoPE: the layer's call on q and k (its own axis moves, sequence_axis=2)."""
         with self.ad.scope():
             return self._rotate(q, position_ids), self._rotate(k, position_ids)
+
+    def apply_token_major(self, q, k, position_ids):
+        """rope.apply_token_major: q, k ``[B, T, H, D]``, the layer's own default layout (``sequence_axis=1``)."""
+        with self.ad.scope():
+            return self._rotate(q, position_ids, token_major=True), self._rotate(k, position_ids, token_major=True)
+
+    def apply_offset(self, q, k, offset: int):
+        """rope.apply_offset: the layer's ``start_index=offset`` (positions ``arange(T) + start_index``, which it
+        forms in float32: ``_compute_positions``)."""
+        with self.ad.scope():
+            return self._rotate(q, None, start_index=offset), self._rotate(k, None, start_index=offset)
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,6 +370,9 @@ class KerasHubAdapter(Adapter):
     """keras-hub's position layers under one Keras backend (see the module docstring)."""
 
     devices = ("cpu",)
+    #: the layer's other calls: ``start_index`` (one offset for every row), its default layout ``[B, T, H, D]``
+    #: (``sequence_axis=1``), int32 ``positions``
+    call_forms = ("rope.apply_offset", "rope.apply_token_major", "rope.apply_int32")
 
     def __init__(self, backend: str):
         if backend not in BACKENDS:

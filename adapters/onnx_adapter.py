@@ -17,16 +17,18 @@ transpose --, ``cos_cache`` / ``sin_cache`` ``[batch, seq_len, rotary_dim/2]`` (
 ``position_ids``); attributes ``interleaved`` (1: pairs (2i, 2i+1), ROPE-PAIR-INTERLEAVED; 0:
 pairs (i, i + r/2), ROPE-PAIR-HALF) and ``rotary_embedding_dim`` (partial rotary, the tail
 passed through, ROPE-PARTIAL; left at its default 0 = head_size for full rotation).
-``num_heads`` is only read for 3-D input and is not set.
+``num_heads`` is only read for 3-D input, set there.
 
 Operations: ``rope_apply_with_cos_sin(q [B, Hq, T, D], k [B, Hk, T, D], cos, sin
-[B, T, pair_dim/2], params)`` -> ``(q, k)`` in the input dtype.  Everything else is
-unsupported: the operator takes cos/sin as inputs and computes no ``inv_freq``, angles,
-attention factor or scaling (ROPE-INV-FREQ, ROPE-ANGLE, ROPE-PRECISION, SCALE-*), so an
-end-to-end ``rope`` would have this wrapper, not ONNX, compute what those clauses check.  The
-operator's other form -- ``cos_cache`` ``[max_position_id_plus_1, r/2]`` gathered by
-``position_ids`` -- is exercised by ``tests/test_onnx_is_real.py`` (the gather and its range
-behaviour), not by the conformance suite.
+[B, T, pair_dim/2], params)`` -> ``(q, k)`` in the input dtype, and the operator's other input
+forms as call forms of it (``call_forms``, clause ROPE-CALL-FORM): the 3-D input ``q [B, T, Hq D]``
+with ``num_heads`` (``rope.apply_with_cos_sin_hidden``) and ``cos_cache`` / ``sin_cache``
+``[max_position_id_plus_1, r/2]`` gathered by ``position_ids [B, T]``
+(``rope.apply_with_cos_sin_cache``; ``tests/test_onnx_is_real.py`` checks the gather's range
+behaviour besides).  Everything else is unsupported: the operator takes cos/sin as inputs and
+computes no ``inv_freq``, angles, attention factor or scaling (ROPE-INV-FREQ, ROPE-ANGLE,
+ROPE-PRECISION, SCALE-*), so an end-to-end ``rope`` would have this wrapper, not ONNX, compute
+what those clauses check.
 
 Dtypes: the operator's type constraint T is float, float16, bfloat16: float64 is unsupported.
 Arrays are NumPy arrays (bfloat16 as ``ml_dtypes.bfloat16``).  Dtype policy: the reference
@@ -39,6 +41,8 @@ unsupported with that error.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 import ml_dtypes
 import numpy as np
@@ -62,11 +66,13 @@ NO_ROPE = ("ONNX RotaryEmbedding-23 takes cos_cache/sin_cache as inputs and comp
            "(the op is tested at the rope_apply_with_cos_sin level)")
 
 
-def rotary_model(dtype: str, interleaved: int, rotary_embedding_dim: int, position_ids: bool = False) -> onnx.ModelProto:
+def rotary_model(dtype: str, interleaved: int, rotary_embedding_dim: int, position_ids: bool = False,
+                 heads: Optional[tuple[int, int]] = None) -> onnx.ModelProto:
     """A checked opset-23 model: ``RotaryEmbedding`` on ``q`` and on ``k`` with shared caches.
 
-    Graph inputs ``q [B, Hq, S, D]``, ``k [B, Hk, S, D]`` (``dtype``), ``cos_cache`` and
-    ``sin_cache`` (``[B, S, R]``, or ``[P, R]`` with ``position_ids [B, S]`` int64 when
+    Graph inputs ``q [B, Hq, S, D]``, ``k [B, Hk, S, D]`` (``dtype``; with ``heads = (Hq, Hk)`` the
+    operator's 3-D input ``q [B, S, Hq D]``, ``k [B, S, Hk D]``, each node's ``num_heads`` its count),
+    ``cos_cache`` and ``sin_cache`` (``[B, S, R]``, or ``[P, R]`` with ``position_ids [B, S]`` int64 when
     ``position_ids``); outputs ``q_out``, ``k_out`` with the inputs' shapes.  Attributes as named;
     ``rotary_embedding_dim`` 0 means head_size (the operator's default).
     """
@@ -74,8 +80,9 @@ def rotary_model(dtype: str, interleaved: int, rotary_embedding_dim: int, positi
         raise Unsupported(NO_FLOAT64 if dtype == "float64" else f"RotaryEmbedding-23 has no {dtype} type")
     t = ELEM_TYPES[dtype]
     cache = ["P", "R"] if position_ids else ["B", "S", "R"]
-    inputs = [helper.make_tensor_value_info("q", t, ["B", "Hq", "S", "D"]),
-              helper.make_tensor_value_info("k", t, ["B", "Hk", "S", "D"]),
+    shape = {x: (["B", "S", f"{x}_hidden"] if heads else ["B", f"H{x}", "S", "D"]) for x in ("q", "k")}
+    inputs = [helper.make_tensor_value_info("q", t, shape["q"]),
+              helper.make_tensor_value_info("k", t, shape["k"]),
               helper.make_tensor_value_info("cos_cache", t, cache),
               helper.make_tensor_value_info("sin_cache", t, cache)]
     tail = []
@@ -85,10 +92,10 @@ def rotary_model(dtype: str, interleaved: int, rotary_embedding_dim: int, positi
     attrs = {"interleaved": int(interleaved)}
     if rotary_embedding_dim:
         attrs["rotary_embedding_dim"] = int(rotary_embedding_dim)
-    nodes = [helper.make_node("RotaryEmbedding", [x, "cos_cache", "sin_cache", *tail], [f"{x}_out"],
-                              name=f"rope_{x}", **attrs) for x in ("q", "k")]
-    outputs = [helper.make_tensor_value_info("q_out", t, ["B", "Hq", "S", "D"]),
-               helper.make_tensor_value_info("k_out", t, ["B", "Hk", "S", "D"])]
+    nodes = [helper.make_node("RotaryEmbedding", [x, "cos_cache", "sin_cache", *tail], [f"{x}_out"], name=f"rope_{x}",
+                              **attrs, **({"num_heads": int(h)} if heads else {})) for x, h in zip(("q", "k"), heads or (0, 0))]
+    outputs = [helper.make_tensor_value_info("q_out", t, shape["q"]),
+               helper.make_tensor_value_info("k_out", t, shape["k"])]
     model = helper.make_model(helper.make_graph(nodes, "posenc_rotary_embedding", inputs, outputs),
                               opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
     onnx.checker.check_model(model, full_check=True)
@@ -100,6 +107,8 @@ class OnnxAdapter(Adapter):
 
     name = "onnx"
     framework = "onnx"
+    #: the operator's other input forms: 3-D q / k (``num_heads``) and cos/sin caches gathered by ``position_ids``
+    call_forms = ("rope.apply_with_cos_sin_hidden", "rope.apply_with_cos_sin_cache")
     notes = ("ONNX RotaryEmbedding-23 via onnx.reference (NumPy): cos/sin given by the caller; rotation "
              "computed and rounded in the activation dtype; no float64 (type constraint)")
 
@@ -132,6 +141,35 @@ class OnnxAdapter(Adapter):
         """ROPE-PAIR-HALF / ROPE-PAIR-INTERLEAVED / ROPE-PARTIAL (/ ROPE-ATTENTION-FACTOR carried by
         the given cos/sin): q ``[B, Hq, T, D]``, k ``[B, Hk, T, D]``, cos/sin ``[B, T, pair_dim/2]``,
         all of one dtype; returns ``(q, k)`` rotated by RotaryEmbedding, in that dtype."""
+        if q.ndim != 4 or k.ndim != 4 or q.shape[0] != k.shape[0] or q.shape[2:] != k.shape[2:]:
+            raise ValueError(f"q and k must be [B, H, T, D] with equal B, T, D; got {q.shape} and {k.shape}")
+        B, _, T, D = q.shape
+        return self._rotary(q, k, params, D, (B, T), {"cos_cache": cos, "sin_cache": sin})
+
+    def rope_apply_with_cos_sin_hidden(self, q, k, cos, sin, params):
+        """rope.apply_with_cos_sin_hidden: the operator's 3-D input, q ``[B, T, Hq D]``, k ``[B, T, Hk D]``,
+        each node's ``num_heads`` = its hidden size / ``params.head_dim``."""
+        if q.ndim != 3 or k.ndim != 3 or q.shape[:2] != k.shape[:2]:
+            raise ValueError(f"q and k must be [B, T, H * D] with equal B, T; got {q.shape} and {k.shape}")
+        D = params.head_dim
+        if q.shape[2] % D or k.shape[2] % D:
+            raise ValueError(f"hidden sizes {q.shape[2]}, {k.shape[2]} are not multiples of head_dim {D}")
+        return self._rotary(q, k, params, D, q.shape[:2], {"cos_cache": cos, "sin_cache": sin},
+                            heads=(q.shape[2] // D, k.shape[2] // D))
+
+    def rope_apply_with_cos_sin_cache(self, q, k, cos_cache, sin_cache, position_ids, params):
+        """rope.apply_with_cos_sin_cache: the operator's ``position_ids`` input, cos/sin caches ``[P, pair_dim/2]``
+        gathered by the operator at ``position_ids [B, T]`` (int64)."""
+        if q.ndim != 4 or k.ndim != 4 or q.shape[0] != k.shape[0] or q.shape[2:] != k.shape[2:]:
+            raise ValueError(f"q and k must be [B, H, T, D] with equal B, T, D; got {q.shape} and {k.shape}")
+        if np.shape(position_ids) != (q.shape[0], q.shape[2]):
+            raise ValueError(f"position_ids must be [B, T] = {[q.shape[0], q.shape[2]]}; got {list(np.shape(position_ids))}")
+        return self._rotary(q, k, params, q.shape[3], None, {"cos_cache": cos_cache, "sin_cache": sin_cache,
+                                                             "position_ids": np.asarray(position_ids, np.int64)})
+
+    def _rotary(self, q, k, params, D: int, rows, feeds: dict, heads=None):
+        """Run :func:`rotary_model` on q, k and the cos/sin ``feeds`` (``rows``: the ``(B, T)`` the caches
+        must have, None for caches gathered by ``position_ids``)."""
         dtype = self.dtype_of(q)
         if dtype == "float64":
             raise Unsupported(NO_FLOAT64)
@@ -139,20 +177,19 @@ class OnnxAdapter(Adapter):
         if params.pairing not in ("half", "interleaved"):
             raise Unsupported(f"ONNX RotaryEmbedding has half (interleaved=0) and interleaved (interleaved=1) "
                               f"pairs, each written back in place; pairing {params.pairing!r} writes another layout")
-        if q.ndim != 4 or k.ndim != 4 or q.shape[0] != k.shape[0] or q.shape[2:] != k.shape[2:]:
-            raise ValueError(f"q and k must be [B, H, T, D] with equal B, T, D; got {q.shape} and {k.shape}")
-        B, _, T, D = q.shape
         r = params.pair_dim
         if D != params.head_dim or r % 2 or r > D:
             raise ValueError(f"head_dim {params.head_dim}, pair_dim {r}: need D == head_dim ({D}) and an even pair_dim <= D")
-        if cos.shape != (B, T, r // 2) or sin.shape != cos.shape:
-            raise ValueError(f"cos/sin must be [B, T, pair_dim/2] = {[B, T, r // 2]}; got {list(cos.shape)}, {list(sin.shape)}")
+        cos, sin = feeds["cos_cache"], feeds["sin_cache"]
+        want = [*rows, r // 2] if rows is not None else [np.shape(cos)[0], r // 2]
+        if list(np.shape(cos)) != want or np.shape(sin) != np.shape(cos):
+            raise ValueError(f"cos/sin must be {want}; got {list(np.shape(cos))}, {list(np.shape(sin))}")
         if {self.dtype_of(a) for a in (k, cos, sin)} != {dtype}:
             raise ValueError(f"q, k, cos, sin must share one dtype; got {[self.dtype_of(a) for a in (q, k, cos, sin)]}")
-        model = rotary_model(dtype, params.pairing == "interleaved", 0 if r == D else r)
-        yq, yk = self.run_model(model, {"q": q, "k": k, "cos_cache": cos, "sin_cache": sin})
+        model = rotary_model(dtype, params.pairing == "interleaved", 0 if r == D else r,
+                             position_ids="position_ids" in feeds, heads=heads)
+        yq, yk = self.run_model(model, {"q": q, "k": k, **feeds})
         return yq, yk
-
 
 class OnnxRuntimeAdapter(OnnxAdapter):
     """The same graph on ``onnxruntime.InferenceSession`` (``CPUExecutionProvider`` only)."""

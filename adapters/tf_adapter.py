@@ -104,7 +104,9 @@ class TFAdapter(*family_ports("posenc.adapters.tf_port"), Adapter):
     notes = "kit's own TF port: fp32 (fp64 for float64) angles and rotation, one rounding to the dtype; eager"
     compiled = False
     #: the call forms TensorFlow has (no strided views, no in-place writes: its tensors are immutable)
-    call_forms = ("rope.apply_int32", "rope.apply_offset", "rope.apply_row_offsets", "rope.apply_tokens", "rope.apply_token_major", "rope.apply_packed")
+    call_forms = ("rope.apply_int32", "rope.apply_offset", "rope.apply_row_offsets", "rope.apply_tokens", "rope.apply_token_major", "rope.apply_packed",
+                  "rope.apply_with_cos_sin_hidden", "rope.apply_with_cos_sin_cache",
+                  *(f"{op}_{form}" for op in ("mrope.apply", "axial.apply") for form in ("int32", "tokens", "token_major")))
 
     # ---- environment and arrays ------------------------------------------------------------
     def versions(self):

@@ -42,7 +42,10 @@ class TorchAdapter(*family_ports("posenc.adapters.torch_port"), Adapter):
     range_probe_devices = ("cpu", "cuda")  # rows are checked before indexing
     notes = "kit's own port: fp32 (fp64 for float64) angles and rotation, one rounding to the dtype"
     call_forms = ("rope.apply_int32", "rope.apply_offset", "rope.apply_row_offsets", "rope.apply_tokens", "rope.apply_token_major", "rope.apply_packed",
-                  "rope.apply_inplace", "rope.apply_strided")
+                  "rope.apply_with_cos_sin_hidden", "rope.apply_with_cos_sin_cache",
+                  "rope.apply_inplace", "rope.apply_strided",
+                  *(f"{op}_{form}" for op in ("mrope.apply", "axial.apply")
+                    for form in ("int32", "tokens", "token_major", "inplace", "strided")))
 
     def versions(self):
         return {"torch": torch.__version__}

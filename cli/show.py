@@ -234,9 +234,14 @@ def _show_form(spec, fams, op) -> None:
     print(f"golden cases of {op.form_of} put in this form ({len(tests)}):")
     for t in tests:
         print(f"  - test_call_form[<dtype>-{t}]")
-    print(f"generated cases: test_generated[<dtype>-{op.form_of}] runs each drawn example through one of the forms "
-          "the adapter serves that it can be put in (shared, never multiplied)")
-    print(f"invariant checks: the oracle-free checks of {op.form_of}, the served forms spread over each check's cases")
+    if op.form_of in fams.generators():
+        print(f"generated cases: test_generated[<dtype>-{op.form_of}] runs each drawn example through one of the forms "
+              "the adapter serves that it can be put in (shared, never multiplied)")
+    else:
+        print(f"generated cases: none ({op.form_of} has no generator)")
+    checks = sorted(c.name for c in fams.checks().values() if op.form_of in c.handlers)
+    print("invariant checks: " + (f"{', '.join(f'test_{c}' for c in checks)} of {op.form_of}, the served forms spread "
+                                   "over each check's cases" if checks else f"none ({op.form_of} has none)"))
     own = [d for d in spec.divergences.values() if "ROPE-CALL-FORM" in d.violates
            and op.name in fams.mutants().get(d.mutant, {})]
     print("its own divergences:" + ("" if own else " none"))

@@ -13,6 +13,7 @@ from posenc.spec.models import AxialRopeParams
 from . import add_cases, case_clauses, mutant, reference
 from ._common import Outputs
 from .rope import exponent_amplification
+from .rope_calls import layout_forms
 
 
 @case_clauses("axial")
@@ -375,3 +376,8 @@ add_cases(
            (_F, "AXIAL-BLOCKS", _CENTRED), _grid([(0, 0, 0), (1, 2, 4), (0, 1, 3), (1, 0, 2)]),
            "three axes (t, h, w) over 2 x 3 x 5, one block per axis", heads=(2, 1)),
 )
+
+
+# the call forms of axial.apply that keep each token's positions (ROPE-CALL-FORM): tokens, token-major, int32, in place,
+# strided
+layout_forms("axial.apply")

@@ -13,6 +13,7 @@ from posenc.spec.registry import model_params
 from . import add_cases, case_clauses, mutant, reference
 from ._common import Outputs
 from .rope import _pair_scales, exponent_amplification
+from .rope_calls import layout_forms
 
 
 @case_clauses("mrope")
@@ -362,3 +363,8 @@ add_cases(
          {"position_ids": _GRID}, "yarn factor 4 / original 8192, beta_fast 24, beta_slow 0.5, truncate true, "
          "attention factor get_mscale(4, 0.8) / get_mscale(4, 1.2)"),
 )
+
+
+# the call forms of mrope.apply that keep each token's positions (ROPE-CALL-FORM): tokens, token-major, int32, in place,
+# strided
+layout_forms("mrope.apply")

@@ -1,7 +1,8 @@
 """The call forms of rope.apply (spec rope.yaml ``form_of: rope.apply``, clause ROPE-CALL-FORM): one offset or
 per-row offsets, int32 positions, tokens with a position each, the token-major layout, a packed buffer, strided
-views and an in-place write.  Each converts a rope.apply case into its form and back; the registry derives the
-form's reference from rope.apply's, so rope.apply's goldens judge every form."""
+views and an in-place write -- and those of them M-RoPE and axial RoPE have (:func:`layout_forms`).  Each
+converts a case of its primary into its form and back; the registry derives the form's reference from the
+primary's, so the primary's goldens judge every form."""
 
 from __future__ import annotations
 
@@ -36,25 +37,28 @@ def rope_apply_offset(p, x):
 
 
 def _tokens_primary(p, x):
-    """Tokens [N, H, D] at positions [N] as one row [1, H, N, D] (a rotation is token by token: the rows the
-    tokens came from do not change it; dynamic NTK's length is the largest position either way)."""
+    """Tokens [N, H, D] at positions [N] (M-RoPE's and axial's [A, N]) as one row [1, H, N, D] at [1, N] ([A, 1,
+    N]): a rotation is token by token, the rows the tokens came from do not change it (dynamic NTK's length is
+    the largest position either way)."""
     return {"q": np.swapaxes(np.asarray(x["q"]), 0, 1)[None], "k": np.swapaxes(np.asarray(x["k"]), 0, 1)[None],
-            "position_ids": np.asarray(x["positions"], np.int64)[None]}
+            "position_ids": np.asarray(x["positions"], np.int64)[..., None, :]}
 
 
 def _tokens_to_rows(p, x, out: dict, primary=None) -> dict:
     """[N, H, D] outputs as the rows [B, H, T, D] of the primary's inputs (one row where none are given)."""
-    return _unpack(out, np.shape(primary["position_ids"])[0] if primary is not None else 1)
+    return _unpack(out, np.shape(primary["position_ids"])[-2] if primary is not None else 1)
 
 
 @call_form("rope.apply_tokens", "rope.apply", to_primary=_tokens_primary, outputs_to_primary=_tokens_to_rows,
            outputs_to_form=lambda p, x, out: _pack(out))
 def rope_apply_tokens(p, x):
     """rope.apply's rows as tokens ``[B * T, H, D]``, each with its position (vLLM's, SGLang's and FlashInfer's
-    ``positions`` / ``pos_ids``): every case has this form."""
+    ``positions`` / ``pos_ids``; M-RoPE's and axial's ``[A, B * T]``: vLLM's ``MRotaryEmbedding``): every case
+    has this form."""
     if x.get("q") is None:
         return {}
-    return {**_pack({"q": x["q"], "k": x["k"]}), "positions": np.asarray(x["position_ids"], np.int64).reshape(-1)}
+    pid = np.asarray(x["position_ids"], np.int64)
+    return {**_pack({"q": x["q"], "k": x["k"]}), "positions": pid.reshape(*pid.shape[:-2], -1)}
 
 
 @call_form("rope.apply_row_offsets", "rope.apply", to_primary=_row_offsets_primary, reads=("position_ids",))
@@ -160,10 +164,78 @@ def rope_apply_strided(p, x):
     return dict(x)
 
 
+def layout_forms(primary: str) -> None:
+    """Register the call forms of rotation ``primary`` (``mrope.apply``, ``axial.apply``: q, k ``[B, H, T, D]``,
+    position_ids ``[A, B, T]``) that keep each token's positions as they are -- tokens ``[N, H, D]`` at positions
+    ``[A, N]``, the token-major layout, int32 positions, strided views and an in-place write -- with rope.apply's
+    conversions.  The offset and packed forms are rope.apply's alone: M-RoPE's and axial's rows are not
+    ``offset + t`` on every axis (an image's patches)."""
+    for form, fn, kw in (
+            ("tokens", rope_apply_tokens, dict(to_primary=_tokens_primary, outputs_to_primary=_tokens_to_rows,
+                                               outputs_to_form=lambda p, x, out: _pack(out))),
+            ("token_major", rope_apply_token_major, dict(to_primary=lambda p, x: _swap(p, None, x),
+                                                         outputs_to_primary=_swap, outputs_to_form=_swap)),
+            ("int32", rope_apply_int32, dict(to_primary=lambda p, x: dict(x), reads=("position_ids",))),
+            ("inplace", rope_apply_inplace, dict(to_primary=lambda p, x: dict(x))),
+            ("strided", rope_apply_strided, dict(to_primary=lambda p, x: dict(x)))):
+        call_form(f"{primary}_{form}", primary, **kw)(fn)
+
+
+def _fold(out: dict) -> dict:
+    """q and k ``[B, H, T, D]`` as ``[B, T, H * D]`` (the heads folded into the hidden size); the rest as it is."""
+    return {n: (np.swapaxes(v, 1, 2).reshape(v.shape[0], v.shape[2], -1) if n in ("q", "k") and np.ndim(v) == 4 else v)
+            for n, v in out.items()}
+
+
+def _unfold(p, x, out: dict, primary=None) -> dict:
+    """:func:`_fold`'s inverse: ``[B, T, H * D]`` as ``[B, H, T, D]``, D the head (``params.head_dim``)."""
+    return {n: (np.swapaxes(np.reshape(v, (*np.shape(v)[:2], -1, p.head_dim)), 1, 2)
+                if n in ("q", "k") and np.ndim(v) == 3 else v) for n, v in out.items()}
+
+
+@call_form("rope.apply_with_cos_sin_hidden", "rope.apply_with_cos_sin", to_primary=lambda p, x: _unfold(p, None, x),
+           outputs_to_primary=_unfold, outputs_to_form=lambda p, x, out: _fold(out))
+def rope_apply_with_cos_sin_hidden(p, x):
+    """rope.apply_with_cos_sin's q and k as ``[B, T, H * D]`` (ONNX RotaryEmbedding's 3-D input, its
+    ``num_heads`` attribute from ``H * D / head_dim``): every case has this form."""
+    return _fold(x) if x.get("q") is not None else {}
+
+
+def _gathered(p, x) -> dict:
+    """The primary's inputs of the cache form: each token's cos and sin row ``cache[position_ids[b, t]]``."""
+    pid = np.asarray(x["position_ids"], np.int64)
+    return {"q": x["q"], "k": x["k"], "cos": np.asarray(x["cos_cache"])[pid], "sin": np.asarray(x["sin_cache"])[pid]}
+
+
+#: The cache row no token reads (row 0, before the tokens' rows): a kernel one row off reads it for one token.
+UNREAD_ROW = (0.25, -0.5)
+
+
+@call_form("rope.apply_with_cos_sin_cache", "rope.apply_with_cos_sin", to_primary=_gathered)
+def rope_apply_with_cos_sin_cache(p, x):
+    """rope.apply_with_cos_sin's cos and sin as caches ``[P, R]`` gathered at ``position_ids [B, T]`` (ONNX
+    RotaryEmbedding's ``position_ids`` input, vLLM's ``cos_sin_cache[positions]``): the B * T tokens' rows stored
+    in reverse order after one row no token reads (:data:`UNREAD_ROW`), so a kernel that reads the cache by
+    token index, or a row off, reads another token's angles.  Every case has this form."""
+    if x.get("cos") is None:
+        return {}
+    cos, sin = np.asarray(x["cos"]), np.asarray(x["sin"])
+    b, t, r = cos.shape
+    n = b * t
+    rows = (n - np.arange(n, dtype=np.int64))  # token i (row-major) at cache row n - i: rows n .. 1
+    cache = {}
+    for name, a, fill in (("cos_cache", cos, UNREAD_ROW[0]), ("sin_cache", sin, UNREAD_ROW[1])):
+        c = np.full((n + 1, r), fill, dtype=a.dtype)
+        c[rows] = a.reshape(n, r)
+        cache[name] = c
+    return {"q": x["q"], "k": x["k"], **cache, "position_ids": rows.reshape(b, t)}
+
+
 # ---- the call forms' own bugs (ROPE-CALL-FORM) -----------------------------------------------------------------
 
 
-@mutant("rope_layout_misread", "rope.apply_token_major", "rope.apply_tokens", "rope.apply_packed")
+@mutant("rope_layout_misread", "rope.apply_token_major", "rope.apply_tokens", "rope.apply_packed",
+        *(f"{p}_{f}" for p in ("mrope.apply", "axial.apply") for f in ("token_major", "tokens")))
 def rope_layout_misread(op, p, x, dtype=None):
     """q and k read in the head-major order of their memory: a token-major ``[B, T, H, D]`` buffer indexed as
     ``[B, H, T, D]`` (tokens ``[N, H, D]`` as ``[H, N, D]``), rotated at the positions of that reading and
@@ -180,7 +252,7 @@ def rope_layout_misread(op, p, x, dtype=None):
     return {n: (write(v) if n in ("q", "k") else v) for n, v in out.items()}
 
 
-@mutant("rope_strides_ignored", "rope.apply_strided")
+@mutant("rope_strides_ignored", "rope.apply_strided", "mrope.apply_strided", "axial.apply_strided")
 def rope_strides_ignored(op, p, x, dtype=None):
     """q and k read as if the strided views the kit hands were contiguous: consecutive elements of the buffer
     from the view's first one, margins and neighbouring heads included (llama.cpp PR 14580's kind)."""

@@ -3,6 +3,8 @@ positions, the half/interleaved permutation, decode equals prefill)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from posenc import families
@@ -11,13 +13,12 @@ from posenc.harness.checks import (
     Unsupported,
     assert_conforms,
     call_adapter,
-    checked_outputs,
+    call_step,
     clauses_of,
     fail,
     invariant_clauses,
     load_golden,
     native,
-    native_inputs,
     require_dtype,
     run_op,
     step,
@@ -258,7 +259,9 @@ def permutation(request, adapter, device, dtype, case):
 
 @check("cache_equals_prefill", invariant="cache_prefill", ops=ROPE)
 def cache_equals_prefill(request, adapter, device, dtype, case):
-    """Decoding one token at a time (one prepared operation, cache_length growing) equals the prefill;
+    """Decoding one token at a time (one prepared operation, cache_length growing) equals the prefill --
+    through the test's call form where the adapter serves one (``rope.apply_offset``: the step at the cache's
+    length, as kernels are called);
     under dynamic NTK each decode call's inverse frequencies are the call's own (SCALE-DYNAMIC-PER-CALL,
     SCALE-DYNAMIC-GROW), so step t is compared with the reference's calls in the same order instead."""
     require_dtype(adapter, dtype)
@@ -269,10 +272,9 @@ def cache_equals_prefill(request, adapter, device, dtype, case):
     calls = _decode_calls(case.params) if case.params.rope_type == "dynamic" else None
     for t in range(x["position_ids"].shape[1]):
         xt = {"q": x["q"][:, :, t:t + 1], "k": x["k"][:, :, t:t + 1], "position_ids": x["position_ids"][:, t:t + 1]}
-        nx = native_inputs(adapter, xt, dtype, device)
-        out = call_adapter(adapter, case, dtype, cl_ids, lambda: checked_outputs(
-            adapter, "rope.apply", r.apply(nx["q"], nx["k"], nx["position_ids"]), dtype, device))
-        want = step(g, t, xt, {"q": 2, "k": 2}) if calls is None else calls(g, xt)
+        out, form = call_adapter(adapter, case, dtype, cl_ids, call_step, adapter, "rope.apply", r, case.params, xt,
+                                 dtype, device)
+        want = dataclasses.replace(step(g, t, xt, {"q": 2, "k": 2}) if calls is None else calls(g, xt), form=form)
         assert_conforms(adapter, want, out, dtype, f"decode step {t} of one prepared operation", cl_ids)
 
 

@@ -145,7 +145,8 @@ def diagnose_calls(spec: Spec, case, calls: list[Call], dtype: str) -> Optional[
     one.  None when there is nothing to judge (no call, or the reference cannot compute one).
     Never raises."""
     try:
-        goldens = tuple(computed(dataclasses.replace(case, op=c.op, params=c.params, inputs={}), c.inputs)
+        goldens = tuple(dataclasses.replace(computed(dataclasses.replace(case, op=c.op, params=c.params, inputs={}),
+                                                     c.inputs), form=getattr(c, "form", None))
                         for c in calls)
         bad = [[x.message for x in compare_outputs(g, c.outputs, dtype) if not x.ok] for g, c in zip(goldens, calls)]
     except Exception:  # noqa: BLE001 - a call the reference cannot judge: no diagnosis
@@ -154,7 +155,7 @@ def diagnose_calls(spec: Spec, case, calls: list[Call], dtype: str) -> Optional[
     if not goldens:
         return None
     found = []
-    candidates = {d.id: d for g in goldens for d in _candidates(spec, g.case)} if wrong else {}
+    candidates = {d.id: d for g in goldens for d in _candidates(spec, g.case, g.form)} if wrong else {}
     for d in candidates.values():
         ratios, differs = [], False
         for g, c in zip(goldens, calls):
@@ -301,22 +302,31 @@ def _reproduction(d, golden: Golden, outputs: dict[str, np.ndarray], dtype: str,
 
     ds = {n: np.where(differing(n), np.maximum(np.maximum(v, np.abs(mut[n])), own(own_ds, n, v)), v)
           for n, v in golden.dtype_scales.items() if n in mut}
-    an = {n: np.where(differing(n), np.maximum(np.maximum(v, v.max(axis=-1, keepdims=True)), own(own_an, n, v)), v)
-          if np.ndim(v) else v for n, v in golden.angle_scales.items() if n in mut}
-    fake = replace(golden, outputs=mut, dtype_scales=ds, angle_scales=an)
-    cmp = compare_outputs(fake, outs, dtype)
-    if not all(c.ok for c in cmp):
-        return None
-    if differing and not explains_a_checkable_element(golden, outs, ds, an, dtype):
-        # At long positions the row's largest angle term makes every differing element's bound vacuous: judge
-        # the match again without that widening (the element's own angle term and the mutant run's), where the
-        # elements the adapter gets wrong are still checkable.
-        an = {n: np.where(differing(n), np.maximum(v, own(own_an, n, v)), v) if np.ndim(v) else v
+    cmp, verdict = widened_comparison(golden, mut, outs, ds, differing, dtype, lambda n, v: own(own_an, n, v))
+    return (max(c.ratio for c in cmp), differs) if verdict == "match" else None
+
+
+def widened_comparison(golden: Golden, mut: dict, outs: dict, ds: dict, where, dtype: str,
+                       own_angle=lambda n, v: 0.0) -> tuple[list, str]:
+    """``(comparisons, verdict)`` of ``outs`` against a candidate's outputs ``mut`` (a mutant's, an inferred
+    model's) under the dtype scales ``ds`` and the golden's angle scales widened, at the elements ``where(name)``
+    selects, to the row's largest angle term and ``own_angle(name, scales)`` (the candidate run's own): verdict
+    ``"match"`` (within tolerance, and some element the adapter gets wrong checkable under those bounds:
+    :func:`explains_a_checkable_element`), ``"fails"`` (out of tolerance) or ``"vacuous"``.  At long positions
+    the row's largest angle term makes every widened bound reach the element's whole range: the candidate is
+    then judged again without that widening (each element's own angle term), where the elements the adapter
+    gets wrong are still checkable.  The one rule of the diagnosis's and the inference's matches."""
+    cmp: list = []
+    for row in (True, False):
+        an = {n: np.where(where(n), np.maximum(np.maximum(v, v.max(axis=-1, keepdims=True)) if row else v,
+                                               own_angle(n, v)), v) if np.ndim(v) else v
               for n, v in golden.angle_scales.items() if n in mut}
-        cmp = compare_outputs(replace(fake, angle_scales=an), outs, dtype)
-        if not all(c.ok for c in cmp) or not explains_a_checkable_element(golden, outs, ds, an, dtype):
-            return None
-    return max(c.ratio for c in cmp), differs
+        cmp = compare_outputs(replace(golden, outputs=mut, dtype_scales=ds, angle_scales=an), outs, dtype)
+        if not all(c.ok for c in cmp):
+            return cmp, "fails" if row else "vacuous"
+        if explains_a_checkable_element(golden, outs, ds, an, dtype):
+            return cmp, "match"
+    return cmp, "vacuous"
 
 
 def explains_a_checkable_element(golden: Golden, outs: dict, ds: dict, an: dict, dtype: str) -> bool:

@@ -26,7 +26,7 @@ import numpy as np
 
 from posenc import registry
 
-from posenc.harness.diagnosis import explains_a_checkable_element, same_non_finite
+from posenc.harness.diagnosis import same_non_finite, widened_comparison
 from posenc.harness.golden import Golden
 from posenc.harness.runner import compare_outputs
 from posenc.reference.rounding import round_to_dtype
@@ -108,17 +108,12 @@ class InferenceContext:
             return False, float("inf")
         ds = {n: np.where(moved.get(n, True), np.maximum(v, np.abs(mut[n])), v)
               for n, v in g.dtype_scales.items() if n in mut}
-        an = {n: np.where(moved.get(n, True), np.maximum(v, v.max(axis=-1, keepdims=True)), v) if np.ndim(v) else v
-              for n, v in g.angle_scales.items()}
-        cmps = compare_outputs(replace(g, outputs=mut, dtype_scales=ds, angle_scales=an), self.out, self.dtype)
-        if all(c.ok for c in cmps) and not explains_a_checkable_element(g, self.out, ds, an, self.dtype):
-            # long positions: the row's largest angle term leaves no element it explains checkable -- judged
-            # again with each element's own angle term (as the diagnosis does)
-            an = dict(g.angle_scales)
-            cmps = compare_outputs(replace(g, outputs=mut, dtype_scales=ds, angle_scales=an), self.out, self.dtype)
-            if not all(c.ok for c in cmps) or not explains_a_checkable_element(g, self.out, ds, an, self.dtype):
-                return False, float("inf")
-        return all(c.ok for c in cmps), max((c.ratio for c in cmps), default=0.0)
+        # long positions: where the row's largest angle term leaves no element it explains checkable, judged
+        # again with each element's own angle term (the diagnosis's rule); a vacuous fit is no fit at all
+        cmps, verdict = widened_comparison(g, mut, self.out, ds, lambda n: moved.get(n, True), self.dtype)
+        if verdict == "vacuous":
+            return False, float("inf")
+        return verdict == "match", max((c.ratio for c in cmps), default=0.0)
 
 
 def _infer(g: Golden, out: Outputs, dtype: str) -> list[str]:

@@ -20,11 +20,11 @@ import numpy as np
 from typing import TYPE_CHECKING
 
 from posenc import registry
-from posenc.registry.forms import guarded_array
 from posenc.spec.errors import AdapterError, Unsupported, exception_text
 from posenc.spec.shapes import call_suffixes, output_shapes, table_dtype, table_policy
 from posenc.spec.tolerance import Comparison, compare
 
+from posenc.harness.buffers import changed_elements, guarded, modified_input
 from posenc.harness.golden import Golden
 from posenc.harness.remote import RemoteHandle, is_remote, type_names
 
@@ -89,50 +89,6 @@ def native_inputs(adapter: Adapter, inputs: dict[str, np.ndarray], dtype: str, d
     return out
 
 
-@dataclass
-class Guarded:
-    """A buffer of the adapter's own arrays around an input it writes in place: the input at the centre
-    (``view``, a strided view), ``registry.forms.SENTINEL`` around it (:func:`~posenc.registry.forms.guarded_array`)."""
-
-    buffer: Any
-    view: Any
-    inner: tuple
-    snapshot: np.ndarray
-
-    def check(self, adapter: Adapter, op: str, name: str, written: bool = True) -> None:
-        """:class:`AdapterError` naming the elements written outside the view (what a kernel that writes
-        into the next head does, SGLang issue 35096), or anywhere where the input is only read."""
-        now = np.asarray(adapter.to_numpy(self.buffer))
-        changed = 0 if written else changed_elements(now[self.inner], self.snapshot[self.inner])
-        if changed:
-            _modified(adapter, op, name, changed, int(np.prod(now[self.inner].shape)))
-        outside = np.ones(self.snapshot.shape, bool)
-        outside[self.inner] = False
-        wrote = outside & (changed_mask(now, self.snapshot))
-        if wrote.any():
-            first = [int(i) for i in np.argwhere(wrote)[0]]
-            where = [i - (s.start or 0) for i, s in zip(first, self.inner)]
-            raise AdapterError(f"{adapter.name}.{op}: wrote {int(wrote.sum())} element(s) outside its in-place output "
-                               f"{name!r} (the kit hands it as a view into a larger buffer); the first at {where} "
-                               f"relative to the view of shape {list(np.shape(now[self.inner]))}: a write into a "
-                               "neighbouring head, token or slice")
-
-
-def guarded(adapter: Adapter, a: np.ndarray, dtype: str, device: str) -> Guarded:
-    """:class:`Guarded` around ``a`` (a float input the operation writes in place)."""
-    buf, inner = guarded_array(a)
-    nb = adapter.from_numpy(buf, dtype, device)
-    return Guarded(nb, nb[inner], inner, np.array(adapter.to_numpy(nb), copy=True))
-
-
-def changed_mask(now: np.ndarray, snap: np.ndarray) -> np.ndarray:
-    """Element-wise: changed from the snapshot (NaN equals NaN)."""
-    same = now == snap
-    if np.issubdtype(snap.dtype, np.floating):
-        same |= np.isnan(now) & np.isnan(snap)
-    return ~same
-
-
 def forget_inputs() -> None:
     """Drop the record of handed-out inputs (the plugin calls it before each test)."""
     _HANDED.clear()
@@ -156,30 +112,11 @@ def check_inputs(what: str = "") -> None:
             continue
         changed = changed_elements(now, snap)
         if changed:
-            _modified(adapter, what, name, changed, snap.size)
+            modified_input(adapter, what, name, changed, snap.size)
     for adapter, objs in remote.values():
         found = adapter.posenc_changed(objs)
         if found:
-            _modified(adapter, what, *found)
-
-
-def changed_elements(now: np.ndarray, snap: np.ndarray) -> int:
-    """How many elements of an input differ from its snapshot (all of them when the shape did;
-    NaN equals NaN): the unchanged-input check here and in the adapter's worker process."""
-    if now.shape != snap.shape:
-        return int(snap.size)
-    return int(np.count_nonzero(changed_mask(now, snap)))
-
-
-def _modified(adapter, what: str, name: str, changed: int, size: int):
-    op_name = what.split(" ", 1)[0]
-    writes = tuple(getattr(registry.spec().operations.get(op_name), "writes", None) or ()) if what else ()
-    advice = (f"{op_name} writes only {', '.join(writes)} in place; every other input must be left as handed"
-              if writes else "the kit hands every call private copies and checks them afterwards. A kernel that is "
-              "in-place by design must be wrapped to work on a copy (e.g. `q = q.clone()` / `q.copy()` before the "
-              "kernel) and return the result, or serve an in-place call form (spec `writes`)")
-    raise AdapterError(f"{adapter.name}{'.' + what if what else ''}: the adapter modified its input {name!r} in place "
-                       f"({changed} of {size} elements changed); {advice}")
+            modified_input(adapter, what, *found)
 
 
 _NATIVE: "weakref.WeakKeyDictionary[Adapter, dict[str, type]]" = weakref.WeakKeyDictionary()
@@ -394,11 +331,13 @@ def run_in_form(adapter: Adapter, golden: Golden, form_op: str, dtype: str, devi
 @dataclass(frozen=True)
 class Call:
     """One :func:`run_op` call an oracle-free check made: the operation, its parameters, the
-    kit's NumPy inputs and the adapter's contract-checked NumPy outputs."""
+    kit's NumPy inputs and the adapter's contract-checked NumPy outputs (and the form it went through)."""
     op: str
     params: Any
     inputs: dict
     outputs: dict
+    #: the call form (spec ``form_of``) the call went through (its outputs put back in ``op``'s layout), or None
+    form: Optional[str] = None
 
 
 _CALLS: contextvars.ContextVar[Optional[list[Call]]] = contextvars.ContextVar("posenc_calls", default=None)
@@ -434,8 +373,9 @@ def through_form(form_op: Optional[str]):
 
 
 def _routed(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str, device: str):
-    """The outputs of ``op`` run through the call form :func:`through_form` set, in ``op``'s layout; None
-    where no form is set for ``op``, the inputs have no such form or the adapter reports it unsupported."""
+    """``(outputs, form)``: the outputs of ``op`` run through the call form :func:`through_form` set, in ``op``'s
+    layout; None where no form is set for ``op``, the inputs have no such form or the adapter reports it
+    unsupported."""
     from posenc.registry.forms import form_of
     route = _ROUTE.get()
     f = form_of(route[0]) if route else None
@@ -453,7 +393,56 @@ def _routed(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dt
     finally:
         _ROUTE.reset(token)
     route[1].append(f.op)
-    return f.outputs_to_primary(params, x, out, inputs)
+    return f.outputs_to_primary(params, x, out, inputs), f.op
+
+
+def call_step(adapter: Adapter, op: str, prepared, params, inputs: dict[str, np.ndarray], dtype: str,
+              device: str) -> tuple[dict[str, np.ndarray], Optional[str]]:
+    """One call of operation ``op``'s ``call`` on ``prepared`` (what the adapter's ``op.method`` returned: a
+    decode step of the cache checks, several calls on one prepared object), on NumPy ``inputs``; returns
+    ``(outputs, form)``: its outputs as NumPy, contract-checked (dtype, device, shape; inputs unchanged) and
+    recorded as ``op``'s, and the call form they came through (None: ``op`` itself; a golden judging them sets
+    ``Golden.form`` to it, so that the diagnosis runs the form's own mutants).
+    Inside :func:`through_form`, through that call form where the step's inputs have one and the form hands
+    no guarded buffer (in-place and strided forms are checked by their goldens): the prepared object's form
+    method (``rope.apply_offset``: ``apply_offset(q, k, offset)``, a decode step as kernels take it), outputs
+    put back in ``op``'s layout.  A prepared object without the form's method, or one that reports the form
+    unsupported, is called in ``op``'s own form (the form's own tests count that)."""
+    from posenc.registry.forms import form_of
+    route = _ROUTE.get()
+    f = form_of(route[0]) if route else None
+    if f is not None and f.primary == op and not (registry.operation(f.op).writes or registry.operation(f.op).views):
+        x = f.to_form(params, inputs)
+        if not isinstance(x, str) and callable(getattr(prepared, registry.operation(f.op).call, None)):
+            try:
+                out = _call_prepared(adapter, f.op, prepared, params, x, dtype, device)
+            except Unsupported:
+                pass
+            else:
+                route[1].append(f.op)
+                out = f.outputs_to_primary(params, x, out, inputs)
+                record(op, params, inputs, out, f.op)
+                return out, f.op
+    out = _call_prepared(adapter, op, prepared, params, inputs, dtype, device)
+    record(op, params, inputs, out)
+    return out, None
+
+
+def _call_prepared(adapter: Adapter, op: str, prepared, params, inputs: dict[str, np.ndarray], dtype: str,
+                   device: str) -> dict[str, np.ndarray]:
+    decl = registry.operation(op)
+    fn = getattr(prepared, decl.call, None)
+    if not callable(fn):
+        raise Unsupported(f"adapter {adapter.name!r}: the prepared {decl.method} operation has no {decl.call}()")
+    int32 = tuple(i.name for i in decl.inputs if i.kind == "int32")
+    tables = tuple(i.name for i in decl.inputs if i.kind == "table")
+    x = native_inputs(adapter, inputs, dtype, device, int32, tables)
+    env = {"params": params, "dtype": dtype, "device": device, "weights": {}}
+    a, kw = _arguments(decl.call_args, decl.call_kwargs, x, env, set(decl.call_args + decl.call_kwargs))
+    out = checked_outputs(adapter, op, fn(*a, **kw), dtype, device)
+    check_inputs(op)
+    check_shapes(adapter, op, params, inputs, out)
+    return out
 
 
 def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
@@ -464,11 +453,11 @@ def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dty
     invariant checks alike; a malformed output is an :class:`AdapterError`, never compared.
     Inside :func:`through_form`, through that call form where the inputs have one.
     Inside :func:`recording` the call is recorded (as ``op``'s, in its layout)."""
-    out = _routed(adapter, op, params, inputs, dtype, device)
+    out, form = _routed(adapter, op, params, inputs, dtype, device) or (None, None)
     if out is None:
         out = _run_op(adapter, op, params, inputs, dtype, device)
         check_shapes(adapter, op, params, inputs, out)
-    record(op, params, inputs, out)
+    record(op, params, inputs, out, form)
     return out
 
 
@@ -492,15 +481,16 @@ def check_shapes(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray
                                    f"the operation table says {list(shapes[name])}", op, params, inputs, out)
 
 
-def record(op: str, params, inputs: dict, outputs: dict) -> None:
+def record(op: str, params, inputs: dict, outputs: dict, form: Optional[str] = None) -> None:
     """Inside :func:`recording`, record one call of ``op`` (the kit's NumPy ``inputs`` in the
-    operation table's names, the adapter's contract-checked NumPy ``outputs``): :func:`run_op`
-    does it for every call; a check that calls a prepared object step by step does it for each
-    step it can state as an operation call.  Outside, nothing."""
+    operation table's names, the adapter's contract-checked NumPy ``outputs``, in ``op``'s layout where
+    the call went through call form ``form``): :func:`run_op` and :func:`call_step` do it for every call; a
+    check that calls a prepared object step by step otherwise does it for each step it can state as an
+    operation call.  Outside, nothing."""
     calls = _CALLS.get()
     if calls is not None:  # copies: an in-process adapter's outputs may share a buffer it writes again
         calls.append(Call(op, params.model_copy(deep=True), {n: np.array(v, copy=True) for n, v in inputs.items()},
-                          {n: np.array(v, copy=True) for n, v in outputs.items()}))
+                          {n: np.array(v, copy=True) for n, v in outputs.items()}, form))
 
 
 def _run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,

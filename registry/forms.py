@@ -52,7 +52,7 @@ SENTINEL = 1536.0
 def guarded_array(a: np.ndarray) -> tuple[np.ndarray, tuple]:
     """``(buffer, inner)``: ``a`` at ``buffer[inner]``, :data:`SENTINEL` around it -- every axis but the first
     has a neighbour before and after, the last two on each side (a neighbouring head, token and slice of a
-    wider head).  The layout the kit hands strided and in-place inputs in (``harness.runner.guarded``)."""
+    wider head).  The layout the kit hands strided and in-place inputs in (``harness.buffers.guarded``)."""
     a = np.asarray(a)
     pads = [(0, 0)] + [(1, 1)] * max(a.ndim - 2, 0) + ([(2, 2)] if a.ndim > 1 else [])
     buf = np.full([n + lo + hi for n, (lo, hi) in zip(a.shape, pads)], SENTINEL)

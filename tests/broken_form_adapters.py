@@ -189,6 +189,19 @@ class DecodeOffByOne(TorchAdapter):
         return _DecodeOffByOne(params, DTYPES[dtype], device)
 
 
+class _StaleDecodeOffset(TorchRope):
+    def apply_offset(self, q, k, offset):  # a decode step read at the cache length before this token was counted
+        return super().apply_offset(q, k, offset - 1 if q.shape[2] == 1 else offset)  # (mlx-lm issue 1699's kind)
+
+
+class StaleDecodeOffset(TorchAdapter):
+    name = "broken-decode-offset-stale"
+    call_forms = ("rope.apply_offset",)
+
+    def rope(self, params, *, dtype, device):
+        return _StaleDecodeOffset(params, DTYPES[dtype], device)
+
+
 class _PackedScaledUnsupported(TorchRope):
     def apply_packed(self, q, k, cu_seqlens, offsets):  # a varlen kernel without a path for scaled or partial RoPE
         if self.p.rope_type != "default" or self.p.rdim != self.p.head_dim:
@@ -286,3 +299,98 @@ class PackedOnlyNoRestart(PackedNoRestart):
     """PackedNoRestart serving the packed form alone: the generated examples it can take go through it often."""
     name = "broken-packed-only-positions-run-on"
     call_forms = ("rope.apply_packed",)
+
+
+# ---- the forms of mrope.apply and axial.apply ---------------------------------------------------------------------
+from posenc.adapters.torch_port.axial import TorchAxial  # noqa: E402
+from posenc.adapters.torch_port.mrope import TorchMRope  # noqa: E402
+
+
+class _TokenPositionsReadTokenMajor(TorchMRope):
+    def apply_tokens(self, q, k, positions):  # [3, N] read as the [N, 3] buffer the kernel expects
+        return super().apply_tokens(q, k, positions.reshape(-1, positions.shape[0]).T)
+
+
+class MRopeTokenPositionsTransposed(TorchAdapter):
+    name = "broken-mrope-token-positions-transposed"
+
+    def mrope(self, params, *, dtype, device):
+        return _TokenPositionsReadTokenMajor(params, DTYPES[dtype], device)
+
+
+class _MRopeReadsAsHeadMajor(TorchMRope):
+    def apply_token_major(self, q, k, position_ids):  # [B, T, H, D] read as [B, H, T, D]
+        B, T, H, D = q.shape
+        q2, k2 = self.apply(q.reshape(B, H, T, D), k.reshape(B, k.shape[2], T, D), position_ids)
+        return q2.reshape(B, T, H, D), k2.reshape(B, T, k.shape[2], D)
+
+
+class MRopeReadsAsHeadMajor(TorchAdapter):
+    name = "broken-mrope-token-major-read-as-head-major"
+
+    def mrope(self, params, *, dtype, device):
+        return _MRopeReadsAsHeadMajor(params, DTYPES[dtype], device)
+
+
+class _MRopeInt16Positions(TorchMRope):
+    def apply(self, q, k, position_ids):  # an index type too narrow: positions wrap at 32768
+        if position_ids.dtype == torch.int32:
+            position_ids = position_ids.to(torch.int16)
+        return super().apply(q, k, position_ids)
+
+
+class MRopeInt32ReadAsInt16(TorchAdapter):
+    name = "broken-mrope-int32-positions-as-int16"
+
+    def mrope(self, params, *, dtype, device):
+        return _MRopeInt16Positions(params, DTYPES[dtype], device)
+
+
+class _AxialReadsStorage(TorchAxial):
+    def apply(self, q, k, position_ids):  # a kernel indexing the storage as if the view were contiguous
+        if not q.is_contiguous():
+            q = torch.as_strided(q, q.shape, torch.empty(q.shape).stride(), q.storage_offset())
+            k = torch.as_strided(k, k.shape, torch.empty(k.shape).stride(), k.storage_offset())
+        return super().apply(q, k, position_ids)
+
+
+class AxialReadsStorageAsContiguous(TorchAdapter):
+    name = "broken-axial-strided-read-as-contiguous"
+
+    def axial(self, params, *, dtype, device):
+        return _AxialReadsStorage(params, DTYPES[dtype], device)
+
+
+class _AxialWritesNextHead(TorchAxial):
+    def apply_(self, q, k, position_ids):  # the grid covers one head too many
+        super().apply_(q, k, position_ids)
+        B, H, T, D = k.shape
+        wide = torch.as_strided(k, (B, H + 1, T, D), k.stride(), k.storage_offset())
+        wide[:, H] = 0.0
+
+
+class AxialWritesNextHead(TorchAdapter):
+    name = "broken-axial-inplace-writes-next-head"
+
+    def axial(self, params, *, dtype, device):
+        return _AxialWritesNextHead(params, DTYPES[dtype], device)
+
+
+# ---- the forms of rope.apply_with_cos_sin ---------------------------------------------------------------------------
+class HiddenHeadsMinorFirst(TorchAdapter):
+    name = "broken-hidden-heads-minor-first"
+
+    def rope_apply_with_cos_sin_hidden(self, q, k, cos, sin, params):  # [B, T, H * D] split as [B, T, D, H]
+        B, T, D = q.shape[0], q.shape[1], params.head_dim
+        yq, yk = self.rope_apply_with_cos_sin(q.reshape(B, T, D, -1).permute(0, 3, 1, 2),
+                                              k.reshape(B, T, D, -1).permute(0, 3, 1, 2), cos, sin, params)
+        return yq.permute(0, 2, 3, 1).reshape(B, T, -1), yk.permute(0, 2, 3, 1).reshape(B, T, -1)
+
+
+class CacheReadByTokenIndex(TorchAdapter):
+    name = "broken-cache-read-by-token-index"
+
+    def rope_apply_with_cos_sin_cache(self, q, k, cos_cache, sin_cache, position_ids, params):  # position_ids unread
+        B, T = position_ids.shape
+        rows = torch.arange(B * T).reshape(B, T)
+        return self.rope_apply_with_cos_sin(q, k, cos_cache[rows], sin_cache[rows], params)

@@ -46,6 +46,7 @@ def interleaved_rotation(self, tensor, cos_emb, sin_emb):
 
 
 orig_cos_sin = RotaryEmbedding._compute_cos_sin_embedding
+orig_positions = RotaryEmbedding._compute_positions
 orig_sine = SinePositionEncoding.call
 orig_pos = PositionEmbedding.call
 PATCHES = {
@@ -53,6 +54,8 @@ PATCHES = {
     "RotaryEmbedding._compute_cos_sin_embedding": (  # positions ignored: arange(T)
         RotaryEmbedding, "_compute_cos_sin_embedding",
         lambda self, inputs, start_index=0, positions=None: orig_cos_sin(self, inputs, start_index, None)),
+    "RotaryEmbedding._compute_positions": (  # start_index ignored: every call from position 0
+        RotaryEmbedding, "_compute_positions", lambda self, inputs, start_index=0: orig_positions(self, inputs, 0)),
     "SinePositionEncoding.call": (  # positions off by one
         SinePositionEncoding, "call",
         lambda self, inputs, start_index=0, positions=None: orig_sine(self, inputs, start_index, positions + 1)),
@@ -101,6 +104,7 @@ print("@@RESULT@@" + json.dumps(out))
 '''
 
 ROPE = "test_golden and rope-llama3-8b-scattered"
+OFFSET = "test_call_form and rope-cache-offset-shared"  # its offset form: the layer's start_index
 SIN = "test_golden and sin-interleaved-d8"
 LOOKUP = "test_golden and lookup-gpt2-wpe"
 ALIBI = "test_golden and (alibi-slopes-6 or alibi-slopes-12)"
@@ -108,11 +112,12 @@ ALIBI = "test_golden and (alibi-slopes-6 or alibi-slopes-12)"
 PATCHED = [
     ("rotation", ROPE, "RotaryEmbedding._apply_rotary_pos_emb", None),
     ("positions", ROPE, "RotaryEmbedding._compute_cos_sin_embedding", "DIV-ROPE-ARANGE-POSITIONS"),
+    ("start_index", OFFSET, "RotaryEmbedding._compute_positions", "DIV-ROPE-ARANGE-POSITIONS"),
     ("sine", SIN, "SinePositionEncoding.call", None),
     ("lookup", LOOKUP, "PositionEmbedding.call", None),
     ("alibi", ALIBI, "AlibiBias._get_slopes", "DIV-ALIBI-SLOPES-NON-POW2"),
 ]
-BASELINE = " or ".join(f"({s})" for s in (ROPE, SIN, LOOKUP, ALIBI))
+BASELINE = " or ".join(f"({s})" for s in (ROPE, OFFSET, SIN, LOOKUP, ALIBI))
 SMOKE = ("test_golden and (rope-neox-20b or scale-yarn-gpt-oss or sin-interleaved-d8 or lookup-gpt2-wpe "
          "or gpt2-small-cache or alibi-mpt-7b or pos-decode)")
 PLANS = {

@@ -42,6 +42,35 @@ def test_patched_reference_kernel_fails_onnx_only(run_suite, monkeypatch):
     assert _outcomes(run_suite("onnxruntime", *SELECT)) == (0, ort_base)
 
 
+@pytest.mark.parametrize("patch, form", [("position_ids", "cache"), ("num_heads", "hidden")])
+def test_patched_reference_kernel_fails_its_call_form_only(run_suite, monkeypatch, patch, form):
+    """The operator's other input forms are onnx's own code paths: its gather by position_ids made a read by
+    token index, or its 3-D input split with the heads minor, fails that form's tests alone (the 4-D, cache-free
+    call the primary tests make never reaches them)."""
+    sel = ("-k", "rope-apply-cos-sin and not negative and not deinterleave", "--dtype", "float32")
+    ret, base = _outcomes(run_suite("onnx", *sel))
+    assert ret == 0 and base.get("passed", 0) >= 9, base
+    run = onnx_rope.RotaryEmbedding._run
+
+    def wrong(self, x, cos_cache, sin_cache, position_ids=None, **kwargs):
+        if patch == "position_ids" and position_ids is not None:
+            position_ids = np.arange(position_ids.size).reshape(position_ids.shape)
+        if patch == "num_heads" and x.ndim == 3:
+            b, s, hd = x.shape
+            h = kwargs["num_heads"]
+            x = x.reshape(b, s, hd // h, h).swapaxes(2, 3).reshape(b, s, hd)
+            y, = run(self, x, cos_cache, sin_cache, position_ids, **kwargs)
+            return (y.reshape(b, s, h, hd // h).swapaxes(2, 3).reshape(b, s, hd),)
+        return run(self, x, cos_cache, sin_cache, position_ids, **kwargs)
+
+    monkeypatch.setattr(onnx_rope.RotaryEmbedding, "_run", wrong)
+    r = run_suite("onnx", *sel)
+    out = r.stdout.str()
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert r.ret == 1 and failed and all(f"~{form}@" in line for line in failed), out[-3000:]
+    assert f"through rope.apply_with_cos_sin_{form}" in out, out[-3000:]
+
+
 def _flip_interleaved(model):
     for node in model.graph.node:
         for a in node.attribute:

@@ -89,7 +89,7 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
         forms: dict = defaultdict(Counter)  # call form -> its goldens' outcomes, every dtype (ROPE-CALL-FORM)
         form_divs: dict = defaultdict(set)
         for r in rep["results"]:
-            form = str(r.get("case") or "").partition("~")[2]
+            form = form_operation(str(r.get("case") or ""))
             if form:
                 forms[form][r["outcome"]] += 1
                 form_divs[form] |= {r["divergence"]} if r["divergence"] else set()
@@ -115,6 +115,17 @@ def aggregate(reports: list[dict], device: str = "cpu") -> dict:
         "adapters": adapters,
         "cells": {d: {c: dict(v) for c, v in sorted(cells[d].items())} for d in DTYPES if cells[d]},
     }
+
+
+def form_operation(case: str) -> str:
+    """The call form operation a test of ``case`` ran through (``<case id>~<form>``: ``rope.apply_tokens``,
+    ``mrope.apply_tokens``, ...), or ``""`` for a test of the case itself (or a case of no registered
+    operation)."""
+    cid, _, form = case.partition("~")
+    c = registry.cases_by_id().get(cid) if form else None
+    if c is None:
+        return ""
+    return next((o.name for o in registry.spec().operations.values() if o.form_of == c.op and o.form == form), "")
 
 
 def markdown(m: dict) -> str:

@@ -133,6 +133,20 @@ class _Axial:
             ks.append(yk.to(k.dtype))
         return torch.stack(qs), torch.stack(ks)
 
+    @torch.no_grad()
+    def apply_tokens(self, q, k, positions):
+        """axial.apply_tokens: q, k ``[N, H, D]`` at positions ``[A, N]`` in one call -- the vision towers' own
+        layout (Qwen2.5-VL, Step 3.7, Inkling 2, Kimi K2.5, MiniMax-M3 put every image's patches in one
+        sequence ``[seq, heads, dim]`` with positions ``[seq, A]``)."""
+        if self.form != "seq":
+            raise Unsupported(f"the transformers model with this layout ({self.p.layout}, axis order "
+                              f"{list(self.p.order)}) rotates a batch layout, not a sequence of tokens")
+        if positions.dim() != 2 or positions.shape[0] != self.p.num_axes:
+            raise ValueError(f"positions must be [{self.p.num_axes}, N], got {list(positions.shape)}")
+        cos, sin = self.rotary(q, positions.T.contiguous())
+        yq, yk = self.fn(q, k, cos, sin)
+        return yq.to(q.dtype), yk.to(k.dtype)
+
 
 class _CentredAxial:
     """EoMT-DINOv3's ``EomtDinov3RotaryEmbedding`` (built from an ``EomtDinov3Config`` with the case's
@@ -202,6 +216,10 @@ class _CentredAxial:
         cos, sin = self._table()
         yq, yk = hf_eomt.apply_rotary_pos_emb(q, k, cos, sin)  # q [B, H, T, D]: every token a patch here
         return yq.to(q.dtype), yk.to(k.dtype)
+
+    def apply_tokens(self, q, k, positions):
+        raise Unsupported("EomtDinov3RotaryEmbedding tabulates one image's whole grid (its forward takes pixel "
+                          "values): it has no form of tokens at given positions")
 
 
 class Ops:

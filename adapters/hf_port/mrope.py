@@ -50,6 +50,13 @@ class _MRope:
         cos, sin = self._module()(q, position_ids)
         return self.apply_fn(q, k, cos, sin)
 
+    @torch.no_grad()
+    def apply_token_major(self, q, k, position_ids):
+        """mrope.apply_token_major: q, k ``[B, T, H, D]`` through the model's ``apply_rotary_pos_emb(...,
+        unsqueeze_dim=2)``."""
+        cos, sin = self._module()(q, position_ids)
+        return self.apply_fn(q, k, cos, sin, unsqueeze_dim=2)
+
 
 _CONTIGUOUS_PARTIAL = ("transformers' contiguous M-RoPE (Qwen2-VL / Qwen2.5-VL apply_rotary_pos_emb) rotates the whole "
                        "head: a rotary_dim-wide cos/sin does not broadcast over head_dim and there is no pass-through "

@@ -116,6 +116,22 @@ def rotate(x, cos, sin, rotary_dim: int, pairing: str):
     return jnp.concatenate((y.astype(x.dtype), x[..., rotary_dim:]), axis=-1)
 
 
+class LayoutForms:
+    """The call forms of a prepared rotation whose ``apply(q, k, position_ids)`` takes q, k ``[B, H, T, D]`` at
+    positions ``[B, T]`` (M-RoPE's and axial's ``[A, B, T]``): tokens and the token-major layout (spec
+    ``<op>_tokens``, ``<op>_token_major``; ROPE-CALL-FORM).  int32 positions are ``apply`` itself."""
+
+    def apply_tokens(self, q, k, positions):
+        """q, k ``[N, H, D]``, token n at ``positions[..., n]``: one row of N tokens."""
+        yq, yk = self.apply(jnp.swapaxes(q, 0, 1)[None], jnp.swapaxes(k, 0, 1)[None], positions[..., None, :])
+        return jnp.swapaxes(yq[0], 0, 1), jnp.swapaxes(yk[0], 0, 1)
+
+    def apply_token_major(self, q, k, position_ids):
+        """q, k ``[B, T, H, D]``."""
+        yq, yk = self.apply(jnp.swapaxes(q, 1, 2), jnp.swapaxes(k, 1, 2), position_ids)
+        return jnp.swapaxes(yq, 1, 2), jnp.swapaxes(yk, 1, 2)
+
+
 @kernel("batch", "seq_len")
 def arange_positions(start, batch, seq_len):
     """POS-PREFILL / POS-DECODE: ``start + arange(seq_len)`` for every row, ``[batch, seq_len]``."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import jax.numpy as jnp
 import numpy as np
 
-from ._common import DTYPES, compute_dtype, kernel, rotate
+from ._common import DTYPES, LayoutForms, compute_dtype, kernel, rotate
 
 if TYPE_CHECKING:
     from ..jax_adapter import JaxAdapter
@@ -60,7 +60,7 @@ def axial_apply(q, k, position_ids, p, cd):
     return _rotate_axial(q, c, s, p), _rotate_axial(k, c, s, p)
 
 
-class JaxAxial:
+class JaxAxial(LayoutForms):
     """Prepared axial RoPE (AXIAL-*): per-pair frequencies in the compute dtype, positions gathered
     from ``position_ids [A, B, T]``."""
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import jax.numpy as jnp
 
-from ._common import DTYPES, compute_dtype, kernel, rotate
+from ._common import DTYPES, LayoutForms, compute_dtype, kernel, rotate
 from .rope_scaling import attention_factor, scaled_inv_freq
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def mrope_apply(q, k, position_ids, p, axes, cd):
     return rotate(q, c, s, p.rdim, p.pairing), rotate(k, c, s, p.rdim, p.pairing)
 
 
-class JaxMRope:
+class JaxMRope(LayoutForms):
     """Prepared M-RoPE (MROPE-*): the rope_type's float64 inv_freq held in the compute dtype,
     per-frequency axis positions gathered from ``position_ids [3, B, T]``, half pairing over the
     first rotary_dim dims."""

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._common import DTYPES, compute_dtype, kernel, on_device, rotate
+from ._common import DTYPES, LayoutForms, compute_dtype, kernel, on_device, rotate
 from .rope_scaling import attention_factor, scaled_inv_freq
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def rope_apply_cos_sin(q, k, cos, sin, rotary_dim, pairing, sign=1):
     return rotate(q, c, s, rotary_dim, pairing), rotate(k, c, s, rotary_dim, pairing)
 
 
-class JaxRope:
+class JaxRope(LayoutForms):
     """Prepared RoPE for one parameter set, dtype and device (see the module docstring).
 
     ``dynamic`` (per-call policy) and ``longrope`` take each call's ``max(position_ids) + 1`` inside the
@@ -113,16 +113,6 @@ class JaxRope:
         pos = offset + jnp.arange(q.shape[2], dtype=jnp.int64)
         return self.apply(q, k, jnp.broadcast_to(pos, (q.shape[0], q.shape[2])))
 
-    def apply_tokens(self, q, k, positions):
-        """rope.apply_tokens: q, k ``[N, H, D]``, token n at ``positions[n]``."""
-        yq, yk = self.apply(jnp.swapaxes(q, 0, 1)[None], jnp.swapaxes(k, 0, 1)[None], positions[None])
-        return jnp.swapaxes(yq[0], 0, 1), jnp.swapaxes(yk[0], 0, 1)
-
-    def apply_token_major(self, q, k, position_ids):
-        """rope.apply_token_major: q, k ``[B, T, H, D]``."""
-        yq, yk = self.apply(jnp.swapaxes(q, 1, 2), jnp.swapaxes(k, 1, 2), position_ids)
-        return jnp.swapaxes(yq, 1, 2), jnp.swapaxes(yk, 1, 2)
-
     def apply_packed(self, q, k, cu_seqlens, offsets):
         """rope.apply_packed: document d is tokens ``cu_seqlens[d] ..`` at positions ``offsets[d] + t``."""
         n, cu = q.shape[0], cu_seqlens.astype(offsets.dtype)
@@ -141,3 +131,14 @@ class Ops:
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         return self.run(rope_apply_cos_sin, q, k, cos, sin, rotary_dim=params.pair_dim, pairing=params.pairing,
                         sign=params.sin_sign)
+
+    def rope_apply_with_cos_sin_hidden(self, q, k, cos, sin, params):
+        """rope.apply_with_cos_sin_hidden: q, k ``[B, T, H * D]``, D = ``params.head_dim``."""
+        B, T, D = q.shape[0], q.shape[1], params.head_dim
+        yq, yk = self.rope_apply_with_cos_sin(jnp.swapaxes(q.reshape(B, T, -1, D), 1, 2),
+                                              jnp.swapaxes(k.reshape(B, T, -1, D), 1, 2), cos, sin, params)
+        return jnp.swapaxes(yq, 1, 2).reshape(B, T, -1), jnp.swapaxes(yk, 1, 2).reshape(B, T, -1)
+
+    def rope_apply_with_cos_sin_cache(self, q, k, cos_cache, sin_cache, position_ids, params):
+        """rope.apply_with_cos_sin_cache: cos, sin rows ``cache[position_ids]``."""
+        return self.rope_apply_with_cos_sin(q, k, cos_cache[position_ids], sin_cache[position_ids], params)

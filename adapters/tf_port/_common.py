@@ -114,6 +114,22 @@ def _gather(table, rows):
         return tf.gather(table, rows)
 
 
+class LayoutForms:
+    """The call forms of a prepared rotation whose ``apply(q, k, position_ids)`` takes q, k ``[B, H, T, D]`` at
+    positions ``[B, T]`` (M-RoPE's and axial's ``[A, B, T]``): tokens and the token-major layout (spec
+    ``<op>_tokens``, ``<op>_token_major``; ROPE-CALL-FORM).  int32 positions are ``apply`` itself."""
+
+    def apply_tokens(self, q, k, positions):
+        """q, k ``[N, H, D]``, token n at ``positions[..., n]``: one row of N tokens."""
+        yq, yk = self.apply(tf.transpose(q, [1, 0, 2])[None], tf.transpose(k, [1, 0, 2])[None], positions[..., None, :])
+        return tf.transpose(yq[0], [1, 0, 2]), tf.transpose(yk[0], [1, 0, 2])
+
+    def apply_token_major(self, q, k, position_ids):
+        """q, k ``[B, T, H, D]``."""
+        yq, yk = self.apply(tf.transpose(q, [0, 2, 1, 3]), tf.transpose(k, [0, 2, 1, 3]), position_ids)
+        return tf.transpose(yq, [0, 2, 1, 3]), tf.transpose(yk, [0, 2, 1, 3])
+
+
 # ---- running kernels ----------------------------------------------------------------------------
 
 

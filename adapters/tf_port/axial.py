@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ._common import DTYPES, F64, KernelRunner, _rotate, compute_dtype, tf
+from ._common import DTYPES, F64, KernelRunner, LayoutForms, _rotate, compute_dtype, tf
 
 if TYPE_CHECKING:
     from posenc.adapters.tf_adapter import TFAdapter
@@ -57,7 +57,7 @@ def k_axial_apply(q, k, position_ids, *, p, dt):
     return _rotate_axial(q, c, s, p), _rotate_axial(k, c, s, p)
 
 
-class TFAxial:
+class TFAxial(LayoutForms):
     """Prepared axial RoPE (AXIAL-*): position_ids ``[A, B, T]``."""
 
     def __init__(self, adapter: "TFAdapter", params, dtype: tf.DType):

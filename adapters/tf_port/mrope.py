@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._common import DTYPES, F64, I64, KernelRunner, _rotate, compute_dtype, tf
+from ._common import DTYPES, F64, I64, KernelRunner, LayoutForms, _rotate, compute_dtype, tf
 from .rope_scaling import _scaled_inv_freq, attention_factor
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def mrope_axes(params) -> tuple[int, ...]:
                  for k in range(half))
 
 
-class TFMRope:
+class TFMRope(LayoutForms):
     """Prepared M-RoPE (MROPE-*): position_ids ``[3, B, T]``, the pairing (half or interleaved) over the first rotary_dim dims."""
 
     def __init__(self, adapter: "TFAdapter", params, dtype: tf.DType):

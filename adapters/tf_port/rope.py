@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._common import DTYPES, F64, I64, KernelRunner, _rotate, compute_dtype, tf, tf_device
+from ._common import DTYPES, F64, I64, KernelRunner, LayoutForms, _rotate, compute_dtype, tf, tf_device
 from .rope_scaling import _scaled_inv_freq, attention_factor
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def k_rotate_with_cos_sin(q, k, cos, sin, *, rotary_dim, pairing, sign=1):
 # ---- prepared operations ------------------------------------------------------------------------
 
 
-class TFRope:
+class TFRope(LayoutForms):
     """Prepared RoPE for one parameter set, dtype and device (ROPE-*, SCALE-*).
 
     ``dynamic`` and ``longrope`` recompute their frequencies in the kernel from each call's
@@ -101,16 +101,6 @@ class TFRope:
         pos = offset + tf.range(tf.shape(q)[2], dtype=tf.int64)
         return self.apply(q, k, tf.broadcast_to(pos[None], [tf.shape(q)[0], tf.shape(q)[2]]))
 
-    def apply_tokens(self, q, k, positions):
-        """rope.apply_tokens: q, k ``[N, H, D]``, token n at ``positions[n]``."""
-        yq, yk = self.apply(tf.transpose(q, [1, 0, 2])[None], tf.transpose(k, [1, 0, 2])[None], positions[None])
-        return tf.transpose(yq[0], [1, 0, 2]), tf.transpose(yk[0], [1, 0, 2])
-
-    def apply_token_major(self, q, k, position_ids):
-        """rope.apply_token_major: q, k ``[B, T, H, D]``."""
-        yq, yk = self.apply(tf.transpose(q, [0, 2, 1, 3]), tf.transpose(k, [0, 2, 1, 3]), position_ids)
-        return tf.transpose(yq, [0, 2, 1, 3]), tf.transpose(yk, [0, 2, 1, 3])
-
     def apply_packed(self, q, k, cu_seqlens, offsets):
         """rope.apply_packed: document d is tokens ``cu_seqlens[d] ..`` at positions ``offsets[d] + t``."""
         n, cu = tf.shape(q)[0], tf.cast(cu_seqlens, offsets.dtype)
@@ -130,3 +120,16 @@ class Ops(KernelRunner):
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         return self.run(k_rotate_with_cos_sin, q, k, cos, sin, rotary_dim=params.pair_dim, pairing=params.pairing,
                         sign=params.sin_sign)
+
+    def rope_apply_with_cos_sin_hidden(self, q, k, cos, sin, params):
+        """rope.apply_with_cos_sin_hidden: q, k ``[B, T, H * D]``, D = ``params.head_dim``."""
+        B, T, D = q.shape[0], q.shape[1], params.head_dim
+        yq, yk = self.rope_apply_with_cos_sin(tf.transpose(tf.reshape(q, [B, T, -1, D]), [0, 2, 1, 3]),
+                                              tf.transpose(tf.reshape(k, [B, T, -1, D]), [0, 2, 1, 3]), cos, sin, params)
+        return (tf.reshape(tf.transpose(yq, [0, 2, 1, 3]), [B, T, -1]),
+                tf.reshape(tf.transpose(yk, [0, 2, 1, 3]), [B, T, -1]))
+
+    def rope_apply_with_cos_sin_cache(self, q, k, cos_cache, sin_cache, position_ids, params):
+        """rope.apply_with_cos_sin_cache: cos, sin rows ``cache[position_ids]``."""
+        return self.rope_apply_with_cos_sin(q, k, tf.gather(cos_cache, position_ids), tf.gather(sin_cache, position_ids),
+                                            params)

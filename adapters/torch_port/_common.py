@@ -55,6 +55,29 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_dim: in
     return torch.cat((y.to(x.dtype), x[..., rotary_dim:]), dim=-1)
 
 
+class LayoutForms:
+    """The call forms of a prepared rotation whose ``apply(q, k, position_ids)`` takes q, k ``[B, H, T, D]`` at
+    positions ``[B, T]`` (M-RoPE's and axial's ``[A, B, T]``): tokens, the token-major layout, in place (spec
+    ``<op>_tokens``, ``<op>_token_major``, ``<op>_inplace``; ROPE-CALL-FORM).  int32 positions and strided
+    views are ``apply`` itself."""
+
+    def apply_tokens(self, q, k, positions):
+        """q, k ``[N, H, D]``, token n at ``positions[..., n]``: one row of N tokens."""
+        q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], positions[..., None, :])
+        return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
+
+    def apply_token_major(self, q, k, position_ids):
+        """q, k ``[B, T, H, D]``."""
+        q2, k2 = self.apply(q.transpose(1, 2), k.transpose(1, 2), position_ids)
+        return q2.transpose(1, 2), k2.transpose(1, 2)
+
+    def apply_(self, q, k, position_ids):
+        """q and k (strided views) overwritten with their rotation."""
+        q2, k2 = self.apply(q, k, position_ids)
+        q.copy_(q2)
+        k.copy_(k2)
+
+
 def padding_aware_positions(input_ids: torch.Tensor, padding_idx: int, cache_length: int) -> torch.Tensor:
     """fairseq ``make_positions`` with HF's cache offset: ``(cumsum(mask) + C) * mask + padding_idx``."""
     m = (input_ids != padding_idx).to(torch.int64)

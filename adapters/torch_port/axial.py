@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ._common import DTYPES, compute_dtype, rotate
+from ._common import DTYPES, LayoutForms, compute_dtype, rotate
 
 
 def pair_frequencies(params, device) -> torch.Tensor:
@@ -36,7 +36,7 @@ def rotate_axial(x, c, s, params):
     return torch.cat(parts + [x[..., R:]], dim=-1)
 
 
-class TorchAxial:
+class TorchAxial(LayoutForms):
     """Prepared axial RoPE: the float64 per-pair frequencies held in the compute dtype, each pair's
     axis position gathered from ``position_ids [A, B, T]``."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ._common import DTYPES, compute_dtype, rotate
+from ._common import DTYPES, LayoutForms, compute_dtype, rotate
 from .rope_scaling import scaled_inv_freq
 
 
@@ -22,7 +22,7 @@ def mrope_axes(params) -> list[int]:
             for k in range(half)]
 
 
-class TorchMRope:
+class TorchMRope(LayoutForms):
     """Prepared M-RoPE (MROPE-*): the 1-D rope_type's float64 inv_freq over rotary_dim
     (``params.rope``, the rope port's rules) held in the compute dtype, per-frequency axis
     positions gathered from ``position_ids [3, B, T]``, cos/sin times the attention factor,

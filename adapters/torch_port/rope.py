@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from ._common import DTYPES, compute_dtype, rotate
+from ._common import DTYPES, LayoutForms, compute_dtype, rotate
 from .rope_scaling import scaled_inv_freq
 
 
-class TorchRope:
+class TorchRope(LayoutForms):
     """Prepared RoPE for one parameter set, dtype and device (see module docstring).
 
     ``dynamic`` and ``longrope`` recompute their frequencies from each call's
@@ -72,11 +72,6 @@ class TorchRope:
         pos = offset + torch.arange(q.shape[2], device=q.device, dtype=torch.int64)
         return self.apply(q, k, pos.expand(q.shape[0], -1))
 
-    def apply_tokens(self, q, k, positions):
-        """rope.apply_tokens: q, k ``[N, H, D]``, token n at ``positions[n]``."""
-        q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], positions[None])
-        return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
-
     def apply_packed(self, q, k, cu_seqlens, offsets):
         """rope.apply_packed: q, k ``[N, H, D]``; document d is tokens ``cu_seqlens[d] .. cu_seqlens[d + 1]`` at
         positions ``offsets[d] + t``."""
@@ -85,17 +80,6 @@ class TorchRope:
         pos = offsets[doc] + torch.arange(q.shape[0], device=cu.device) - cu[doc]
         q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], pos[None])
         return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
-
-    def apply_(self, q, k, position_ids):
-        """rope.apply_inplace: q and k (strided views) overwritten with their rotation."""
-        q2, k2 = self.apply(q, k, position_ids)
-        q.copy_(q2)
-        k.copy_(k2)
-
-    def apply_token_major(self, q, k, position_ids):
-        """rope.apply_token_major: q, k ``[B, T, H, D]``."""
-        q2, k2 = self.apply(q.transpose(1, 2), k.transpose(1, 2), position_ids)
-        return q2.transpose(1, 2), k2.transpose(1, 2)
 
 
 class Ops:
@@ -110,3 +94,14 @@ class Ops:
         c, s = cos.to(cd), sin.to(cd) * params.sin_sign
         r = params.pair_dim
         return rotate(q, c, s, r, params.pairing), rotate(k, c, s, r, params.pairing)
+
+    def rope_apply_with_cos_sin_hidden(self, q, k, cos, sin, params):
+        """rope.apply_with_cos_sin_hidden: q, k ``[B, T, H * D]``, D = ``params.head_dim``."""
+        B, T, D = q.shape[0], q.shape[1], params.head_dim
+        yq, yk = self.rope_apply_with_cos_sin(q.reshape(B, T, -1, D).transpose(1, 2),
+                                              k.reshape(B, T, -1, D).transpose(1, 2), cos, sin, params)
+        return yq.transpose(1, 2).reshape(B, T, -1), yk.transpose(1, 2).reshape(B, T, -1)
+
+    def rope_apply_with_cos_sin_cache(self, q, k, cos_cache, sin_cache, position_ids, params):
+        """rope.apply_with_cos_sin_cache: cos, sin rows ``cache[position_ids]``."""
+        return self.rope_apply_with_cos_sin(q, k, cos_cache[position_ids], sin_cache[position_ids], params)
