@@ -1,95 +1,102 @@
+"""Broken kernels of the call forms (issue 30): each bug a mixin over the torch port's prepared rotation
+(``TorchRope``, ``TorchMRope``, ``TorchAxial``), each adapter made by :func:`_adapter` -- the name, the family
+it breaks, the bug and, where it matters, the forms it declares (else the port's)."""
+
 import torch
+from posenc.adapters import Unsupported
 from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope
+from posenc.adapters.torch_port.axial import TorchAxial
+from posenc.adapters.torch_port.mrope import TorchMRope
+
+_PORTS = {"rope": TorchRope, "mrope": TorchMRope, "axial": TorchAxial}
 
 
-class _IgnoresOffsets(TorchRope):
+def _adapter(name: str, bug: type, family: str = "rope", **attrs) -> type:
+    """A TorchAdapter whose ``family`` operation is the port's with ``bug`` mixed in."""
+    prepared = type(f"{bug.__name__}{family.title()}", (bug, _PORTS[family]), {})
+
+    def prepare(self, params, *, dtype, device):
+        return prepared(params, DTYPES[dtype], device)
+    return type(name, (TorchAdapter,), {"name": name, family: prepare, **attrs})
+
+
+# ---- positions: offsets, int32, decode steps ---------------------------------------------------------------------
+class _IgnoresOffsets:
     def apply_offsets(self, q, k, offsets):
         t = torch.arange(q.shape[2], dtype=offsets.dtype)
         return self.apply(q, k, torch.zeros_like(offsets)[:, None] + t)
 
 
-class IgnoresOffsets(TorchAdapter):
-    name = "broken-ignores-offsets"
+class _OffsetTwice:
+    def apply_offset(self, q, k, offset):  # the offset added to positions that already hold it
+        t = torch.arange(q.shape[2]) + 2 * int(offset)
+        return self.apply(q, k, t[None].expand(q.shape[0], -1))
 
-    def rope(self, params, *, dtype, device):
-        return _IgnoresOffsets(params, DTYPES[dtype], device)
+
+class _OffsetScalesFromT:
+    def apply_offset(self, q, k, offset):  # dynamic / LongRoPE frequencies from the call's T, not offset + T
+        T = q.shape[2]
+        self._update(torch.arange(T)[None])
+        keep, self._update = self._update, lambda pid: None
+        try:
+            pos = int(offset) + torch.arange(T, dtype=torch.int64)
+            return self.apply(q, k, pos.expand(q.shape[0], -1))
+        finally:
+            self._update = keep
 
 
-class _ReadsAsHeadMajor(TorchRope):
+class _StaleDecodeOffset:
+    def apply_offset(self, q, k, offset):  # a decode step read at the cache length before this token was counted
+        return super().apply_offset(q, k, offset - 1 if q.shape[2] == 1 else offset)  # (mlx-lm issue 1699's kind)
+
+
+class _DecodeOffByOne:
+    def apply(self, q, k, position_ids):  # a single-token call (a decode step) rotated at position + 1
+        return super().apply(q, k, position_ids + 1 if q.shape[2] == 1 else position_ids)
+
+
+class _IgnoresPositions:
+    def apply(self, q, k, position_ids):  # angles from arange(T): position_ids ignored
+        t = torch.arange(q.shape[2], dtype=torch.int64).expand(q.shape[0], -1)
+        return super().apply(q, k, t)
+
+
+def _int32_as(transform):
+    """A bug of int32 positions alone: ``transform(position_ids)`` before the port's apply."""
+    class _Int32Bug:
+        def apply(self, q, k, position_ids):
+            return super().apply(q, k, transform(position_ids) if position_ids.dtype == torch.int32 else position_ids)
+    return _Int32Bug
+
+
+_Int16Positions = _int32_as(lambda p: p.to(torch.int16))  # an index type too narrow: positions wrap at 32768
+_Int32Low20Bits = _int32_as(lambda p: p & ((1 << 20) - 1))  # positions packed in 20 bits
+_Int32Low21Bits = _int32_as(lambda p: p & ((1 << 21) - 1))
+# a flat cos/sin table index pos * 1024 computed in int32: wraps past 2**21
+_Int32IndexWraps = _int32_as(lambda p: torch.div(p * 1024, 1024, rounding_mode="floor"))
+
+IgnoresOffsets = _adapter("broken-ignores-offsets", _IgnoresOffsets)
+OffsetTwice = _adapter("broken-offset-added-twice", _OffsetTwice)
+OffsetScalesFromT = _adapter("broken-offset-scales-from-t", _OffsetScalesFromT, call_forms=("rope.apply_offset",))
+StaleDecodeOffset = _adapter("broken-decode-offset-stale", _StaleDecodeOffset, call_forms=("rope.apply_offset",))
+DecodeOffByOne = _adapter("broken-decode-off-by-one", _DecodeOffByOne)
+IgnoresPositions = _adapter("broken-ignores-positions", _IgnoresPositions)
+Int32ReadAsInt16 = _adapter("broken-int32-positions-as-int16", _Int16Positions)
+Int32Low20Bits = _adapter("broken-int32-positions-in-20-bits", _Int32Low20Bits)
+Int32Low21Bits = _adapter("broken-int32-low-21-bits", _Int32Low21Bits, call_forms=("rope.apply_int32",))
+Int32IndexWraps = _adapter("broken-int32-index-wraps", _Int32IndexWraps, call_forms=("rope.apply_int32",))
+MRopeInt32ReadAsInt16 = _adapter("broken-mrope-int32-positions-as-int16", _Int16Positions, "mrope")
+
+
+# ---- layouts and buffers -----------------------------------------------------------------------------------------
+class _ReadsAsHeadMajor:
     def apply_token_major(self, q, k, position_ids):  # [B, T, H, D] read as [B, H, T, D] (a view taken as contiguous)
         B, T, H, D = q.shape
         q2, k2 = self.apply(q.reshape(B, H, T, D), k.reshape(B, k.shape[2], T, D), position_ids)
         return q2.reshape(B, T, H, D), k2.reshape(B, T, k.shape[2], D)
 
 
-class ReadsAsHeadMajor(TorchAdapter):
-    name = "broken-token-major-read-as-head-major"
-
-    def rope(self, params, *, dtype, device):
-        return _ReadsAsHeadMajor(params, DTYPES[dtype], device)
-
-
-class _Int16Positions(TorchRope):
-    def apply(self, q, k, position_ids):  # an index type too narrow: positions wrap at 32768
-        if position_ids.dtype == torch.int32:
-            position_ids = position_ids.to(torch.int16)
-        return super().apply(q, k, position_ids)
-
-
-class Int32ReadAsInt16(TorchAdapter):
-    name = "broken-int32-positions-as-int16"
-
-    def rope(self, params, *, dtype, device):
-        return _Int16Positions(params, DTYPES[dtype], device)
-
-
-class _PackedNoRestart(TorchRope):
-    def apply_packed(self, q, k, cu_seqlens, offsets):  # positions run on across documents (Megatron-Core PR 5243's kind)
-        pos = offsets[0] + torch.arange(q.shape[0])
-        q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], pos[None])
-        return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
-
-
-class PackedNoRestart(TorchAdapter):
-    name = "broken-packed-positions-run-on"
-
-    def rope(self, params, *, dtype, device):
-        return _PackedNoRestart(params, DTYPES[dtype], device)
-
-
-class _WritesNextHead(TorchRope):
-    def apply_(self, q, k, position_ids):  # the kernel's grid covers one head too many (SGLang issue 35096's kind)
-        q2, k2 = self.apply(q, k, position_ids)
-        q.copy_(q2)
-        k.copy_(k2)
-        B, H, T, D = q.shape
-        wide = torch.as_strided(q, (B, H + 1, T, D), q.stride(), q.storage_offset())
-        wide[:, H] = 0.0
-
-
-class WritesNextHead(TorchAdapter):
-    name = "broken-inplace-writes-next-head"
-
-    def rope(self, params, *, dtype, device):
-        return _WritesNextHead(params, DTYPES[dtype], device)
-
-
-class _InplaceOnACopy(TorchRope):
-    def apply_(self, q, k, position_ids):  # .contiguous() of a strided view is a copy: the writes never land
-        q, k = q.contiguous(), k.contiguous()
-        q2, k2 = self.apply(q, k, position_ids)
-        q.copy_(q2)
-        k.copy_(k2)
-
-
-class InplaceOnACopy(TorchAdapter):
-    name = "broken-inplace-on-a-copy"
-
-    def rope(self, params, *, dtype, device):
-        return _InplaceOnACopy(params, DTYPES[dtype], device)
-
-
-class _ReadsStorageAsContiguous(TorchRope):
+class _ReadsStorageAsContiguous:
     def apply(self, q, k, position_ids):  # a kernel indexing the storage as if the view were contiguous
         if not q.is_contiguous():
             q = torch.as_strided(q, q.shape, torch.empty(q.shape).stride(), q.storage_offset())
@@ -97,41 +104,62 @@ class _ReadsStorageAsContiguous(TorchRope):
         return super().apply(q, k, position_ids)
 
 
-class ReadsStorageAsContiguous(TorchAdapter):
-    name = "broken-strided-read-as-contiguous"
+class _WritesNextHead:
+    def apply_(self, q, k, position_ids):  # the kernel's grid covers one head too many (SGLang issue 35096's kind)
+        super().apply_(q, k, position_ids)
+        B, H, T, D = q.shape
+        wide = torch.as_strided(q, (B, H + 1, T, D), q.stride(), q.storage_offset())
+        wide[:, H] = 0.0
 
-    def rope(self, params, *, dtype, device):
-        return _ReadsStorageAsContiguous(params, DTYPES[dtype], device)
+
+class _InplaceOnACopy:
+    def apply_(self, q, k, position_ids):  # .contiguous() of a strided view is a copy: the writes never land
+        q, k = q.contiguous(), k.contiguous()
+        q2, k2 = self.apply(q, k, position_ids)
+        q.copy_(q2)
+        k.copy_(k2)
 
 
-class _InplaceRebinds(TorchRope):
+class _InplaceRebinds:
     def apply_(self, q, k, position_ids):  # rebinds the tensors it was handed: the caller's buffer never changes
         q2, k2 = self.apply(q, k, position_ids)
         q.set_(q2)
         k.data = k2
 
 
-class InplaceRebinds(TorchAdapter):
-    name = "broken-inplace-rebinds"
-
-    def rope(self, params, *, dtype, device):
-        return _InplaceRebinds(params, DTYPES[dtype], device)
-
-
-class _OffsetTwice(TorchRope):
-    def apply_offset(self, q, k, offset):  # the offset added to positions that already hold it
-        t = torch.arange(q.shape[2]) + 2 * int(offset)
-        return self.apply(q, k, t[None].expand(q.shape[0], -1))
+class _WrongAtHead80:
+    def apply(self, q, k, position_ids):  # a special-cased kernel for head 80 that writes q's dims in reverse order
+        q2, k2 = super().apply(q, k, position_ids)
+        return (q2.flip(-1), k2) if q.shape[-1] == 80 else (q2, k2)
 
 
-class OffsetTwice(TorchAdapter):
-    name = "broken-offset-added-twice"
-
-    def rope(self, params, *, dtype, device):
-        return _OffsetTwice(params, DTYPES[dtype], device)
+class _TokenPositionsReadTokenMajor:
+    def apply_tokens(self, q, k, positions):  # [3, N] read as the [N, 3] buffer the kernel expects
+        return super().apply_tokens(q, k, positions.reshape(-1, positions.shape[0]).T)
 
 
-class _DocumentsOfTheFirstLength(TorchRope):
+ReadsAsHeadMajor = _adapter("broken-token-major-read-as-head-major", _ReadsAsHeadMajor)
+ReadsStorageAsContiguous = _adapter("broken-strided-read-as-contiguous", _ReadsStorageAsContiguous)
+WritesNextHead = _adapter("broken-inplace-writes-next-head", _WritesNextHead)
+InplaceOnACopy = _adapter("broken-inplace-on-a-copy", _InplaceOnACopy)
+InplaceRebinds = _adapter("broken-inplace-rebinds", _InplaceRebinds)
+WrongAtHead80 = _adapter("broken-at-head-80", _WrongAtHead80)
+MRopeTokenPositionsTransposed = _adapter("broken-mrope-token-positions-transposed", _TokenPositionsReadTokenMajor,
+                                         "mrope")
+MRopeReadsAsHeadMajor = _adapter("broken-mrope-token-major-read-as-head-major", _ReadsAsHeadMajor, "mrope")
+AxialReadsStorageAsContiguous = _adapter("broken-axial-strided-read-as-contiguous", _ReadsStorageAsContiguous, "axial")
+AxialWritesNextHead = _adapter("broken-axial-inplace-writes-next-head", _WritesNextHead, "axial")
+
+
+# ---- packed documents --------------------------------------------------------------------------------------------
+class _PackedNoRestart:
+    def apply_packed(self, q, k, cu_seqlens, offsets):  # positions run on across documents (Megatron-Core PR 5243's kind)
+        pos = offsets[0] + torch.arange(q.shape[0])
+        q2, k2 = self.apply(q.transpose(0, 1)[None], k.transpose(0, 1)[None], pos[None])
+        return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
+
+
+class _DocumentsOfTheFirstLength:
     def apply_packed(self, q, k, cu_seqlens, offsets):  # every document as long as the first
         n = int(cu_seqlens[1] - cu_seqlens[0])
         pos = torch.cat([o + torch.arange(n) for o in offsets])[: q.shape[0]]
@@ -140,27 +168,21 @@ class _DocumentsOfTheFirstLength(TorchRope):
         return q2[0].transpose(0, 1), k2[0].transpose(0, 1)
 
 
-class DocumentsOfTheFirstLength(TorchAdapter):
-    name = "broken-packed-documents-of-the-first-length"
-
-    def rope(self, params, *, dtype, device):
-        return _DocumentsOfTheFirstLength(params, DTYPES[dtype], device)
-
-
-class _Int32Low20Bits(TorchRope):
-    def apply(self, q, k, position_ids):  # an int32 kernel that packs positions in 20 bits
-        if position_ids.dtype == torch.int32:
-            position_ids = position_ids & ((1 << 20) - 1)
-        return super().apply(q, k, position_ids)
+class _PackedScaledUnsupported:
+    def apply_packed(self, q, k, cu_seqlens, offsets):  # a varlen kernel without a path for scaled or partial RoPE
+        if self.p.rope_type != "default" or self.p.rdim != self.p.head_dim:
+            raise Unsupported("the varlen kernel has only full-width default RoPE")
+        return super().apply_packed(q, k, cu_seqlens, offsets)
 
 
-class Int32Low20Bits(TorchAdapter):
-    name = "broken-int32-positions-in-20-bits"
+PackedNoRestart = _adapter("broken-packed-positions-run-on", _PackedNoRestart)
+# serving the packed form alone: the generated examples it can take go through it often
+PackedOnlyNoRestart = _adapter("broken-packed-only-positions-run-on", _PackedNoRestart, call_forms=("rope.apply_packed",))
+DocumentsOfTheFirstLength = _adapter("broken-packed-documents-of-the-first-length", _DocumentsOfTheFirstLength)
+PackedScaledUnsupported = _adapter("varlen-kernel-default-rope-only", _PackedScaledUnsupported)
 
-    def rope(self, params, *, dtype, device):
-        return _Int32Low20Bits(params, DTYPES[dtype], device)
 
-
+# ---- declarations --------------------------------------------------------------------------------------------------
 class _OnlyApply:
     def __init__(self, params, dtype, device):
         self._r = TorchRope(params, dtype, device)
@@ -175,205 +197,6 @@ class DeclaresFormsItLacks(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _OnlyApply(params, DTYPES[dtype], device)
-
-
-class _DecodeOffByOne(TorchRope):
-    def apply(self, q, k, position_ids):  # a single-token call (a decode step) rotated at position + 1
-        return super().apply(q, k, position_ids + 1 if q.shape[2] == 1 else position_ids)
-
-
-class DecodeOffByOne(TorchAdapter):
-    name = "broken-decode-off-by-one"
-
-    def rope(self, params, *, dtype, device):
-        return _DecodeOffByOne(params, DTYPES[dtype], device)
-
-
-class _StaleDecodeOffset(TorchRope):
-    def apply_offset(self, q, k, offset):  # a decode step read at the cache length before this token was counted
-        return super().apply_offset(q, k, offset - 1 if q.shape[2] == 1 else offset)  # (mlx-lm issue 1699's kind)
-
-
-class StaleDecodeOffset(TorchAdapter):
-    name = "broken-decode-offset-stale"
-    call_forms = ("rope.apply_offset",)
-
-    def rope(self, params, *, dtype, device):
-        return _StaleDecodeOffset(params, DTYPES[dtype], device)
-
-
-class _PackedScaledUnsupported(TorchRope):
-    def apply_packed(self, q, k, cu_seqlens, offsets):  # a varlen kernel without a path for scaled or partial RoPE
-        if self.p.rope_type != "default" or self.p.rdim != self.p.head_dim:
-            from posenc.adapters import Unsupported
-            raise Unsupported("the varlen kernel has only full-width default RoPE")
-        return super().apply_packed(q, k, cu_seqlens, offsets)
-
-
-class PackedScaledUnsupported(TorchAdapter):
-    name = "varlen-kernel-default-rope-only"
-
-    def rope(self, params, *, dtype, device):
-        return _PackedScaledUnsupported(params, DTYPES[dtype], device)
-
-
-class _Int32Low21Bits(TorchRope):
-    def apply(self, q, k, position_ids):  # an int32 kernel that keeps 21 bits of each position
-        if position_ids.dtype == torch.int32:
-            position_ids = position_ids & ((1 << 21) - 1)
-        return super().apply(q, k, position_ids)
-
-
-class Int32Low21Bits(TorchAdapter):
-    name = "broken-int32-low-21-bits"
-    call_forms = ("rope.apply_int32",)
-
-    def rope(self, params, *, dtype, device):
-        return _Int32Low21Bits(params, DTYPES[dtype], device)
-
-
-class _Int32IndexWraps(TorchRope):
-    def apply(self, q, k, position_ids):  # a flat cos/sin table index pos * 1024 computed in int32: wraps past 2**21
-        if position_ids.dtype == torch.int32:
-            position_ids = torch.div(position_ids * 1024, 1024, rounding_mode="floor")
-        return super().apply(q, k, position_ids)
-
-
-class Int32IndexWraps(TorchAdapter):
-    name = "broken-int32-index-wraps"
-    call_forms = ("rope.apply_int32",)
-
-    def rope(self, params, *, dtype, device):
-        return _Int32IndexWraps(params, DTYPES[dtype], device)
-
-
-class _OffsetScalesFromT(TorchRope):
-    def apply_offset(self, q, k, offset):  # dynamic / LongRoPE frequencies from the call's T, not offset + T
-        T = q.shape[2]
-        self._update(torch.arange(T)[None])
-        keep, self._update = self._update, lambda pid: None
-        try:
-            pos = int(offset) + torch.arange(T, dtype=torch.int64)
-            return self.apply(q, k, pos.expand(q.shape[0], -1))
-        finally:
-            self._update = keep
-
-
-class OffsetScalesFromT(TorchAdapter):
-    name = "broken-offset-scales-from-t"
-    call_forms = ("rope.apply_offset",)
-
-    def rope(self, params, *, dtype, device):
-        return _OffsetScalesFromT(params, DTYPES[dtype], device)
-
-
-class _IgnoresPositions(TorchRope):
-    def apply(self, q, k, position_ids):  # angles from arange(T): position_ids ignored
-        t = torch.arange(q.shape[2], dtype=torch.int64).expand(q.shape[0], -1)
-        return super().apply(q, k, t)
-
-
-class IgnoresPositions(TorchAdapter):
-    name = "broken-ignores-positions"
-
-    def rope(self, params, *, dtype, device):
-        return _IgnoresPositions(params, DTYPES[dtype], device)
-
-
-class _WrongAtHead80(TorchRope):
-    def apply(self, q, k, position_ids):  # a special-cased kernel for head 80 that writes q's dims in reverse order
-        q2, k2 = super().apply(q, k, position_ids)
-        if q.shape[-1] == 80:
-            return q2.flip(-1), k2
-        return q2, k2
-
-
-class WrongAtHead80(TorchAdapter):
-    name = "broken-at-head-80"
-
-    def rope(self, params, *, dtype, device):
-        return _WrongAtHead80(params, DTYPES[dtype], device)
-
-
-class PackedOnlyNoRestart(PackedNoRestart):
-    """PackedNoRestart serving the packed form alone: the generated examples it can take go through it often."""
-    name = "broken-packed-only-positions-run-on"
-    call_forms = ("rope.apply_packed",)
-
-
-# ---- the forms of mrope.apply and axial.apply ---------------------------------------------------------------------
-from posenc.adapters.torch_port.axial import TorchAxial  # noqa: E402
-from posenc.adapters.torch_port.mrope import TorchMRope  # noqa: E402
-
-
-class _TokenPositionsReadTokenMajor(TorchMRope):
-    def apply_tokens(self, q, k, positions):  # [3, N] read as the [N, 3] buffer the kernel expects
-        return super().apply_tokens(q, k, positions.reshape(-1, positions.shape[0]).T)
-
-
-class MRopeTokenPositionsTransposed(TorchAdapter):
-    name = "broken-mrope-token-positions-transposed"
-
-    def mrope(self, params, *, dtype, device):
-        return _TokenPositionsReadTokenMajor(params, DTYPES[dtype], device)
-
-
-class _MRopeReadsAsHeadMajor(TorchMRope):
-    def apply_token_major(self, q, k, position_ids):  # [B, T, H, D] read as [B, H, T, D]
-        B, T, H, D = q.shape
-        q2, k2 = self.apply(q.reshape(B, H, T, D), k.reshape(B, k.shape[2], T, D), position_ids)
-        return q2.reshape(B, T, H, D), k2.reshape(B, T, k.shape[2], D)
-
-
-class MRopeReadsAsHeadMajor(TorchAdapter):
-    name = "broken-mrope-token-major-read-as-head-major"
-
-    def mrope(self, params, *, dtype, device):
-        return _MRopeReadsAsHeadMajor(params, DTYPES[dtype], device)
-
-
-class _MRopeInt16Positions(TorchMRope):
-    def apply(self, q, k, position_ids):  # an index type too narrow: positions wrap at 32768
-        if position_ids.dtype == torch.int32:
-            position_ids = position_ids.to(torch.int16)
-        return super().apply(q, k, position_ids)
-
-
-class MRopeInt32ReadAsInt16(TorchAdapter):
-    name = "broken-mrope-int32-positions-as-int16"
-
-    def mrope(self, params, *, dtype, device):
-        return _MRopeInt16Positions(params, DTYPES[dtype], device)
-
-
-class _AxialReadsStorage(TorchAxial):
-    def apply(self, q, k, position_ids):  # a kernel indexing the storage as if the view were contiguous
-        if not q.is_contiguous():
-            q = torch.as_strided(q, q.shape, torch.empty(q.shape).stride(), q.storage_offset())
-            k = torch.as_strided(k, k.shape, torch.empty(k.shape).stride(), k.storage_offset())
-        return super().apply(q, k, position_ids)
-
-
-class AxialReadsStorageAsContiguous(TorchAdapter):
-    name = "broken-axial-strided-read-as-contiguous"
-
-    def axial(self, params, *, dtype, device):
-        return _AxialReadsStorage(params, DTYPES[dtype], device)
-
-
-class _AxialWritesNextHead(TorchAxial):
-    def apply_(self, q, k, position_ids):  # the grid covers one head too many
-        super().apply_(q, k, position_ids)
-        B, H, T, D = k.shape
-        wide = torch.as_strided(k, (B, H + 1, T, D), k.stride(), k.storage_offset())
-        wide[:, H] = 0.0
-
-
-class AxialWritesNextHead(TorchAdapter):
-    name = "broken-axial-inplace-writes-next-head"
-
-    def axial(self, params, *, dtype, device):
-        return _AxialWritesNextHead(params, DTYPES[dtype], device)
 
 
 # ---- the forms of rope.apply_with_cos_sin ---------------------------------------------------------------------------

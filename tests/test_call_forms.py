@@ -66,7 +66,7 @@ def test_each_form_catches_its_broken_adapter(run_suite, adapter, form, words):
     ("MRopeReadsAsHeadMajor", "mrope", "token_major", "    DIV-ROPE-LAYOUT-MISREAD (violates ROPE-CALL-FORM"),
     ("MRopeInt32ReadAsInt16", "mrope", "int32", "fails case mrope-qwen2-vl-long"),
     ("AxialReadsStorageAsContiguous", "axial", "strided", "    DIV-ROPE-STRIDES-IGNORED (violates ROPE-CALL-FORM"),
-    ("AxialWritesNextHead", "axial", "inplace", "element(s) outside its in-place output 'k'"),
+    ("AxialWritesNextHead", "axial", "inplace", "element(s) outside its in-place output 'q'"),
     ("HiddenHeadsMinorFirst", "rope-apply-cos-sin", "hidden", "\n  through rope.apply_with_cos_sin_hidden"),
     ("CacheReadByTokenIndex", "rope-apply-cos-sin", "cache", "\n  through rope.apply_with_cos_sin_cache"),
 ])
@@ -160,16 +160,23 @@ def test_a_generated_line_naming_a_form_operation_is_refused(run_suite, tmp_path
     assert r.ret != 0 and "write operation: rope.apply with forms: [packed]" in err, err[-2000:]
 
 
-def test_the_oracle_free_checks_run_through_the_forms_served(run_suite):
+@pytest.mark.parametrize("adapter, select, through, port_select", [
+    ("IgnoresOffsets", "test_pairing_probe", "rope.apply_row_offsets, this case's among the check's cases",
+     "test_pairing_probe or test_relative or test_pair_norm"),
+    ("StaleDecodeOffset", "cache_equals_prefill", "rope.apply_offset", "cache_equals_prefill"),
+])
+def test_the_oracle_free_checks_run_through_the_forms_served(run_suite, adapter, select, through, port_select):
     """Each case's oracle-free checks make their rope.apply calls through one served form the case picks
-    (shared, never multiplied): a kernel that ignores its per-row offsets fails them, counted under
+    (shared, never multiplied): a kernel that ignores its per-row offsets fails them, and so does one whose
+    one-token call with an offset reads the cache length before the token was counted (its prefill and
+    rope.apply right: cache_equals_prefill decodes step by step through apply_offset) -- each counted under
     ROPE-CALL-FORM since the same checks pass on its rope.apply; the port passes them through every form."""
-    r = run_suite(f"{BROKEN}:IgnoresOffsets", "-k", "test_pairing_probe", "--dtype", "float32")
+    r = run_suite(f"{BROKEN}:{adapter}", "-k", select, "--dtype", "float32")
     out = r.stdout.str()
     summary = out[out.index("posenc conformance:"):]
-    assert r.ret == 1 and "ran through call form rope.apply_row_offsets, this case's among the check's cases" in out, out[-3000:]
+    assert r.ret == 1 and f"ran through call form {through}" in out, out[-3000:]
     assert "rope.apply passes this check on" in out and "\nROPE-CALL-FORM " in summary, summary[-3000:]
-    r = run_suite("torch", "-k", "test_pairing_probe or test_relative or test_pair_norm", "--dtype", "float32")
+    r = run_suite("torch", "-k", port_select, "--dtype", "float32,bfloat16")
     assert r.ret == 0, r.stdout.str()[-3000:]
 
 
@@ -264,19 +271,6 @@ def test_a_decode_step_failing_on_rope_apply_too_is_not_blamed_on_the_form(run_s
     summary = out[out.index("posenc conformance:"):]
     assert r.ret == 1 and "\nROPE-ANGLE " in summary, out[-3000:]
     assert "\nROPE-CALL-FORM " not in summary, summary
-
-
-def test_cache_equals_prefill_decodes_through_the_offset_form(run_suite):
-    """A kernel whose one-token call with an offset reads the cache length before the token was counted (its
-    prefill and rope.apply right): decoding a case of several tokens step by step through apply_offset fails,
-    and the failure is the form's (ROPE-CALL-FORM; rope.apply passes the same check)."""
-    r = run_suite(f"{BROKEN}:StaleDecodeOffset", "-k", "cache_equals_prefill", "--dtype", "float32")
-    out = r.stdout.str()
-    summary = out[out.index("posenc conformance:"):]
-    assert r.ret == 1 and "ran through call form rope.apply_offset" in out, out[-3000:]
-    assert "rope.apply passes this check on" in out and "\nROPE-CALL-FORM " in summary, summary[-3000:]
-    r = run_suite("torch", "-k", "cache_equals_prefill", "--dtype", "float32,bfloat16")
-    assert r.ret == 0, r.stdout.str()[-3000:]
 
 
 def test_a_form_unsupported_for_a_case_leaves_its_checks_on_rope_apply(run_suite):
