@@ -23,9 +23,11 @@ position_ids)`` with int32 positions, ``apply_tokens(q, k, positions)`` on ``[N,
 ``apply(q, k, position_ids)`` on strided views, and ``apply_(q, k, position_ids)``, which writes q and k
 (views into guarded buffers) in place and returns nothing: the only operation that may write an input.
 ``mrope.apply_*`` and ``axial.apply_*`` (tokens at positions ``[A, N]``, token_major, int32, strided, inplace)
-are the same calls on the prepared ``mrope`` / ``axial`` object; ``rope.apply_with_cos_sin_hidden(q, k, cos,
-sin, params)`` takes q, k ``[B, T, H * D]`` and ``rope_apply_with_cos_sin_cache(q, k, cos_cache, sin_cache,
-position_ids, params)`` cos/sin caches ``[P, R]`` to gather at position_ids.
+are the same calls on the prepared ``mrope`` / ``axial`` object; the adapter methods
+``rope_apply_with_cos_sin_hidden(q, k, cos, sin, params)`` (``rope.apply_with_cos_sin_hidden``) take q, k
+``[B, T, H * D]`` and cos/sin ``[B, T, R]``, ``rope_apply_with_cos_sin_cache(q, k, cos_cache, sin_cache,
+position_ids, params)`` (``rope.apply_with_cos_sin_cache``) cos/sin caches ``[P, R]`` to gather at position_ids
+``[B, T]``.  A form declared in ``call_forms`` whose method the adapter (or its prepared object) lacks fails.
 
 Operations (all optional; the default raises :class:`Unsupported`).  The authoritative
 declaration of each -- its calling convention, inputs, outputs and their shapes -- is the
@@ -270,10 +272,19 @@ class Adapter:
             from posenc import registry
             from posenc.spec.errors import PosencError
             try:
-                declared = name in registry.operations_by_method()
+                ops = registry.operations_by_method().get(name, [])
             except PosencError:
-                declared = False
-            if declared:
+                ops = []
+            # a call form the adapter declares (call_forms) served by an adapter method it does not define: a
+            # failure naming the method, as for a prepared object's (a misspelt method never drops the form)
+            forms = [o.name for o in ops if o.form_of is not None and o.name in (getattr(self, "call_forms", ()) or ())]
+            if forms:
+                def missing(*args, **kwargs):
+                    from posenc.spec.errors import AdapterError
+                    raise AdapterError(f"{self.name}: the adapter declares call form {forms[0]} (call_forms) but "
+                                       f"defines no {name}() method")
+                return missing
+            if ops:
                 def unsupported(*args, **kwargs):
                     raise Unsupported(f"adapter {self.name!r} does not implement {name}")
                 return unsupported

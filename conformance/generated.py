@@ -85,7 +85,7 @@ def raise_failure(config, adapter: Adapter, dtype: str, device: str, e: Generate
     detail += f"\n  replay the {'shrunk ' if e.shrunk else ''}case in Python:\n" + "\n".join(f"    {ln}" for ln in snippet.splitlines())
     from posenc.harness.failure_plots import PlotData
     values = getattr(e, "plot_data", None)
-    fail(e.case.clauses, adapter, e.case, dtype, detail, e.matches, raised=e.raised, inferred=e.inferred,
+    fail(e.clauses or e.case.clauses, adapter, e.case, dtype, detail, e.matches, raised=e.raised, inferred=e.inferred,
          reason=(f"generated case: {e.reason}; the case: {e.case.op} with {params_repr(e.case.params)}"
                  if e.reason else f"generated case: {e.detail}"), diagnosed=True,
          plot_data=PlotData(values[0], values[1], dtype) if values else None)

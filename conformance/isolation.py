@@ -1,16 +1,14 @@
 """Crash isolation: the adapter runs in a persistent worker process (``--posenc-isolation
 process``, the default of a serial run).
 
-:class:`RemoteAdapter` stands for the adapter in the plugin's process.
-:func:`posenc.harness.runner.run_op` (golden, generated and most invariant checks) runs whole
-in :mod:`posenc.conformance.worker` -- private input copies, the call, the unchanged-input and
-output contract checks -- as one request; golden inputs and frozen parameter models are sent
-once per worker and named from its cache afterwards.  For the checks that drive an adapter step
-by step, every attribute read and method call is a request, and the native arrays and prepared
-objects the adapter returns stay in the worker as :class:`RemoteObject` handles (``to_numpy``
-results come back as arrays).  Arrays cross as ``.npy`` bytes (large ones as ``.npy`` files in a
-tmpfs folder), parameters as JSON (:mod:`posenc.conformance.wire`); nothing is pickled.  The
-kit's own checks and verdicts stay in the plugin's process.
+:class:`RemoteAdapter` stands for the adapter in the plugin's process.  ``runner.run_op`` (golden,
+generated, most invariant checks) and ``runner.run_steps`` (a decode loop) run whole in
+:mod:`posenc.conformance.worker` -- input copies, the calls, the unchanged-input and output contract checks --
+as one request; golden inputs and parameter models are sent once per worker.  For the other checks that drive
+an adapter step by step, every attribute read and method call is a request, and the native arrays and prepared
+objects stay in the worker as :class:`RemoteObject` handles.  Arrays cross as ``.npy`` bytes (large ones as
+files in a tmpfs folder), parameters as JSON (:mod:`posenc.conformance.wire`); nothing is pickled.  The kit's
+own checks and verdicts stay in the plugin's process.
 
 When the worker dies inside a call (an exit, a signal, an out-of-memory kill: SIGKILL) the call
 raises :class:`AdapterCrashed` -- the test fails by ID with its clauses, and the next call starts
@@ -56,8 +54,7 @@ class AdapterInterrupt(KeyboardInterrupt):
 
 
 class AdapterCrashed(AdapterError, RemoteCrash):
-    """The adapter's worker process died (or was ended after a timeout) during a call; ``summary``
-    says it in one line (no output of the worker's)."""
+    """The adapter's worker died (or was ended after a timeout) in a call; ``summary``: that, in one line."""
 
     def __init__(self, text: str, summary: str = ""):
         super().__init__(text)
@@ -539,18 +536,21 @@ class RemoteAdapter(Remote):
         return list(self._w.request({"op": "natives", "items": items, "device": device}, blobs))
 
     def posenc_run_op(self, op: str, params, inputs: dict, dtype: str, device: str) -> dict:
-        """:func:`posenc.harness.runner.run_op` in the worker (inputs copied, checked unchanged,
-        outputs contract-checked there); its NumPy outputs, or what it raised, come back."""
-        w = self._w
-        blobs: list[bytes] = []
-        arrays = {name: w.array_item(np.asarray(a), blobs) for name, a in inputs.items()}
-        req = {"op": "run_op", "name": op, "params": w.params_item(params, blobs), "inputs": arrays,
-               "dtype": dtype, "device": device}
-        return w.request(req, blobs)
+        """:func:`~posenc.harness.runner.run_op` in the worker (copies, checks there): NumPy outputs or its error."""
+        return self._run("run_op", op, params, [inputs], dtype, device)
+
+    def posenc_run_steps(self, op: str, params, steps: list, dtype: str, device: str) -> list:
+        """:func:`~posenc.harness.runner.run_steps` in the worker (one prepared object there): as posenc_run_op."""
+        return self._run("run_steps", op, params, steps, dtype, device)
+
+    def _run(self, kind: str, op: str, params, steps: list, dtype: str, device: str):
+        w, blobs = self._w, []  # each step's arrays, the parameters once
+        items = [{name: w.array_item(np.asarray(a), blobs) for name, a in s.items()} for s in steps]
+        return w.request({"op": kind, "name": op, "params": w.params_item(params, blobs), "steps": items,
+                          "dtype": dtype, "device": device}, blobs)
 
     def posenc_run_scenario(self, scenario: str, dtype: str, attn: str, device: str, seed: int = 0) -> dict:
-        """A model scenario run in the worker (:func:`posenc.conformance.model_suite.run_scenario`):
-        its record (plain data and arrays) comes back, or what it raised."""
+        """``model_suite.run_scenario`` in the worker: its record (plain data and arrays), or what it raised."""
         return self._w.request({"op": "run_scenario", "scenario": scenario, "dtype": dtype, "attn": attn,
                                 "device": device, "seed": int(seed)})
 

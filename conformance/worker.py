@@ -182,9 +182,18 @@ class Worker:
         """:func:`posenc.harness.runner.run_op` here, on the adapter itself, but the outputs' shapes (judged
         where the call came from: a shape a divergence gives is diagnosed there); its NumPy outputs."""
         from posenc.harness.runner import run_op_unshaped
-        inputs = {name: self._array(item, blobs) for name, item in req["inputs"].items()}
+        inputs = {name: self._array(item, blobs) for name, item in req["steps"][0].items()}
         params = self._cached(req["params"], blobs)
         outputs = run_op_unshaped(self.adapter, req["name"], params, inputs, req["dtype"], req["device"])
+        return wire.encode(outputs, out, self._handle)
+
+    def op_run_steps(self, req, blobs, out):
+        """:func:`posenc.harness.runner.run_steps` here: every step on one prepared object; the steps' NumPy
+        outputs (their shapes judged where the call came from)."""
+        from posenc.harness.runner import run_steps_unshaped
+        steps = [{name: self._array(item, blobs) for name, item in s.items()} for s in req["steps"]]
+        params = self._cached(req["params"], blobs)
+        outputs = run_steps_unshaped(self.adapter, req["name"], params, steps, req["dtype"], req["device"])
         return wire.encode(outputs, out, self._handle)
 
     def op_changed(self, req, blobs, out):

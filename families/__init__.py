@@ -35,8 +35,8 @@ from posenc.registry import (  # noqa: F401
 )
 from posenc.registry import __all__ as _registry_all
 from posenc.registry.cases import Case, Gen, arange_x, pos
-from posenc.registry.forms import call_form, form_of, forms_of, storage_read_as_contiguous
+from posenc.registry.forms import call_form, form_clauses, form_of, forms_of, storage_read_as_contiguous
 from posenc.registry.outputs import ReferenceOutputs
 
-__all__ = [*_registry_all, "Case", "Gen", "pos", "arange_x", "ReferenceOutputs", "call_form", "form_of", "forms_of",
+__all__ = [*_registry_all, "Case", "Gen", "pos", "arange_x", "ReferenceOutputs", "call_form", "form_clauses", "form_of", "forms_of",
            "storage_read_as_contiguous"]

@@ -188,6 +188,10 @@ _GRID = _thw([(0, 0, 0), (0, 0, 1), (0, 5, 0), (0, 5, 13), (7, 0, 0), (7, 13, 5)
              [(3, 100, 2000), (131071, 0, 5), (9, 9, 9), (4095, 4096, 4097), (1, 2, 3), (0, 131071, 0)])
 _TEXT_POS = _text([0, 1, 2, 3, 4, 5, 6], [131065, 131066, 131067, 131068, 131069, 131070, 131071])
 _FIG_X = arange_x((1, 1, 1, 16))
+#: 2 rows of 20 tokens: text 0 .. 3 then a 4 x 4 image at 4; a two-frame 3 x 3 video at t 5000 (interval 50), then text
+_MANY = _thw([(p, p, p) for p in range(4)] + [(4, 4 + h, 4 + w) for h in range(4) for w in range(4)],
+             [(5000 + 50 * f, 5000 + h, 5000 + w) for f in range(2) for h in range(3) for w in range(3)]
+             + [(5101, 5101, 5101), (5102, 5102, 5102)])
 #: long positions (issue 30): a video past 2**20 frames' worth of positions, one axis at 2**24
 _LONG = _thw([(2**20, 2**20, 2**20), (2**20 + 1, 2**20, 2**20 + 1), (2**20 + 1, 2**20 + 1, 2**20), (2**24, 5, 7)],
              [(2**24 - 1, 2**24 - 1, 2**24 - 1), (2**24, 2**24, 2**24), (2**24 + 1, 2**24 + 1, 2**24 + 1), (3, 2**20, 9)])
@@ -204,6 +208,10 @@ add_cases(
     Case("mrope-qwen3-vl-figure-apply", "mrope.apply", ("MROPE-INTERLEAVED",), _FIG3,
          {"q": _FIG_X, "k": _FIG_X[..., ::-1].copy(), "position_ids": _thw([(4, 1, 2)])},
          "the figure end to end, x = 0..15"),
+    Case("mrope-40-tokens", "mrope.apply", ("MROPE-SECTIONS",), _FIG2,
+         {"q": Gen((2, 1, 20, 16)), "k": Gen((2, 1, 20, 16)), "position_ids": _MANY},
+         "40 tokens (the tokens form's N past a kernel's blocks of 16 and 32): text, a 4 x 4 image; a two-frame "
+         "3 x 3 video at 5000, text"),
     Case("mrope-qwen2-vl-vision", "mrope.apply", ("MROPE-SECTIONS",), _QWEN2VL,
          {"q": Gen((2, 4, 7, 128)), "k": Gen((2, 1, 7, 128)), "position_ids": _VISION},
          "Qwen2-VL: text, a 2 x 2 image grid, text; a two-frame video at position 70000"),

@@ -6,6 +6,8 @@ primary's, so the primary's goldens judge every form."""
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from . import call_form, mutant, storage_read_as_contiguous
@@ -207,25 +209,38 @@ def _gathered(p, x) -> dict:
     return {"q": x["q"], "k": x["k"], "cos": np.asarray(x["cos_cache"])[pid], "sin": np.asarray(x["sin_cache"])[pid]}
 
 
-#: The cache row no token reads (row 0, before the tokens' rows): a kernel one row off reads it for one token.
+#: The cache rows no token reads (row 0 and row P - 1, around the tokens' rows): a kernel one row off reads one
+#: of them for one token, never past the cache.
 UNREAD_ROW = (0.25, -0.5)
+
+
+def _cache_rows(cos: np.ndarray) -> np.ndarray:
+    """The cache row (1 .. n) of each of the n tokens of ``cos`` ``[B, T, R]`` (row-major): a permutation seeded by
+    the values (the same case, the same rows), never the tokens' order, nor its reverse, where n >= 3."""
+    n = int(np.prod(np.shape(cos)[:2]))
+    rng = np.random.default_rng(zlib.crc32(np.ascontiguousarray(cos, np.float64).tobytes()))
+    perm = rng.permutation(n)
+    if n >= 3 and (np.array_equal(perm, np.arange(n)) or np.array_equal(perm, np.arange(n)[::-1])):
+        perm = np.roll(np.arange(n), 1)
+    return 1 + perm.astype(np.int64)
 
 
 @call_form("rope.apply_with_cos_sin_cache", "rope.apply_with_cos_sin", to_primary=_gathered)
 def rope_apply_with_cos_sin_cache(p, x):
     """rope.apply_with_cos_sin's cos and sin as caches ``[P, R]`` gathered at ``position_ids [B, T]`` (ONNX
-    RotaryEmbedding's ``position_ids`` input, vLLM's ``cos_sin_cache[positions]``): the B * T tokens' rows stored
-    in reverse order after one row no token reads (:data:`UNREAD_ROW`), so a kernel that reads the cache by
-    token index, or a row off, reads another token's angles.  Every case has this form."""
+    RotaryEmbedding's ``position_ids`` input, vLLM's ``cos_sin_cache[positions]``): P = B * T + 2 rows, the B * T
+    tokens' rows in an order drawn from the case's cos values (:func:`_cache_rows`) between two rows no token
+    reads (:data:`UNREAD_ROW`), so a kernel that reads the cache by token index, from its end or a row off either
+    way reads another token's angles.  Every case has this form."""
     if x.get("cos") is None:
         return {}
     cos, sin = np.asarray(x["cos"]), np.asarray(x["sin"])
     b, t, r = cos.shape
     n = b * t
-    rows = (n - np.arange(n, dtype=np.int64))  # token i (row-major) at cache row n - i: rows n .. 1
+    rows = _cache_rows(cos)
     cache = {}
     for name, a, fill in (("cos_cache", cos, UNREAD_ROW[0]), ("sin_cache", sin, UNREAD_ROW[1])):
-        c = np.full((n + 1, r), fill, dtype=a.dtype)
+        c = np.full((n + 2, r), fill, dtype=a.dtype)
         c[rows] = a.reshape(n, r)
         cache[name] = c
     return {"q": x["q"], "k": x["k"], **cache, "position_ids": rows.reshape(b, t)}

@@ -9,11 +9,12 @@ import numpy as np
 
 from posenc import families
 from posenc.harness.checks import (
+    ConformanceFailure,
     Golden,
     Unsupported,
+    as_form_failure,
     assert_conforms,
     call_adapter,
-    call_step,
     clauses_of,
     fail,
     invariant_clauses,
@@ -21,12 +22,14 @@ from posenc.harness.checks import (
     native,
     require_dtype,
     run_op,
+    run_steps,
     step,
+    step_forms,
 )
 from posenc.reference import rope
 from posenc.spec.tolerance import EPS, bound, identical, relative_floor
 
-from . import check
+from . import check, form_clauses
 from .rope import freq_provider, rope_outputs, rope_scales
 
 ROPE = ("rope.apply",)
@@ -259,23 +262,38 @@ def permutation(request, adapter, device, dtype, case):
 
 @check("cache_equals_prefill", invariant="cache_prefill", ops=ROPE)
 def cache_equals_prefill(request, adapter, device, dtype, case):
-    """Decoding one token at a time (one prepared operation, cache_length growing) equals the prefill --
-    through the test's call form where the adapter serves one (``rope.apply_offset``: the step at the cache's
-    length, as kernels are called);
+    """Decoding one token at a time (one prepared operation, cache_length growing) equals the prefill;
     under dynamic NTK each decode call's inverse frequencies are the call's own (SCALE-DYNAMIC-PER-CALL,
-    SCALE-DYNAMIC-GROW), so step t is compared with the reference's calls in the same order instead."""
+    SCALE-DYNAMIC-GROW), so step t is compared with the reference's calls in the same order instead.
+    The loop runs on rope.apply and again through every call form the adapter serves that the steps can be
+    put in (each on its own prepared object: the state a form keeps between calls is its own -- an offset
+    form at the cache's length, an in-place write, a packed buffer of one-token documents); a failure through
+    a form, rope.apply's loop having passed, is the form's own (ROPE-CALL-FORM)."""
     require_dtype(adapter, dtype)
     cl_ids = clauses_of(request)
     g = load_golden(case.id)
     x = g.inputs
-    r = call_adapter(adapter, case, dtype, cl_ids, adapter.rope, case.params, dtype=dtype, device=device)
-    calls = _decode_calls(case.params) if case.params.rope_type == "dynamic" else None
-    for t in range(x["position_ids"].shape[1]):
-        xt = {"q": x["q"][:, :, t:t + 1], "k": x["k"][:, :, t:t + 1], "position_ids": x["position_ids"][:, t:t + 1]}
-        out, form = call_adapter(adapter, case, dtype, cl_ids, call_step, adapter, "rope.apply", r, case.params, xt,
-                                 dtype, device)
-        want = dataclasses.replace(step(g, t, xt, {"q": 2, "k": 2}) if calls is None else calls(g, xt), form=form)
-        assert_conforms(adapter, want, out, dtype, f"decode step {t} of one prepared operation", cl_ids)
+    steps = [{"q": x["q"][:, :, t:t + 1], "k": x["k"][:, :, t:t + 1], "position_ids": x["position_ids"][:, t:t + 1]}
+             for t in range(x["position_ids"].shape[1])]
+    for form in step_forms(adapter, "rope.apply", case.params, steps):
+        clauses = cl_ids if form is None else form_clauses(form)
+        try:
+            outs = call_adapter(adapter, case, dtype, clauses, run_steps, adapter, "rope.apply", case.params, steps,
+                                dtype, device, form)
+        except Unsupported:
+            if form is None:
+                raise
+            continue  # the form's own tests count it
+        calls = _decode_calls(case.params) if case.params.rope_type == "dynamic" else None
+        for t, (xt, out) in enumerate(zip(steps, outs)):
+            want = dataclasses.replace(step(g, t, xt, {"q": 2, "k": 2}) if calls is None else calls(g, xt), form=form)
+            what = f"decode step {t} of one prepared operation" + (f", through {form}" if form else "")
+            try:
+                assert_conforms(adapter, want, out, dtype, what, clauses)
+            except ConformanceFailure as e:
+                if form is None:
+                    raise
+                raise as_form_failure(e, form, "rope.apply", "the same decode steps") from None
 
 
 def _decode_calls(p):

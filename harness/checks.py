@@ -2,7 +2,7 @@
 
 An oracle-free check (``@posenc.families.check(name, ops=..., invariant=...)``) is a handler
 ``(request, adapter, device, dtype, case)``: it calls the adapter through :func:`run_op` /
-:func:`call_adapter` (a prepared object step by step through :func:`call_step`) (inputs as private copies, outputs contract-checked, every call recorded so a
+:func:`call_adapter` (a prepared object step by step, through each served call form: :func:`run_steps`, :func:`step_forms`) (inputs as private copies, outputs contract-checked, every call recorded so a
 failure is diagnosed on the check's own calls), compares, and fails through :func:`fail` (the
 header names the clauses, adapter, case and dtype) or :func:`assert_conforms` (a golden's tolerance
 rule and diagnosis).  The helpers below are shared by the kit's checks: :func:`clauses_of` (the
@@ -23,14 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from posenc.harness.diagnosis import Match, diagnose
-from posenc.harness.failure import (ConformanceFailure, assert_conforms, call_adapter, fail, invariant_clauses,
-                                    load_golden, require_dtype, run_and_check)
+from posenc.harness.failure import (ConformanceFailure, as_form_failure, assert_conforms, call_adapter, fail,
+                                    invariant_clauses, load_golden, require_dtype, run_and_check)
 from posenc.harness.golden import Golden, computed, generate
 from posenc.harness.inference import (SHIFTS, Candidate, InferenceContext, Outputs, golden_section, int_models,
                                       shift_sentence, sig, sig_at)
 from posenc.harness.model_run import CAPABILITIES, CAUSAL, MODEL_KINDS, Facts, Run, Scenario, as_array, cached_real
-from posenc.harness.runner import (call_step, checked_outputs, compare_outputs, native, native_inputs, record, recording, run_case,
-                                   run_op)
+from posenc.harness.runner import (checked_outputs, compare_outputs, native, native_inputs, record, recording, run_case,
+                                   run_op, run_steps, step_forms)
 from posenc.registry import spec
 from posenc.registry.cases import Case, Gen, arange_x, pos
 from posenc.spec.errors import Unsupported
@@ -119,7 +119,7 @@ def identical_qk(adapter, case, dtype, device, cl, g: Golden, op: str, who: str)
 
 __all__ = ["Case", "Gen", "pos", "arange_x", "Golden", "Match", "ConformanceFailure", "Unsupported", "Run", "Facts",
            "Scenario", "CAPABILITIES", "CAUSAL", "MODEL_KINDS", "cached_real", "as_array", "assert_conforms", "call_adapter", "fail",
-           "invariant_clauses", "load_golden", "require_dtype", "run_and_check", "computed", "generate", "call_step", "checked_outputs",
+           "invariant_clauses", "load_golden", "require_dtype", "run_and_check", "computed", "generate", "checked_outputs", "run_steps", "step_forms", "as_form_failure",
            "compare_outputs", "diagnose", "native", "native_inputs", "record", "recording", "run_case", "run_op", "spec",
            "clauses_of", "step", "rows", "exact_decode_steps", "left_pad_rows", "identical_qk", "InferenceContext", "Candidate", "Outputs",
            "SHIFTS", "int_models", "shift_sentence", "sig", "sig_at", "golden_section"]

@@ -478,12 +478,13 @@ def run_and_check(adapter: Adapter, case: Case, dtype: str, device: str, form: O
 
 
 def form_own_failure(e: ConformanceFailure, adapter: Adapter, g, form: str, dtype: str, device: str) -> ConformanceFailure:
-    """A call form's failure ``e`` matched with the primary's divergences, told apart: where the same case
-    passes through the primary operation, the fault is the form's own handling (:func:`as_form_failure`);
-    else ``e`` as it is (the implementation's own bug, seen through the form).  Runs the primary once more,
-    on the failure path only."""
+    """A call form's failure ``e`` (matched with the primary's divergences, or with none) told apart: where the
+    same case passes through the primary operation, the fault is the form's own handling
+    (:func:`as_form_failure`: counted under the form's clauses, the message says the primary passes); else ``e``
+    as it is (the implementation's own bug, seen through the form).  Runs the primary once more, on the failure
+    path only."""
     clauses = form_clauses(form)
-    if not e.matches or any(set(m.violates) & set(clauses) for m in e.matches):  # unmatched, or a form's own
+    if any(set(m.violates) & set(clauses) for m in e.matches):  # a form's own divergence: named as it is
         return e
     try:
         assert_conforms(adapter, g, run_case(adapter, g, dtype, device), dtype)

@@ -100,6 +100,8 @@ class GeneratedFailure(Exception):
     #: worker's output), and whether the example was shrunk (a crash ends the search unshrunk)
     reason: Optional[str] = None
     shrunk = True
+    #: the clauses the failure is counted under where not the case's (a call form's own failure: ROPE-CALL-FORM)
+    clauses: Optional[tuple[str, ...]] = None
 
 
 def check_example(adapter: Adapter, c: Case, seed: int, dtype: str, device: str, excuse=None) -> str:
@@ -242,6 +244,7 @@ def _judged(c: Case, seed: int, dtype: str, excuse, detail: str, matches, inferr
         return f"excused:{entry.divergence}"
     failure = GeneratedFailure(c, seed, detail, matches, inferred=inferred)
     failure.plot_data = plot_data  # --plot-dir: the shrunk example's golden and outputs
+    failure.clauses = tuple(clauses) if clauses is not None else None
     raise failure
 
 

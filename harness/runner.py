@@ -243,19 +243,24 @@ def _returned(adapter: Adapter, op, result) -> dict[str, Any]:
     return dict(zip(op.returns, result))
 
 
-def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: str, device: str) -> dict[str, tuple[Any, str]]:
+def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: str, device: str,
+            prepared=None) -> dict[str, tuple[Any, str]]:
     """Call the adapter operation by its declaration in the operation table (the family's spec file).
 
     Returns ``{output: (native, kind)}``; a repeated call (``rope.cos_sin_calls``) gives
-    ``<output>.<k>`` per call, all on one prepared object.
+    ``<output>.<k>`` per call, all on one prepared object.  ``prepared``: the object a previous call's
+    ``op.method`` gave (a decode step on the same prepared operation: :func:`run_steps`), not made again.
     """
     op = registry.operation(op_name)
-    method = getattr(adapter, op.method)  # Adapter.__getattr__: an undefined operation is unsupported
     weights = {i.name: x[i.name] for i in op.inputs if i.weight and i.name in x}
     env = {"params": params, "weights": weights, "dtype": dtype, "device": device}
     named = {t for t in op.args + op.kwargs + op.call_args + op.call_kwargs} | set(weights)
-    args, kwargs = _arguments(op.args, op.kwargs, x, env, named)
-    target = method(*args, **kwargs)
+    if prepared is None:
+        method = getattr(adapter, op.method)  # Adapter.__getattr__: an undefined operation is unsupported
+        args, kwargs = _arguments(op.args, op.kwargs, x, env, named)
+        target = method(*args, **kwargs)
+    else:
+        target = prepared
     if op.call is None:
         raw = _returned(adapter, op, target)
     else:
@@ -396,53 +401,54 @@ def _routed(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dt
     return f.outputs_to_primary(params, x, out, inputs), f.op
 
 
-def call_step(adapter: Adapter, op: str, prepared, params, inputs: dict[str, np.ndarray], dtype: str,
-              device: str) -> tuple[dict[str, np.ndarray], Optional[str]]:
-    """One call of operation ``op``'s ``call`` on ``prepared`` (what the adapter's ``op.method`` returned: a
-    decode step of the cache checks, several calls on one prepared object), on NumPy ``inputs``; returns
-    ``(outputs, form)``: its outputs as NumPy, contract-checked (dtype, device, shape; inputs unchanged) and
-    recorded as ``op``'s, and the call form they came through (None: ``op`` itself; a golden judging them sets
-    ``Golden.form`` to it, so that the diagnosis runs the form's own mutants).
-    Inside :func:`through_form`, through that call form where the step's inputs have one and the form hands
-    no guarded buffer (in-place and strided forms are checked by their goldens): the prepared object's form
-    method (``rope.apply_offset``: ``apply_offset(q, k, offset)``, a decode step as kernels take it), outputs
-    put back in ``op``'s layout.  A prepared object without the form's method, or one that reports the form
-    unsupported, is called in ``op``'s own form (the form's own tests count that)."""
+def run_steps(adapter: Adapter, op: str, params, steps: list[dict[str, np.ndarray]], dtype: str, device: str,
+              form: Optional[str] = None) -> list[dict[str, np.ndarray]]:
+    """Call operation ``op`` on each of ``steps`` (NumPy inputs) in turn on ONE prepared object (its
+    ``op.method`` called once: a decode loop, whose state -- a cache, dynamic NTK's frequencies -- carries from
+    step to step), through call form ``form`` where given (every step put in the form; in-place and strided
+    forms in guarded buffers, as :func:`run_op` hands them); each step's outputs as NumPy in ``op``'s layout,
+    contract-checked as :func:`run_op` checks them and recorded (with the form).  ``Unsupported`` where a step
+    has no such form.  An isolated adapter runs the whole loop in its worker process."""
     from posenc.registry.forms import form_of
-    route = _ROUTE.get()
-    f = form_of(route[0]) if route else None
-    if f is not None and f.primary == op and not (registry.operation(f.op).writes or registry.operation(f.op).views):
-        x = f.to_form(params, inputs)
-        if not isinstance(x, str) and callable(getattr(prepared, registry.operation(f.op).call, None)):
-            try:
-                out = _call_prepared(adapter, f.op, prepared, params, x, dtype, device)
-            except Unsupported:
-                pass
-            else:
-                route[1].append(f.op)
-                out = f.outputs_to_primary(params, x, out, inputs)
-                record(op, params, inputs, out, f.op)
-                return out, f.op
-    out = _call_prepared(adapter, op, prepared, params, inputs, dtype, device)
-    record(op, params, inputs, out)
-    return out, None
+    f = form_of(form) if form else None
+    xs = steps
+    if f is not None:
+        xs = [f.to_form(params, x) for x in steps]
+        why = next((x for x in xs if isinstance(x, str)), None)
+        if why is not None:
+            raise Unsupported(f"a step has no {form} form: {why}")
+    use = form or op
+    outs = adapter.posenc_run_steps(use, params, xs, dtype, device) if is_remote(adapter) else \
+        run_steps_unshaped(adapter, use, params, xs, dtype, device)
+    result = []
+    for x, xp, out in zip(xs, steps, outs):
+        check_shapes(adapter, use, params, x, out)
+        out = out if f is None else f.outputs_to_primary(params, x, out, xp)
+        record(op, params, xp, out, form)
+        result.append(out)
+    return result
 
 
-def _call_prepared(adapter: Adapter, op: str, prepared, params, inputs: dict[str, np.ndarray], dtype: str,
-                   device: str) -> dict[str, np.ndarray]:
+def run_steps_unshaped(adapter: Adapter, op: str, params, steps: list[dict[str, np.ndarray]], dtype: str,
+                       device: str) -> list[dict[str, np.ndarray]]:
+    """:func:`run_op_unshaped` of each of ``steps`` on one prepared object (``op.method`` called once, with the
+    first step's inputs for its arguments): what :func:`run_steps` runs where the adapter is."""
     decl = registry.operation(op)
-    fn = getattr(prepared, decl.call, None)
-    if not callable(fn):
-        raise Unsupported(f"adapter {adapter.name!r}: the prepared {decl.method} operation has no {decl.call}()")
-    int32 = tuple(i.name for i in decl.inputs if i.kind == "int32")
-    tables = tuple(i.name for i in decl.inputs if i.kind == "table")
-    x = native_inputs(adapter, inputs, dtype, device, int32, tables)
-    env = {"params": params, "dtype": dtype, "device": device, "weights": {}}
-    a, kw = _arguments(decl.call_args, decl.call_kwargs, x, env, set(decl.call_args + decl.call_kwargs))
-    out = checked_outputs(adapter, op, fn(*a, **kw), dtype, device)
-    check_inputs(op)
-    check_shapes(adapter, op, params, inputs, out)
-    return out
+    if decl.call in (None, "()") or not steps:
+        raise KeyError(f"{op} has no prepared object to call step by step")
+    env = {"params": params.model_copy(deep=True), "weights": {}, "dtype": dtype, "device": device}
+    args, kwargs = _arguments(decl.args, decl.kwargs, steps[0], env, set(decl.call_args + decl.call_kwargs))
+    prepared = getattr(adapter, decl.method)(*args, **kwargs)
+    return [run_op_unshaped(adapter, op, params, x, dtype, device, prepared) for x in steps]
+
+
+def step_forms(adapter: Adapter, op: str, params, steps: list[dict[str, np.ndarray]]) -> list[Optional[str]]:
+    """``op`` itself (None) and every call form of it the adapter serves (``call_forms``) that each of ``steps``
+    can be put in: the forms a decode loop runs through, each on its own prepared object."""
+    from posenc.registry.forms import forms_of
+    served = set(getattr(adapter, "call_forms", ()) or ())
+    return [None] + [f.op for f in forms_of(op) if f.op in served
+                     and all(f.why_not(params, {n: x.get(n) for n in x}) is None for x in steps)]
 
 
 def run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
@@ -484,7 +490,7 @@ def check_shapes(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray
 def record(op: str, params, inputs: dict, outputs: dict, form: Optional[str] = None) -> None:
     """Inside :func:`recording`, record one call of ``op`` (the kit's NumPy ``inputs`` in the
     operation table's names, the adapter's contract-checked NumPy ``outputs``, in ``op``'s layout where
-    the call went through call form ``form``): :func:`run_op` and :func:`call_step` do it for every call; a
+    the call went through call form ``form``): :func:`run_op` and :func:`run_steps` do it for every call; a
     check that calls a prepared object step by step otherwise does it for each step it can state as an
     operation call.  Outside, nothing."""
     calls = _CALLS.get()
@@ -501,10 +507,10 @@ def _run_op(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dt
 
 
 def run_op_unshaped(adapter: Adapter, op: str, params, inputs: dict[str, np.ndarray], dtype: str,
-                    device: str) -> dict[str, np.ndarray]:
+                    device: str, prepared=None) -> dict[str, np.ndarray]:
     """:func:`run_op` on an adapter of this process, every check but the outputs' shapes (which the
     caller's :func:`check_shapes` judges: the adapter's worker process runs this, and the outputs come
-    back whatever their shapes)."""
+    back whatever their shapes); ``prepared``: see :func:`call_op`."""
     decl = registry.operation(op)
     int32 = tuple(i.name for i in decl.inputs if i.kind == "int32")
     tables = tuple(i.name for i in decl.inputs if i.kind == "table")
@@ -512,7 +518,7 @@ def run_op_unshaped(adapter: Adapter, op: str, params, inputs: dict[str, np.ndar
     x = native_inputs(adapter, {n: v for n, v in inputs.items() if n not in held}, dtype, device, int32, tables)
     guards = {n: guarded(adapter, inputs[n], dtype, device) for n in inputs if n in held}
     x.update({n: g.view for n, g in guards.items()})
-    raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device)  # the case's own params stay the kit's
+    raw = call_op(adapter, op, params.model_copy(deep=True), x, dtype, device, prepared)  # the case's params stay the kit's
     check_inputs(op)
     for n, g in guards.items():
         g.check(adapter, op, n, written=n in decl.writes)

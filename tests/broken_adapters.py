@@ -590,6 +590,7 @@ class HostileObjects(TorchAdapter):
 
     name = "broken-hostile-objects"
     dtypes = frozenset(TorchAdapter.dtypes)
+    call_forms = ()  # its prepared RoPE has apply and cos_sin only
 
     def rope(self, params, *, dtype, device):
         import collections

@@ -3,7 +3,7 @@
 it breaks, the bug and, where it matters, the forms it declares (else the port's)."""
 
 import torch
-from posenc.adapters import Unsupported
+from posenc.adapters import Adapter, Unsupported
 from posenc.adapters.torch_adapter import DTYPES, TorchAdapter, TorchRope
 from posenc.adapters.torch_port.axial import TorchAxial
 from posenc.adapters.torch_port.mrope import TorchMRope
@@ -50,6 +50,33 @@ class _StaleDecodeOffset:
         return super().apply_offset(q, k, offset - 1 if q.shape[2] == 1 else offset)  # (mlx-lm issue 1699's kind)
 
 
+class _FirstCallFrequencies:
+    """The frequencies of the prepared object's first call kept for every later one (dynamic NTK, LongRoPE: a
+    decode step past the prefill's length uses the prefill's), in one form's method alone."""
+    _kept = None
+
+    def _frozen(self, call):
+        if self._kept is None:
+            out = call()
+            self._kept = self._inv_freq
+            return out
+        keep, self._update = self._update, lambda pid: setattr(self, "_inv_freq", self._kept)
+        try:
+            return call()
+        finally:
+            self._update = keep
+
+
+class _RowOffsetsFirstCall(_FirstCallFrequencies):
+    def apply_offsets(self, q, k, offsets):
+        return self._frozen(lambda: super(_RowOffsetsFirstCall, self).apply_offsets(q, k, offsets))
+
+
+class _InplaceFirstCall(_FirstCallFrequencies):
+    def apply_(self, q, k, position_ids):
+        return self._frozen(lambda: super(_InplaceFirstCall, self).apply_(q, k, position_ids))
+
+
 class _DecodeOffByOne:
     def apply(self, q, k, position_ids):  # a single-token call (a decode step) rotated at position + 1
         return super().apply(q, k, position_ids + 1 if q.shape[2] == 1 else position_ids)
@@ -80,6 +107,8 @@ OffsetTwice = _adapter("broken-offset-added-twice", _OffsetTwice)
 OffsetScalesFromT = _adapter("broken-offset-scales-from-t", _OffsetScalesFromT, call_forms=("rope.apply_offset",))
 StaleDecodeOffset = _adapter("broken-decode-offset-stale", _StaleDecodeOffset, call_forms=("rope.apply_offset",))
 DecodeOffByOne = _adapter("broken-decode-off-by-one", _DecodeOffByOne)
+RowOffsetsFirstCall = _adapter("broken-row-offsets-first-call-frequencies", _RowOffsetsFirstCall)
+InplaceFirstCall = _adapter("broken-inplace-first-call-frequencies", _InplaceFirstCall)
 IgnoresPositions = _adapter("broken-ignores-positions", _IgnoresPositions)
 Int32ReadAsInt16 = _adapter("broken-int32-positions-as-int16", _Int16Positions)
 Int32Low20Bits = _adapter("broken-int32-positions-in-20-bits", _Int32Low20Bits)
@@ -197,6 +226,15 @@ class DeclaresFormsItLacks(TorchAdapter):
 
     def rope(self, params, *, dtype, device):
         return _OnlyApply(params, DTYPES[dtype], device)
+
+
+class DeclaresCacheFormItLacks(Adapter):  # torch arrays; the cache form's method misspelt (..._caches)
+    name, framework = "broken-declares-cache-form-it-lacks", "torch"
+    call_forms = ("rope.apply_with_cos_sin_cache",)
+    from_numpy, to_numpy = TorchAdapter.from_numpy, TorchAdapter.to_numpy
+    dtype_of, device_of = TorchAdapter.dtype_of, TorchAdapter.device_of
+    rope_apply_with_cos_sin = TorchAdapter.rope_apply_with_cos_sin
+    rope_apply_with_cos_sin_caches = TorchAdapter.rope_apply_with_cos_sin_cache
 
 
 # ---- the forms of rope.apply_with_cos_sin ---------------------------------------------------------------------------

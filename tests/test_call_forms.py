@@ -62,13 +62,16 @@ def test_each_form_catches_its_broken_adapter(run_suite, adapter, form, words):
 
 
 @pytest.mark.parametrize("adapter, family, form, words", [
-    ("MRopeTokenPositionsTransposed", "mrope", "tokens", "fails case mrope-qwen2-vl-vision (float32)\n  through mrope.apply_tokens"),
+    ("MRopeTokenPositionsTransposed", "mrope", "tokens",
+     "mrope.apply passes this case: the failure is mrope.apply_tokens's own (ROPE-CALL-FORM)"),
     ("MRopeReadsAsHeadMajor", "mrope", "token_major", "    DIV-ROPE-LAYOUT-MISREAD (violates ROPE-CALL-FORM"),
     ("MRopeInt32ReadAsInt16", "mrope", "int32", "fails case mrope-qwen2-vl-long"),
     ("AxialReadsStorageAsContiguous", "axial", "strided", "    DIV-ROPE-STRIDES-IGNORED (violates ROPE-CALL-FORM"),
     ("AxialWritesNextHead", "axial", "inplace", "element(s) outside its in-place output 'q'"),
-    ("HiddenHeadsMinorFirst", "rope-apply-cos-sin", "hidden", "\n  through rope.apply_with_cos_sin_hidden"),
-    ("CacheReadByTokenIndex", "rope-apply-cos-sin", "cache", "\n  through rope.apply_with_cos_sin_cache"),
+    ("HiddenHeadsMinorFirst", "rope-apply-cos-sin", "hidden",
+     "rope.apply_with_cos_sin passes this case: the failure is rope.apply_with_cos_sin_hidden's own"),
+    ("CacheReadByTokenIndex", "rope-apply-cos-sin", "cache",
+     "rope.apply_with_cos_sin passes this case: the failure is rope.apply_with_cos_sin_cache's own"),
 ])
 def test_each_form_of_the_other_rotations_catches_its_broken_adapter(run_suite, adapter, family, form, words):
     """M-RoPE's and axial RoPE's forms (tokens at positions [A, N], token-major, int32, strided, in place) and
@@ -138,14 +141,20 @@ def test_a_form_only_failure_is_counted_under_the_forms_clause(run_suite):
     assert "(violates ROPE-CALL-FORM)" in out and "(violates ROPE-ANGLE)" not in out, out[-3000:]
 
 
-def test_a_declared_form_without_its_method_fails(run_suite):
-    """call_forms promises the method: a prepared object without it is a failure naming the method, never an
-    unsupported case the run counts as nothing."""
-    r = run_suite(f"{BROKEN}:DeclaresFormsItLacks", "-k", "call_form and packed and rope-tiny-half", "--dtype",
-                  "float32")
+@pytest.mark.parametrize("adapter, select, words", [
+    ("DeclaresFormsItLacks", "call_form and packed and rope-tiny-half",
+     "declares call form rope.apply_packed (call_forms) but its prepared rope object (_OnlyApply) has no "
+     "apply_packed() method"),
+    ("DeclaresCacheFormItLacks", "call_form and rope-apply-cos-sin-half",
+     "declares call form rope.apply_with_cos_sin_cache (call_forms) but defines no rope_apply_with_cos_sin_cache() "
+     "method"),
+])
+def test_a_declared_form_without_its_method_fails(run_suite, adapter, select, words):
+    """call_forms promises the method -- of the prepared object, or the adapter's own for a form of an adapter
+    method: without it a failure naming the method, never an unsupported case the run counts as nothing."""
+    r = run_suite(f"{BROKEN}:{adapter}", "-k", select, "--dtype", "float32")
     out = r.stdout.str()
-    assert r.ret == 1 and "declares call form rope.apply_packed (call_forms) but its prepared rope object " \
-        "(_OnlyApply) has no apply_packed() method" in out, out[-3000:]
+    assert r.ret == 1 and words in out, out[-3000:]
 
 
 def test_a_generated_line_naming_a_form_operation_is_refused(run_suite, tmp_path):
@@ -160,24 +169,36 @@ def test_a_generated_line_naming_a_form_operation_is_refused(run_suite, tmp_path
     assert r.ret != 0 and "write operation: rope.apply with forms: [packed]" in err, err[-2000:]
 
 
-@pytest.mark.parametrize("adapter, select, through, port_select", [
-    ("IgnoresOffsets", "test_pairing_probe", "rope.apply_row_offsets, this case's among the check's cases",
-     "test_pairing_probe or test_relative or test_pair_norm"),
-    ("StaleDecodeOffset", "cache_equals_prefill", "rope.apply_offset", "cache_equals_prefill"),
-])
-def test_the_oracle_free_checks_run_through_the_forms_served(run_suite, adapter, select, through, port_select):
+def test_the_oracle_free_checks_run_through_the_forms_served(run_suite):
     """Each case's oracle-free checks make their rope.apply calls through one served form the case picks
-    (shared, never multiplied): a kernel that ignores its per-row offsets fails them, and so does one whose
-    one-token call with an offset reads the cache length before the token was counted (its prefill and
-    rope.apply right: cache_equals_prefill decodes step by step through apply_offset) -- each counted under
+    (shared, never multiplied): a kernel that ignores its per-row offsets fails them, counted under
     ROPE-CALL-FORM since the same checks pass on its rope.apply; the port passes them through every form."""
-    r = run_suite(f"{BROKEN}:{adapter}", "-k", select, "--dtype", "float32")
+    r = run_suite(f"{BROKEN}:IgnoresOffsets", "-k", "test_pairing_probe", "--dtype", "float32")
     out = r.stdout.str()
     summary = out[out.index("posenc conformance:"):]
-    assert r.ret == 1 and f"ran through call form {through}" in out, out[-3000:]
+    assert r.ret == 1 and "ran through call form rope.apply_row_offsets, this case's among the check's cases" in out, out[-3000:]
     assert "rope.apply passes this check on" in out and "\nROPE-CALL-FORM " in summary, summary[-3000:]
-    r = run_suite("torch", "-k", port_select, "--dtype", "float32,bfloat16")
+    r = run_suite("torch", "-k", "test_pairing_probe or test_relative or test_pair_norm or cache_equals_prefill",
+                  "--dtype", "float32,bfloat16")
     assert r.ret == 0, r.stdout.str()[-3000:]
+
+
+@pytest.mark.parametrize("adapter, form", [
+    ("StaleDecodeOffset", "rope.apply_offset"),  # a one-token call at the cache length before the token counted
+    ("RowOffsetsFirstCall", "rope.apply_row_offsets"),  # the first call's dynamic frequencies kept
+    ("InplaceFirstCall", "rope.apply_inplace"),  # the same in the in-place write (vLLM's decode path)
+])
+def test_cache_equals_prefill_decodes_through_every_form_served(run_suite, adapter, form):
+    """A decode loop carries state from call to call, which a golden (one call) cannot see: cache_equals_prefill
+    runs the loop on rope.apply and again through every served form the steps can be put in, each on its own
+    prepared object -- a bug of one form's state fails there, as the form's own (ROPE-CALL-FORM), with the
+    torch port's whole call_forms declared too (the form is not left to the case's pick)."""
+    r = run_suite(f"{BROKEN}:{adapter}", "-k", "cache_equals_prefill", "--dtype", "float32")
+    out = r.stdout.str()
+    summary = out[out.index("posenc conformance:"):]
+    assert r.ret == 1 and f", through {form}" in out, out[-3000:]
+    assert f"rope.apply passes the same decode steps: the failure is {form}'s own" in out, out[-3000:]
+    assert "\nROPE-CALL-FORM " in summary, summary[-3000:]
 
 
 def test_each_check_uses_every_form_one_of_its_cases_can_take():
