@@ -30,8 +30,23 @@ def clauses_of_item(item) -> list[str]:
 
 
 def expectation_entry(st: State, item):
-    """The expectation line of a collected item (its case, check and dtype), or None."""
-    return st.expectations.lookup(*expectations_mod.key_of(item))
+    """The expectation line of a collected item (its case, check and dtype) -- for an oracle-free check's test,
+    a line of it with ``forms:`` too -- or None."""
+    key = expectations_mod.key_of(item)
+    return st.expectations.lookup(*key) or st.expectations.lookup_through_forms(*key)
+
+
+def line_clauses(st: State, item, e) -> set[str]:
+    """The clauses expectation line ``e`` of ``item`` may give: the test's, those its divergence violates and,
+    for a line with ``forms:``, the forms' own (ROPE-CALL-FORM: a bug of a form alone is counted there)."""
+    allowed = set(clauses_of_item(item))
+    div = st.spec.divergences.get(e.divergence)
+    if div:
+        allowed |= set(div.violates)
+    if e.forms:
+        from posenc.registry.forms import CALL_FORMS, form_clauses
+        allowed |= {c for op in CALL_FORMS if expectations_mod.seen_as(op)[1] in e.forms for c in form_clauses(op)}
+    return allowed
 
 
 def inherited_entry(st: State, item, exc):
@@ -251,7 +266,16 @@ def judge_expected(item, rep, exc, entry, path) -> None:
     strict XPASS failure.
     """
     where = f"{item.nodeid}: listed as expected divergence {entry.divergence} ({path})"
-    if hasattr(rep, "wasxfail") and getattr(exc, "raised", True):
+    form = getattr(exc, "form", None)  # the failure is this call form's own (the primary passes)
+    name = expectations_mod.seen_as(form)[1] if form else expectations_mod.PRIMARY
+    check_test = expectations_mod.key_of(item)[1] not in ("golden", "generated")  # one test, whatever form
+    if hasattr(rep, "wasxfail") and not getattr(exc, "raised", True) and check_test and (
+            name not in (entry.forms or (expectations_mod.PRIMARY,))):
+        held = f"forms: [{', '.join(entry.forms)}]" if entry.forms else "no forms: (the operation's own call)"
+        unexpect(rep, f"{where} with {held}, but the failure is "
+                      + (f"call form {form}'s own (the operation itself passes): record it with forms: [{name}]"
+                         if form else "the operation's own call") + f":\n{exc.msg}")
+    elif hasattr(rep, "wasxfail") and getattr(exc, "raised", True):
         unexpect(rep, f"{where}, but the test did not reach a verdict on the values:\n"
                        f"{getattr(exc, 'msg', None) or f'{type(exc).__name__}: {exc}'}")
     elif hasattr(rep, "wasxfail"):

@@ -33,6 +33,7 @@ from posenc.conformance.booking import (
     expectation_entry,
     inherited_entry,
     judge_expected,
+    line_clauses,
     plot_failed,
     record_of,
     report,
@@ -284,11 +285,7 @@ def _mark_expected(st: State, items) -> None:
             st.collected.add((case_id, check))
         e = expectation_entry(st, item)
         if e:
-            allowed = set(clauses_of_item(item))
-            div = st.spec.divergences.get(e.divergence)
-            if div:
-                allowed |= set(div.violates)
-            if e.clause not in allowed:
+            if e.clause not in line_clauses(st, item, e):
                 raise pytest.UsageError(
                     f"{st.expectations_path}: expected_failures.{st.expectations.position(e)} ({item.name}): clause "
                     f"{e.clause} is neither checked by the test ({', '.join(clauses_of_item(item))}) nor violated by "

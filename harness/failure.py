@@ -70,6 +70,9 @@ class ConformanceFailure(pytest.fail.Exception):
     expected divergence).
     """
 
+    #: the call form operation whose own failure this is (the primary passes: :func:`as_form_failure`), or None
+    form: Optional[str] = None
+
     def __init__(self, msg: str, clauses: Iterable[str], matches: tuple = (), raised: bool = False,
                  inferred: Iterable[str] = (), reason: Optional[str] = None, diagnosed: bool = False,
                  case_clauses: Iterable[str] = ()):
@@ -510,5 +513,5 @@ def as_form_failure(e: ConformanceFailure, form: str, primary: str, what: str = 
                "form's handling of its positions, documents, layout or buffer" if matches else ""))
     out = ConformanceFailure("\n".join([head, note, rest]), clauses, matches, e.raised,
                              e.inferred, e.reason, e.diagnosed, ())
-    out.plot_data, out.params = e.plot_data, e.params
+    out.plot_data, out.params, out.form = e.plot_data, e.params, form
     return out

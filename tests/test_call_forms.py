@@ -269,17 +269,22 @@ def test_a_cases_line_excuses_its_form_tests_with_the_same_divergence(run_suite,
 
 def test_a_forms_line_records_a_bug_of_one_form(run_suite, tmp_path):
     """A bug of the packed form alone: recorded with forms: [packed] on the case's line (strict: that test); the
-    case's cache_equals_prefill, which decodes through the packed form, sees it too and is recorded by its own
-    line (the check's test, whatever form it runs through)."""
+    case's cache_equals_prefill, which decodes through the packed form too, sees it and is recorded by a line of
+    that check with forms: [packed] -- a line of it without forms: (the operation's own call) does not excuse a
+    failure the kit calls the form's own."""
     exp = _line(tmp_path, "DIV-ROPE-PACKED-NO-RESTART", "ROPE-CALL-FORM", "    forms: [packed]\n")
     text = Path(exp).read_text()
-    check_line = text[text.index("  - case:"):].replace("check: golden", "check: cache_equals_prefill").replace(
-        "    forms: [packed]\n", "")
+    check_line = text[text.index("  - case:"):].replace("check: golden", "check: cache_equals_prefill")
     Path(exp).write_text(text + check_line)
-    r = run_suite(f"{BROKEN}:PackedNoRestart", "--expectations", exp, "-k", "rope-llama3-8b and not scattered",
-                  "--dtype", "float32")
+    sel = ("-k", "rope-llama3-8b and not scattered", "--dtype", "float32")
+    r = run_suite(f"{BROKEN}:PackedNoRestart", "--expectations", exp, *sel)
     o = _outcomes(r)
     assert r.ret == 0 and o.get("xfailed") == 2 and not o.get("failed"), r.stdout.str()[-3000:]
+    Path(exp).write_text(text + check_line.replace("    forms: [packed]\n", ""))
+    r = run_suite(f"{BROKEN}:PackedNoRestart", "--expectations", exp, *sel)
+    out = r.stdout.str()
+    assert r.ret == 1 and "but the failure is call form rope.apply_packed's own (the operation itself passes): " \
+        "record it with forms: [packed]" in out, out[-3000:]
 
 
 def test_a_decode_step_failing_on_rope_apply_too_is_not_blamed_on_the_form(run_suite):
