@@ -243,6 +243,21 @@ def _returned(adapter: Adapter, op, result) -> dict[str, Any]:
     return dict(zip(op.returns, result))
 
 
+def _environment(op, params, x: dict[str, Any], dtype: str, device: str) -> tuple[dict, set]:
+    """``(env, named)``: what an operation's argument tokens read besides its inputs, and the inputs it names."""
+    weights = {i.name: x[i.name] for i in op.inputs if i.weight and i.name in x}
+    env = {"params": params, "weights": weights, "dtype": dtype, "device": device}
+    return env, {t for t in op.args + op.kwargs + op.call_args + op.call_kwargs} | set(weights)
+
+
+def _prepare(adapter: Adapter, op, params, x: dict[str, Any], dtype: str, device: str):
+    """The adapter's ``op.method`` called with the operation's ``args`` / ``kwargs``: the result, or the prepared
+    object whose ``op.call`` the calls make.  An undefined operation is unsupported (``Adapter.__getattr__``)."""
+    env, named = _environment(op, params, x, dtype, device)
+    args, kwargs = _arguments(op.args, op.kwargs, x, env, named)
+    return getattr(adapter, op.method)(*args, **kwargs)
+
+
 def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: str, device: str,
             prepared=None) -> dict[str, tuple[Any, str]]:
     """Call the adapter operation by its declaration in the operation table (the family's spec file).
@@ -252,15 +267,8 @@ def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: st
     ``op.method`` gave (a decode step on the same prepared operation: :func:`run_steps`), not made again.
     """
     op = registry.operation(op_name)
-    weights = {i.name: x[i.name] for i in op.inputs if i.weight and i.name in x}
-    env = {"params": params, "weights": weights, "dtype": dtype, "device": device}
-    named = {t for t in op.args + op.kwargs + op.call_args + op.call_kwargs} | set(weights)
-    if prepared is None:
-        method = getattr(adapter, op.method)  # Adapter.__getattr__: an undefined operation is unsupported
-        args, kwargs = _arguments(op.args, op.kwargs, x, env, named)
-        target = method(*args, **kwargs)
-    else:
-        target = prepared
+    env, named = _environment(op, params, x, dtype, device)
+    target = _prepare(adapter, op, params, x, dtype, device) if prepared is None else prepared
     if op.call is None:
         raw = _returned(adapter, op, target)
     else:
@@ -436,9 +444,7 @@ def run_steps_unshaped(adapter: Adapter, op: str, params, steps: list[dict[str, 
     decl = registry.operation(op)
     if decl.call in (None, "()") or not steps:
         raise KeyError(f"{op} has no prepared object to call step by step")
-    env = {"params": params.model_copy(deep=True), "weights": {}, "dtype": dtype, "device": device}
-    args, kwargs = _arguments(decl.args, decl.kwargs, steps[0], env, set(decl.call_args + decl.call_kwargs))
-    prepared = getattr(adapter, decl.method)(*args, **kwargs)
+    prepared = _prepare(adapter, decl, params.model_copy(deep=True), steps[0], dtype, device)
     return [run_op_unshaped(adapter, op, params, x, dtype, device, prepared) for x in steps]
 
 
