@@ -402,6 +402,16 @@ def roberta_from_bert(adapter: Adapter, params, weights, *, dtype: str, device: 
     return call
 
 
+def compiled_call_forms(call_forms: tuple[str, ...]) -> tuple[str, ...]:
+    """The call forms a compiled variant of a port (``jax-jit``, ``tensorflow-function``) serves: the
+    ``*_int32`` forms, which trace its compiled kernels with positions of another dtype.  The others
+    (offsets, tokens, the token-major layout, packed buffers, the cos/sin caches) are the port's eager glue
+    around the same kernels: they are checked in the eager column, and served again under compilation they
+    would only recompile every kernel at new shapes, which the primary form's generated cases already do
+    (ROPE-CALL-FORM; the matrix names the forms each column was checked in)."""
+    return tuple(f for f in call_forms if f.endswith("_int32"))
+
+
 def family_ports(package: str) -> tuple[type, ...]:
     """The ``Ops`` mixin classes of a port package, one module per spec family.
 

@@ -67,7 +67,7 @@ import numpy as np
 
 from posenc.spec.errors import DegenerateWidth, PositionOutOfRange  # noqa: F401 - re-exported
 
-from .base import Adapter, family_ports, roberta_from_bert  # noqa: F401 - re-exported
+from .base import Adapter, compiled_call_forms, family_ports, roberta_from_bert  # noqa: F401 - re-exported
 # The port's _common, imported before any other port module, sets TF_CPP_MIN_LOG_LEVEL before
 # tensorflow is imported.
 from .tf_port._common import (  # noqa: F401 - re-exported
@@ -147,6 +147,8 @@ class TFFunctionAdapter(TFAdapter):
     name = "tensorflow-function"
     notes = "kit's own TF port: fp32 (fp64 for float64) angles and rotation, one rounding to the dtype; tf.function"
     compiled = True
+    #: the forms that reach the compiled kernels with inputs of another kind (int32 positions)
+    call_forms = compiled_call_forms(TFAdapter.call_forms)
 
 
 ADAPTER = TFAdapter
