@@ -215,9 +215,13 @@ def test_isolated_verdicts_equal_in_process_verdicts(pytester, run_suite, tmp_pa
     """Every test's outcome, divergence, violated clauses, raised flag, diagnosis and inference;
     and the exit code: the same with the adapter in its worker process as in pytest's."""
     runs = {}
+    # the call forms (test_call_form) of every golden for the kit's port, whose forms all pass; of the rope-tiny
+    # goldens for the broken adapters, whose value bugs would fail every form of every rope golden, each
+    # diagnosed again in both runs
+    forms = () if adapter == "torch" else ("-k", "not test_call_form or rope-tiny")
     for mode in ("process", "none"):
         out = tmp_path / f"{mode}.json"
-        args = ("--posenc-isolation", mode, "--report-json", str(out), "--posenc-examples", "2")
+        args = ("--posenc-isolation", mode, "--report-json", str(out), "--posenc-examples", "2", *forms)
         r = _run(pytester, adapter, *args) if mode == "process" else run_suite(adapter, *args)
         runs[mode] = (r.ret, _verdicts(out))
     assert runs["process"][0] == runs["none"][0]
