@@ -57,8 +57,9 @@ def fails_naming(run_suite):
 
 
 #: The files whose tests run the suite in a child run (tens of seconds each; `pytest tests -n 2 --durations=80`):
-#: collected first, so that pytest-xdist's two workers share them and finish on the short tests together
-#: instead of one worker running a long test alone at the end.
+#: collected first, so that under `--dist worksteal` (the README's command) the worker that runs out steals
+#: short tests at the end instead of one worker running a long test alone (under `--dist load`, xdist's default,
+#: the first worker's first chunk would hold all of them).
 HEAVY_FIRST = ("test_suite.py", "test_isolation.py", "test_xdist.py", "test_model_suite.py", "test_model_hostile.py",
                "test_model_review.py", "test_model_forms.py", "test_generated_expectations.py")
 

@@ -11,7 +11,7 @@ def test_readme_starts_with_the_two_commands():
     assert README.index("```sh") < README.index("\n## ")
     assert first_block == [
         'pip install torch==2.13.0 -e ".[torch]" && pytest conformance --adapter torch',
-        'pip install torch==2.13.0 -e ".[test]" && pytest tests -n 2',
+        'pip install torch==2.13.0 -e ".[test]" && pytest tests -n 2 --dist worksteal',
     ]
 
 
