@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,6 +183,24 @@ def _named_errors(fn):
 
 #: a config.json is a few kilobytes; a bigger file is not read
 CONFIG_LIMIT = 16 * 1024 * 1024
+#: a config.json is an object of a few levels; deeper JSON is refused, whatever recursion limit the process
+#: has (Hypothesis, for one, raises ``sys.setrecursionlimit`` while it runs: the verdict must not depend on it)
+CONFIG_DEPTH = 64
+
+
+_TOO_DEEP = object()  # json.loads ran out of the interpreter's recursion limit
+
+
+def _too_deep(data) -> bool:
+    """True when ``data`` (parsed JSON) nests dicts and lists more than :data:`CONFIG_DEPTH` levels; iterative."""
+    stack = [(data, 1)]
+    while stack:
+        x, depth = stack.pop()
+        if isinstance(x, (dict, list)):
+            if depth > CONFIG_DEPTH:
+                return True
+            stack.extend((v, depth + 1) for v in (x.values() if isinstance(x, dict) else x))
+    return False
 
 
 def read_config(config: Union[dict, str, Path]) -> dict:
@@ -200,8 +217,10 @@ def read_config(config: Union[dict, str, Path]) -> dict:
     except (OSError, ValueError) as e:
         raise SpecError(f"{path}: cannot read a JSON config: {' '.join(str(e).split())}") from None
     except RecursionError:
-        raise SpecError(f"{path}: cannot read a JSON config: nested deeper than {sys.getrecursionlimit()} levels "
-                        f"(a config.json is an object of a few levels)") from None
+        data = _TOO_DEEP
+    if data is _TOO_DEEP or _too_deep(data):
+        raise SpecError(f"{path}: cannot read a JSON config: nested deeper than {CONFIG_DEPTH} levels "
+                        f"(a config.json is an object of a few levels)")
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object (a config.json), got {type(data).__name__}")
     return data

@@ -60,6 +60,25 @@ def test_malformed_json_is_one_line(tmp_path, capsys, monkeypatch, command, text
     _one_line_error(capsys, cli([*command, str(cfg)]), "config.json", needle)
 
 
+@pytest.mark.parametrize("limit", [None, 20000])
+def test_the_depth_limit_does_not_depend_on_the_recursion_limit(tmp_path, capsys, limit):
+    """A config 65 levels deep is refused and one 64 deep read, whatever ``sys.setrecursionlimit`` the process
+    has (Hypothesis raises it while it runs: under xdist the verdict once depended on the tests run before)."""
+    import sys
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit or old)
+    try:
+        cfg = tmp_path / "config.json"
+        for levels, rc in ((64, 0), (65, 2), (3000, 2)):
+            cfg.write_text(json.dumps(LLAMA)[:-1] + ', "x": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}")
+            got = cli(["config", "import", str(cfg)])
+            err = capsys.readouterr().err
+            assert got == rc, (levels, err)
+            assert rc == 0 or "nested deeper than 64 levels" in err, err
+    finally:
+        sys.setrecursionlimit(old)
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 @pytest.mark.parametrize("model_type", [5, None, ["llama"], {"a": 1}, True])
 def test_model_type_that_is_not_a_string(tmp_path, capsys, monkeypatch, command, model_type):
