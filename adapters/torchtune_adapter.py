@@ -46,7 +46,9 @@ Caches: torchtune precomputes cos/sin for ``max_seq_len`` positions and indexes 
 ``input_pos`` (no range check, no automatic growth although the docstrings promise it).  The
 module is built with torchtune's default ``max_seq_len`` 4096 (Llama 3.1 builders use the
 config's length), and the wrapper calls the module's own ``build_rope_cache(n)`` whenever a
-call needs more rows -- what a model configured with a longer ``max_seq_len`` holds.
+call needs more rows -- what a model configured with a longer ``max_seq_len`` holds.  Like a model, the
+adapter builds a module once per set of construction arguments and reuses it (``_module``: the last 16, at most
+1 GiB of cache; kept for one run).
 
 Dtype policy (ROPE-PRECISION): torchtune's recipes build models under
 ``set_default_dtype(dtype)``; the rotary modules ignore the default dtype (``theta`` and the
@@ -92,6 +94,10 @@ TORCHTUNE_MAX_CACHE_ROWS = 2**21
 #: The longest sequence the wrapper builds torchtune's T5 encoder bucket buffer for (int64 ``[L, L]``: 0.5 GiB
 #: at 8208, the generated cases' longest distance 2 * 4096 + 8 included; distances 2**20 would need 8 TiB).
 TORCHTUNE_MAX_T5_LENGTH = 2**13 + 16
+#: How many built rotary modules an adapter keeps for the next prepared rope with the same arguments
+#: (:meth:`TorchtuneAdapter._module`), and the most float32 cache bytes they may hold together.
+MODULES_KEPT = 16
+MODULES_KEPT_BYTES = 2**30
 #: The rope_types torchtune 0.6.1 implements (``Llama3ScaledRoPE`` for llama3).
 _ROPE_TYPES = ("default", "llama3")
 
@@ -204,25 +210,47 @@ class TorchtuneAdapter(Adapter):
     def rope(self, params, *, dtype, device):
         """ROPE-*, SCALE-LLAMA3: the torchtune module for the pairing and rope_type."""
         _check_expressible(params)
-        D, theta, n = params.head_dim, float(params.rope_theta), TORCHTUNE_MAX_SEQ_LEN
-        with torch.device(device):
-            if params.rope_type == "llama3":
-                m = Llama3ScaledRoPE(dim=D, max_seq_len=n, base=theta, scale_factor=float(params.factor),
-                                     low_freq_factor=float(params.low_freq_factor),
-                                     high_freq_factor=float(params.high_freq_factor),
-                                     old_context_len=int(params.original_max_position_embeddings))
-                half, applies = False, params.pairing == "interleaved"
-            elif params.pairing == "half":
-                m = self.half_module(dim=D, max_seq_len=n, base=theta)
-                half, applies = True, True
-            else:
-                m = RotaryPositionalEmbeddings(dim=D, max_seq_len=n, base=theta)
-                half, applies = False, params.pairing == "interleaved"
+        D, theta = params.head_dim, float(params.rope_theta)
+        if params.rope_type == "llama3":
+            cls, kw = Llama3ScaledRoPE, dict(scale_factor=float(params.factor),
+                                             low_freq_factor=float(params.low_freq_factor),
+                                             high_freq_factor=float(params.high_freq_factor),
+                                             old_context_len=int(params.original_max_position_embeddings))
+            half, applies = False, params.pairing == "interleaved"
+        elif params.pairing == "half":
+            cls, kw, half, applies = self.half_module, {}, True, True
+        else:
+            cls, kw, half, applies = RotaryPositionalEmbeddings, {}, False, params.pairing == "interleaved"
+        m = self._module(cls, device, dim=D, base=theta, **kw)
         if m.theta.shape[-1] * 2 != D:
             raise AdapterError(f"torchtune: {type(m).__name__} built {m.theta.shape[-1]} frequencies, "
                                f"expected {D // 2}")
         r = _TorchtuneRope(m, params, DTYPES[dtype], half, applies, DTYPES[tables_at(self, dtype)])
         return for_rotation(r, params, "torchtune's rotary modules")
+
+    def _module(self, cls: type, device: str, **kw) -> nn.Module:
+        """``cls(max_seq_len=TORCHTUNE_MAX_SEQ_LEN, **kw)`` on ``device``: the one this adapter built with these
+        arguments, if it still holds it (:data:`MODULES_KEPT`), else a new one.
+
+        A model builds its rotary module once and calls it at every layer and step; built per prepared rope,
+        torchtune's cache of 2**20 positions (``rope-offset-past-2-20``) took four fifths of this column's time.
+        Sharing is sound because torchtune's forward reads the module and never writes it, and a cache row
+        does not depend on how many rows were built (``build_rope_cache(n)``: row p from p alone), so a
+        module grown by one case gives the next the values a fresh one would.  The modules are kept on the
+        adapter instance: one run (a library patched between runs gets new modules).
+        """
+        key = (cls, str(device), tuple(sorted(kw.items())))
+        kept = self.__dict__.setdefault("_modules", {})
+        m = kept.pop(key, None)
+        if m is None:
+            with torch.device(device):
+                m = cls(max_seq_len=TORCHTUNE_MAX_SEQ_LEN, **kw)
+        kept[key] = m  # most recently used last
+        while len(kept) > MODULES_KEPT:  # the cheapest to build again (fewest cache rows) goes first
+            del kept[min(list(kept)[:-1], key=lambda k: kept[k].cache.shape[0])]
+        while sum(v.cache.numel() for v in kept.values()) * 4 > MODULES_KEPT_BYTES and len(kept) > 1:
+            del kept[next(iter(kept))]  # over the memory bound: the least recently used goes
+        return m
 
     def rope_apply_with_cos_sin(self, q, k, cos, sin, params):
         raise Unsupported("torchtune has no rotation with given cos/sin: its rotary modules read only their own "

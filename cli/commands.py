@@ -93,10 +93,9 @@ def mutants_resolve(spec) -> None:
 
 def expectations(a) -> int:
     """``posenc expectations convert`` / ``init``: 0 on success, 2 on a file or report error."""
-    import json as _json
-
     from posenc.conformance import expectation_drafts as drafts
     from posenc.conformance import expectations as exp
+    from posenc.spec.files import loads_json
     try:
         if a.cmd == "convert":
             for f in a.files:
@@ -105,14 +104,14 @@ def expectations(a) -> int:
                       f"{f}: {counts[0]} line(s) of format 1 -> {counts[1]} line(s) of format {exp.FORMAT}")
             return 0
         try:
-            report = _json.loads(Path(a.from_report).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
+            report = loads_json(Path(a.from_report).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:  # TooDeep too: a report nests a few levels
             raise exp.ExpectationError(f"{a.from_report}: {e}") from None
         try:
             text, n = drafts.draft_from_report(report)
             left = drafts.left_out_of_draft(report)
-        except exp.ExpectationError:
-            raise
+        except exp.ExpectationError as e:  # named with the report's path, as every other error of it
+            raise exp.ExpectationError(f"{a.from_report}: {e}") from None
         except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:  # a record of another shape
             raise exp.ExpectationError(f"{a.from_report}: not a --report-json report this kit can read "
                                        f"({type(e).__name__}: {e})") from None

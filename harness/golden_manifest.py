@@ -43,6 +43,7 @@ from typing import Annotated, Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, ValidationError, field_validator
 
 from posenc.spec.errors import GoldenError
+from posenc.spec.files import TooDeep, loads_json
 
 #: The most bytes a golden manifest may have (the kit's is about 0.5 MB).
 MANIFEST_LIMIT = 64 << 20
@@ -133,6 +134,8 @@ def manifest(path: Path, text: str) -> dict:
         raise GoldenError(f"{path}: not valid JSON: {e}") from None
     except DuplicateKey as e:
         raise GoldenError(f"{path}: {e}") from None
+    except TooDeep as e:  # a manifest is an object of a few levels
+        raise GoldenError(f"{path}: not a golden manifest: its JSON is {e}") from None
     if not isinstance(raw, dict):
         raise GoldenError(f"{path}: not a JSON object (a {type(raw).__name__})")
     try:
@@ -208,7 +211,7 @@ def loads_strict(text: str) -> Any:
     """``json.loads`` refusing a key written twice in one object, at any depth (:class:`DuplicateKey`, naming
     the key and its lines; the lines are found by a second, position-keeping pass, only then)."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return loads_json(text, object_pairs_hook=_no_duplicates)
     except DuplicateKey as e:
         raise _located(text) or e from None
 

@@ -250,10 +250,10 @@ def _environment(op, params, x: dict[str, Any], dtype: str, device: str) -> tupl
     return env, {t for t in op.args + op.kwargs + op.call_args + op.call_kwargs} | set(weights)
 
 
-def _prepare(adapter: Adapter, op, params, x: dict[str, Any], dtype: str, device: str):
-    """The adapter's ``op.method`` called with the operation's ``args`` / ``kwargs``: the result, or the prepared
-    object whose ``op.call`` the calls make.  An undefined operation is unsupported (``Adapter.__getattr__``)."""
-    env, named = _environment(op, params, x, dtype, device)
+def _prepare(adapter: Adapter, op, x: dict[str, Any], env: dict[str, Any], named: set[str]):
+    """The adapter's ``op.method`` called with the operation's ``args`` / ``kwargs`` (read from ``x`` and ``env``,
+    :func:`_environment`): the result, or the prepared object whose ``op.call`` the calls make.  An undefined
+    operation is unsupported (``Adapter.__getattr__``)."""
     args, kwargs = _arguments(op.args, op.kwargs, x, env, named)
     return getattr(adapter, op.method)(*args, **kwargs)
 
@@ -268,7 +268,7 @@ def call_op(adapter: Adapter, op_name: str, params, x: dict[str, Any], dtype: st
     """
     op = registry.operation(op_name)
     env, named = _environment(op, params, x, dtype, device)
-    target = _prepare(adapter, op, params, x, dtype, device) if prepared is None else prepared
+    target = _prepare(adapter, op, x, env, named) if prepared is None else prepared
     if op.call is None:
         raw = _returned(adapter, op, target)
     else:
@@ -444,7 +444,7 @@ def run_steps_unshaped(adapter: Adapter, op: str, params, steps: list[dict[str, 
     decl = registry.operation(op)
     if decl.call in (None, "()") or not steps:
         raise KeyError(f"{op} has no prepared object to call step by step")
-    prepared = _prepare(adapter, decl, params.model_copy(deep=True), steps[0], dtype, device)
+    prepared = _prepare(adapter, decl, steps[0], *_environment(decl, params.model_copy(deep=True), steps[0], dtype, device))
     return [run_op_unshaped(adapter, op, params, x, dtype, device, prepared) for x in steps]
 
 

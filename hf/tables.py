@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from posenc.spec.errors import SpecError
-from posenc.spec.files import NotRegularFile, read_regular
+from posenc.spec.files import JSON_DEPTH, NotRegularFile, TooDeep, loads_json, read_regular
 
 if TYPE_CHECKING:
     from posenc.hf.mrope import MRopeRule
@@ -183,24 +183,8 @@ def _named_errors(fn):
 
 #: a config.json is a few kilobytes; a bigger file is not read
 CONFIG_LIMIT = 16 * 1024 * 1024
-#: a config.json is an object of a few levels; deeper JSON is refused, whatever recursion limit the process
-#: has (Hypothesis, for one, raises ``sys.setrecursionlimit`` while it runs: the verdict must not depend on it)
-CONFIG_DEPTH = 64
-
-
-_TOO_DEEP = object()  # json.loads ran out of the interpreter's recursion limit
-
-
-def _too_deep(data) -> bool:
-    """True when ``data`` (parsed JSON) nests dicts and lists more than :data:`CONFIG_DEPTH` levels; iterative."""
-    stack = [(data, 1)]
-    while stack:
-        x, depth = stack.pop()
-        if isinstance(x, (dict, list)):
-            if depth > CONFIG_DEPTH:
-                return True
-            stack.extend((v, depth + 1) for v in (x.values() if isinstance(x, dict) else x))
-    return False
+#: a config.json is an object of a few levels; deeper JSON is refused (:func:`posenc.spec.files.loads_json`)
+CONFIG_DEPTH = JSON_DEPTH
 
 
 def read_config(config: Union[dict, str, Path]) -> dict:
@@ -211,16 +195,13 @@ def read_config(config: Union[dict, str, Path]) -> dict:
         return config
     path = Path(config)
     try:  # a regular file of at most CONFIG_LIMIT bytes: never a FIFO (a hang) nor /dev/zero (memory)
-        data = json.loads(read_regular(path, CONFIG_LIMIT, "config").decode("utf-8-sig"))  # a byte-order mark is fine
+        data = loads_json(read_regular(path, CONFIG_LIMIT, "config").decode("utf-8-sig"))  # a byte-order mark is fine
     except NotRegularFile as e:
         raise SpecError(f"{path}: cannot read a JSON config: {e}") from None
+    except TooDeep as e:
+        raise SpecError(f"{path}: cannot read a JSON config: {e} (a config.json is an object of a few levels)") from None
     except (OSError, ValueError) as e:
         raise SpecError(f"{path}: cannot read a JSON config: {' '.join(str(e).split())}") from None
-    except RecursionError:
-        data = _TOO_DEEP
-    if data is _TOO_DEEP or _too_deep(data):
-        raise SpecError(f"{path}: cannot read a JSON config: nested deeper than {CONFIG_DEPTH} levels "
-                        f"(a config.json is an object of a few levels)")
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object (a config.json), got {type(data).__name__}")
     return data

@@ -471,3 +471,20 @@ def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
     with pytest.raises(yaml.YAMLError, match="alias bomb"):  # refused from the node graph, never expanded
         read_yaml("\n".join(lines))
     assert read_yaml("a: &x [1, 2]\nb: *x\n") == {"a": [1, 2], "b": [1, 2]}  # an alias or two: read as before
+
+
+@pytest.mark.parametrize("text, says", [
+    ("[" * 100000 + "]" * 100000, "nested deeper than 64 levels"),
+    ('{"results": ' + "[" * 70 + "]" * 70 + "}", "nested deeper than 64 levels"),
+    ('{"results": [', "Expecting value"),
+    ('{"results": 3}', "not a --report-json report"),
+])
+def test_init_names_a_report_it_cannot_read_never_a_traceback(tmp_path, capsys, text, says):
+    """``posenc expectations init --from-report``: malformed, too deeply nested (at any recursion limit: a
+    RecursionError out of the JSON reader used to escape) or foreign JSON is exit status 2 naming the file."""
+    from posenc import cli
+    report = tmp_path / "report.json"
+    report.write_text(text)
+    assert cli.main(["expectations", "init", "--from-report", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert str(report) in err and says in err, err

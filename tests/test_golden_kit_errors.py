@@ -353,3 +353,24 @@ def test_the_strict_json_reader_names_the_duplicate(text, says):
         gm.loads_strict(text)
     assert str(ei.value).startswith(says), str(ei.value)
     assert gm.loads_strict('{"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]}') == {"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]}
+
+
+@pytest.mark.parametrize("limit", [1000, 50000])
+@pytest.mark.parametrize("depth", [65, 3000, 200000])
+def test_a_manifest_nested_too_deep_is_named_whatever_the_recursion_limit(folder, limit, depth):
+    """A tampered manifest nested deeper than any manifest is (64 levels, ``posenc.spec.files.JSON_DEPTH``) is a
+    GoldenError naming the file -- never a RecursionError out of the JSON reader, and never read at one recursion
+    limit (Hypothesis raises it while it runs) and refused at another; 64 levels still read."""
+    import sys
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        (folder / "manifest.json").write_text('{"format": ' + "[" * depth + "]" * depth + "}")
+        with pytest.raises(GoldenError, match=r"manifest.json: not a golden manifest: its JSON is nested deeper "
+                                              r"than 64 levels"):
+            golden.read_manifest(folder)
+        assert golden.check(folder) == [str(pytest.raises(GoldenError, golden.read_manifest, folder).value)]
+        assert gm.loads_strict('{"a": ' + "[" * 63 + "]" * 63 + "}") == {"a": json.loads("[" * 63 + "]" * 63)}
+    finally:
+        sys.setrecursionlimit(old)

@@ -89,3 +89,54 @@ def test_cache_growth_uses_torchtune(monkeypatch):
     assert calls == [] and op.m.cache.shape[0] == 4096
     cos, _ = op.cos_sin(torch.tensor([[4095, 9000]]))
     assert calls == [9001] and op.m.cache.shape[0] == 9001 and cos.shape == (1, 2, 4)
+
+
+@pytest.mark.parametrize("cls,pairing,rope_type", [(RotaryPositionalEmbeddings, "interleaved", "default"),
+                                                   (Qwen2RotaryPositionalEmbeddings, "half", "default"),
+                                                   (Llama3ScaledRoPE, "interleaved", "llama3")])
+def test_a_module_is_shared_within_a_run_and_grown_rows_equal_fresh_ones(cls, pairing, rope_type):
+    """One adapter (one run) builds a rotary module once per set of construction arguments, as a model does:
+    a second prepared rope with the same arguments gets it, grown cache and all; other arguments or another
+    adapter instance (another run) get a new one.  Sharing is sound only if a row of torchtune's cache does not
+    depend on how many rows were built: checked here on the library's own build_rope_cache."""
+    import torch
+
+    from posenc.adapters.torchtune_adapter import ADAPTER
+    from posenc.spec.models import RopeParams
+
+    extra = dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=64) \
+        if rope_type == "llama3" else {}
+    p = RopeParams(head_dim=16, rope_theta=500000.0, pairing=pairing, rope_type=rope_type, **extra)
+    a = ADAPTER()
+    first = a.rope(p, dtype="float32", device="cpu")
+    assert type(first.m) is cls
+    first.cos_sin(torch.tensor([[9000]]))  # grows the cache past 4096 rows
+    second = a.rope(p, dtype="bfloat16", device="cpu")
+    assert second.m is first.m and second.m.cache.shape[0] == 9001
+    other = a.rope(p.model_copy(update={"rope_theta": 10000.0}), dtype="float32", device="cpu")
+    assert other.m is not first.m
+    fresh = ADAPTER().rope(p, dtype="float32", device="cpu")
+    assert fresh.m is not first.m and fresh.m.cache.shape[0] == 4096
+    pos = torch.tensor([[0, 1, 77, 4095]])
+    for got, want in zip(second.cos_sin(pos), fresh.cos_sin(pos)):
+        assert torch.equal(got, want)
+
+
+def test_kept_modules_are_bounded(monkeypatch):
+    """At most MODULES_KEPT modules and MODULES_KEPT_BYTES of cache are kept; the big one outlives small ones."""
+    import torch
+
+    import posenc.adapters.torchtune_adapter as tt
+    from posenc.spec.models import RopeParams
+
+    monkeypatch.setattr(tt, "MODULES_KEPT", 3)
+    a = tt.ADAPTER()
+    big = a.rope(RopeParams(head_dim=8, rope_theta=10000.0, pairing="interleaved"), dtype="float32", device="cpu")
+    big.cos_sin(torch.tensor([[20000]]))
+    for theta in (1e3, 2e3, 3e3, 4e3):
+        a.rope(RopeParams(head_dim=8, rope_theta=theta, pairing="interleaved"), dtype="float32", device="cpu")
+    assert len(a._modules) == 3 and any(m is big.m for m in a._modules.values())
+    monkeypatch.setattr(tt, "MODULES_KEPT_BYTES", 4096 * 8 * 4 * 2)  # room for two default-size caches
+    a.rope(RopeParams(head_dim=8, rope_theta=5e3, pairing="interleaved"), dtype="float32", device="cpu")
+    assert sum(m.cache.numel() for m in a._modules.values()) * 4 <= tt.MODULES_KEPT_BYTES
+    assert not any(m is big.m for m in a._modules.values())

@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from posenc.spec.files import loads_json
 from posenc.tools import model_matrix
 from posenc.tools.matrix import JSON_NAME
 
@@ -85,8 +86,8 @@ def _summarise(impl: str, dtypes: dict, divs) -> ImplementationStatus:
 @lru_cache(maxsize=4)
 def _load(path: Path) -> Optional[dict]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return loads_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # TooDeep too: a matrix nests a few levels
         return None
 
 
