@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from posenc.spec.errors import SpecError
-from posenc.spec.files import JSON_DEPTH, NotRegularFile, TooDeep, loads_json, read_regular
+from posenc.spec.files import NotRegularFile, TooDeep, loads_json, read_regular
 
 if TYPE_CHECKING:
     from posenc.hf.mrope import MRopeRule
@@ -183,14 +183,10 @@ def _named_errors(fn):
 
 #: a config.json is a few kilobytes; a bigger file is not read
 CONFIG_LIMIT = 16 * 1024 * 1024
-#: a config.json is an object of a few levels; deeper JSON is refused (:func:`posenc.spec.files.loads_json`)
-CONFIG_DEPTH = JSON_DEPTH
-
-
 def read_config(config: Union[dict, str, Path]) -> dict:
     """A ``config.json`` as a dict (a dict is returned as is).  :class:`SpecError` names an unreadable
-    file, malformed JSON (where), JSON nested deeper than Python's reader goes, or a file that is not
-    one JSON object."""
+    file, malformed JSON (where), JSON nested deeper than 64 levels (``spec.files.JSON_DEPTH``), or a
+    file that is not one JSON object."""
     if isinstance(config, dict):
         return config
     path = Path(config)
