@@ -47,8 +47,8 @@ Caches: torchtune precomputes cos/sin for ``max_seq_len`` positions and indexes 
 module is built with torchtune's default ``max_seq_len`` 4096 (Llama 3.1 builders use the
 config's length), and the wrapper calls the module's own ``build_rope_cache(n)`` whenever a
 call needs more rows -- what a model configured with a longer ``max_seq_len`` holds.  Like a model, the
-adapter builds a module once per set of construction arguments and reuses it (``_module``: the last 16, at most
-1 GiB of cache; kept for one run).
+adapter builds a module once per set of construction arguments and reuses it (``_module``: at most 16 modules, and
+besides the one in use at most 1 GiB of cache; kept by the adapter instance, one per run).
 
 Dtype policy (ROPE-PRECISION): torchtune's recipes build models under
 ``set_default_dtype(dtype)``; the rotary modules ignore the default dtype (``theta`` and the
@@ -95,7 +95,8 @@ TORCHTUNE_MAX_CACHE_ROWS = 2**21
 #: at 8208, the generated cases' longest distance 2 * 4096 + 8 included; distances 2**20 would need 8 TiB).
 TORCHTUNE_MAX_T5_LENGTH = 2**13 + 16
 #: How many built rotary modules an adapter keeps for the next prepared rope with the same arguments
-#: (:meth:`TorchtuneAdapter._module`), and the most float32 cache bytes they may hold together.
+#: (:meth:`TorchtuneAdapter._module`), and the most float32 cache bytes the kept ones other than the one just
+#: handed out may hold (that one grows as its calls need, up to TORCHTUNE_MAX_CACHE_ROWS).
 MODULES_KEPT = 16
 MODULES_KEPT_BYTES = 2**30
 #: The rope_types torchtune 0.6.1 implements (``Llama3ScaledRoPE`` for llama3).
@@ -131,6 +132,9 @@ class _TorchtuneRope:
 
     def _grow(self, position_ids) -> None:
         """Make the cache cover every position, with torchtune's own ``build_rope_cache``."""
+        if position_ids.numel() and int(position_ids.min()) < 0:  # torch would read the cache from its end
+            raise Unsupported(f"position {int(position_ids.min())}: torchtune indexes its cache with input_pos, and a "
+                              "negative one reads a row from the cache's end, which depends on how many rows were built")
         need = int(position_ids.max()) + 1 if position_ids.numel() else 1
         if need > TORCHTUNE_MAX_CACHE_ROWS:
             raise Unsupported(f"position {need - 1}: torchtune's rotary modules read a precomputed cache of every "
@@ -140,8 +144,9 @@ class _TorchtuneRope:
             self.m.build_rope_cache(need)
 
     def inv_freq(self):
-        """ROPE-INV-FREQ, SCALE-LLAMA3: the module's float32 ``theta`` buffer."""
-        return self.m.theta, 1.0
+        """ROPE-INV-FREQ, SCALE-LLAMA3: the module's float32 ``theta`` buffer (a copy: the module serves later
+        cases of the run, ``TorchtuneAdapter._module``)."""
+        return self.m.theta.clone(), 1.0
 
     @torch.no_grad()
     def cos_sin(self, position_ids):
@@ -248,7 +253,7 @@ class TorchtuneAdapter(Adapter):
         kept[key] = m  # most recently used last
         while len(kept) > MODULES_KEPT:  # the cheapest to build again (fewest cache rows) goes first
             del kept[min(list(kept)[:-1], key=lambda k: kept[k].cache.shape[0])]
-        while sum(v.cache.numel() for v in kept.values()) * 4 > MODULES_KEPT_BYTES and len(kept) > 1:
+        while sum(v.cache.numel() for v in list(kept.values())[:-1]) * 4 > MODULES_KEPT_BYTES:
             del kept[next(iter(kept))]  # over the memory bound: the least recently used goes
         return m
 

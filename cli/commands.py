@@ -14,6 +14,10 @@ from posenc.harness import golden
 from posenc.spec import SCHEMA_PATH, json_schema_text
 from posenc.spec.errors import PosencError, SpecError, exception_text
 
+#: The most bytes of a --report-json report ``posenc expectations init --from-report`` reads (far above what a run
+#: writes); a bigger file, a FIFO or a device is refused, never read
+REPORT_LIMIT = 1 << 30
+
 
 def model_check(a) -> int:
     """``posenc model-check CONFIG``: ``pytest conformance --model CONFIG`` in a fresh process, then a
@@ -95,7 +99,7 @@ def expectations(a) -> int:
     """``posenc expectations convert`` / ``init``: 0 on success, 2 on a file or report error."""
     from posenc.conformance import expectation_drafts as drafts
     from posenc.conformance import expectations as exp
-    from posenc.spec.files import loads_json
+    from posenc.spec.files import loads_json, read_regular
     try:
         if a.cmd == "convert":
             for f in a.files:
@@ -104,8 +108,8 @@ def expectations(a) -> int:
                       f"{f}: {counts[0]} line(s) of format 1 -> {counts[1]} line(s) of format {exp.FORMAT}")
             return 0
         try:
-            report = loads_json(Path(a.from_report).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:  # TooDeep too: a report nests a few levels
+            report = loads_json(read_regular(a.from_report, REPORT_LIMIT, "report").decode("utf-8-sig"))
+        except (OSError, ValueError) as e:  # a FIFO or a device (never opened blocking), malformed, nested too deep
             raise exp.ExpectationError(f"{a.from_report}: {e}") from None
         try:
             text, n = drafts.draft_from_report(report)

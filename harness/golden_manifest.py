@@ -29,9 +29,11 @@ through; a reader sees the old file or the new one, never half of one).
 
 from __future__ import annotations
 
+import bisect
 import io
 import json
 import os
+import re
 import stat
 import tempfile
 import zipfile
@@ -221,12 +223,15 @@ def _located(text: str) -> Optional[DuplicateKey]:
     def skip(s: str, i: int) -> int:
         return WHITESPACE.match(s, i).end()
 
+    newlines = [m.start() for m in re.finditer("\n", text)]
+
     def parse_object(s_and_end, strict, scan_once, *_):
         s, end = s_and_end
         seen: dict[str, tuple[int, int]] = {}
         end = skip(s, end)
         while s[end] != "}":
-            at = (s.count("\n", 0, end) + 1, end - s.rfind("\n", 0, end))  # 1-based line and column
+            line = bisect.bisect_left(newlines, end)  # newlines before ``end``: linear in the text, not quadratic
+            at = (line + 1, end - (newlines[line - 1] if line else -1))  # 1-based line and column
             key, end = scanstring(s, end + 1, strict)
             if key in seen:
                 raise DuplicateKey(key, at, seen[key])

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any, Union
+
+import numpy as np
 
 #: The JSON the kit reads from files a user names or could tamper with (a config.json, a golden manifest) nests a
 #: few levels; deeper is refused at this depth, whatever recursion limit the process has (Hypothesis, for one,
@@ -45,18 +48,30 @@ class TooDeep(ValueError):
 
 
 def loads_json(text: Union[str, bytes], depth: int = JSON_DEPTH, **kwargs) -> Any:
-    """``json.loads(text, **kwargs)``, refusing JSON nested more than ``depth`` levels (:class:`TooDeep`), also
-    where the reader runs out of the interpreter's recursion limit first; the depth is counted iteratively after
-    the parse.  ``json.JSONDecodeError`` (a ``ValueError``) for malformed JSON, as ``json.loads``."""
-    try:
-        data = json.loads(text, **kwargs)
-    except RecursionError:
-        raise TooDeep(f"nested deeper than {depth} levels") from None
-    stack = [(data, 1)]
-    while stack:
-        x, level = stack.pop()
-        if isinstance(x, (dict, list)):
-            if level > depth:
-                raise TooDeep(f"nested deeper than {depth} levels")
-            stack.extend((v, level + 1) for v in (x.values() if isinstance(x, dict) else x))
-    return data
+    """``json.loads(text, **kwargs)``, refusing JSON nested more than ``depth`` levels (:class:`TooDeep`).
+
+    The depth is counted on the text before it is parsed (the brackets outside strings, without recursion), so
+    ``json.loads`` never meets deeper nesting: its C reader recurses once per level, and a deep document either
+    exhausts the interpreter's recursion limit (which Hypothesis, for one, raises while it runs) or, under a very
+    high limit, overflows the C stack.  ``json.JSONDecodeError`` (a ``ValueError``) for malformed JSON, as
+    ``json.loads``."""
+    if nesting_depth(text) > depth:
+        raise TooDeep(f"nested deeper than {depth} levels")
+    return json.loads(text, **kwargs)
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # a JSON string, escapes included (unrolled: linear)
+
+
+def nesting_depth(text: Union[str, bytes]) -> int:
+    """The deepest nesting of ``[`` / ``{`` in JSON ``text``, strings left out (an unbalanced or malformed text
+    gives some count; ``json.loads`` then reports what is wrong).  Linear, no recursion."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    bare = _STRING.sub("", text)
+    level = np.cumsum(_STEP[np.frombuffer(bare.encode("ascii", "ignore"), np.uint8)], dtype=np.int64)
+    return int(level.max()) if level.size else 0
+
+
+_STEP = np.zeros(256, np.int8)  # +1 for an opening bracket, -1 for a closing one, by byte
+_STEP[[ord("["), ord("{")]], _STEP[[ord("]"), ord("}")]] = 1, -1

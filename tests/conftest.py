@@ -72,6 +72,7 @@ def _chunk_sizes(n_items: int, workers: int) -> list[int]:
     return sizes
 
 
+@pytest.hookimpl(trylast=True)  # after -k / -m deselection, so that the chunks are those xdist hands out
 def pytest_collection_modifyitems(config, items):
     """Order only, for xdist's balance: every worker's first chunk starts with its share of the tests of
     :data:`HEAVY_FIRST` (every n-th of them, n the worker count) and ends with short tests.
@@ -85,7 +86,8 @@ def pytest_collection_modifyitems(config, items):
     rank = {name: k for k, name in enumerate(HEAVY_FIRST)}
     heavy = sorted((it for it in items if it.path.name in rank), key=lambda it: rank[it.path.name])
     light = [it for it in items if it.path.name not in rank]
-    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")  # xdist sets it in its workers, always a number
+    workers = max(1, int(count)) if count.isdigit() else 1
     ordered = []
     for w, size in enumerate(_chunk_sizes(len(items), workers)):
         share = heavy[w::workers]

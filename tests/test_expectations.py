@@ -488,3 +488,14 @@ def test_init_names_a_report_it_cannot_read_never_a_traceback(tmp_path, capsys, 
     assert cli.main(["expectations", "init", "--from-report", str(report)]) == 2
     err = capsys.readouterr().err
     assert str(report) in err and says in err, err
+
+
+@pytest.mark.timeout(30)  # a blocking read of the FIFO would hang
+def test_init_never_reads_a_fifo_as_a_report(tmp_path, capsys):
+    import os
+    from posenc import cli
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    assert cli.main(["expectations", "init", "--from-report", str(fifo)]) == 2
+    err = capsys.readouterr().err
+    assert str(fifo) in err and "not a regular file" in err, err

@@ -374,3 +374,11 @@ def test_a_manifest_nested_too_deep_is_named_whatever_the_recursion_limit(folder
         assert gm.loads_strict('{"a": ' + "[" * 63 + "]" * 63 + "}") == {"a": json.loads("[" * 63 + "]" * 63)}
     finally:
         sys.setrecursionlimit(old)
+
+
+def test_a_duplicate_key_in_a_long_manifest_is_located():
+    """Lines and columns far into a long manifest (the line search was quadratic in the text -- 80,000 keys took
+    half a minute -- and is a binary search over the newlines now; its speed is not asserted here)."""
+    body = ",\n".join(f'  "k{i}": {i}' for i in range(100000))
+    with pytest.raises(gm.DuplicateKey, match=r"line 100002 column 3: duplicate key 'k5' \(first at line 7 column 3\)"):
+        gm.loads_strict("{\n" + body + ',\n  "k5": 1\n}')

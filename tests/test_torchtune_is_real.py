@@ -123,7 +123,8 @@ def test_a_module_is_shared_within_a_run_and_grown_rows_equal_fresh_ones(cls, pa
 
 
 def test_kept_modules_are_bounded(monkeypatch):
-    """At most MODULES_KEPT modules and MODULES_KEPT_BYTES of cache are kept; the big one outlives small ones."""
+    """At most MODULES_KEPT modules are kept, and besides the one just handed out MODULES_KEPT_BYTES of cache; the
+    big one outlives small ones."""
     import torch
 
     import posenc.adapters.torchtune_adapter as tt
@@ -138,5 +139,28 @@ def test_kept_modules_are_bounded(monkeypatch):
     assert len(a._modules) == 3 and any(m is big.m for m in a._modules.values())
     monkeypatch.setattr(tt, "MODULES_KEPT_BYTES", 4096 * 8 * 4 * 2)  # room for two default-size caches
     a.rope(RopeParams(head_dim=8, rope_theta=5e3, pairing="interleaved"), dtype="float32", device="cpu")
-    assert sum(m.cache.numel() for m in a._modules.values()) * 4 <= tt.MODULES_KEPT_BYTES
+    newest = a.rope(RopeParams(head_dim=8, rope_theta=6e3, pairing="interleaved"), dtype="float32", device="cpu")
+    newest.cos_sin(torch.tensor([[30000]]))  # the module in use grows past the bound
+    assert newest.m is list(a._modules.values())[-1]
+    assert sum(m.cache.numel() for m in list(a._modules.values())[:-1]) * 4 <= tt.MODULES_KEPT_BYTES
     assert not any(m is big.m for m in a._modules.values())
+    a.rope(RopeParams(head_dim=8, rope_theta=7e3, pairing="interleaved"), dtype="float32", device="cpu")
+    assert not any(m is newest.m for m in a._modules.values())  # no longer in use: over the bound, gone
+
+
+def test_a_shared_module_hands_out_copies_and_refuses_negative_positions():
+    """What a case gets cannot change the module later cases share: inv_freq is a copy of torchtune's ``theta``;
+    a negative position (torch reads it from the cache's end, whose length earlier cases set) is unsupported."""
+    import torch
+
+    from posenc.adapters.torchtune_adapter import ADAPTER
+    from posenc.spec.errors import Unsupported
+    from posenc.spec.models import RopeParams
+
+    a, p = ADAPTER(), RopeParams(head_dim=8, rope_theta=10000.0, pairing="interleaved")
+    w, _ = a.rope(p, dtype="float32", device="cpu").inv_freq()
+    w.mul_(0)
+    again = a.rope(p, dtype="float32", device="cpu")
+    assert torch.equal(again.inv_freq()[0], ADAPTER().rope(p, dtype="float32", device="cpu").inv_freq()[0])
+    with pytest.raises(Unsupported, match="position -1: torchtune indexes its cache"):
+        again.cos_sin(torch.tensor([[3, -1]]))

@@ -20,12 +20,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from posenc.spec.files import loads_json
+from posenc.spec.files import loads_json, read_regular
 from posenc.tools import model_matrix
 from posenc.tools.matrix import JSON_NAME
 
 #: the distribution whose checkout holds the committed matrices, and the variable that names another folder
 DISTRIBUTION = "posenc-conformance"
+#: The most bytes of a committed matrix this module reads (the conformance matrix is about 1 MB)
+MATRIX_LIMIT = 256 << 20
 MATRICES_VAR = "POSENC_MATRICES"
 
 #: verdict words, worst first: the summary of a clause across dtypes is its worst cell
@@ -86,8 +88,8 @@ def _summarise(impl: str, dtypes: dict, divs) -> ImplementationStatus:
 @lru_cache(maxsize=4)
 def _load(path: Path) -> Optional[dict]:
     try:
-        return loads_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # TooDeep too: a matrix nests a few levels
+        return loads_json(read_regular(path, MATRIX_LIMIT, "matrix").decode("utf-8-sig"))
+    except (OSError, ValueError):  # not a regular file, too big, malformed, nested too deep
         return None
 
 
