@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -57,41 +56,15 @@ def fails_naming(run_suite):
     return check
 
 
-#: The files whose tests run the suite in a child run (tens of seconds each; `pytest tests -n 2 --durations=80`).
+#: The files whose tests run the suite in a child run (tens of seconds each; `pytest tests -n 2 --durations=80`):
+#: collected first, so that under `--dist worksteal` (the README's command) the worker that runs out steals
+#: short tests at the end instead of one worker running a long test alone (under `--dist load`, xdist's default,
+#: the first worker's first chunk would hold all of them).
 HEAVY_FIRST = ("test_suite.py", "test_isolation.py", "test_xdist.py", "test_model_suite.py", "test_model_hostile.py",
                "test_model_review.py", "test_model_forms.py", "test_generated_expectations.py")
 
 
-def _chunk_sizes(n_items: int, workers: int) -> list[int]:
-    """The sizes of xdist's first distribution under ``--dist worksteal``: worker k of the idle ones gets
-    ``len(pending) // workers_remaining`` of the collection, in order (``WorkStealingScheduling.check_schedule``)."""
-    sizes, left = [], n_items
-    for k in range(workers):
-        sizes.append(left // (workers - k))
-        left -= sizes[-1]
-    return sizes
-
-
-@pytest.hookimpl(trylast=True)  # after -k / -m deselection, so that the chunks are those xdist hands out
 def pytest_collection_modifyitems(config, items):
-    """Order only, for xdist's balance: every worker's first chunk starts with its share of the tests of
-    :data:`HEAVY_FIRST` (every n-th of them, n the worker count) and ends with short tests.
-
-    Under ``--dist worksteal`` (the README's command) the collection is first cut into n contiguous chunks, one
-    per worker, and a worker that runs out steals the back half of another's queue: heavy tests at the front of
-    every chunk run at once on every worker, and the short ones at the back are what is stolen, so the workers
-    finish together.  (With the heavy tests all in the first chunk, one worker ran them alone while the other
-    stole short tests; under ``--dist load``, xdist's default, the first chunk would hold all of them too.)
-    Without xdist: the heavy tests first, each file's tests in their own order."""
+    """Order only: the tests of :data:`HEAVY_FIRST` first, each file's tests in their own order."""
     rank = {name: k for k, name in enumerate(HEAVY_FIRST)}
-    heavy = sorted((it for it in items if it.path.name in rank), key=lambda it: rank[it.path.name])
-    light = [it for it in items if it.path.name not in rank]
-    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")  # xdist sets it in its workers, always a number
-    workers = max(1, int(count)) if count.isdigit() else 1
-    ordered = []
-    for w, size in enumerate(_chunk_sizes(len(items), workers)):
-        share = heavy[w::workers]
-        fill = max(0, size - len(share))
-        ordered += share + light[:fill]
-        del light[:fill]
-    items[:] = ordered + light
+    items.sort(key=lambda it: rank.get(it.path.name, len(HEAVY_FIRST)))
