@@ -402,14 +402,22 @@ def roberta_from_bert(adapter: Adapter, params, weights, *, dtype: str, device: 
     return call
 
 
+def int32_call_forms(call_forms: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``*_int32`` forms of ``call_forms`` (ROPE-CALL-FORM): positions of another dtype reaching the same
+    kernels, served by both the eager and the compiled column of a port."""
+    return tuple(f for f in call_forms if f.endswith("_int32"))
+
+
 def compiled_call_forms(call_forms: tuple[str, ...]) -> tuple[str, ...]:
-    """The call forms a compiled variant of a port (``jax-jit``, ``tensorflow-function``) serves: the
+    """The call forms the compiled variant of an eager-first port (``tensorflow-function``) serves: the
     ``*_int32`` forms, which trace its compiled kernels with positions of another dtype.  The others
     (offsets, tokens, the token-major layout, packed buffers, the cos/sin caches) are the port's eager glue
     around the same kernels: they are checked in the eager column, and served again under compilation they
-    would only recompile every kernel at new shapes, which the primary form's generated cases already do
-    (ROPE-CALL-FORM; the matrix names the forms each column was checked in)."""
-    return tuple(f for f in call_forms if f.endswith("_int32"))
+    would only retrace every kernel at new shapes, which the primary form's generated cases already do
+    (ROPE-CALL-FORM; the matrix names the forms each column was checked in).  JAX is the other way round
+    (``adapters/jax_adapter.py``): eagerly, every operation compiles at every new shape, so its forms are
+    checked in ``jax-jit`` and its eager column keeps the int32 forms."""
+    return int32_call_forms(call_forms)
 
 
 def family_ports(package: str) -> tuple[type, ...]:

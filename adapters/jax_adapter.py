@@ -47,7 +47,7 @@ import numpy as np  # noqa: E402
 
 from posenc.spec.errors import DegenerateWidth, PositionOutOfRange  # noqa: E402,F401 - re-exported, as before
 
-from .base import Adapter, compiled_call_forms, family_ports, roberta_from_bert  # noqa: E402,F401
+from .base import Adapter, compiled_call_forms, family_ports, int32_call_forms, roberta_from_bert  # noqa: E402,F401
 
 # Re-exports: the port's names, importable from this module as before the split.
 from .jax_port._common import (  # noqa: E402,F401
@@ -82,8 +82,14 @@ class JaxAdapter(*family_ports("posenc.adapters.jax_port"), Adapter):
     def __init__(self, compiled: bool = False):
         self.compiled = compiled
         self.name = "jax-jit" if compiled else "jax"
-        if compiled:  # the forms that reach the compiled kernels with inputs of another kind (int32 positions)
-            self.call_forms = compiled_call_forms(type(self).call_forms)
+        if not compiled:
+            # JAX's forms (offsets, tokens, the token-major layout, packed buffers, the cos/sin caches) are the
+            # port's glue around the same kernels: checked once, in the jax-jit column, where a kernel at the
+            # new shapes a form makes is one XLA compilation, not one per operation as eagerly (the forms took
+            # 135 s eagerly and 57 s compiled at float32, measured in one run); the eager column keeps the int32
+            # forms, which reach its op-by-op kernels with positions of another dtype. (tensorflow's eager column
+            # is the other way round: its compiled variant retraces per shape; adapters.base.compiled_call_forms)
+            self.call_forms = int32_call_forms(type(self).call_forms)
         self.notes = ("kit's own port: fp32 (fp64 for float64) angles and rotation, one rounding to the dtype; "
                       + ("every kernel jax.jit-compiled, positions traced; " if compiled else "eager jax.numpy; ")
                       + "imports set jax_enable_x64=True process-wide")
