@@ -209,8 +209,8 @@ class Worker:
                 stderr=self.log, env=env, cwd=os.getcwd(), start_new_session=True, pass_fds=(watch_r,))
         finally:
             os.close(watch_r)
-        self.reader = wire.Reader(self.proc.stdout.fileno(), self.proc)
-        self.seq = 0
+        reaping.keep_priority(self.proc.pid)  # its own session: its own scheduling group under autogroup
+        self.reader, self.seq = wire.Reader(self.proc.stdout.fileno(), self.proc), 0
         self.gen += 1
         self.released = []
         self.sent = {}  # the new worker's cache starts empty

@@ -527,3 +527,45 @@ def test_an_exception_whose_class_takes_constructor_arguments_keeps_its_message(
     assert r.ret == 1, text[-3000:]
     assert "ROPE-ROTARY-FRACTION: partial_rotary_factor 0.375 of head_dim 8" in text, text[-3000:]
     assert "ValidationError" in text and "__new__() missing" not in text, text[-3000:]
+
+
+# ---- a niced run's worker stays niced ----------------------------------------------------------------------
+
+AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+@pytest.mark.skipif(not (AUTOGROUP.is_file() and AUTOGROUP.read_text().strip() == "1"),
+                    reason="the kernel schedules no autogroups here")
+def test_a_niced_runs_worker_keeps_its_priority(tmp_path):
+    """The adapter's worker leads a session of its own, which autogroup scheduling weights by its group's nice
+    value: a run under ``nice`` gives it its own (measured: CI's matrices at nice 19 beside the kit's tests took
+    half the CPUs until it did)."""
+    import os
+    import subprocess
+    import sys
+    probe = tmp_path / "probe.py"
+    probe.write_text(  # where the adapter is made: session leader or not, and its scheduling group
+        "import os\n"
+        "from posenc.adapters.numpy_adapter import NumpyAdapter\n"
+        "class Probe(NumpyAdapter):\n"
+        "    name = 'autogroup-probe'\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        with open(os.environ['PROBE_OUT'], 'a') as f:\n"
+        "            leads = 'leader' if os.getsid(0) == os.getpid() else 'member'\n"
+        "            f.write(f'{leads} {open(\"/proc/self/autogroup\").read().strip()}\\n')\n"
+        "ADAPTER = Probe\n")
+    seen = {}
+    for nice in (7, 0):
+        out = tmp_path / f"autogroup-{nice}.txt"
+        env = dict(os.environ, PROBE_OUT=str(out))
+        r = subprocess.run(["nice", "-n", str(nice), sys.executable, "-m", "pytest", str(CONFORMANCE_DIR), "--adapter",
+                            f"{probe}:Probe", "-p", "no:cacheprovider", "--import-mode=importlib", "-p", "no:xdist",
+                            "-q", "-k", "test_golden and sin-concat-d8"], capture_output=True, text=True, env=env,
+                           cwd=tmp_path, timeout=300)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+        lines = out.read_text().splitlines()
+        seen[nice] = [ln for ln in lines if ln.startswith("leader ")]  # the worker: a session of its own
+        assert seen[nice], lines
+    assert all(ln.endswith(" nice 7") for ln in seen[7]), seen  # the worker's group: the run's nice
+    assert all(ln.endswith(" nice 0") for ln in seen[0]), seen  # nothing changes for a run at normal priority
