@@ -186,7 +186,7 @@ def keep_priority(pid: int) -> None:
     The worker leads a session of its own (``start_new_session``: its process group is killed whole).  Under
     Linux's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``, on by default in many kernels)
     every session is a scheduling group, weighted by the group's nice value (0), not by its processes': a run
-    started with ``nice -n 19`` (CI runs the matrices so, beside the kit's tests) would hand its adapter's work
+    started with ``nice -n 19`` (say ``posenc matrix`` beside other work) would hand its adapter's work
     back to full priority, half the CPUs against every other session.  The group's nice is written to
     ``/proc/PID/autogroup`` (proc(5)); best effort: no autogroup, no permission or the kernel's rate limit leave
     it as it is, and a run at nice 0 or below changes nothing."""

@@ -538,8 +538,8 @@ AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
                     reason="the kernel schedules no autogroups here")
 def test_a_niced_runs_worker_keeps_its_priority(tmp_path):
     """The adapter's worker leads a session of its own, which autogroup scheduling weights by its group's nice
-    value: a run under ``nice`` gives it its own (measured: CI's matrices at nice 19 beside the kit's tests took
-    half the CPUs until it did)."""
+    value: a run under ``nice`` gives it its own (measured: ``posenc matrix`` at nice 19 beside the kit's tests
+    took half the CPUs until it did)."""
     import os
     import subprocess
     import sys

@@ -31,14 +31,7 @@ def test_ci_runs_the_readme_commands_and_every_adapter():
 
     ci = (ROOT / ".ci" / "run").read_text()
     assert "awk '/^```sh$/" in ci
-    assert 'bash -c "${readme_cmds[0]}"' in ci
-    # the second as its two halves ("pip install ... && pytest tests ..."), in order, the matrices' runs started
-    # in between; the halves are what the README says
-    assert 'bash -c "$kit_install"' in ci and 'bash -c "$kit_tests"' in ci
-    assert ci.index('bash -c "$kit_install"') < ci.index("posenc matrix --check") < ci.index('bash -c "$kit_tests"')
-    second = README.split("```sh\n", 1)[1].splitlines()[1]
-    install, tests = second.split(" && ")
-    assert install.startswith("pip install ") and tests.startswith("pytest tests ")
+    assert 'bash -c "${readme_cmds[0]}"' in ci and 'bash -c "${readme_cmds[1]}"' in ci
     assert "posenc matrix --check" in ci
     # numpy at every dtype: a kit test (the README's second command), the matrix excludes it
     assert '"numpy": "all"' in (ROOT / "tests" / "test_suite.py").read_text()
