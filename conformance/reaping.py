@@ -180,6 +180,11 @@ def guard(watch_fd: int, spill: Optional[str], log: Optional[str], fork: Optiona
             os._exit(0)
 
 
+#: How long :func:`keep_priority` retries a write the kernel's rate limit refused (parallel runs start their
+#: workers together: ``posenc matrix --jobs N``, pytest-xdist).
+AUTOGROUP_RETRY_S = 1.0
+
+
 def keep_priority(pid: int) -> None:
     """Give the worker ``pid``'s scheduling group this process's nice value.
 
@@ -188,16 +193,25 @@ def keep_priority(pid: int) -> None:
     every session is a scheduling group, weighted by the group's nice value (0), not by its processes': a run
     started with ``nice -n 19`` (say ``posenc matrix`` beside other work) would hand its adapter's work
     back to full priority, half the CPUs against every other session.  The group's nice is written to
-    ``/proc/PID/autogroup`` (proc(5)); best effort: no autogroup, no permission or the kernel's rate limit leave
-    it as it is, and a run at nice 0 or below changes nothing."""
+    ``/proc/PID/autogroup`` (proc(5)); best effort: no autogroup or no permission leave it as it is, a write the
+    kernel's rate limit refuses (EAGAIN) is retried for :data:`AUTOGROUP_RETRY_S`, and a run at nice 0 or below
+    changes nothing."""
     try:
         nice = os.getpriority(os.PRIO_PROCESS, 0)
     except (AttributeError, OSError):  # not POSIX
         return
     if nice <= 0:
         return
-    try:
-        with open(f"/proc/{pid}/autogroup", "w") as f:
-            f.write(str(nice))
-    except OSError:
-        pass
+    import time
+    end = time.monotonic() + AUTOGROUP_RETRY_S
+    while True:
+        try:
+            with open(f"/proc/{pid}/autogroup", "w") as f:
+                f.write(str(nice))
+            return
+        except BlockingIOError:  # EAGAIN: without CAP_SYS_ADMIN, one write per 100 ms on the whole machine
+            if time.monotonic() > end:
+                return
+            time.sleep(0.02)
+        except OSError:
+            return
