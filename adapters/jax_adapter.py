@@ -47,7 +47,7 @@ import numpy as np  # noqa: E402
 
 from posenc.spec.errors import DegenerateWidth, PositionOutOfRange  # noqa: E402,F401 - re-exported, as before
 
-from .base import Adapter, compiled_call_forms, family_ports, int32_call_forms, roberta_from_bert  # noqa: E402,F401
+from .base import Adapter, family_ports, int32_call_forms, roberta_from_bert  # noqa: E402,F401
 
 # Re-exports: the port's names, importable from this module as before the split.
 from .jax_port._common import (  # noqa: E402,F401

@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import signal
+import time
 import weakref
 from typing import Callable, Optional
 
@@ -202,7 +203,6 @@ def keep_priority(pid: int) -> None:
         return
     if nice <= 0:
         return
-    import time
     end = time.monotonic() + AUTOGROUP_RETRY_S
     while True:
         try:

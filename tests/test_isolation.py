@@ -582,25 +582,21 @@ def test_a_refused_autogroup_write_is_retried(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "getpriority", lambda *a: 9)
     real_open, calls, target = builtins.open, [], tmp_path / "autogroup"
 
-    def refusing_open(path, *a, **kw):
-        if str(path).startswith("/proc/424242/"):
+    def refusing(refusals: int):
+        def open_(path, *a, **kw):
+            if not str(path).startswith("/proc/424242/"):
+                return real_open(path, *a, **kw)
             calls.append(path)
-            if len(calls) < 3:
+            if len(calls) <= refusals:
                 raise BlockingIOError(11, "write could not complete without blocking")
             return real_open(target, *a, **kw)
-        return real_open(path, *a, **kw)
-    monkeypatch.setattr(builtins, "open", refusing_open)
+        return open_
+    monkeypatch.setattr(builtins, "open", refusing(2))
     reaping.keep_priority(424242)
     assert len(calls) == 3 and target.read_text() == "9"
     calls.clear()
     target.unlink()
-
-    def always_refusing_open(path, *a, **kw):
-        if str(path).startswith("/proc/424242/"):
-            calls.append(path)
-            raise BlockingIOError(11, "write could not complete without blocking")
-        return real_open(path, *a, **kw)
-    monkeypatch.setattr(builtins, "open", always_refusing_open)
+    monkeypatch.setattr(builtins, "open", refusing(10 ** 9))
     monkeypatch.setattr(reaping, "AUTOGROUP_RETRY_S", 0.1)  # refused past the retry time: left as it is, no error
     reaping.keep_priority(424242)
     assert len(calls) >= 2 and not target.exists()
