@@ -116,20 +116,44 @@ def rotate(x, cos, sin, rotary_dim: int, pairing: str):
     return jnp.concatenate((y.astype(x.dtype), x[..., rotary_dim:]), axis=-1)
 
 
+@kernel("layout")
+def to_bhtd(q, k, layout: str):
+    """q, k in ``layout`` (``thd``: tokens ``[N, H, D]``, one row; ``bthd``: token-major) as ``[B, H, T, D]``."""
+    if layout == "thd":
+        return jnp.swapaxes(q, 0, 1)[None], jnp.swapaxes(k, 0, 1)[None]
+    return jnp.swapaxes(q, 1, 2), jnp.swapaxes(k, 1, 2)
+
+
+@kernel("layout")
+def from_bhtd(q, k, layout: str):
+    """The inverse of :func:`to_bhtd`."""
+    if layout == "thd":
+        return jnp.swapaxes(q[0], 0, 1), jnp.swapaxes(k[0], 0, 1)
+    return jnp.swapaxes(q, 1, 2), jnp.swapaxes(k, 1, 2)
+
+
+@kernel()
+def one_row(positions):
+    """Tokens' positions ``[N]`` (``[A, N]``) as one row, ``[1, N]`` (``[A, 1, N]``)."""
+    return positions[..., None, :]
+
+
 class LayoutForms:
     """The call forms of a prepared rotation whose ``apply(q, k, position_ids)`` takes q, k ``[B, H, T, D]`` at
     positions ``[B, T]`` (M-RoPE's and axial's ``[A, B, T]``): tokens and the token-major layout (spec
-    ``<op>_tokens``, ``<op>_token_major``; ROPE-CALL-FORM).  int32 positions are ``apply`` itself."""
+    ``<op>_tokens``, ``<op>_token_major``; ROPE-CALL-FORM).  int32 positions are ``apply`` itself.  The layout
+    changes are kernels of their own (compiled, one XLA program each, not one per operation; the rotation's
+    kernel stays the one ``apply`` compiles)."""
 
     def apply_tokens(self, q, k, positions):
         """q, k ``[N, H, D]``, token n at ``positions[..., n]``: one row of N tokens."""
-        yq, yk = self.apply(jnp.swapaxes(q, 0, 1)[None], jnp.swapaxes(k, 0, 1)[None], positions[..., None, :])
-        return jnp.swapaxes(yq[0], 0, 1), jnp.swapaxes(yk[0], 0, 1)
+        yq, yk = self.apply(*self.a.run(to_bhtd, q, k, layout="thd"), self.a.run(one_row, positions))
+        return self.a.run(from_bhtd, yq, yk, layout="thd")
 
     def apply_token_major(self, q, k, position_ids):
         """q, k ``[B, T, H, D]``."""
-        yq, yk = self.apply(jnp.swapaxes(q, 1, 2), jnp.swapaxes(k, 1, 2), position_ids)
-        return jnp.swapaxes(yq, 1, 2), jnp.swapaxes(yk, 1, 2)
+        yq, yk = self.apply(*self.a.run(to_bhtd, q, k, layout="bthd"), position_ids)
+        return self.a.run(from_bhtd, yq, yk, layout="bthd")
 
 
 @kernel("batch", "seq_len")

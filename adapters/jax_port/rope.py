@@ -106,20 +106,32 @@ class JaxRope(LayoutForms):
 
     def apply_offsets(self, q, k, offsets):
         """rope.apply_row_offsets: row b's positions ``offsets[b] + t``."""
-        return self.apply(q, k, offsets[:, None] + jnp.arange(q.shape[2], dtype=offsets.dtype))
+        return self.apply(q, k, self.a.run(offset_positions, offsets, batch=q.shape[0], seq_len=q.shape[2]))
 
     def apply_offset(self, q, k, offset: int):
         """rope.apply_offset: every row at positions ``offset + t``."""
-        pos = offset + jnp.arange(q.shape[2], dtype=jnp.int64)
-        return self.apply(q, k, jnp.broadcast_to(pos, (q.shape[0], q.shape[2])))
+        return self.apply_offsets(q, k, jnp.asarray(offset, jnp.int64))
 
     def apply_packed(self, q, k, cu_seqlens, offsets):
         """rope.apply_packed: document d is tokens ``cu_seqlens[d] ..`` at positions ``offsets[d] + t``."""
-        n, cu = q.shape[0], cu_seqlens.astype(offsets.dtype)
-        doc = jnp.searchsorted(cu, jnp.arange(n, dtype=cu.dtype), side="right") - 1
-        pos = offsets[doc] + jnp.arange(n, dtype=cu.dtype) - cu[doc]
-        yq, yk = self.apply(jnp.swapaxes(q, 0, 1)[None], jnp.swapaxes(k, 0, 1)[None], pos[None])
-        return jnp.swapaxes(yq[0], 0, 1), jnp.swapaxes(yk[0], 0, 1)
+        return self.apply_tokens(q, k, self.a.run(packed_token_positions, cu_seqlens, offsets, n=q.shape[0]))
+
+
+@kernel("batch", "seq_len")
+def offset_positions(offsets, batch: int, seq_len: int):
+    """rope.apply_row_offsets: row b at ``offsets[b] + t``; a scalar offset (rope.apply_offset): every row."""
+    o = jnp.reshape(offsets, (-1, 1))
+    return jnp.broadcast_to(o + jnp.arange(seq_len, dtype=o.dtype), (batch, seq_len))
+
+
+@kernel("n")
+def packed_token_positions(cu_seqlens, offsets, n: int):
+    """rope.apply_packed: token i of document d (``cu_seqlens[d] <= i < cu_seqlens[d + 1]``) at
+    ``offsets[d] + i - cu_seqlens[d]``, ``[n]``."""
+    cu = cu_seqlens.astype(offsets.dtype)
+    i = jnp.arange(n, dtype=cu.dtype)
+    doc = jnp.searchsorted(cu, i, side="right") - 1
+    return offsets[doc] + i - cu[doc]
 
 
 class Ops:
