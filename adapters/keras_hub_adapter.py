@@ -106,6 +106,7 @@ from posenc.spec.errors import AdapterError, UsageError
 from posenc.spec.tolerance import EPS
 
 from .base import Adapter, Unsupported, for_rotation, forms_unsupported, positive_rotation_only
+from .reference_adapter import NP_DTYPES
 
 BACKENDS = ("tensorflow", "jax", "torch")
 #: ``GPTNeoXAttention.call`` slices the rotary part and concatenates the pass-through tail.
@@ -410,10 +411,8 @@ class KerasHubAdapter(Adapter):
         with self.scope():
             if self.backend == "jax":  # cast on the host, placed by device_put: convert_to_tensor and cast compile
                 import jax  # per new shape (half of this column's compilations); the kit's inputs are exact in
-                from ml_dtypes import bfloat16  # every dtype, so the values are the same
-
-                return jax.device_put(np.asarray(array).astype(bfloat16 if dtype == "bfloat16" else dtype),
-                                      jax.devices("cpu")[0])
+                # every dtype, so the values are the same
+                return jax.device_put(np.asarray(array).astype(NP_DTYPES[dtype]), jax.devices("cpu")[0])
             x = ops.convert_to_tensor(np.ascontiguousarray(array))
             return x if self.dtype_of(x) == dtype else ops.cast(x, dtype)
 

@@ -52,11 +52,10 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from .base import Adapter, Unsupported, positive_rotation_only
+from .reference_adapter import NP_DTYPES
 
 OPSET = 23
 IR_VERSION = 10  # the IR version of opset 23 (onnx 1.18+), read by onnxruntime 1.32
-NP_DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
-             "bfloat16": ml_dtypes.bfloat16, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
 ELEM_TYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
 NO_FLOAT64 = ("ONNX RotaryEmbedding-23 constrains T to float, float16, bfloat16 (onnx/defs/nn/defs.cc, "
               "TypeConstraint 'T'): a float64 graph is invalid")

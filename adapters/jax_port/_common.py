@@ -158,8 +158,9 @@ class LayoutForms:
 
 @kernel("batch", "seq_len")
 def arange_positions(start, batch, seq_len):
-    """POS-PREFILL / POS-DECODE: ``start + arange(seq_len)`` for every row, ``[batch, seq_len]``."""
-    return jnp.broadcast_to(start + jnp.arange(seq_len, dtype=jnp.int64), (batch, seq_len))
+    """POS-PREFILL / POS-DECODE: ``start + arange(seq_len)`` for every row, ``[batch, seq_len]``; ``start`` a
+    scalar, or one per row ``[batch]`` (rope.apply_row_offsets: row b at ``start[b] + t``)."""
+    return jnp.broadcast_to(jnp.reshape(start, (-1, 1)) + jnp.arange(seq_len, dtype=jnp.int64), (batch, seq_len))
 
 
 @kernel("padding_idx")

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._common import DTYPES, LayoutForms, compute_dtype, kernel, on_device, rotate
+from ._common import DTYPES, LayoutForms, arange_positions, compute_dtype, kernel, on_device, rotate
 from .rope_scaling import attention_factor, scaled_inv_freq
 
 if TYPE_CHECKING:
@@ -106,22 +106,15 @@ class JaxRope(LayoutForms):
 
     def apply_offsets(self, q, k, offsets):
         """rope.apply_row_offsets: row b's positions ``offsets[b] + t``."""
-        return self.apply(q, k, self.a.run(offset_positions, offsets, batch=q.shape[0], seq_len=q.shape[2]))
+        return self.apply(q, k, self.a.run(arange_positions, offsets, batch=q.shape[0], seq_len=q.shape[2]))
 
     def apply_offset(self, q, k, offset: int):
         """rope.apply_offset: every row at positions ``offset + t``."""
-        return self.apply_offsets(q, k, jnp.asarray(offset, jnp.int64))
+        return self.apply_offsets(q, k, offset)
 
     def apply_packed(self, q, k, cu_seqlens, offsets):
         """rope.apply_packed: document d is tokens ``cu_seqlens[d] ..`` at positions ``offsets[d] + t``."""
         return self.apply_tokens(q, k, self.a.run(packed_token_positions, cu_seqlens, offsets, n=q.shape[0]))
-
-
-@kernel("batch", "seq_len")
-def offset_positions(offsets, batch: int, seq_len: int):
-    """rope.apply_row_offsets: row b at ``offsets[b] + t``; a scalar offset (rope.apply_offset): every row."""
-    o = jnp.reshape(offsets, (-1, 1))
-    return jnp.broadcast_to(o + jnp.arange(seq_len, dtype=o.dtype), (batch, seq_len))
 
 
 @kernel("n")
